@@ -1,0 +1,81 @@
+// Package launcher is the contract between the daemon and the per-OS sandbox
+// backends: what to start (Spec), the running sandbox (Process), and the error
+// a backend returns when the host cannot enforce a policy (Unenforceable).
+//
+// A backend has exactly one Start. Plain exec and PTY sessions differ only in
+// the files placed in Spec.Stdio, so no path can skip the sandbox.
+package launcher
+
+import (
+	"context"
+	"os"
+	"syscall"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// Spec is everything a backend needs to start one sandboxed process. The
+// policy has already been validated and normalized by package policy; a
+// backend never re-derives policy meaning beyond turning it into its plan.
+type Spec struct {
+	SessionID string
+	Policy    *sandboxdv1.Policy
+	// Digest is policy.Digest(Policy), exported to the sandbox.
+	Digest string
+	Argv   []string
+	// Env is the complete environment of the process, "KEY=value". The daemon
+	// builds it; nothing else is added by the backend.
+	Env []string
+	// Cwd is an absolute path inside the sandbox.
+	Cwd string
+	// UID and GID are the host identity the sandboxed process runs as. The
+	// daemon never passes 0 here.
+	UID, GID uint32
+	Stdio    Stdio
+	// HideSockets are host paths of daemon sockets that must not be reachable
+	// from inside the sandbox.
+	HideSockets []string
+}
+
+// Stdio holds the files the process gets as fds 0, 1 and 2. For a PTY
+// session all three are the terminal's replica side and Terminal is set, so
+// the backend makes it the controlling terminal of a new session.
+type Stdio struct {
+	Stdin, Stdout, Stderr *os.File
+	Terminal              bool
+}
+
+// Status is how a sandboxed process ended.
+type Status struct {
+	// ExitCode is meaningful when Signal is 0.
+	ExitCode int
+	// Signal is the signal that terminated the process, 0 if it exited.
+	Signal syscall.Signal
+}
+
+// Process is a started sandbox.
+type Process interface {
+	// Pid is the host pid of the sandbox's outermost process.
+	Pid() int
+	// Enforcement is the report for what this process runs under, derived
+	// from the plan the backend applied.
+	Enforcement() *sandboxdv1.EnforcementReport
+	// Signal delivers sig to the sandboxed command.
+	Signal(sig syscall.Signal) error
+	// Kill ends every process of the sandbox.
+	Kill() error
+	// Wait blocks until the sandboxed command has ended and every process of
+	// the sandbox is gone, then releases what Start acquired.
+	Wait() (Status, error)
+}
+
+// Backend enforces policies on one OS.
+type Backend interface {
+	Name() string
+	// Start launches spec.Argv under spec.Policy. It returns *Unenforceable
+	// when some field cannot be enforced on this host, *ExecError when the
+	// command could not be executed inside the sandbox, and otherwise a
+	// running Process. It never starts a command with less confinement than
+	// the policy asks.
+	Start(ctx context.Context, spec Spec) (Process, error)
+}
