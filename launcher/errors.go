@@ -60,17 +60,20 @@ func (u *Unenforceable) Proto() *sandboxdv1.Unenforceable {
 // ExecError is returned by Start when the sandbox was set up but the command
 // could not be executed in it.
 type ExecError struct {
+	// Op is the step that failed: "execve", or "chdir" for the working
+	// directory.
+	Op    string
 	Path  string
 	Errno syscall.Errno
 }
 
 func (e *ExecError) Error() string {
-	return fmt.Sprintf("exec %s: %v", e.Path, e.Errno)
+	return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Errno)
 }
 
 // ExitCode is the shell convention: 127 not found, 126 cannot execute.
 func (e *ExecError) ExitCode() int {
-	if errors.Is(e.Errno, syscall.ENOENT) || errors.Is(e.Errno, syscall.ENOTDIR) {
+	if e.Op != "chdir" && (errors.Is(e.Errno, syscall.ENOENT) || errors.Is(e.Errno, syscall.ENOTDIR)) {
 		return 127
 	}
 	return 126

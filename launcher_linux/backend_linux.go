@@ -1,0 +1,337 @@
+package launcherlinux
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
+	"golang.org/x/sys/unix"
+)
+
+// Config configures the Linux backend.
+type Config struct {
+	// InitPath is the binary started as the sandbox init; it must call
+	// RunInitIfRequested. Empty means this binary (/proc/self/exe).
+	InitPath string
+}
+
+type backend struct {
+	initPath    string
+	landlockABI int
+}
+
+// New returns the Linux backend.
+func New(cfg Config) (launcher.Backend, error) {
+	b := &backend{initPath: cfg.InitPath}
+	if b.initPath == "" {
+		b.initPath = "/proc/self/exe"
+	}
+	// Landlock is the second filesystem layer; without it the mount
+	// namespace alone still enforces every filesystem field, and the
+	// enforcement report says so.
+	b.landlockABI, _ = landlockABI()
+	return b, nil
+}
+
+func (b *backend) Name() string { return "linux" }
+
+func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Process, error) {
+	if spec.UID == 0 || spec.GID == 0 {
+		return nil, errors.New("refusing to start a sandbox as host root (uid or gid 0)")
+	}
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("empty argv")
+	}
+	if err := checkPaths(spec.Policy.GetFilesystem()); err != nil {
+		return nil, err
+	}
+	plan, err := BuildPlan(PlanInput{
+		Policy: spec.Policy, Argv: spec.Argv, Env: spec.Env, Cwd: spec.Cwd,
+		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
+		HideSockets: spec.HideSockets,
+	}, Host{LandlockABI: b.landlockABI, Exists: hostExists})
+	if err != nil {
+		return nil, err
+	}
+	cleanup := placeholderCleanup(plan)
+
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("plan pipe: %w", err)
+	}
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		planR.Close()
+		planW.Close()
+		return nil, fmt.Errorf("report pipe: %w", err)
+	}
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
+	if plan.NetNS {
+		flags |= unix.CLONE_NEWNET
+	}
+	root := os.Geteuid() == 0
+	sys := &syscall.SysProcAttr{
+		Cloneflags:  flags,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(spec.UID), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(spec.GID), Size: 1}},
+		// A root daemon drops its supplementary groups (host gid 0 among
+		// them); that needs setgroups, which an unprivileged daemon does not
+		// have and does not need.
+		GidMappingsEnableSetgroups: root,
+		Setsid:                     true,
+		Pdeathsig:                  syscall.SIGKILL,
+	}
+	if root {
+		sys.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+	}
+	cmd := &exec.Cmd{
+		Path:        b.initPath,
+		Args:        []string{initArg0},
+		Env:         []string{},
+		Stdin:       spec.Stdio.Stdin,
+		Stdout:      spec.Stdio.Stdout,
+		Stderr:      spec.Stdio.Stderr,
+		ExtraFiles:  []*os.File{planR, repW},
+		SysProcAttr: sys,
+	}
+	startErr := cmd.Start()
+	planR.Close()
+	repW.Close()
+	if startErr != nil {
+		planW.Close()
+		repR.Close()
+		cleanup()
+		return nil, namespaceRefusal(startErr, plan.NetNS)
+	}
+	p := &process{cmd: cmd, report: bufio.NewReader(repR), reportFile: repR, cleanup: cleanup,
+		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report}}
+	if err := json.NewEncoder(planW).Encode(plan); err != nil {
+		planW.Close()
+		p.abort()
+		return nil, fmt.Errorf("send plan to sandbox init: %w", err)
+	}
+	planW.Close()
+
+	m, err := p.next()
+	if err != nil {
+		p.abort()
+		return nil, fmt.Errorf("sandbox init died during setup: %w", err)
+	}
+	switch m.Type {
+	case "started":
+		return p, nil
+	case "exec-error":
+		p.abort()
+		return nil, &launcher.ExecError{Op: m.Op, Path: m.Path, Errno: syscall.Errno(m.Errno)}
+	case "setup-error":
+		p.abort()
+		return nil, setupRefusal(m)
+	}
+	p.abort()
+	return nil, fmt.Errorf("sandbox init: unexpected message %q", m.Type)
+}
+
+// namespaceRefusal explains a failed clone of the init: the host does not let
+// this daemon create the namespaces the policy needs.
+func namespaceRefusal(err error, netns bool) error {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return fmt.Errorf("start sandbox init: %w", err)
+	}
+	kinds := "user, mount, pid, ipc, uts, cgroup"
+	if netns {
+		kinds += ", net"
+	}
+	return &launcher.Unenforceable{
+		Field:     "process",
+		Mechanism: "new " + kinds + " namespaces with a one-uid map",
+		Found:     "the kernel refused to create them for this daemon",
+		Errno:     errno,
+		Probe:     "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID...) + uid_map",
+		Remedy:    "run sandboxd as root, or allow unprivileged user namespaces (sysctl user.max_user_namespaces>0, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0)",
+	}
+}
+
+func setupRefusal(m message) error {
+	u := &launcher.Unenforceable{
+		Field:     m.Field,
+		Mechanism: "sandbox setup step " + m.Op,
+		Found:     m.Detail,
+		Errno:     syscall.Errno(m.Errno),
+		Probe:     strings.TrimSpace(m.Op + " " + m.Path),
+		Remedy:    "check that the host allows this mount operation to an unprivileged user namespace (a container may mask /proc or forbid mounts); run sandboxd as root on the host",
+	}
+	if m.Field == "network.mode" {
+		u.Remedy = "allow configuring loopback in a new network namespace, or use network HOST"
+	}
+	return u
+}
+
+func hostExists(path string) (bool, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return false, false
+	}
+	return true, fi.IsDir()
+}
+
+// checkPaths refuses policies whose paths cross symlinks: the policy names
+// the place it protects, and a symlink would silently move that place.
+func checkPaths(fs *sandboxdv1.Filesystem) error {
+	for i, w := range fs.GetWrite() {
+		field := fmt.Sprintf("filesystem.write[%d]", i)
+		if _, err := os.Lstat(w); err != nil {
+			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q: %v", w, err)}
+		}
+		if err := noSymlink(field, w); err != nil {
+			return err
+		}
+	}
+	for i, r := range fs.GetReadOnly() {
+		if err := noSymlink(fmt.Sprintf("filesystem.read_only[%d]", i), r); err != nil {
+			return err
+		}
+	}
+	for i, d := range fs.GetDeny() {
+		if err := noSymlink(fmt.Sprintf("filesystem.deny[%d]", i), d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func noSymlink(field, path string) error {
+	existing := path
+	for {
+		if _, err := os.Lstat(existing); err == nil || existing == "/" {
+			break
+		}
+		existing = filepath.Dir(existing)
+	}
+	resolved, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q: %v", path, err)}
+	}
+	if resolved != existing {
+		return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q crosses a symlink: %q resolves to %q; name the real path", path, existing, resolved)}
+	}
+	return nil
+}
+
+// placeholderCleanup returns a func that removes the placeholder directories
+// the init will create, if they are still empty after the session; it
+// records now which ancestors are missing, so only what we made is removed.
+func placeholderCleanup(plan *Plan) func() {
+	var made []string
+	for _, s := range plan.Mounts {
+		if s.Kind != MountPlaceholder {
+			continue
+		}
+		for d := s.Source; d != "/"; d = filepath.Dir(d) {
+			if _, err := os.Lstat(d); err == nil {
+				break
+			}
+			made = append(made, d)
+		}
+	}
+	return func() {
+		for _, d := range made {
+			removeEmptyDirNoFollow(d)
+		}
+	}
+}
+
+func removeEmptyDirNoFollow(path string) {
+	parent, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(path), &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return
+	}
+	defer unix.Close(parent)
+	unix.Unlinkat(parent, filepath.Base(path), unix.AT_REMOVEDIR)
+}
+
+type process struct {
+	cmd         *exec.Cmd
+	report      *bufio.Reader
+	reportFile  *os.File
+	cleanup     func()
+	enforcement *sandboxdv1.EnforcementReport
+
+	waitOnce sync.Once
+	status   launcher.Status
+	waitErr  error
+}
+
+func (p *process) next() (message, error) {
+	var m message
+	line, err := p.report.ReadBytes('\n')
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return m, errors.New("report pipe closed")
+		}
+		return m, err
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		return m, fmt.Errorf("decode report %q: %w", line, err)
+	}
+	return m, nil
+}
+
+func (p *process) abort() {
+	p.cmd.Process.Kill()
+	p.Wait()
+}
+
+func (p *process) Pid() int { return p.cmd.Process.Pid }
+
+func (p *process) Enforcement() *sandboxdv1.EnforcementReport { return p.enforcement }
+
+func (p *process) Signal(sig syscall.Signal) error {
+	// The init forwards it to the command's process group.
+	return p.cmd.Process.Signal(sig)
+}
+
+func (p *process) Kill() error {
+	// SIGKILL of the pid namespace's init kills every process in it.
+	err := p.cmd.Process.Kill()
+	if errors.Is(err, os.ErrProcessDone) {
+		return nil
+	}
+	return err
+}
+
+func (p *process) Wait() (launcher.Status, error) {
+	p.waitOnce.Do(func() {
+		st := launcher.Status{Signal: syscall.SIGKILL}
+		for {
+			m, err := p.next()
+			if err != nil {
+				break
+			}
+			if m.Type == "exit" {
+				st = launcher.Status{ExitCode: m.Code, Signal: syscall.Signal(m.Signal)}
+			}
+		}
+		p.reportFile.Close()
+		werr := p.cmd.Wait()
+		var exitErr *exec.ExitError
+		if werr != nil && !errors.As(werr, &exitErr) {
+			p.waitErr = werr
+		}
+		p.status = st
+		p.cleanup()
+	})
+	return p.status, p.waitErr
+}

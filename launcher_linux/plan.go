@@ -1,0 +1,333 @@
+package launcherlinux
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// MountKind is one step of building the sandbox's root.
+type MountKind string
+
+const (
+	// MountRootReadOnly clones the host root recursively, read-only, nosuid,
+	// nodev, as the sandbox root.
+	MountRootReadOnly MountKind = "root-ro"
+	// MountBind clones host Source (recursively) onto Target.
+	MountBind MountKind = "bind"
+	// MountRebindReadOnly clones the sandbox's own Target onto itself read-only.
+	MountRebindReadOnly MountKind = "rebind-ro"
+	// MountPin clones the sandbox's own Target onto itself so that it becomes a
+	// mount point, which the kernel refuses to rename or remove (EBUSY).
+	MountPin MountKind = "pin"
+	// MountTmpfs mounts a fresh tmpfs with Mode; ReadOnly for masks.
+	MountTmpfs MountKind = "tmpfs"
+	// MountProc mounts a procfs of the sandbox's pid namespace.
+	MountProc MountKind = "proc"
+	// MountDevpts mounts a private devpts instance.
+	MountDevpts MountKind = "devpts"
+	// MountMaskFile covers a non-directory with an empty, unreadable,
+	// read-only file.
+	MountMaskFile MountKind = "mask-file"
+	// MountSymlink creates a symlink Target -> Source in a tmpfs of ours.
+	MountSymlink MountKind = "symlink"
+	// MountPlaceholder creates host directory Source (and missing parents) so
+	// that a carve-out or deny path that does not exist yet can be protected.
+	MountPlaceholder MountKind = "placeholder"
+)
+
+// MountStep is one mount operation of the plan. Paths are absolute; Source is
+// a host path, Target a path inside the sandbox.
+type MountStep struct {
+	Kind     MountKind `json:"kind"`
+	Source   string    `json:"source,omitempty"`
+	Target   string    `json:"target,omitempty"`
+	ReadOnly bool      `json:"read_only,omitempty"`
+	Mode     uint32    `json:"mode,omitempty"`
+	// Optional steps are skipped when their target does not exist (kernel
+	// files that only some kernels have).
+	Optional bool `json:"optional,omitempty"`
+	// Field is the policy field this step enforces, named in errors.
+	Field string `json:"field"`
+}
+
+// LandlockRule grants Access beneath Path.
+type LandlockRule struct {
+	Path   string `json:"path"`
+	Access uint64 `json:"access"`
+}
+
+// LandlockPlan is the second filesystem layer. ABI 0 means Landlock is absent.
+type LandlockPlan struct {
+	ABI       int            `json:"abi"`
+	HandledFS uint64         `json:"handled_fs"`
+	Scoped    uint64         `json:"scoped"`
+	Rules     []LandlockRule `json:"rules"`
+}
+
+// ExecPlan is what the second stage needs to exec the command.
+type ExecPlan struct {
+	Argv     []string       `json:"argv"`
+	Env      []string       `json:"env"`
+	Cwd      string         `json:"cwd"`
+	UID      uint32         `json:"uid"`
+	GID      uint32         `json:"gid"`
+	Terminal bool           `json:"terminal"`
+	Landlock LandlockPlan   `json:"landlock"`
+	Seccomp  []SockFilter   `json:"seccomp"`
+}
+
+// Plan is everything the sandbox init applies. The applier never looks at the
+// policy again.
+type Plan struct {
+	Mounts   []MountStep `json:"mounts"`
+	NetNS    bool        `json:"netns"`
+	Hostname string      `json:"hostname"`
+	Exec     ExecPlan    `json:"exec"`
+	// Report is derived from the same decisions as the steps above.
+	Report []*sandboxdv1.FieldEnforcement `json:"-"`
+}
+
+// Host is what the planner needs to know about the machine; Start fills it
+// from real probes, tests from literals.
+type Host struct {
+	LandlockABI int
+	// Exists reports whether a host path exists and is a directory.
+	Exists func(path string) (exists, isDir bool)
+}
+
+// PlanInput is the launch request, already validated and normalized.
+type PlanInput struct {
+	Policy      *sandboxdv1.Policy
+	Argv        []string
+	Env         []string
+	Cwd         string
+	UID, GID    uint32
+	Terminal    bool
+	HideSockets []string
+}
+
+// procReadOnly and procMasked follow the container runtimes' defaults: kernel
+// knobs stay readable but not writable, and files that leak host kernel state
+// or allow host-wide actions are hidden.
+var (
+	procReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+	procMasked   = []string{"/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/kmsg"}
+	procMaskDirs = []string{"/proc/acpi", "/proc/scsi"}
+	devNodes     = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+)
+
+// BuildPlan turns a normalized policy into the plan. It refuses (returning
+// *launcher.Unenforceable) only for what this backend cannot enforce at all;
+// host probing of missing primitives happens at apply time.
+func BuildPlan(in PlanInput, host Host) (*Plan, error) {
+	p := in.Policy
+	if err := refuseUnsupported(p); err != nil {
+		return nil, err
+	}
+	fs := p.GetFilesystem()
+	plan := &Plan{
+		NetNS:    p.GetNetwork().GetMode() != sandboxdv1.Network_HOST,
+		Hostname: "sandbox",
+	}
+	add := func(s MountStep) { plan.Mounts = append(plan.Mounts, s) }
+
+	add(MountStep{Kind: MountRootReadOnly, Source: "/", Target: "/", Field: "filesystem.read"})
+
+	add(MountStep{Kind: MountProc, Target: "/proc", Field: "process"})
+	for _, d := range procReadOnly {
+		add(MountStep{Kind: MountRebindReadOnly, Target: d, Optional: true, Field: "process"})
+	}
+	for _, f := range procMasked {
+		add(MountStep{Kind: MountMaskFile, Target: f, Optional: true, Field: "process"})
+	}
+	for _, d := range procMaskDirs {
+		add(MountStep{Kind: MountTmpfs, Target: d, ReadOnly: true, Optional: true, Field: "process"})
+	}
+
+	add(MountStep{Kind: MountTmpfs, Target: "/dev", Mode: 0o755, Field: "process"})
+	for _, n := range devNodes {
+		add(MountStep{Kind: MountBind, Source: n, Target: n, Field: "process"})
+	}
+	add(MountStep{Kind: MountDevpts, Target: "/dev/pts", Field: "process"})
+	add(MountStep{Kind: MountTmpfs, Target: "/dev/shm", Mode: 0o1777, Field: "filesystem.write"})
+	for _, l := range [][2]string{{"pts/ptmx", "/dev/ptmx"}, {"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"}, {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}} {
+		add(MountStep{Kind: MountSymlink, Source: l[0], Target: l[1], Field: "process"})
+	}
+
+	writes := fs.GetWrite()
+	privateTmp := !coveredBy("/tmp", writes)
+	if privateTmp {
+		add(MountStep{Kind: MountTmpfs, Target: "/tmp", Mode: 0o1777, Field: "filesystem.write"})
+	}
+
+	// Carve-outs and deny paths inside a write root that do not exist yet get
+	// a placeholder directory first: a mount needs something to cover, and
+	// otherwise the sandbox could create them.
+	var placeholders []string
+	for _, c := range append(append([]string{}, fs.GetReadOnly()...), fs.GetDeny()...) {
+		if ok, _ := host.Exists(c); !ok && coveredBy(c, writes) {
+			placeholders = append(placeholders, c)
+		}
+	}
+	sort.Strings(placeholders)
+	for _, c := range placeholders {
+		add(MountStep{Kind: MountPlaceholder, Source: c, Field: fieldOf(fs, c)})
+	}
+
+	for _, w := range sortedByDepth(writes) {
+		add(MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write"})
+	}
+
+	pinned := map[string]bool{}
+	for _, c := range sortedByDepth(fs.GetReadOnly()) {
+		root := innermostRoot(c, writes)
+		for _, a := range ancestorsBetween(root, c) {
+			if !pinned[a] {
+				pinned[a] = true
+				add(MountStep{Kind: MountPin, Target: a, Field: "filesystem.read_only"})
+			}
+		}
+		add(MountStep{Kind: MountRebindReadOnly, Target: c, Field: "filesystem.read_only"})
+	}
+
+	for _, d := range sortedByDepth(fs.GetDeny()) {
+		exists, isDir := host.Exists(d)
+		if !exists && coveredBy(d, writes) {
+			exists, isDir = true, true
+		}
+		switch {
+		case !exists:
+			// Outside every write root a missing path cannot be created, so
+			// there is nothing to read or write.
+		case isDir:
+			add(MountStep{Kind: MountTmpfs, Target: d, Mode: 0, ReadOnly: true, Field: "filesystem.deny"})
+		default:
+			add(MountStep{Kind: MountMaskFile, Target: d, Field: "filesystem.deny"})
+		}
+	}
+
+	for _, s := range in.HideSockets {
+		if ok, _ := host.Exists(s); ok {
+			add(MountStep{Kind: MountMaskFile, Target: s, Optional: true, Field: "children"})
+		}
+	}
+
+	ll := planLandlock(host.LandlockABI, writes, privateTmp, plan.NetNS)
+	prog, err := SeccompProgram(SeccompOptions{RestrictSocketFamilies: plan.NetNS})
+	if err != nil {
+		return nil, err
+	}
+	cwd := in.Cwd
+	if cwd == "" {
+		cwd = "/"
+	}
+	plan.Exec = ExecPlan{
+		Argv: in.Argv, Env: in.Env, Cwd: cwd,
+		UID: in.UID, GID: in.GID, Terminal: in.Terminal,
+		Landlock: ll, Seccomp: prog,
+	}
+	plan.Report = report(p, plan, len(fs.GetDeny()) > 0)
+	return plan, nil
+}
+
+func fieldOf(fs *sandboxdv1.Filesystem, path string) string {
+	for _, d := range fs.GetDeny() {
+		if d == path {
+			return "filesystem.deny"
+		}
+	}
+	return "filesystem.read_only"
+}
+
+// coveredBy reports whether path is one of roots or beneath one.
+func coveredBy(path string, roots []string) bool {
+	return innermostRoot(path, roots) != ""
+}
+
+func innermostRoot(path string, roots []string) string {
+	best := ""
+	for _, r := range roots {
+		if within(path, r) && len(r) > len(best) {
+			best = r
+		}
+	}
+	return best
+}
+
+func within(path, root string) bool {
+	if root == "/" {
+		return true
+	}
+	return path == root || strings.HasPrefix(path, root+"/")
+}
+
+// ancestorsBetween lists the directories strictly between root and path, from
+// the outermost in.
+func ancestorsBetween(root, path string) []string {
+	if root == "" {
+		return nil
+	}
+	var out []string
+	for d := filepath.Dir(path); d != root && within(d, root) && d != "/"; d = filepath.Dir(d) {
+		out = append([]string{d}, out...)
+	}
+	return out
+}
+
+func sortedByDepth(paths []string) []string {
+	out := append([]string(nil), paths...)
+	sort.SliceStable(out, func(i, j int) bool {
+		di, dj := strings.Count(out[i], "/"), strings.Count(out[j], "/")
+		if out[i] == "/" {
+			di = 0
+		}
+		if out[j] == "/" {
+			dj = 0
+		}
+		if di != dj {
+			return di < dj
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+func report(p *sandboxdv1.Policy, plan *Plan, hasDeny bool) []*sandboxdv1.FieldEnforcement {
+	ll := "landlock unavailable"
+	if plan.Exec.Landlock.ABI > 0 {
+		ll = fmt.Sprintf("landlock abi %d", plan.Exec.Landlock.ABI)
+	}
+	f := func(field, mech string) *sandboxdv1.FieldEnforcement {
+		return &sandboxdv1.FieldEnforcement{Field: field, Mechanism: mech}
+	}
+	out := []*sandboxdv1.FieldEnforcement{
+		f("filesystem.read", "mount-ns read-only clone of / + "+ll),
+		f("filesystem.write", "mount-ns read-write binds + "+ll),
+		f("filesystem.read_only", "mount-ns read-only rebinds, ancestors pinned as mount points (landlock cannot subtract)"),
+	}
+	if hasDeny {
+		out = append(out, f("filesystem.deny", "mount-ns masks: empty read-only tmpfs or file (landlock cannot subtract)"))
+	} else {
+		out = append(out, f("filesystem.deny", "none requested"))
+	}
+	if plan.NetNS {
+		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink"))
+	} else {
+		out = append(out, f("network.mode", "host network"))
+	}
+	sc := "seccomp deny-list"
+	if plan.Exec.Landlock.Scoped != 0 {
+		sc += " + landlock signal scope"
+	}
+	out = append(out,
+		f("process", fmt.Sprintf("user-ns (host uid %d, not root), pid/ipc/uts/cgroup-ns, no_new_privs, no capabilities, setsid, %s", plan.Exec.UID, sc)),
+	)
+	if p.GetLimits().GetTimeout() != nil {
+		out = append(out, f("limits.timeout", "daemon wall-clock timer, SIGKILL of the sandbox"))
+	}
+	return out
+}

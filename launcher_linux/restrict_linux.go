@@ -1,0 +1,117 @@
+package launcherlinux
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// landlockABI asks the kernel which Landlock ABI it offers; 0 when none.
+func landlockABI() (int, error) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(v), nil
+}
+
+// rulesetAttr is struct landlock_ruleset_attr up to the scoped field (ABI 6);
+// the kernel accepts the shorter sizes of older ABIs.
+type rulesetAttr struct {
+	handledFS  uint64
+	handledNet uint64
+	scoped     uint64
+}
+
+// applyLandlock restricts the calling thread, which must be locked and must
+// be the one that calls execve.
+func applyLandlock(p LandlockPlan) error {
+	if p.ABI <= 0 {
+		return nil
+	}
+	attr := rulesetAttr{handledFS: p.HandledFS, scoped: p.Scoped}
+	size := unsafe.Sizeof(attr)
+	if p.ABI < 6 {
+		size = 16
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if errno != 0 {
+		return fmt.Errorf("landlock_create_ruleset: %w", errno)
+	}
+	defer unix.Close(int(fd))
+	for _, r := range p.Rules {
+		if err := addLandlockRule(int(fd), r); err != nil {
+			return err
+		}
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", errno)
+	}
+	return nil
+}
+
+func addLandlockRule(ruleset int, r LandlockRule) error {
+	pfd, err := unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		// A granted path that does not exist grants nothing.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("landlock rule %s: %w", r.Path, err)
+	}
+	defer unix.Close(pfd)
+	access := r.Access
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return fmt.Errorf("landlock rule %s: %w", r.Path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		access &= llFileRights
+	}
+	pb := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(pfd)}
+	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&pb)), 0, 0, 0)
+	runtime.KeepAlive(pb)
+	if errno != 0 {
+		return fmt.Errorf("landlock_add_rule %s: %w", r.Path, errno)
+	}
+	return nil
+}
+
+// applySeccomp installs prog on the calling thread; no_new_privs must be set.
+func applySeccomp(prog []SockFilter) error {
+	filters := make([]unix.SockFilter, len(prog))
+	for i, f := range prog {
+		filters[i] = unix.SockFilter{Code: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
+		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
+	}
+	runtime.KeepAlive(filters)
+	return nil
+}
+
+// loopbackUp brings lo up in the sandbox's network namespace; the kernel
+// assigns 127.0.0.1 and ::1 itself.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
+	}
+	return nil
+}

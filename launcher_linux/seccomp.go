@@ -1,0 +1,149 @@
+package launcherlinux
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/sandboxd/sandboxd/launcher"
+)
+
+// SockFilter is one classic BPF instruction (struct sock_filter).
+type SockFilter struct {
+	Code uint16 `json:"c"`
+	Jt   uint8  `json:"t"`
+	Jf   uint8  `json:"f"`
+	K    uint32 `json:"k"`
+}
+
+// SeccompOptions selects the policy-dependent parts of the filter.
+type SeccompOptions struct {
+	// RestrictSocketFamilies allows only inet, inet6 and netlink sockets: in
+	// a private network namespace those reach nothing outside, while unix
+	// sockets would still reach host daemons through the visible filesystem
+	// and vsock would reach the hypervisor.
+	RestrictSocketFamilies bool
+}
+
+const (
+	bpfLdAbsW  = 0x20
+	bpfJeqK    = 0x15
+	bpfJgeK    = 0x35
+	bpfJsetK   = 0x45
+	bpfRetK    = 0x06
+	retAllow   = 0x7fff0000
+	retKill    = 0x80000000
+	retErrno   = 0x00050000
+	errEPERM   = 1
+	errENOSYS  = 38
+	auditX8664 = 0xc000003e
+	x32Bit     = 0x40000000
+
+	offNr   = 0
+	offArch = 4
+	offArg0 = 16
+
+	tiocsti   = 0x5412
+	tioclinux = 0x541c
+
+	afInet    = 2
+	afInet6   = 10
+	afNetlink = 16
+
+	// Every CLONE_NEW* flag: a sandbox must not make namespaces of its own
+	// (a new user namespace would hand it capabilities again).
+	cloneNewFlags = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
+)
+
+// amd64 syscall numbers of what the filter denies. The filter is built for the
+// architecture the daemon runs on; other architectures are refused rather
+// than left unfiltered.
+var amd64Denied = []struct {
+	name string
+	nr   uint32
+}{
+	{"ptrace", 101}, {"syslog", 103}, {"uselib", 134},
+	{"ustat", 136}, {"sysfs", 139}, {"vhangup", 153}, {"pivot_root", 155},
+	{"_sysctl", 156}, {"acct", 163}, {"settimeofday", 164}, {"mount", 165},
+	{"umount2", 166}, {"swapon", 167}, {"swapoff", 168}, {"reboot", 169},
+	{"iopl", 172}, {"ioperm", 173}, {"create_module", 174}, {"init_module", 175},
+	{"delete_module", 176}, {"quotactl", 179}, {"nfsservctl", 180},
+	{"lookup_dcookie", 212}, {"clock_settime", 227}, {"kexec_load", 246},
+	{"add_key", 248}, {"request_key", 249}, {"keyctl", 250},
+	{"unshare", 272}, {"move_pages", 279}, {"perf_event_open", 298},
+	{"fanotify_init", 300}, {"name_to_handle_at", 303}, {"open_by_handle_at", 304},
+	{"clock_adjtime", 305}, {"setns", 308}, {"process_vm_readv", 310},
+	{"process_vm_writev", 311}, {"kcmp", 312}, {"finit_module", 313},
+	{"kexec_file_load", 320}, {"bpf", 321}, {"userfaultfd", 323},
+	{"io_uring_setup", 425}, {"io_uring_enter", 426}, {"io_uring_register", 427},
+	{"open_tree", 428}, {"move_mount", 429}, {"fsopen", 430}, {"fsconfig", 431},
+	{"fsmount", 432}, {"fspick", 433}, {"mount_setattr", 442},
+	{"adjtimex", 159},
+}
+
+const (
+	nrIoctl  = 16
+	nrSocket = 41
+	nrClone  = 56
+	nrClone3 = 435
+)
+
+// SeccompProgram builds the filter the sandboxed command runs under.
+func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
+	if runtime.GOARCH != "amd64" {
+		return nil, &launcher.Unenforceable{
+			Field: "process", Mechanism: "seccomp filter for " + runtime.GOARCH,
+			Found: "sandboxd has syscall tables for amd64 only", Remedy: "run sandboxd on amd64",
+		}
+	}
+	var p []SockFilter
+	ld := func(off uint32) { p = append(p, SockFilter{Code: bpfLdAbsW, K: off}) }
+	jeq := func(k uint32, jt, jf uint8) { p = append(p, SockFilter{Code: bpfJeqK, Jt: jt, Jf: jf, K: k}) }
+	ret := func(k uint32) { p = append(p, SockFilter{Code: bpfRetK, K: k}) }
+
+	ld(offArch)
+	jeq(auditX8664, 1, 0)
+	ret(retKill)
+	ld(offNr)
+	// x32 syscalls reach the same kernel entry points under other numbers.
+	p = append(p, SockFilter{Code: bpfJgeK, Jt: 0, Jf: 1, K: x32Bit})
+	ret(retErrno | errEPERM)
+
+	for _, s := range amd64Denied {
+		jeq(s.nr, 0, 1)
+		ret(retErrno | errEPERM)
+	}
+	// clone3 passes its flags in memory the filter cannot read; ENOSYS makes
+	// libc fall back to clone, whose flags it can.
+	jeq(nrClone3, 0, 1)
+	ret(retErrno | errENOSYS)
+
+	jeq(nrClone, 0, 3)
+	ld(offArg0)
+	p = append(p, SockFilter{Code: bpfJsetK, Jt: 0, Jf: 1, K: cloneNewFlags})
+	ret(retErrno | errEPERM)
+
+	// TIOCSTI and TIOCLINUX push input into a terminal. The kernel reads the
+	// command as 32 bits, so compare only the low word: that also catches
+	// the variant with high bits set.
+	ld(offNr)
+	jeq(nrIoctl, 0, 4)
+	ld(offArg0 + 8)
+	jeq(tiocsti, 1, 0)
+	jeq(tioclinux, 0, 1)
+	ret(retErrno | errEPERM)
+
+	if o.RestrictSocketFamilies {
+		ld(offNr)
+		jeq(nrSocket, 0, 5)
+		ld(offArg0)
+		jeq(afInet, 3, 0)
+		jeq(afInet6, 2, 0)
+		jeq(afNetlink, 1, 0)
+		ret(retErrno | errEPERM)
+	}
+	ret(retAllow)
+	if len(p) > 4096 {
+		return nil, fmt.Errorf("seccomp program has %d instructions, the kernel takes 4096", len(p))
+	}
+	return p, nil
+}

@@ -1,0 +1,142 @@
+package policy
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// maxPort is the largest TCP/UDP port.
+const maxPort = 65535
+
+// Validate checks that p means something enforceable and unambiguous. Every
+// error is a *FieldError naming the first offending field. A nil policy is
+// the default policy and is valid.
+//
+// Paths must be non-empty, valid UTF-8 without NUL bytes, and absolute; ".."
+// components are allowed and cleaned away. read_only entries must lie within
+// a write root, and no write root may lie within a read_only or deny entry
+// (it could never be writable, so asking for it is a mistake worth
+// reporting). read_roots need read LISTED; network.allow needs mode
+// ALLOWLIST; enum values must be known ones; the timeout must be a valid,
+// non-negative duration.
+func Validate(p *sandboxdv1.Policy) error {
+	if err := validateFilesystem(p.GetFilesystem()); err != nil {
+		return err
+	}
+	if err := validateNetwork(p.GetNetwork()); err != nil {
+		return err
+	}
+	return validateLimits(p.GetLimits())
+}
+
+func validateFilesystem(fs *sandboxdv1.Filesystem) error {
+	if _, ok := sandboxdv1.Filesystem_Read_name[int32(fs.GetRead())]; !ok {
+		return &FieldError{Field: "filesystem.read", Msg: fmt.Sprintf("unknown value %d", fs.GetRead())}
+	}
+	lists := []struct {
+		field string
+		paths []string
+	}{
+		{"filesystem.read_roots", fs.GetReadRoots()},
+		{"filesystem.write", fs.GetWrite()},
+		{"filesystem.read_only", fs.GetReadOnly()},
+		{"filesystem.deny", fs.GetDeny()},
+	}
+	cleaned := make([][]string, len(lists))
+	for i, l := range lists {
+		for j, p := range l.paths {
+			if msg := checkPath(p); msg != "" {
+				return &FieldError{Field: fmt.Sprintf("%s[%d]", l.field, j), Msg: msg}
+			}
+			cleaned[i] = append(cleaned[i], filepath.Clean(p))
+		}
+	}
+	readRoots, write, readOnly, deny := cleaned[0], cleaned[1], cleaned[2], cleaned[3]
+
+	if len(readRoots) > 0 && fs.GetRead() != sandboxdv1.Filesystem_LISTED {
+		return &FieldError{Field: "filesystem.read_roots", Msg: fmt.Sprintf("set, but filesystem.read is %v, not LISTED; everything is readable already", readName(fs.GetRead()))}
+	}
+	for i, w := range write {
+		if j := withinAny(w, readOnly); j >= 0 {
+			return &FieldError{Field: fmt.Sprintf("filesystem.write[%d]", i), Msg: fmt.Sprintf("%q lies within filesystem.read_only[%d] %q and could never be written", fs.GetWrite()[i], j, fs.GetReadOnly()[j])}
+		}
+		if j := withinAny(w, deny); j >= 0 {
+			return &FieldError{Field: fmt.Sprintf("filesystem.write[%d]", i), Msg: fmt.Sprintf("%q lies within filesystem.deny[%d] %q and could never be written", fs.GetWrite()[i], j, fs.GetDeny()[j])}
+		}
+	}
+	for i, r := range readOnly {
+		if withinAny(r, write) < 0 {
+			return &FieldError{Field: fmt.Sprintf("filesystem.read_only[%d]", i), Msg: fmt.Sprintf("%q is not within any filesystem.write root; a read-only carve-out only makes sense inside one", fs.GetReadOnly()[i])}
+		}
+	}
+	return nil
+}
+
+// checkPath returns why p is not a usable policy path, or "".
+func checkPath(p string) string {
+	switch {
+	case p == "":
+		return "path is empty"
+	case !utf8.ValidString(p):
+		return fmt.Sprintf("%q is not valid UTF-8", p)
+	case strings.ContainsRune(p, 0):
+		// The kernel would see the path cut at the NUL, a different path
+		// from the one that was validated.
+		return fmt.Sprintf("%q contains a NUL byte", p)
+	case !filepath.IsAbs(p):
+		return fmt.Sprintf("%q is not absolute", p)
+	}
+	return ""
+}
+
+func validateNetwork(n *sandboxdv1.Network) error {
+	if _, ok := sandboxdv1.Network_Mode_name[int32(n.GetMode())]; !ok {
+		return &FieldError{Field: "network.mode", Msg: fmt.Sprintf("unknown value %d", n.GetMode())}
+	}
+	if len(n.GetAllow()) > 0 && n.GetMode() != sandboxdv1.Network_ALLOWLIST {
+		return &FieldError{Field: "network.allow", Msg: fmt.Sprintf("set, but network.mode is %v, not ALLOWLIST", modeName(n.GetMode()))}
+	}
+	for i, a := range n.GetAllow() {
+		if msg := checkHost(a.GetHost()); msg != "" {
+			return &FieldError{Field: fmt.Sprintf("network.allow[%d].host", i), Msg: msg}
+		}
+		if a.GetPort() > maxPort {
+			return &FieldError{Field: fmt.Sprintf("network.allow[%d].port", i), Msg: fmt.Sprintf("%d is above %d", a.GetPort(), maxPort)}
+		}
+	}
+	return nil
+}
+
+func validateLimits(l *sandboxdv1.Limits) error {
+	t := l.GetTimeout()
+	if t == nil {
+		return nil
+	}
+	if err := t.CheckValid(); err != nil {
+		return &FieldError{Field: "limits.timeout", Msg: err.Error()}
+	}
+	if t.GetSeconds() < 0 || t.GetNanos() < 0 {
+		return &FieldError{Field: "limits.timeout", Msg: fmt.Sprintf("%v is negative", t.AsDuration())}
+	}
+	return nil
+}
+
+// readName and modeName name enum values the way a policy file spells them,
+// including what an unspecified value means.
+func readName(r sandboxdv1.Filesystem_Read) string {
+	if r == sandboxdv1.Filesystem_READ_UNSPECIFIED {
+		return "unspecified (ALL)"
+	}
+	return r.String()
+}
+
+func modeName(m sandboxdv1.Network_Mode) string {
+	if m == sandboxdv1.Network_MODE_UNSPECIFIED {
+		return "unspecified (NONE)"
+	}
+	return m.String()
+}
