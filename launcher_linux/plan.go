@@ -70,14 +70,14 @@ type LandlockPlan struct {
 
 // ExecPlan is what the second stage needs to exec the command.
 type ExecPlan struct {
-	Argv     []string       `json:"argv"`
-	Env      []string       `json:"env"`
-	Cwd      string         `json:"cwd"`
-	UID      uint32         `json:"uid"`
-	GID      uint32         `json:"gid"`
-	Terminal bool           `json:"terminal"`
-	Landlock LandlockPlan   `json:"landlock"`
-	Seccomp  []SockFilter   `json:"seccomp"`
+	Argv     []string     `json:"argv"`
+	Env      []string     `json:"env"`
+	Cwd      string       `json:"cwd"`
+	UID      uint32       `json:"uid"`
+	GID      uint32       `json:"gid"`
+	Terminal bool         `json:"terminal"`
+	Landlock LandlockPlan `json:"landlock"`
+	Seccomp  []SockFilter `json:"seccomp"`
 }
 
 // Plan is everything the sandbox init applies. The applier never looks at the
