@@ -212,7 +212,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 
 	for _, s := range in.HideSockets {
 		if ok, _ := host.Exists(s); ok {
-			add(MountStep{Kind: MountMaskFile, Target: s, Optional: true, Field: "children"})
+			add(MountStep{Kind: MountMaskFile, Target: s, Optional: true, Field: "process"})
 		}
 	}
 

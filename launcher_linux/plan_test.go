@@ -1,0 +1,127 @@
+package launcherlinux
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fakeHost is a host where only the listed paths exist.
+func fakeHost(abi int, dirs, files []string) Host {
+	return Host{LandlockABI: abi, Exists: func(p string) (bool, bool) {
+		for _, d := range dirs {
+			if d == p {
+				return true, true
+			}
+		}
+		for _, f := range files {
+			if f == p {
+				return true, false
+			}
+		}
+		return false, false
+	}}
+}
+
+func TestPlanGolden(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("seccomp tables exist for amd64 only; this is %s", runtime.GOARCH)
+	}
+	cases := []struct {
+		name string
+		pol  *sandboxdv1.Policy
+		host Host
+		tty  bool
+	}{
+		{"default", nil, fakeHost(7, nil, nil), false},
+		{"workspace-write", &sandboxdv1.Policy{
+			Filesystem: &sandboxdv1.Filesystem{
+				Write:    []string{"/work", "/tmp/cache"},
+				ReadOnly: []string{"/work/.git", "/work/a/b/.agent"},
+				Deny:     []string{"/home/u/.ssh", "/home/u/.netrc", "/work/.env", "/nonexistent"},
+			},
+			Limits: &sandboxdv1.Limits{Timeout: durationpb.New(30e9)},
+		}, fakeHost(7, []string{"/work", "/work/.git", "/home/u/.ssh", "/tmp/cache"}, []string{"/home/u/.netrc", "/run/sandboxd/sandboxd.sock"}), true},
+		{"network-host-no-landlock", &sandboxdv1.Policy{
+			Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
+		}, fakeHost(0, nil, nil), false},
+		{"full-access", &sandboxdv1.Policy{
+			Filesystem: &sandboxdv1.Filesystem{Write: []string{"/"}},
+			Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
+		}, fakeHost(4, []string{"/"}, nil), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			plan, err := BuildPlan(PlanInput{
+				Policy: policy.Normalize(c.pol), Argv: []string{"sh"}, Env: []string{"PATH=/bin"},
+				UID: 1000, GID: 1000, Terminal: c.tty, HideSockets: []string{"/run/sandboxd/sandboxd.sock"},
+			}, c.host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(struct {
+				Plan   *Plan
+				Report []*sandboxdv1.FieldEnforcement
+			}{plan, plan.Report}, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", c.name+".golden.json")
+			if *update {
+				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if string(want) != string(got)+"\n" {
+				t.Errorf("plan differs from %s; run go test ./launcher_linux -run TestPlanGolden -update and review the diff", golden)
+			}
+		})
+	}
+}
+
+func TestPlanRefusesWhatItCannotEnforce(t *testing.T) {
+	cases := map[string]*sandboxdv1.Policy{
+		"filesystem.read":     {Filesystem: &sandboxdv1.Filesystem{Read: sandboxdv1.Filesystem_LISTED}},
+		"network.allow":       {Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_ALLOWLIST, Allow: []*sandboxdv1.NetworkAllow{{Host: "example.com"}}}},
+		"limits.memory_bytes": {Limits: &sandboxdv1.Limits{MemoryBytes: 1 << 20}},
+		"limits.pids":         {Limits: &sandboxdv1.Limits{Pids: 10}},
+		"limits.cpu_millis":   {Limits: &sandboxdv1.Limits{CpuMillis: 500}},
+		"limits.output_bytes": {Limits: &sandboxdv1.Limits{OutputBytes: 10}},
+		"children.allow":      {Children: &sandboxdv1.Children{Allow: true}},
+	}
+	for field, pol := range cases {
+		_, err := BuildPlan(PlanInput{Policy: policy.Normalize(pol), Argv: []string{"sh"}, UID: 1, GID: 1}, fakeHost(7, nil, nil))
+		var u *launcher.Unenforceable
+		if !errors.As(err, &u) || u.Field != field {
+			t.Errorf("%s: got %v, want Unenforceable naming the field", field, err)
+		}
+	}
+}
+
+func TestAncestorsBetween(t *testing.T) {
+	got := ancestorsBetween("/w", "/w/a/b/.git")
+	if len(got) != 2 || got[0] != "/w/a" || got[1] != "/w/a/b" {
+		t.Errorf("got %v", got)
+	}
+	if got := ancestorsBetween("/w", "/w/.git"); len(got) != 0 {
+		t.Errorf("got %v", got)
+	}
+	if got := ancestorsBetween("/", "/a/.git"); len(got) != 1 || got[0] != "/a" {
+		t.Errorf("got %v", got)
+	}
+}
