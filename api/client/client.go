@@ -1,0 +1,158 @@
+// Package client is the Go client for sandboxd: it dials the daemon's socket,
+// runs sessions over the Session stream, and wraps the operator calls (List,
+// Inspect, Kill). Errors keep the daemon's gRPC status, so callers can read
+// the code and the Unenforceable detail of a refusal.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/socketpath"
+)
+
+// HandshakeTimeout bounds Dial: a socket whose listener does not answer as
+// sandboxd within it is reported as not being a daemon, instead of hanging.
+const HandshakeTimeout = 5 * time.Second
+
+// ErrDaemonGone is wrapped by errors from a session whose connection to the
+// daemon broke before the session's Exit arrived.
+var ErrDaemonGone = errors.New("sandboxd went away")
+
+// Client is a connection to one sandboxd.
+type Client struct {
+	socket string
+	conn   *grpc.ClientConn
+	rpc    sandboxdv1.SandboxdClient
+}
+
+// Dial connects to the daemon listening on socketPath ("" means
+// socketpath.Default()) and checks, within ctx and HandshakeTimeout, that it
+// is a sandboxd. A missing socket, a stale one, or a listener speaking
+// something else fails here with an error naming the socket.
+func Dial(ctx context.Context, socketPath string) (*Client, error) {
+	if socketPath == "" {
+		socketPath = socketpath.Default()
+	}
+	hctx, cancel := context.WithTimeout(ctx, HandshakeTimeout)
+	defer cancel()
+
+	// grpc reports a missing or refused socket as a generic "unavailable";
+	// one plain connect first lets the error say that nothing is listening.
+	begin := time.Now()
+	var d net.Dialer
+	probe, err := d.DialContext(hctx, "unix", socketPath)
+	if err != nil {
+		// The path is already in our message; keep only the reason.
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			err = oe.Err
+		}
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("no sandboxd listening on %s (is the daemon running?): %w", socketPath, err)
+		}
+		return nil, fmt.Errorf("cannot connect to sandboxd on %s: %w", socketPath, err)
+	}
+	probe.Close()
+
+	// The passthrough target with our own dialer keeps the socket path out
+	// of grpc's URI parsing, which mangles paths with spaces or '%'.
+	conn, err := grpc.NewClient("passthrough:///sandboxd",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", socketPath)
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("sandboxd client for %s: %w", socketPath, err)
+	}
+	c := &Client{socket: socketPath, conn: conn, rpc: sandboxdv1.NewSandboxdClient(conn)}
+	if _, err := c.rpc.List(hctx, &sandboxdv1.ListRequest{}); err != nil {
+		conn.Close()
+		return nil, handshakeError(socketPath, time.Since(begin), err)
+	}
+	return c, nil
+}
+
+func handshakeError(socketPath string, waited time.Duration, err error) error {
+	st := status.Convert(err)
+	switch st.Code() {
+	case codes.Unimplemented:
+		return newRPCError(fmt.Sprintf("%s is a gRPC server but not sandboxd: %s", socketPath, st.Message()), st, nil)
+	case codes.DeadlineExceeded:
+		return newRPCError(fmt.Sprintf("%s did not answer as sandboxd within %v (is something else listening there?)", socketPath, waited.Round(100*time.Millisecond)), st, nil)
+	case codes.Unavailable:
+		return newRPCError(fmt.Sprintf("%s does not speak sandboxd's protocol: %s", socketPath, st.Message()), st, nil)
+	default:
+		return newRPCError(fmt.Sprintf("sandboxd on %s: %s", socketPath, st.Message()), st, nil)
+	}
+}
+
+// Socket is the path of the socket this client is connected to.
+func (c *Client) Socket() string { return c.socket }
+
+// Close closes the connection. Sessions still running on it are cancelled.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// List returns the sessions the daemon shows this caller.
+func (c *Client) List(ctx context.Context) ([]*sandboxdv1.SessionInfo, error) {
+	resp, err := c.rpc.List(ctx, &sandboxdv1.ListRequest{})
+	if err != nil {
+		return nil, wrap("list sessions", err)
+	}
+	return resp.GetSessions(), nil
+}
+
+// Inspect returns one session, including its policy and enforcement report.
+func (c *Client) Inspect(ctx context.Context, id string) (*sandboxdv1.SessionInfo, error) {
+	info, err := c.rpc.Inspect(ctx, &sandboxdv1.InspectRequest{Id: id})
+	if err != nil {
+		return nil, wrap("inspect "+id, err)
+	}
+	return info, nil
+}
+
+// Kill sends signal (a Linux signal number) to the session's process; 0
+// kills the whole sandbox with SIGKILL.
+func (c *Client) Kill(ctx context.Context, id string, signal int32) error {
+	if _, err := c.rpc.Kill(ctx, &sandboxdv1.KillRequest{Id: id, Signal: signal}); err != nil {
+		return wrap("kill "+id, err)
+	}
+	return nil
+}
+
+// rpcError puts context in front of a daemon's status message while keeping
+// the status itself (code and details) reachable through status.FromError;
+// wrapping with fmt.Errorf would bury "rpc error: code = ..." in the text.
+type rpcError struct {
+	msg   string
+	st    *status.Status
+	cause error
+}
+
+func newRPCError(msg string, st *status.Status, cause error) *rpcError {
+	return &rpcError{msg: msg, st: st, cause: cause}
+}
+
+func (e *rpcError) Error() string              { return e.msg }
+func (e *rpcError) GRPCStatus() *status.Status { return e.st }
+func (e *rpcError) Unwrap() error              { return e.cause }
+
+// wrap prefixes err with op, keeping its gRPC status if it has one.
+func wrap(op string, err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return newRPCError(op+": "+st.Message(), st, nil)
+}

@@ -1,0 +1,520 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+type sessionStream = grpc.BidiStreamingServer[sandboxdv1.SessionRequest, sandboxdv1.SessionResponse]
+
+// scriptedServer is a Sandboxd whose Session is a per-test script.
+type scriptedServer struct {
+	sandboxdv1.UnimplementedSandboxdServer
+	session func(sessionStream) error
+	kill    func(*sandboxdv1.KillRequest) error
+}
+
+func (s *scriptedServer) Session(stream sessionStream) error { return s.session(stream) }
+
+func (s *scriptedServer) List(context.Context, *sandboxdv1.ListRequest) (*sandboxdv1.ListResponse, error) {
+	return &sandboxdv1.ListResponse{Sessions: []*sandboxdv1.SessionInfo{{Id: "s1", State: sandboxdv1.State_RUNNING}}}, nil
+}
+
+func (s *scriptedServer) Inspect(_ context.Context, req *sandboxdv1.InspectRequest) (*sandboxdv1.SessionInfo, error) {
+	if req.GetId() != "s1" {
+		return nil, status.Errorf(codes.NotFound, "no session %q", req.GetId())
+	}
+	return &sandboxdv1.SessionInfo{Id: "s1", Argv: []string{"true"}}, nil
+}
+
+func (s *scriptedServer) Kill(_ context.Context, req *sandboxdv1.KillRequest) (*sandboxdv1.KillResponse, error) {
+	return &sandboxdv1.KillResponse{}, s.kill(req)
+}
+
+// cuttableListener remembers accepted connections so a test can drop them
+// the way a killed daemon would, without any goodbye on the stream.
+type cuttableListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *cuttableListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+func (l *cuttableListener) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		c.Close()
+	}
+}
+
+func serve(t *testing.T, srv *scriptedServer) (string, *cuttableListener) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &cuttableListener{Listener: ln}
+	gs := grpc.NewServer()
+	sandboxdv1.RegisterSandboxdServer(gs, srv)
+	go gs.Serve(cl)
+	t.Cleanup(gs.Stop)
+	return sock, cl
+}
+
+func dial(t *testing.T, sock string) *Client {
+	t.Helper()
+	c, err := Dial(context.Background(), sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func recvStart(stream sessionStream) (*sandboxdv1.Start, error) {
+	req, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	if req.GetStart() == nil {
+		return nil, status.Error(codes.InvalidArgument, "first message is not Start")
+	}
+	return req.GetStart(), nil
+}
+
+func started(id string) *sandboxdv1.SessionResponse {
+	return &sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{SessionId: id, PolicyDigest: "d1"}}}
+}
+
+func output(s sandboxdv1.Output_Stream, data string) *sandboxdv1.SessionResponse {
+	return &sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Output{Output: &sandboxdv1.Output{Stream: s, Data: []byte(data)}}}
+}
+
+func exit(e *sandboxdv1.Exit) *sandboxdv1.SessionResponse {
+	return &sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: e}}
+}
+
+func runStart(argv ...string) *sandboxdv1.Start {
+	return &sandboxdv1.Start{Policy: &sandboxdv1.Policy{}, Command: &sandboxdv1.Command{Argv: argv}}
+}
+
+func TestRunForwardsStdinThenEOF(t *testing.T) {
+	sawEOF := make(chan bool, 1)
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		start, err := recvStart(stream)
+		if err != nil {
+			return err
+		}
+		if got := strings.Join(start.GetCommand().GetArgv(), " "); got != "cat -n" {
+			return status.Errorf(codes.InvalidArgument, "argv %q", got)
+		}
+		if err := stream.Send(started("abc")); err != nil {
+			return err
+		}
+		// Echo stdin back, as cat would, until the client closes it.
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				return err
+			}
+			in := req.GetStdin()
+			if in.GetEof() {
+				sawEOF <- true
+				break
+			}
+			if err := stream.Send(output(sandboxdv1.Output_STDOUT, string(in.GetData()))); err != nil {
+				return err
+			}
+		}
+		return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED, ExitCode: 3}))
+	}})
+	c := dial(t, sock)
+	var stdout bytes.Buffer
+	res, err := c.Run(context.Background(), RunOptions{
+		Start:  runStart("cat", "-n"),
+		Stdin:  strings.NewReader("hello, sandbox"),
+		Stdout: &stdout,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != "hello, sandbox" {
+		t.Errorf("stdout = %q", stdout.String())
+	}
+	if res.SessionID != "abc" || res.Digest != "d1" {
+		t.Errorf("result = %+v", res)
+	}
+	if code := ExitCode(res, err); code != 3 {
+		t.Errorf("ExitCode = %d, want 3", code)
+	}
+	select {
+	case <-sawEOF:
+	default:
+		t.Error("server never saw stdin EOF")
+	}
+}
+
+func TestRunForwardsSignalsAndResizes(t *testing.T) {
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		if _, err := recvStart(stream); err != nil {
+			return err
+		}
+		if err := stream.Send(started("sig")); err != nil {
+			return err
+		}
+		var gotSignal, gotResize, gotEOF bool
+		for !gotSignal || !gotResize || !gotEOF {
+			req, err := stream.Recv()
+			if err != nil {
+				return err
+			}
+			switch {
+			case req.GetStdin().GetEof():
+				gotEOF = true
+			case req.GetResize() != nil:
+				gotResize = req.GetResize().GetRows() == 40 && req.GetResize().GetCols() == 100
+			case req.GetSignal() != nil:
+				gotSignal = true
+				if err := stream.Send(output(sandboxdv1.Output_STDERR, "got signal\n")); err != nil {
+					return err
+				}
+			}
+		}
+		return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED, Signal: 15}))
+	}})
+	c := dial(t, sock)
+	signals := make(chan int32, 1)
+	resize := make(chan WindowSize, 1)
+	signals <- 15
+	resize <- WindowSize{Rows: 40, Cols: 100}
+	var stderr bytes.Buffer
+	res, err := c.Run(context.Background(), RunOptions{
+		Start:   runStart("sleep", "100"),
+		Stderr:  &stderr,
+		Signals: signals,
+		Resize:  resize,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stderr.String() != "got signal\n" {
+		t.Errorf("stderr = %q", stderr.String())
+	}
+	if code := ExitCode(res, err); code != 128+15 {
+		t.Errorf("ExitCode = %d, want 143", code)
+	}
+}
+
+func TestRunFailedToStartIsAResultNotAnError(t *testing.T) {
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		if _, err := recvStart(stream); err != nil {
+			return err
+		}
+		return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_FAILED_TO_START, ExitCode: 127, Reason: "exec nope: no such file"}))
+	}})
+	c := dial(t, sock)
+	res, err := c.Run(context.Background(), RunOptions{Start: runStart("nope")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SessionID != "" {
+		t.Errorf("SessionID = %q without Started", res.SessionID)
+	}
+	if code := ExitCode(res, err); code != 127 {
+		t.Errorf("ExitCode = %d, want 127", code)
+	}
+}
+
+func TestRunRefusalKeepsUnenforceableDetail(t *testing.T) {
+	want := &sandboxdv1.Unenforceable{Field: "network.mode", Mechanism: "network namespace", Errno: "EPERM (operation not permitted)", Probe: "unshare(CLONE_NEWNET)"}
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		if _, err := recvStart(stream); err != nil {
+			return err
+		}
+		st, err := status.New(codes.FailedPrecondition, "cannot enforce network.mode").WithDetails(want)
+		if err != nil {
+			return err
+		}
+		return st.Err()
+	}})
+	c := dial(t, sock)
+	res, err := c.Run(context.Background(), RunOptions{Start: runStart("true")})
+	if err == nil {
+		t.Fatalf("Run succeeded: %+v", res)
+	}
+	if status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("code = %v, want FailedPrecondition (err %v)", status.Code(err), err)
+	}
+	got := UnenforceableFrom(err)
+	if got.GetField() != want.Field || got.GetProbe() != want.Probe || got.GetErrno() != want.Errno {
+		t.Errorf("UnenforceableFrom = %v, want %v", got, want)
+	}
+	if strings.Contains(err.Error(), "rpc error") {
+		t.Errorf("message %q buries the reason in grpc framing", err)
+	}
+	if code := ExitCode(res, err); code != 125 {
+		t.Errorf("ExitCode = %d, want 125", code)
+	}
+}
+
+func TestRunInvalidArgumentKeepsCode(t *testing.T) {
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		return status.Error(codes.InvalidArgument, "filesystem.write[0]: not absolute")
+	}})
+	c := dial(t, sock)
+	_, err := c.Run(context.Background(), RunOptions{Start: runStart("true")})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "filesystem.write[0]: not absolute") {
+		t.Errorf("err = %v (code %v)", err, status.Code(err))
+	}
+	if UnenforceableFrom(err) != nil {
+		t.Error("UnenforceableFrom found a detail that was not sent")
+	}
+}
+
+func TestRunDaemonKilledMidSession(t *testing.T) {
+	var ln *cuttableListener
+	var sock string
+	sock, ln = serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		if _, err := recvStart(stream); err != nil {
+			return err
+		}
+		if err := stream.Send(started("doomed")); err != nil {
+			return err
+		}
+		if err := stream.Send(output(sandboxdv1.Output_STDOUT, "partial")); err != nil {
+			return err
+		}
+		// Let the output reach the client before the connection drops.
+		time.Sleep(50 * time.Millisecond)
+		ln.cut()
+		<-stream.Context().Done()
+		return stream.Context().Err()
+	}})
+	c := dial(t, sock)
+	var stdout bytes.Buffer
+	res, err := c.Run(context.Background(), RunOptions{Start: runStart("sleep", "1000"), Stdout: &stdout})
+	if !errors.Is(err, ErrDaemonGone) {
+		t.Fatalf("err = %v, want ErrDaemonGone", err)
+	}
+	t.Log(err)
+	if !strings.Contains(err.Error(), "doomed") || !strings.Contains(err.Error(), sock) {
+		t.Errorf("message %q does not name the session and socket", err)
+	}
+	if stdout.String() != "partial" {
+		t.Errorf("stdout = %q", stdout.String())
+	}
+	if code := ExitCode(res, err); code != 125 {
+		t.Errorf("ExitCode = %d, want 125", code)
+	}
+}
+
+func TestRunStreamEndsWithoutExit(t *testing.T) {
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		if _, err := recvStart(stream); err != nil {
+			return err
+		}
+		return stream.Send(started("noexit"))
+	}})
+	c := dial(t, sock)
+	res, err := c.Run(context.Background(), RunOptions{Start: runStart("true")})
+	if !errors.Is(err, ErrDaemonGone) {
+		t.Fatalf("err = %v, want ErrDaemonGone", err)
+	}
+	t.Log(err)
+	if code := ExitCode(res, err); code != 125 {
+		t.Errorf("ExitCode = %d, want 125", code)
+	}
+}
+
+func TestRunOutputWriteErrorEndsSession(t *testing.T) {
+	cancelled := make(chan struct{})
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		if _, err := recvStart(stream); err != nil {
+			return err
+		}
+		if err := stream.Send(started("w")); err != nil {
+			return err
+		}
+		if err := stream.Send(output(sandboxdv1.Output_STDOUT, "x")); err != nil {
+			return err
+		}
+		<-stream.Context().Done()
+		close(cancelled)
+		return nil
+	}})
+	c := dial(t, sock)
+	_, err := c.Run(context.Background(), RunOptions{Start: runStart("yes"), Stdout: failingWriter{}})
+	if err == nil || !strings.Contains(err.Error(), "writing STDOUT") {
+		t.Fatalf("err = %v", err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Error("the daemon was not told that the client gave up")
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+func TestDialNoDaemon(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "stale.sock")
+	ln, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+
+	for name, sock := range map[string]string{
+		"missing": filepath.Join(dir, "missing.sock"),
+		"stale":   stale,
+	} {
+		t.Run(name, func(t *testing.T) {
+			begin := time.Now()
+			_, err := Dial(context.Background(), sock)
+			if err == nil {
+				t.Fatal("Dial succeeded")
+			}
+			t.Log(err)
+			if !strings.Contains(err.Error(), sock) || !strings.Contains(err.Error(), "no sandboxd listening") {
+				t.Errorf("error %q does not say nothing listens on the socket", err)
+			}
+			if d := time.Since(begin); d > time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+func TestDialNotSandboxd(t *testing.T) {
+	dir := t.TempDir()
+	listen := func(name string, handle func(net.Conn)) string {
+		sock := filepath.Join(dir, name)
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go handle(c)
+			}
+		}()
+		return sock
+	}
+	junk := listen("junk.sock", func(c net.Conn) {
+		c.Write([]byte("HTTP/1.0 400 Bad Request\r\n\r\n"))
+		c.Close()
+	})
+	var silentMu sync.Mutex
+	var silentConns []net.Conn
+	t.Cleanup(func() {
+		silentMu.Lock()
+		defer silentMu.Unlock()
+		for _, c := range silentConns {
+			c.Close()
+		}
+	})
+	silent := listen("silent.sock", func(c net.Conn) {
+		silentMu.Lock()
+		silentConns = append(silentConns, c)
+		silentMu.Unlock()
+	})
+	otherGRPC := filepath.Join(dir, "grpc.sock")
+	ln, err := net.Listen("unix", otherGRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	go gs.Serve(ln)
+	t.Cleanup(gs.Stop)
+
+	for _, tc := range []struct {
+		name, sock, want string
+		timeout          time.Duration
+	}{
+		{"speaks something else", junk, "does not speak sandboxd", HandshakeTimeout},
+		{"never answers", silent, "did not answer as sandboxd", 300 * time.Millisecond},
+		{"other gRPC server", otherGRPC, "not sandboxd", HandshakeTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			begin := time.Now()
+			_, err := Dial(ctx, tc.sock)
+			if err == nil {
+				t.Fatal("Dial succeeded")
+			}
+			t.Log(err)
+			if !strings.Contains(err.Error(), tc.sock) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q: want the socket and %q", err, tc.want)
+			}
+			if d := time.Since(begin); d > 2*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+func TestListInspectKill(t *testing.T) {
+	var killed *sandboxdv1.KillRequest
+	sock, _ := serve(t, &scriptedServer{kill: func(req *sandboxdv1.KillRequest) error {
+		if req.GetId() != "s1" {
+			return status.Errorf(codes.NotFound, "no session %q", req.GetId())
+		}
+		killed = req
+		return nil
+	}})
+	c := dial(t, sock)
+	ctx := context.Background()
+	sessions, err := c.List(ctx)
+	if err != nil || len(sessions) != 1 || sessions[0].GetId() != "s1" {
+		t.Errorf("List = %v, %v", sessions, err)
+	}
+	info, err := c.Inspect(ctx, "s1")
+	if err != nil || info.GetArgv()[0] != "true" {
+		t.Errorf("Inspect = %v, %v", info, err)
+	}
+	_, err = c.Inspect(ctx, "nope")
+	if status.Code(err) != codes.NotFound || err.Error() != `inspect nope: no session "nope"` {
+		t.Errorf("Inspect(nope) err = %v (code %v)", err, status.Code(err))
+	}
+	if err := c.Kill(ctx, "s1", 15); err != nil || killed.GetSignal() != 15 {
+		t.Errorf("Kill = %v, request %v", err, killed)
+	}
+	if err := c.Kill(ctx, "nope", 0); status.Code(err) != codes.NotFound {
+		t.Errorf("Kill(nope) = %v", err)
+	}
+}

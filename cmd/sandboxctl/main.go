@@ -1,0 +1,104 @@
+// Command sandboxctl is the client and operator CLI of sandboxd: it runs
+// commands in sandboxes through the daemon, and lists, inspects and kills
+// sessions. One file per verb.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/sandboxd/sandboxd/api/client"
+)
+
+// Exit codes of sandboxctl itself. run uses client.ExitCode; its own
+// failures, and those before a verb is known, are client.ExitDaemonFailed
+// (125) so that they never look like the command's exit code.
+const (
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+// cli is what every verb gets: the global flags and the process's stdio.
+type cli struct {
+	socket string
+	stdin  *os.File
+	stdout io.Writer
+	stderr io.Writer
+}
+
+type verb struct {
+	summary string
+	run     func(ctx context.Context, c *cli, args []string) int
+}
+
+var verbs = map[string]verb{
+	"run":     {"run a command in a sandbox", runVerb},
+	"ps":      {"list sessions", psVerb},
+	"inspect": {"show a session as JSON", inspectVerb},
+	"kill":    {"signal or kill a session", killVerb},
+}
+
+func main() {
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	os.Exit(c.main(context.Background(), os.Args[1:]))
+}
+
+func (c *cli) main(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("sandboxctl", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.StringVar(&c.socket, "socket", "", "daemon socket (default: $SANDBOXD_SOCKET, else the daemon's default socket)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: sandboxctl [--socket PATH] COMMAND [ARGS...]\n\ncommands:\n")
+		names := make([]string, 0, len(verbs))
+		for name := range verbs {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			fmt.Fprintf(fs.Output(), "  %-8s %s\n", name, verbs[name].summary)
+		}
+		fmt.Fprintf(fs.Output(), "\nglobal flags:\n")
+		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\nRun 'sandboxctl COMMAND --help' for a command's flags.\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return client.ExitDaemonFailed
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return client.ExitDaemonFailed
+	}
+	if fs.Arg(0) == "help" {
+		fs.SetOutput(c.stdout)
+		fs.Usage()
+		return 0
+	}
+	v, ok := verbs[fs.Arg(0)]
+	if !ok {
+		fmt.Fprintf(c.stderr, "sandboxctl: unknown command %q (see sandboxctl --help)\n", fs.Arg(0))
+		return client.ExitDaemonFailed
+	}
+	return v.run(ctx, c, fs.Args()[1:])
+}
+
+func (c *cli) dial(ctx context.Context) (*client.Client, error) {
+	return client.Dial(ctx, c.socket)
+}
+
+// printError writes err for a human: a refusal as its structured reason,
+// anything else on one line.
+func printError(w io.Writer, err error) {
+	if u := client.UnenforceableFrom(err); u != nil {
+		printRefusal(w, u)
+		return
+	}
+	fmt.Fprintf(w, "sandboxctl: %v\n", err)
+}

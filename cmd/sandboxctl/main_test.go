@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+type sessionStream = grpc.BidiStreamingServer[sandboxdv1.SessionRequest, sandboxdv1.SessionResponse]
+
+// fakeDaemon runs the session a test scripts and answers the operator calls
+// from a fixed session table.
+type fakeDaemon struct {
+	sandboxdv1.UnimplementedSandboxdServer
+	session func(sessionStream) error
+	killed  chan *sandboxdv1.KillRequest
+}
+
+var fakeSession = &sandboxdv1.SessionInfo{
+	Id:      "a1b2",
+	State:   sandboxdv1.State_WAITING_FOR_INPUT,
+	Argv:    []string{"python3", "-i"},
+	Pid:     4242,
+	Created: timestamppb.New(time.Now().Add(-90 * time.Second)),
+	Policy:  &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}},
+}
+
+func (d *fakeDaemon) Session(s sessionStream) error { return d.session(s) }
+
+func (d *fakeDaemon) List(context.Context, *sandboxdv1.ListRequest) (*sandboxdv1.ListResponse, error) {
+	return &sandboxdv1.ListResponse{Sessions: []*sandboxdv1.SessionInfo{fakeSession}}, nil
+}
+
+func (d *fakeDaemon) Inspect(_ context.Context, req *sandboxdv1.InspectRequest) (*sandboxdv1.SessionInfo, error) {
+	if req.GetId() != fakeSession.Id {
+		return nil, status.Errorf(codes.NotFound, "no session %q", req.GetId())
+	}
+	return fakeSession, nil
+}
+
+func (d *fakeDaemon) Kill(_ context.Context, req *sandboxdv1.KillRequest) (*sandboxdv1.KillResponse, error) {
+	d.killed <- req
+	return &sandboxdv1.KillResponse{}, nil
+}
+
+func startDaemon(t *testing.T, d *fakeDaemon) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "d.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	sandboxdv1.RegisterSandboxdServer(gs, d)
+	go gs.Serve(ln)
+	t.Cleanup(gs.Stop)
+	return sock
+}
+
+// sandboxctl runs the CLI in-process with stdin from a file holding input.
+func sandboxctl(t *testing.T, input string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "stdin")
+	if err := os.WriteFile(in, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out, errOut bytes.Buffer
+	c := &cli{stdin: f, stdout: &out, stderr: &errOut}
+	code = c.main(context.Background(), args)
+	return code, out.String(), errOut.String()
+}
+
+func TestRunStreamsAndExitsWithTheCommandsCode(t *testing.T) {
+	sock := startDaemon(t, &fakeDaemon{session: func(s sessionStream) error {
+		req, err := s.Recv()
+		if err != nil {
+			return err
+		}
+		argv := req.GetStart().GetCommand().GetArgv()
+		if err := s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{SessionId: "r1"}}}); err != nil {
+			return err
+		}
+		var in []byte
+		for {
+			req, err := s.Recv()
+			if err != nil {
+				return err
+			}
+			in = append(in, req.GetStdin().GetData()...)
+			if req.GetStdin().GetEof() {
+				break
+			}
+		}
+		for _, o := range []*sandboxdv1.Output{
+			{Stream: sandboxdv1.Output_STDOUT, Data: []byte(strings.Join(argv, " ") + ": " + string(in))},
+			{Stream: sandboxdv1.Output_STDERR, Data: []byte("warning\n")},
+		} {
+			if err := s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Output{Output: o}}); err != nil {
+				return err
+			}
+		}
+		return s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: &sandboxdv1.Exit{State: sandboxdv1.State_EXITED, ExitCode: 7}}})
+	}})
+	code, stdout, stderr := sandboxctl(t, "input\n", "--socket", sock, "run", "--", "wc", "-l")
+	if code != 7 || stdout != "wc -l: input\n" || stderr != "warning\n" {
+		t.Errorf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestRunRefusalPrintsReasonAndExits125(t *testing.T) {
+	sock := startDaemon(t, &fakeDaemon{session: func(s sessionStream) error {
+		st, err := status.New(codes.FailedPrecondition, "cannot enforce network.mode").WithDetails(&sandboxdv1.Unenforceable{
+			Field: "network.mode", Mechanism: "network namespace", Remedy: "run the daemon as root",
+		})
+		if err != nil {
+			return err
+		}
+		return st.Err()
+	}})
+	code, _, stderr := sandboxctl(t, "", "--socket", sock, "run", "--network", "none", "--", "true")
+	want := "sandboxctl: refused: cannot enforce network.mode\n  needs: network namespace\n  remedy: run the daemon as root\n"
+	if code != 125 || stderr != want {
+		t.Errorf("code %d, stderr %q; want 125, %q", code, stderr, want)
+	}
+}
+
+func TestRunOtherDaemonErrorsPrintOneLine(t *testing.T) {
+	sock := startDaemon(t, &fakeDaemon{session: func(s sessionStream) error {
+		return status.Error(codes.InvalidArgument, "command.argv: too long")
+	}})
+	code, _, stderr := sandboxctl(t, "", "--socket", sock, "run", "--", "true")
+	if code != 125 || stderr != "sandboxctl: start session: command.argv: too long\n" {
+		t.Errorf("code %d, stderr %q", code, stderr)
+	}
+}
+
+func TestRunCommandNotFound(t *testing.T) {
+	sock := startDaemon(t, &fakeDaemon{session: func(s sessionStream) error {
+		if _, err := s.Recv(); err != nil {
+			return err
+		}
+		return s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: &sandboxdv1.Exit{
+			State: sandboxdv1.State_FAILED_TO_START, ExitCode: 127, Reason: "exec nope: no such file or directory",
+		}}})
+	}})
+	code, _, stderr := sandboxctl(t, "", "--socket", sock, "run", "--", "nope")
+	if code != 127 || stderr != "sandboxctl: failed to start: exec nope: no such file or directory\n" {
+		t.Errorf("code %d, stderr %q", code, stderr)
+	}
+}
+
+func TestRunUsageAndConnectionErrorsExit125(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.sock")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"missing command", []string{"--socket", missing, "run"}, "sandboxctl run: missing command\n"},
+		{"no daemon", []string{"--socket", missing, "run", "--", "true"}, "no sandboxd listening on " + missing},
+		{"unknown verb", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"no verb", nil, "usage: sandboxctl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := sandboxctl(t, "", tc.args...)
+			if code != 125 || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("code %d, stderr %q; want 125 and %q", code, stderr, tc.stderr)
+			}
+		})
+	}
+}
+
+func TestSocketFromEnvironment(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "env.sock")
+	t.Setenv("SANDBOXD_SOCKET", missing)
+	_, _, stderr := sandboxctl(t, "", "ps")
+	if !strings.Contains(stderr, missing) {
+		t.Errorf("stderr %q does not name $SANDBOXD_SOCKET", stderr)
+	}
+}
+
+func TestHelpListsVerbs(t *testing.T) {
+	var out bytes.Buffer
+	c := &cli{stdin: os.Stdin, stdout: &out, stderr: &out}
+	if code := c.main(context.Background(), []string{"--help"}); code != 0 {
+		t.Errorf("code %d", code)
+	}
+	for _, v := range []string{"run", "ps", "inspect", "kill", "--socket"} {
+		if !strings.Contains(out.String(), v) {
+			t.Errorf("help does not list %q:\n%s", v, out.String())
+		}
+	}
+}
+
+func TestPs(t *testing.T) {
+	sock := startDaemon(t, &fakeDaemon{})
+	code, stdout, stderr := sandboxctl(t, "", "--socket", sock, "ps")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if code != 0 || len(lines) != 2 {
+		t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "ID STATE PID AGE COMMAND" {
+		t.Errorf("header %q", lines[0])
+	}
+	if got := strings.Fields(lines[1]); strings.Join(got, " ") != "a1b2 waiting-for-input 4242 1m python3 -i" {
+		t.Errorf("row %q", lines[1])
+	}
+	code, stdout, _ = sandboxctl(t, "", "--socket", sock, "ps", "-q")
+	if code != 0 || stdout != "a1b2\n" {
+		t.Errorf("ps -q: code %d, stdout %q", code, stdout)
+	}
+}
+
+func TestInspectShowsZeroExitCode(t *testing.T) {
+	sock := startDaemon(t, &fakeDaemon{})
+	code, stdout, stderr := sandboxctl(t, "", "--socket", sock, "inspect", "a1b2")
+	if code != 0 {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	for _, key := range []string{"id", "state", "argv", "policy", "enforcement", "exit_code"} {
+		if _, ok := got[key]; !ok {
+			t.Errorf("no %q in\n%s", key, stdout)
+		}
+	}
+	if got["exit_code"] != 0.0 || got["state"] != "WAITING_FOR_INPUT" {
+		t.Errorf("exit_code %v, state %v", got["exit_code"], got["state"])
+	}
+
+	code, _, stderr = sandboxctl(t, "", "--socket", sock, "inspect", "zzz")
+	if code != 1 || stderr != "sandboxctl: inspect zzz: no session \"zzz\"\n" {
+		t.Errorf("inspect zzz: code %d, stderr %q", code, stderr)
+	}
+}
+
+func TestKill(t *testing.T) {
+	d := &fakeDaemon{killed: make(chan *sandboxdv1.KillRequest, 1)}
+	sock := startDaemon(t, d)
+	for _, tc := range []struct {
+		args []string
+		want int32
+	}{
+		{[]string{"a1b2"}, 0},
+		{[]string{"--signal", "TERM", "a1b2"}, 15},
+		{[]string{"--signal", "2", "a1b2"}, 2},
+	} {
+		code, _, stderr := sandboxctl(t, "", append([]string{"--socket", sock, "kill"}, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("kill %q: code %d, stderr %q", tc.args, code, stderr)
+		}
+		if req := <-d.killed; req.GetId() != "a1b2" || req.GetSignal() != tc.want {
+			t.Errorf("kill %q sent %v", tc.args, req)
+		}
+	}
+	if code, _, _ := sandboxctl(t, "", "--socket", sock, "kill", "--signal", "BOGUS", "a1b2"); code != exitUsage {
+		t.Errorf("bad signal: code %d", code)
+	}
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// openPTY returns the replica side of a fresh pseudo-terminal, standing in
+// for the user's terminal.
+func openPTY(t *testing.T) *os.File {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { replica.Close() })
+	return replica
+}
+
+func TestRawModeIsRestored(t *testing.T) {
+	tty := openPTY(t)
+	fd := int(tty.Fd())
+	if !isTerminal(fd) {
+		t.Fatal("a pty is not a terminal")
+	}
+	before, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore, err := makeRaw(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With ISIG, ICANON or ECHO left on, ^C would kill sandboxctl instead
+	// of reaching the sandbox, and every key would echo twice.
+	if raw.Lflag&(unix.ISIG|unix.ICANON|unix.ECHO) != 0 || raw.Iflag&unix.ICRNL != 0 || raw.Oflag&unix.OPOST != 0 {
+		t.Errorf("not raw: lflag %#x iflag %#x oflag %#x", raw.Lflag, raw.Iflag, raw.Oflag)
+	}
+	restore()
+	after, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *after != *before {
+		t.Errorf("terminal not restored:\n got %+v\nwant %+v", after, before)
+	}
+}
+
+func TestWindowSize(t *testing.T) {
+	tty := openPTY(t)
+	fd := int(tty.Fd())
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 33, Col: 121}); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := windowSize(fd)
+	if err != nil || ws.Rows != 33 || ws.Cols != 121 {
+		t.Errorf("windowSize = %+v, %v", ws, err)
+	}
+}
+
+func TestPlainFileIsNotATerminal(t *testing.T) {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(int(f.Fd())) {
+		t.Error("/dev/null is a terminal")
+	}
+}
+
+// TestTTYSessionForwardsWindowAndSignals drives sandboxctl run --tty on a
+// pseudo-terminal against a fake daemon that raises SIGWINCH and SIGINT in
+// this very process, as a resizing, interrupting user would.
+func TestTTYSessionForwardsWindowAndSignals(t *testing.T) {
+	tty := openPTY(t)
+	fd := int(tty.Fd())
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := startDaemon(t, &fakeDaemon{session: func(s sessionStream) error {
+		req, err := s.Recv()
+		if err != nil {
+			return err
+		}
+		if w := req.GetStart().GetWindow(); !req.GetStart().GetTty() || w.GetRows() != 24 || w.GetCols() != 80 {
+			return fmt.Errorf("start: tty %v window %v", req.GetStart().GetTty(), w)
+		}
+		if err := s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{SessionId: "t1"}}}); err != nil {
+			return err
+		}
+		if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 132}); err != nil {
+			return err
+		}
+		if err := unix.Kill(os.Getpid(), unix.SIGWINCH); err != nil {
+			return err
+		}
+		for {
+			req, err := s.Recv()
+			if err != nil {
+				return err
+			}
+			if r := req.GetResize(); r != nil {
+				if r.GetRows() != 50 || r.GetCols() != 132 {
+					return fmt.Errorf("resize %v", r)
+				}
+				if err := unix.Kill(os.Getpid(), unix.SIGINT); err != nil {
+					return err
+				}
+			}
+			if sig := req.GetSignal(); sig != nil {
+				return s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: &sandboxdv1.Exit{State: sandboxdv1.State_EXITED, Signal: sig.GetSignal()}}})
+			}
+		}
+	}})
+	var stderr strings.Builder
+	c := &cli{stdin: tty, stdout: io.Discard, stderr: &stderr}
+	if code := c.main(context.Background(), []string{"--socket", sock, "run", "--tty", "--", "sh"}); code != 128+2 {
+		t.Errorf("code %d, want 130; stderr %q", code, stderr.String())
+	}
+	after, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *after != *before {
+		t.Error("terminal left in raw mode")
+	}
+}
