@@ -1,0 +1,7 @@
+package main
+
+import launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
+
+func runInitIfRequested() {
+	launcherlinux.RunInitIfRequested()
+}

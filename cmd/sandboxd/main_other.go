@@ -1,0 +1,7 @@
+//go:build !linux
+
+package main
+
+// runInitIfRequested has nothing to do: only the Linux backend re-executes
+// the daemon as a sandbox's init.
+func runInitIfRequested() {}

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestBadFlagsExit2(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--sandbox-uid", "0"}, "--sandbox-uid 0: must be an unprivileged id"},
+		{[]string{"--sandbox-gid", "0"}, "--sandbox-gid 0: must be an unprivileged id"},
+		{[]string{"--sandbox-uid", "4294967296"}, "must be an unprivileged id"},
+		{[]string{"--no-such-flag"}, "flag provided but not defined"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(tc.args, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("run(%q) = %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.stderr)
+		}
+	}
+}

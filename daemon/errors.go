@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
+)
+
+// Sentinels the Service wraps with context; toStatus turns them into gRPC
+// codes at the edge, so nothing inside the daemon speaks gRPC codes.
+var (
+	ErrNotFound         = errors.New("not found")
+	ErrNotRunning       = errors.New("session is not running")
+	ErrPermissionDenied = errors.New("permission denied")
+	ErrUnauthenticated  = errors.New("caller identity unknown")
+	ErrShuttingDown     = errors.New("daemon is shutting down")
+)
+
+// RequestError says that a field of a request outside the policy is invalid
+// (the policy's own fields are reported by *policy.FieldError).
+type RequestError struct {
+	// Field is the request field path, e.g. "command.cwd".
+	Field string
+	Msg   string
+}
+
+func (e *RequestError) Error() string { return e.Field + ": " + e.Msg }
+
+// toStatus is the one mapping from daemon errors to gRPC statuses.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var (
+		fe *policy.FieldError
+		re *RequestError
+		ue *launcher.Unenforceable
+	)
+	switch {
+	case errors.As(err, &fe), errors.As(err, &re):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.As(err, &ue):
+		st, derr := status.New(codes.FailedPrecondition, err.Error()).WithDetails(ue.Proto())
+		if derr != nil {
+			return status.Error(codes.FailedPrecondition, err.Error())
+		}
+		return st.Err()
+	case errors.Is(err, ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, ErrNotRunning):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, ErrPermissionDenied):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, ErrUnauthenticated):
+		return status.Error(codes.Unauthenticated, err.Error())
+	case errors.Is(err, ErrShuttingDown):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	// Errors from the stream itself (the client went away) already carry
+	// their status.
+	if st, ok := status.FromError(err); ok {
+		return st.Err()
+	}
+	return status.Error(codes.Internal, err.Error())
+}

@@ -1,0 +1,104 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+)
+
+// fakeBackend starts plain, unconfined processes. It exists to exercise the
+// daemon's session plumbing; enforcement is the conformance suite's job.
+type fakeBackend struct {
+	mu     sync.Mutex
+	refuse *launcher.Unenforceable
+	specs  []launcher.Spec
+}
+
+func (b *fakeBackend) Name() string { return "fake" }
+
+func (b *fakeBackend) lastSpec() launcher.Spec {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.specs[len(b.specs)-1]
+}
+
+func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.Process, error) {
+	b.mu.Lock()
+	b.specs = append(b.specs, spec)
+	refuse := b.refuse
+	b.mu.Unlock()
+	if refuse != nil {
+		return nil, refuse
+	}
+	cmd := &exec.Cmd{
+		Path:   spec.Argv[0],
+		Args:   spec.Argv,
+		Env:    spec.Env,
+		Dir:    spec.Cwd,
+		Stdin:  spec.Stdio.Stdin,
+		Stdout: spec.Stdio.Stdout,
+		Stderr: spec.Stdio.Stderr,
+		// A session of its own, so Kill can end the whole group, and the
+		// terminal as controlling terminal like a real backend does.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: spec.Stdio.Terminal},
+	}
+	if err := cmd.Start(); err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return nil, &launcher.ExecError{Path: spec.Argv[0], Errno: errno}
+		}
+		return nil, err
+	}
+	return &fakeProcess{cmd: cmd}, nil
+}
+
+type fakeProcess struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	waited bool
+}
+
+func (p *fakeProcess) Pid() int { return p.cmd.Process.Pid }
+
+func (p *fakeProcess) Enforcement() *sandboxdv1.EnforcementReport {
+	return &sandboxdv1.EnforcementReport{Backend: "fake"}
+}
+
+func (p *fakeProcess) Signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waited {
+		return errors.New("fake: process already waited")
+	}
+	return syscall.Kill(p.cmd.Process.Pid, sig)
+}
+
+func (p *fakeProcess) Kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waited {
+		return errors.New("fake: process already waited")
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+func (p *fakeProcess) Wait() (launcher.Status, error) {
+	err := p.cmd.Wait()
+	p.mu.Lock()
+	p.waited = true
+	p.mu.Unlock()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		return launcher.Status{}, err
+	}
+	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return launcher.Status{Signal: ws.Signal()}, nil
+	}
+	return launcher.Status{ExitCode: ws.ExitStatus()}, nil
+}

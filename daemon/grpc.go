@@ -1,0 +1,44 @@
+package daemon
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// grpcServer adapts a Service to sandboxdv1.SandboxdServer: it identifies
+// the caller, forwards, and maps errors. Session logic lives in Service.
+type grpcServer struct {
+	sandboxdv1.UnimplementedSandboxdServer
+	svc *Service
+}
+
+func (g *grpcServer) Session(stream grpc.BidiStreamingServer[sandboxdv1.SessionRequest, sandboxdv1.SessionResponse]) error {
+	caller, err := callerFrom(stream.Context())
+	if err != nil {
+		return toStatus(err)
+	}
+	return toStatus(g.svc.Session(caller, stream))
+}
+
+func (g *grpcServer) List(ctx context.Context, _ *sandboxdv1.ListRequest) (*sandboxdv1.ListResponse, error) {
+	return &sandboxdv1.ListResponse{Sessions: g.svc.List(ctx)}, nil
+}
+
+func (g *grpcServer) Inspect(ctx context.Context, req *sandboxdv1.InspectRequest) (*sandboxdv1.SessionInfo, error) {
+	info, err := g.svc.Inspect(ctx, req.GetId())
+	return info, toStatus(err)
+}
+
+func (g *grpcServer) Kill(ctx context.Context, req *sandboxdv1.KillRequest) (*sandboxdv1.KillResponse, error) {
+	caller, err := callerFrom(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := g.svc.Kill(ctx, caller, req.GetId(), req.GetSignal()); err != nil {
+		return nil, toStatus(err)
+	}
+	return &sandboxdv1.KillResponse{}, nil
+}

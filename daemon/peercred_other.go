@@ -1,0 +1,16 @@
+//go:build !linux
+
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+)
+
+// peerCaller refuses every connection: without the kernel's word on who
+// connected, the daemon cannot pick the sandbox's identity.
+func peerCaller(net.Conn) (Caller, error) {
+	return Caller{}, fmt.Errorf("reading peer credentials on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+}

@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/reflection"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// How long stopping may take: sandboxes are killed first, so these only
+// bound a backend or client that does not let go.
+const (
+	shutdownWait = 10 * time.Second
+	stopWait     = 5 * time.Second
+)
+
+// Serve serves the Sandboxd service on lis until ctx is done, then kills
+// every sandbox, waits for the sessions to report their end, and stops.
+// Closing lis removes its socket file if it was made by net.Listen.
+func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
+	if a, ok := lis.Addr().(*net.UnixAddr); ok && a.Name != "" {
+		s.hide(a.Name)
+	}
+	srv := grpc.NewServer(grpc.Creds(peerCreds{}))
+	sandboxdv1.RegisterSandboxdServer(srv, &grpcServer{svc: s})
+	// Reflection lets operators poke at a live daemon with grpcurl.
+	reflection.Register(srv)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		serveErr = fmt.Errorf("serve %s: %w", lis.Addr(), err)
+	}
+
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
+	defer cancel()
+	if err := s.Shutdown(sctx); err != nil {
+		s.logf("%v", err)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(stopWait):
+		srv.Stop()
+	}
+	return serveErr
+}
+
+// ListenAndServe listens on Config.SocketPath (see Listen) and serves until
+// ctx is done.
+func (s *Service) ListenAndServe(ctx context.Context) error {
+	lis, err := Listen(s.cfg.SocketPath)
+	if err != nil {
+		return err
+	}
+	s.logf("listening on %s", s.cfg.SocketPath)
+	return s.Serve(ctx, lis)
+}

@@ -1,0 +1,190 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+)
+
+// Why the daemon ended a session, as reported in Exit and SessionInfo.
+const (
+	reasonTimeout      = "timeout"
+	reasonOperator     = "operator"
+	reasonDisconnected = "client disconnected"
+	reasonShutdown     = "daemon shutdown"
+)
+
+// session is the registry's record of one session. Fields above mu never
+// change after creation.
+type session struct {
+	id       string
+	ownerUID uint32
+	argv     []string
+	cwd      string
+	tty      bool
+	policy   *sandboxdv1.Policy
+	digest   string
+	created  time.Time
+
+	mu          sync.Mutex
+	state       sandboxdv1.State
+	proc        launcher.Process // set while RUNNING and until waited
+	waited      bool             // proc.Wait returned; proc must not be signalled
+	killReason  string           // why the daemon killed proc, first reason wins
+	enforcement *sandboxdv1.EnforcementReport
+	pid         int
+	exitCode    int32
+	exitSignal  int32
+	reason      string
+	ended       time.Time
+}
+
+func (s *session) info() *sandboxdv1.SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := &sandboxdv1.SessionInfo{
+		Id:           s.id,
+		State:        s.state,
+		Argv:         s.argv,
+		Cwd:          s.cwd,
+		Tty:          s.tty,
+		Policy:       s.policy,
+		PolicyDigest: s.digest,
+		Enforcement:  s.enforcement,
+		ExitCode:     s.exitCode,
+		Signal:       s.exitSignal,
+		Reason:       s.reason,
+		Pid:          int32(s.pid),
+		Created:      timestamppb.New(s.created),
+		OwnerUid:     s.ownerUID,
+	}
+	if !s.ended.IsZero() {
+		in.Ended = timestamppb.New(s.ended)
+	}
+	return in
+}
+
+// moveLocked changes the state after checking the transition; s.mu is held.
+func (s *session) moveLocked(to sandboxdv1.State) error {
+	if err := checkTransition(s.state, to); err != nil {
+		return fmt.Errorf("session %s: %w", s.id, err)
+	}
+	s.state = to
+	if terminal(to) {
+		s.ended = time.Now()
+	}
+	return nil
+}
+
+func (s *session) running(p launcher.Process, enforcement *sandboxdv1.EnforcementReport) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.moveLocked(sandboxdv1.State_RUNNING); err != nil {
+		return err
+	}
+	s.proc = p
+	s.pid = p.Pid()
+	s.enforcement = enforcement
+	return nil
+}
+
+func (s *session) failedToStart(exitCode int, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.moveLocked(sandboxdv1.State_FAILED_TO_START); err != nil {
+		return err
+	}
+	s.exitCode = int32(exitCode)
+	s.reason = reason
+	return nil
+}
+
+// markWaited records that the process has been reaped, so no later kill or
+// signal can hit a reused pid.
+func (s *session) markWaited() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waited = true
+}
+
+// finish moves the session to its end state from how the process ended and
+// returns the Exit message for the client.
+func (s *session) finish(st launcher.Status, waitErr error) (*sandboxdv1.Exit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	to := sandboxdv1.State_EXITED
+	if s.killReason != "" {
+		to = sandboxdv1.State_KILLED
+	}
+	if err := s.moveLocked(to); err != nil {
+		return nil, err
+	}
+	s.reason = s.killReason
+	s.exitCode = int32(st.ExitCode)
+	s.exitSignal = int32(st.Signal)
+	if waitErr != nil {
+		// The outcome is unknown; report the daemon's failure code rather
+		// than a success the command may not have had.
+		s.exitCode, s.exitSignal = 125, 0
+		s.reason = fmt.Sprintf("wait for sandbox: %v", waitErr)
+	}
+	s.proc = nil
+	return &sandboxdv1.Exit{State: s.state, ExitCode: s.exitCode, Signal: s.exitSignal, Reason: s.reason}, nil
+}
+
+// kill ends every process of the sandbox and records why, so the session
+// ends KILLED with that reason.
+func (s *session) kill(reason string) error {
+	s.mu.Lock()
+	if s.state != sandboxdv1.State_RUNNING || s.waited {
+		s.mu.Unlock()
+		return fmt.Errorf("kill session %s: %w", s.id, ErrNotRunning)
+	}
+	if s.killReason == "" {
+		s.killReason = reason
+	}
+	p := s.proc
+	s.mu.Unlock()
+	if err := p.Kill(); err != nil {
+		return fmt.Errorf("kill session %s: %w", s.id, err)
+	}
+	return nil
+}
+
+func (s *session) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	if s.state != sandboxdv1.State_RUNNING || s.waited {
+		s.mu.Unlock()
+		return fmt.Errorf("signal session %s: %w", s.id, ErrNotRunning)
+	}
+	p := s.proc
+	s.mu.Unlock()
+	if err := p.Signal(sig); err != nil {
+		return fmt.Errorf("signal %d to session %s: %w", int(sig), s.id, err)
+	}
+	return nil
+}
+
+// startFailure turns an error from Backend.Start into the session's end
+// state and says whether the client gets an Exit (the command could not be
+// executed: exit 126/127 like a shell) or an error status.
+func (s *session) startFailure(err error) (*sandboxdv1.Exit, error) {
+	var ee *launcher.ExecError
+	if errors.As(err, &ee) {
+		if ferr := s.failedToStart(ee.ExitCode(), ee.Error()); ferr != nil {
+			return nil, ferr
+		}
+		return &sandboxdv1.Exit{State: sandboxdv1.State_FAILED_TO_START, ExitCode: int32(ee.ExitCode()), Reason: ee.Error()}, nil
+	}
+	if ferr := s.failedToStart(0, err.Error()); ferr != nil {
+		return nil, errors.Join(err, ferr)
+	}
+	return nil, fmt.Errorf("start session %s: %w", s.id, err)
+}

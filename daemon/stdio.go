@@ -1,0 +1,197 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sync/atomic"
+	"time"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/pty"
+)
+
+// eot is what a terminal sends for ^D: end of input at the start of a line.
+const eot = 0x04
+
+// stdio is the daemon's side of a session's standard streams: either three
+// pipes or one pseudo-terminal.
+type stdio struct {
+	tty     bool
+	child   launcher.Stdio // handed to the backend, closed here after Start
+	stdin   *os.File       // pipe write end, or the PTY master
+	outputs []output
+	closers []*os.File // every daemon-side file
+
+	// grace bounds how long output readers wait for more data once the
+	// sandbox has been reaped: the only writers left then are processes
+	// the backend failed to end, and the session must still finish.
+	grace    time.Duration
+	draining atomic.Bool
+}
+
+type output struct {
+	stream sandboxdv1.Output_Stream
+	file   *os.File
+}
+
+func openStdio(tty bool, win *sandboxdv1.WindowSize, grace time.Duration) (*stdio, error) {
+	var s *stdio
+	var err error
+	if tty {
+		s, err = openPTY(win)
+	} else {
+		s, err = openPipes()
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.grace = grace
+	return s, nil
+}
+
+func openPTY(win *sandboxdv1.WindowSize) (*stdio, error) {
+	master, replica, err := pty.Open()
+	if err != nil {
+		return nil, err
+	}
+	if win.GetRows() != 0 || win.GetCols() != 0 {
+		if err := resize(master, win); err != nil {
+			master.Close()
+			replica.Close()
+			return nil, err
+		}
+	}
+	return &stdio{
+		tty:     true,
+		child:   launcher.Stdio{Stdin: replica, Stdout: replica, Stderr: replica, Terminal: true},
+		stdin:   master,
+		outputs: []output{{sandboxdv1.Output_STDOUT, master}},
+		closers: []*os.File{master},
+	}, nil
+}
+
+func openPipes() (_ *stdio, err error) {
+	var in, out, errp [2]*os.File // read end, write end
+	defer func() {
+		if err != nil {
+			for _, f := range []*os.File{in[0], in[1], out[0], out[1], errp[0], errp[1]} {
+				if f != nil {
+					f.Close()
+				}
+			}
+		}
+	}()
+	for _, p := range []*[2]*os.File{&in, &out, &errp} {
+		if p[0], p[1], err = os.Pipe(); err != nil {
+			return nil, fmt.Errorf("stdio pipe: %w", err)
+		}
+	}
+	return &stdio{
+		child:   launcher.Stdio{Stdin: in[0], Stdout: out[1], Stderr: errp[1]},
+		stdin:   in[1],
+		outputs: []output{{sandboxdv1.Output_STDOUT, out[0]}, {sandboxdv1.Output_STDERR, errp[0]}},
+		closers: []*os.File{in[1], out[0], errp[0]},
+	}, nil
+}
+
+// closeChild closes the daemon's copies of the sandbox's ends. Until then a
+// pipe never reports EOF and a PTY master never reports the hang-up, because
+// the daemon itself would still be a writer.
+func (s *stdio) closeChild() {
+	s.child.Stdin.Close()
+	if s.tty {
+		return
+	}
+	s.child.Stdout.Close()
+	s.child.Stderr.Close()
+}
+
+func (s *stdio) closeAll() {
+	for _, f := range s.closers {
+		f.Close()
+	}
+}
+
+func (s *stdio) write(p []byte) error {
+	if _, err := s.stdin.Write(p); err != nil {
+		return fmt.Errorf("write stdin: %w", err)
+	}
+	return nil
+}
+
+// closeStdin ends the command's input: a pipe is closed, a terminal gets ^D
+// since closing the master would hang up the whole session.
+func (s *stdio) closeStdin() error {
+	if s.tty {
+		return s.write([]byte{eot})
+	}
+	if err := s.stdin.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("close stdin: %w", err)
+	}
+	return nil
+}
+
+func (s *stdio) resize(win *sandboxdv1.WindowSize) error {
+	if !s.tty {
+		return nil
+	}
+	return resize(s.stdin, win)
+}
+
+// drain tells the output readers that the sandbox is gone: from now on
+// each read may wait at most grace for data. The bound is per read, not for
+// the whole drain, so a slow client still gets every byte that was written.
+func (s *stdio) drain() {
+	s.draining.Store(true)
+	for _, o := range s.outputs {
+		s.bound(o.file)
+	}
+}
+
+func (s *stdio) bound(f *os.File) {
+	// Files that cannot take a deadline (a blocking PTY master outside
+	// Linux) are left to end on their own.
+	_ = f.SetReadDeadline(time.Now().Add(s.grace))
+}
+
+// pump streams one output until the sandbox's side is closed. It keeps
+// reading after the client is gone so the sandbox never blocks on a full
+// pipe while it is being killed.
+func (s *stdio) pump(o output, send func(*sandboxdv1.SessionResponse) error) {
+	buf := make([]byte, readChunk)
+	var sendErr error
+	for {
+		if s.draining.Load() {
+			s.bound(o.file)
+		}
+		n, err := o.file.Read(buf)
+		if n > 0 && sendErr == nil {
+			sendErr = send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Output{Output: &sandboxdv1.Output{
+				Stream: o.stream,
+				Data:   append([]byte(nil), buf[:n]...),
+			}}})
+		}
+		if err != nil {
+			// EOF for a pipe, EIO for a PTY master whose replica is gone,
+			// a deadline or a close when draining is cut short.
+			return
+		}
+	}
+}
+
+func resize(master *os.File, win *sandboxdv1.WindowSize) error {
+	if err := checkWindow(win); err != nil {
+		return err
+	}
+	return pty.Resize(master, uint16(win.GetRows()), uint16(win.GetCols()))
+}
+
+func checkWindow(win *sandboxdv1.WindowSize) error {
+	if win.GetRows() > math.MaxUint16 || win.GetCols() > math.MaxUint16 {
+		return &RequestError{Field: "window", Msg: fmt.Sprintf("%dx%d is larger than a terminal can be", win.GetRows(), win.GetCols())}
+	}
+	return nil
+}
