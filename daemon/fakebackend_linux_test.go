@@ -3,12 +3,14 @@ package daemon
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/pty"
 )
 
 // fakeBackend starts plain, unconfined processes. It exists to exercise the
@@ -35,35 +37,57 @@ func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.P
 	if refuse != nil {
 		return nil, refuse
 	}
+	stdin, stdout, stderr := spec.Stdio.Stdin, spec.Stdio.Stdout, spec.Stdio.Stderr
+	var master *os.File
+	if spec.Stdio.Terminal {
+		m, replica, err := pty.Open()
+		if err != nil {
+			return nil, err
+		}
+		defer replica.Close()
+		if spec.Stdio.Rows != 0 || spec.Stdio.Cols != 0 {
+			if err := pty.Resize(m, spec.Stdio.Rows, spec.Stdio.Cols); err != nil {
+				m.Close()
+				return nil, err
+			}
+		}
+		master, stdin, stdout, stderr = m, replica, replica, replica
+	}
 	cmd := &exec.Cmd{
 		Path:   spec.Argv[0],
 		Args:   spec.Argv,
 		Env:    spec.Env,
 		Dir:    spec.Cwd,
-		Stdin:  spec.Stdio.Stdin,
-		Stdout: spec.Stdio.Stdout,
-		Stderr: spec.Stdio.Stderr,
+		Stdin:  stdin,
+		Stdout: stdout,
+		Stderr: stderr,
 		// A session of its own, so Kill can end the whole group, and the
 		// terminal as controlling terminal like a real backend does.
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: spec.Stdio.Terminal},
 	}
 	if err := cmd.Start(); err != nil {
+		if master != nil {
+			master.Close()
+		}
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
 			return nil, &launcher.ExecError{Path: spec.Argv[0], Errno: errno}
 		}
 		return nil, err
 	}
-	return &fakeProcess{cmd: cmd}, nil
+	return &fakeProcess{cmd: cmd, master: master}, nil
 }
 
 type fakeProcess struct {
 	cmd    *exec.Cmd
+	master *os.File
 	mu     sync.Mutex
 	waited bool
 }
 
 func (p *fakeProcess) Pid() int { return p.cmd.Process.Pid }
+
+func (p *fakeProcess) Terminal() *os.File { return p.master }
 
 func (p *fakeProcess) Enforcement() *sandboxdv1.EnforcementReport {
 	return &sandboxdv1.EnforcementReport{Backend: "fake"}

@@ -130,6 +130,14 @@ func (s *Service) run(stream SessionStream, sess *session, spec launcher.Spec, w
 		// exits with the shell's 126/127 from this Exit.
 		return stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: exit}})
 	}
+	if sess.tty {
+		if err := sio.adoptTerminal(proc.Terminal()); err != nil {
+			proc.Kill()
+			proc.Wait()
+			_, ferr := sess.startFailure(err)
+			return ferr
+		}
+	}
 	defer sio.closeAll()
 	// Started and Inspect both show this one report.
 	enforcement := proc.Enforcement()

@@ -52,25 +52,27 @@ func openStdio(tty bool, win *sandboxdv1.WindowSize, grace time.Duration) (*stdi
 	return s, nil
 }
 
+// openPTY prepares a terminal session: the backend allocates the terminal
+// (inside the sandbox) and the daemon adopts its master after Start.
 func openPTY(win *sandboxdv1.WindowSize) (*stdio, error) {
-	master, replica, err := pty.Open()
-	if err != nil {
+	if err := checkWindow(win); err != nil {
 		return nil, err
 	}
-	if win.GetRows() != 0 || win.GetCols() != 0 {
-		if err := resize(master, win); err != nil {
-			master.Close()
-			replica.Close()
-			return nil, err
-		}
-	}
 	return &stdio{
-		tty:     true,
-		child:   launcher.Stdio{Stdin: replica, Stdout: replica, Stderr: replica, Terminal: true},
-		stdin:   master,
-		outputs: []output{{sandboxdv1.Output_STDOUT, master}},
-		closers: []*os.File{master},
+		tty:   true,
+		child: launcher.Stdio{Terminal: true, Rows: uint16(win.GetRows()), Cols: uint16(win.GetCols())},
 	}, nil
+}
+
+// adoptTerminal takes over the master of the terminal the backend made.
+func (s *stdio) adoptTerminal(master *os.File) error {
+	if master == nil {
+		return errors.New("backend started a terminal session without a terminal")
+	}
+	s.stdin = master
+	s.outputs = []output{{sandboxdv1.Output_STDOUT, master}}
+	s.closers = []*os.File{master}
+	return nil
 }
 
 func openPipes() (_ *stdio, err error) {
@@ -101,10 +103,10 @@ func openPipes() (_ *stdio, err error) {
 // pipe never reports EOF and a PTY master never reports the hang-up, because
 // the daemon itself would still be a writer.
 func (s *stdio) closeChild() {
-	s.child.Stdin.Close()
 	if s.tty {
 		return
 	}
+	s.child.Stdin.Close()
 	s.child.Stdout.Close()
 	s.child.Stderr.Close()
 }

@@ -37,12 +37,18 @@ type Spec struct {
 	HideSockets []string
 }
 
-// Stdio holds the files the process gets as fds 0, 1 and 2. For a PTY
-// session all three are the terminal's replica side and Terminal is set, so
-// the backend makes it the controlling terminal of a new session.
+// Stdio says how the process's fds 0, 1 and 2 are wired.
 type Stdio struct {
+	// Stdin, Stdout and Stderr are the files of a pipe session.
 	Stdin, Stdout, Stderr *os.File
-	Terminal              bool
+	// Terminal asks for a PTY session instead: the backend allocates the
+	// terminal (inside the sandbox where the OS allows, so the process's tty
+	// name resolves there), makes it the controlling terminal of a new
+	// session, wires fds 0-2 to it, and returns the master from
+	// Process.Terminal. The three files above are unused then.
+	Terminal bool
+	// Rows and Cols are the terminal's initial window size.
+	Rows, Cols uint16
 }
 
 // Status is how a sandboxed process ended.
@@ -60,6 +66,9 @@ type Process interface {
 	// Enforcement is the report for what this process runs under, derived
 	// from the plan the backend applied.
 	Enforcement() *sandboxdv1.EnforcementReport
+	// Terminal is the master side of a PTY session's terminal, nil for a
+	// pipe session. The caller owns it and closes it.
+	Terminal() *os.File
 	// Signal delivers sig to the sandboxed command.
 	Signal(sig syscall.Signal) error
 	// Kill ends every process of the sandbox.

@@ -17,6 +17,7 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/pty"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,6 +61,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	plan, err := BuildPlan(PlanInput{
 		Policy: spec.Policy, Argv: spec.Argv, Env: spec.Env, Cwd: spec.Cwd,
 		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
+		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
 		HideSockets: spec.HideSockets,
 	}, Host{LandlockABI: b.landlockABI, Exists: hostExists})
 	if err != nil {
@@ -100,15 +102,33 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		Path:        b.initPath,
 		Args:        []string{initArg0},
 		Env:         []string{},
-		Stdin:       spec.Stdio.Stdin,
-		Stdout:      spec.Stdio.Stdout,
-		Stderr:      spec.Stdio.Stderr,
 		ExtraFiles:  []*os.File{planR, repW},
 		SysProcAttr: sys,
+	}
+	var termParent *os.File
+	if spec.Stdio.Terminal {
+		parent, child, err := terminalSocket()
+		if err != nil {
+			planR.Close()
+			planW.Close()
+			repR.Close()
+			repW.Close()
+			return nil, err
+		}
+		termParent = parent
+		defer termParent.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, child)
+		defer child.Close()
+	} else {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdio.Stdin, spec.Stdio.Stdout, spec.Stdio.Stderr
 	}
 	startErr := cmd.Start()
 	planR.Close()
 	repW.Close()
+	if len(cmd.ExtraFiles) > 2 {
+		// Our copy must go, or a dead init would not look like EOF.
+		cmd.ExtraFiles[2].Close()
+	}
 	if startErr != nil {
 		planW.Close()
 		repR.Close()
@@ -124,6 +144,11 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	planW.Close()
 
+	if termParent != nil {
+		// Nothing arrives when the init fails before allocating; its report
+		// then says why.
+		p.terminal, _ = receiveTerminal(termParent)
+	}
 	m, err := p.next()
 	if err != nil {
 		p.abort()
@@ -131,6 +156,10 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	switch m.Type {
 	case "started":
+		if spec.Stdio.Terminal && p.terminal == nil {
+			p.abort()
+			return nil, errors.New("sandbox init started a terminal session without sending its terminal")
+		}
 		return p, nil
 	case "exec-error":
 		p.abort()
@@ -268,6 +297,7 @@ type process struct {
 	reportFile  *os.File
 	cleanup     func()
 	enforcement *sandboxdv1.EnforcementReport
+	terminal    *os.File
 
 	waitOnce sync.Once
 	status   launcher.Status
@@ -292,6 +322,42 @@ func (p *process) next() (message, error) {
 func (p *process) abort() {
 	p.cmd.Process.Kill()
 	p.Wait()
+	if p.terminal != nil {
+		p.terminal.Close()
+	}
+}
+
+func (p *process) Terminal() *os.File { return p.terminal }
+
+// terminalSocket is the channel on which a PTY session's init hands the
+// terminal's master to the daemon (SCM_RIGHTS), as runc's console socket.
+func terminalSocket() (parent, child *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("terminal socketpair: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "terminal-parent"), os.NewFile(uintptr(fds[1]), "terminal-child"), nil
+}
+
+func receiveTerminal(sock *os.File) (*os.File, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("receive terminal: %w", err)
+	}
+	if n == 0 {
+		return nil, errors.New("receive terminal: init closed the socket")
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("receive terminal: bad control message: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil, fmt.Errorf("receive terminal: %v", err)
+	}
+	return pty.Adopt(fds[0])
 }
 
 func (p *process) Pid() int { return p.cmd.Process.Pid }

@@ -11,15 +11,18 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sandboxd/sandboxd/pty"
 	"golang.org/x/sys/unix"
 )
 
 const (
 	initArg0 = "sandboxd-init"
 	execArg0 = "sandboxd-exec"
-	// Both stages get their plan on fd 3 and report on fd 4.
-	planFd   = 3
-	reportFd = 4
+	// Both stages get their plan on fd 3 and report on fd 4; a PTY
+	// session's init sends the terminal's master on fd 5.
+	planFd     = 3
+	reportFd   = 4
+	terminalFd = 5
 )
 
 // message is one JSON line from a stage to its parent.
@@ -91,7 +94,16 @@ func runInit() {
 	if err := unix.Sethostname([]byte(plan.Hostname)); err != nil {
 		setupErr("process", "sethostname", plan.Hostname, err)
 	}
-	pid, err := startExecStage(&plan.Exec, report)
+	stdio := []uintptr{0, 1, 2}
+	if plan.Exec.Terminal {
+		replica, err := openTerminal(plan.Exec.Rows, plan.Exec.Cols)
+		if err != nil {
+			setupErr("process", "allocate terminal", "/dev/ptmx", err)
+		}
+		fd := replica.Fd()
+		stdio = []uintptr{fd, fd, fd}
+	}
+	pid, err := startExecStage(&plan.Exec, stdio, report)
 	if err != nil {
 		os.Exit(1)
 	}
@@ -110,7 +122,7 @@ func runInit() {
 // startExecStage starts the second stage in a nested user namespace whose
 // only uid is the sandbox uid, so the command owns no capability in the
 // namespace that owns the mounts. It returns once the command was exec'd.
-func startExecStage(p *ExecPlan, report *os.File) (int, error) {
+func startExecStage(p *ExecPlan, stdio []uintptr, report *os.File) (int, error) {
 	planR, planW, err := os.Pipe()
 	if err != nil {
 		send(report, message{Type: "setup-error", Field: "process", Op: "pipe", Detail: err.Error()})
@@ -123,7 +135,7 @@ func startExecStage(p *ExecPlan, report *os.File) (int, error) {
 	}
 	attr := &syscall.ProcAttr{
 		Env:   []string{},
-		Files: []uintptr{0, 1, 2, planR.Fd(), statW.Fd()},
+		Files: append(stdio, planR.Fd(), statW.Fd()),
 		Sys: &syscall.SysProcAttr{
 			Cloneflags:  syscall.CLONE_NEWUSER,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: int(p.UID), HostID: 0, Size: 1}},
@@ -157,6 +169,38 @@ func startExecStage(p *ExecPlan, report *os.File) (int, error) {
 		return 0, fmt.Errorf("%s: %s", m.Op, m.Detail)
 	}
 	return pid, nil
+}
+
+// openTerminal allocates a terminal in the sandbox's own devpts, so the
+// command's tty name resolves inside the sandbox and no host terminal is
+// reachable from it, and sends the master to the daemon.
+func openTerminal(rows, cols uint16) (*os.File, error) {
+	master, replica, err := pty.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer master.Close()
+	if rows != 0 || cols != 0 {
+		if err := pty.Resize(master, rows, cols); err != nil {
+			return nil, err
+		}
+	}
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var sendErr error
+	err = rc.Control(func(fd uintptr) {
+		sendErr = unix.Sendmsg(terminalFd, []byte{0}, unix.UnixRights(int(fd)), nil, 0)
+	})
+	if err == nil {
+		err = sendErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("send terminal to daemon: %w", err)
+	}
+	unix.Close(terminalFd)
+	return replica, nil
 }
 
 // reapUntil forwards signals to the command's process group and reaps every

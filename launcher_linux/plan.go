@@ -76,6 +76,8 @@ type ExecPlan struct {
 	UID      uint32       `json:"uid"`
 	GID      uint32       `json:"gid"`
 	Terminal bool         `json:"terminal"`
+	Rows     uint16       `json:"rows,omitempty"`
+	Cols     uint16       `json:"cols,omitempty"`
 	Landlock LandlockPlan `json:"landlock"`
 	Seccomp  []SockFilter `json:"seccomp"`
 }
@@ -107,6 +109,7 @@ type PlanInput struct {
 	Cwd         string
 	UID, GID    uint32
 	Terminal    bool
+	Rows, Cols  uint16
 	HideSockets []string
 }
 
@@ -227,7 +230,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	}
 	plan.Exec = ExecPlan{
 		Argv: in.Argv, Env: in.Env, Cwd: cwd,
-		UID: in.UID, GID: in.GID, Terminal: in.Terminal,
+		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
 		Landlock: ll, Seccomp: prog,
 	}
 	plan.Report = report(p, plan, len(fs.GetDeny()) > 0)

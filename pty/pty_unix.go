@@ -46,3 +46,13 @@ func Resize(master *os.File, rows, cols uint16) error {
 	}
 	return nil
 }
+
+// Adopt wraps a master fd received from elsewhere (a backend that allocated
+// the terminal inside a sandbox) the way Open wraps its own.
+func Adopt(fd int) (*os.File, error) {
+	m, err := pollable(os.NewFile(uintptr(fd), "ptmx"))
+	if err != nil {
+		return nil, fmt.Errorf("adopt pty master: %w", err)
+	}
+	return m, nil
+}
