@@ -74,3 +74,12 @@ func TestEncodeNil(t *testing.T) {
 		t.Errorf("Encode(nil) = %q does not decode to the default policy: %v", b, err)
 	}
 }
+
+func TestEncodeInvalidUTF8(t *testing.T) {
+	p := pol(t, `{}`)
+	p.Filesystem = Default().Filesystem
+	p.Filesystem.Write = []string{"/\xff"}
+	if _, err := Encode(p); err == nil || !strings.HasPrefix(err.Error(), "encode policy: ") {
+		t.Errorf("Encode with invalid UTF-8: %v, want an error", err)
+	}
+}

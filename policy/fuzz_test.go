@@ -22,6 +22,11 @@ var fuzzSeeds = []string{
 	`{"limits":{"timeout":"1.5s","cpu_millis":500,"output_bytes":"10"}}`,
 	`{"network":{}}`,
 	`{"filesystem":{"read":"LISTED"}}`,
+	`{"filesystem":{"read":"LISTED","readRoots":["/usr/lib","/w/x"],"write":["/w","/v"],"readOnly":["/w/a","/w/a/b"],"deny":["/v","/w/a/c"]}}`,
+	`{"filesystem":{"write":["/w/x"],"read_only":["/w/x/y"],"deny":["/w/z"]},"network":{"mode":"NONE"},"limits":{"timeout":"30s","pids":10}}`,
+	`{"filesystem":{"read":"LISTED","read_roots":["/w/x"]},"network":{"mode":"ALLOWLIST","allow":[{"host":"a.example.com","port":443}]},"children":{}}`,
+	`{"network":{"mode":"ALLOWLIST","allow":[{"host":"*.example.com"},{"host":"*.a.example.com","port":443},{"host":"10.0.0.1","port":22}]},"limits":{"timeout":"0.000000001s"}}`,
+	`{"limits":{"timeout":"315576000000s","memory_bytes":"18446744073709551615","pids":4294967295,"cpu_millis":1,"output_bytes":"1"}}`,
 }
 
 // probes returns paths at which to compare what two policies allow: every
@@ -62,48 +67,54 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		before := proto.Clone(p)
-		n := Normalize(p)
-		if !proto.Equal(p, before) {
-			t.Fatalf("Normalize modified its argument")
-		}
-		if err := Validate(n); err != nil {
-			t.Fatalf("normalized policy is invalid: %v\n%s", err, text(n))
-		}
-		if nn := Normalize(n); !proto.Equal(nn, n) {
-			t.Fatalf("Normalize is not idempotent:\n%s\n%s", text(n), text(nn))
-		}
-		for _, x := range probes(p) {
-			r1, w1 := access(p, x)
-			r2, w2 := access(n, x)
-			if r1 != r2 || w1 != w2 {
-				t.Fatalf("Normalize changed access to %q: read %v->%v write %v->%v\n%s\n%s", x, r1, r2, w1, w2, text(p), text(n))
-			}
-		}
-		d := Digest(p)
-		if Digest(n) != d {
-			t.Fatalf("Digest differs after Normalize")
-		}
-		b, err := Encode(p)
-		if err != nil {
-			t.Fatalf("Encode: %v", err)
-		}
-		p2, err := Decode(b)
-		if err != nil {
-			t.Fatalf("Decode(Encode(p)): %v\n%s", err, b)
-		}
-		if Digest(p2) != d {
-			t.Fatalf("Digest changed across Encode/Decode:\n%s", b)
-		}
-		// A policy never widens itself.
-		self, err := Narrow(p, p)
-		if err != nil {
-			t.Fatalf("Narrow(p, p): %v\n%s", err, text(p))
-		}
-		if !proto.Equal(self, n) {
-			t.Fatalf("Narrow(p, p) != Normalize(p):\n%s\n%s", text(self), text(n))
-		}
+		checkPolicy(t, p)
 	})
+}
+
+// checkPolicy checks the invariants every valid policy must satisfy.
+func checkPolicy(t *testing.T, p *sandboxdv1.Policy) {
+	t.Helper()
+	before := proto.Clone(p)
+	n := Normalize(p)
+	if !proto.Equal(p, before) {
+		t.Fatalf("Normalize modified its argument")
+	}
+	if err := Validate(n); err != nil {
+		t.Fatalf("normalized policy is invalid: %v\n%s", err, text(n))
+	}
+	if nn := Normalize(n); !proto.Equal(nn, n) {
+		t.Fatalf("Normalize is not idempotent:\n%s\n%s", text(n), text(nn))
+	}
+	for _, x := range probes(p) {
+		r1, w1 := access(p, x)
+		r2, w2 := access(n, x)
+		if r1 != r2 || w1 != w2 {
+			t.Fatalf("Normalize changed access to %q: read %v->%v write %v->%v\n%s\n%s", x, r1, r2, w1, w2, text(p), text(n))
+		}
+	}
+	d := Digest(p)
+	if Digest(n) != d {
+		t.Fatalf("Digest differs after Normalize")
+	}
+	b, err := Encode(p)
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
+	p2, err := Decode(b)
+	if err != nil {
+		t.Fatalf("Decode(Encode(p)): %v\n%s", err, b)
+	}
+	if Digest(p2) != d {
+		t.Fatalf("Digest changed across Encode/Decode:\n%s", b)
+	}
+	// A policy never widens itself.
+	self, err := Narrow(p, p)
+	if err != nil {
+		t.Fatalf("Narrow(p, p): %v\n%s", err, text(p))
+	}
+	if !proto.Equal(self, n) {
+		t.Fatalf("Narrow(p, p) != Normalize(p):\n%s\n%s", text(self), text(n))
+	}
 }
 
 func FuzzNarrow(f *testing.F) {
@@ -121,25 +132,33 @@ func FuzzNarrow(f *testing.F) {
 		if err != nil {
 			return
 		}
-		got, err := Narrow(parent, child)
-		if err != nil {
-			return
-		}
-		if err := Validate(got); err != nil {
-			t.Fatalf("Narrow result is invalid: %v\n%s", err, text(got))
-		}
-		if !proto.Equal(Normalize(got), got) {
-			t.Fatalf("Narrow result is not normalized:\n%s", text(got))
-		}
-		again, err := Narrow(parent, got)
-		if err != nil {
-			t.Fatalf("Narrow(parent, result): %v\nparent %s\nresult %s", err, text(parent), text(got))
-		}
-		if !proto.Equal(again, got) {
-			t.Fatalf("Narrow(parent, result) != result:\n%s\n%s", text(again), text(got))
-		}
-		assertNotWider(t, parent, got)
+		checkNarrow(t, parent, child)
 	})
+}
+
+// checkNarrow checks that when Narrow succeeds, its result is valid,
+// normalized, a fixed point (Narrow(parent, result) == result) and allows
+// nothing the parent does not.
+func checkNarrow(t *testing.T, parent, child *sandboxdv1.Policy) {
+	t.Helper()
+	got, err := Narrow(parent, child)
+	if err != nil {
+		return
+	}
+	if err := Validate(got); err != nil {
+		t.Fatalf("Narrow result is invalid: %v\n%s", err, text(got))
+	}
+	if !proto.Equal(Normalize(got), got) {
+		t.Fatalf("Narrow result is not normalized:\n%s", text(got))
+	}
+	again, err := Narrow(parent, got)
+	if err != nil {
+		t.Fatalf("Narrow(parent, result): %v\nparent %s\nresult %s", err, text(parent), text(got))
+	}
+	if !proto.Equal(again, got) {
+		t.Fatalf("Narrow(parent, result) != result:\n%s\n%s", text(again), text(got))
+	}
+	assertNotWider(t, parent, got)
 }
 
 // assertNotWider checks, independently of Narrow's code, that narrow allows
