@@ -45,14 +45,20 @@ func handledFS(abi int) uint64 {
 	return h
 }
 
-func planLandlock(abi int, writes []string, privateTmp, netns bool) LandlockPlan {
+func planLandlock(abi int, writes []string, privateTmp, netns bool, denyRead []string) LandlockPlan {
 	if abi <= 0 {
 		return LandlockPlan{}
 	}
 	h := handledFS(abi)
 	read := uint64(llReadFile | llReadDir | llExecute)
+	var readExcept []string
+	rootAccess := read & h
+	if len(denyRead) > 0 {
+		readExcept = sortedByDepth(denyRead)
+		rootAccess = llReadDir
+	}
 	rules := []LandlockRule{
-		{Path: "/", Access: read & h},
+		{Path: "/", Access: rootAccess},
 		{Path: "/dev", Access: (read | llWriteFile | llIoctlDev) & h},
 		{Path: "/proc", Access: (read | llWriteFile) & h},
 		{Path: "/dev/shm", Access: h},
@@ -70,5 +76,9 @@ func planLandlock(abi int, writes []string, privateTmp, netns bool) LandlockPlan
 			scoped |= llScopeAbstractUnix
 		}
 	}
-	return LandlockPlan{ABI: abi, HandledFS: h, Scoped: scoped, Rules: rules}
+	p := LandlockPlan{ABI: abi, HandledFS: h, Scoped: scoped, Rules: rules}
+	if readExcept != nil {
+		p.ReadAccess, p.ReadExcept = read&h, readExcept
+	}
+	return p
 }

@@ -66,6 +66,12 @@ type LandlockPlan struct {
 	HandledFS uint64         `json:"handled_fs"`
 	Scoped    uint64         `json:"scoped"`
 	Rules     []LandlockRule `json:"rules"`
+	// ReadExcept grants ReadAccess on the whole tree except these paths.
+	// Landlock cannot take a right away beneath a rule, so the applier
+	// grants it on every sibling along the way to each excepted path
+	// instead; the directories on the way stay listable (names only).
+	ReadAccess uint64   `json:"read_access,omitempty"`
+	ReadExcept []string `json:"read_except,omitempty"`
 }
 
 // ExecPlan is what the second stage needs to exec the command.
@@ -219,7 +225,15 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		}
 	}
 
-	ll := planLandlock(host.LandlockABI, writes, privateTmp, plan.NetNS)
+	var denyRead []string
+	for _, d := range fs.GetDeny() {
+		// Inside a write root (or the private /tmp) the write rule covers
+		// the path again; there the mount mask is the only layer.
+		if !coveredBy(d, writes) && !(privateTmp && within(d, "/tmp")) {
+			denyRead = append(denyRead, d)
+		}
+	}
+	ll := planLandlock(host.LandlockABI, writes, privateTmp, plan.NetNS, denyRead)
 	prog, err := SeccompProgram(SeccompOptions{RestrictSocketFamilies: plan.NetNS})
 	if err != nil {
 		return nil, err
@@ -313,7 +327,11 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny bool) []*sandboxdv1.FieldE
 		f("filesystem.read_only", "mount-ns read-only rebinds, ancestors pinned as mount points (landlock cannot subtract)"),
 	}
 	if hasDeny {
-		out = append(out, f("filesystem.deny", "mount-ns masks: empty read-only tmpfs or file (landlock cannot subtract)"))
+		mech := "mount-ns masks: empty read-only tmpfs or file"
+		if len(plan.Exec.Landlock.ReadExcept) > 0 {
+			mech += " + " + ll + " (outside write roots)"
+		}
+		out = append(out, f("filesystem.deny", mech))
 	} else {
 		out = append(out, f("filesystem.deny", "none requested"))
 	}

@@ -3,7 +3,10 @@ package launcherlinux
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,10 +50,72 @@ func applyLandlock(p LandlockPlan) error {
 			return err
 		}
 	}
+	if len(p.ReadExcept) > 0 {
+		if err := grantExcept(int(fd), "/", p.ReadAccess, p.ReadExcept); err != nil {
+			return err
+		}
+	}
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
 		return fmt.Errorf("landlock_restrict_self: %w", errno)
 	}
 	return nil
+}
+
+// grantExcept grants access beneath each entry of dir, descending into the
+// entries that lead to an excepted path and skipping the excepted ones.
+func grantExcept(ruleset int, dir string, access uint64, except []string) error {
+	names, err := readDirNames(dir)
+	if err != nil {
+		return fmt.Errorf("landlock: list %s: %w", dir, err)
+	}
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		switch leadsTo(p, except) {
+		case exceptExact:
+		case exceptBeneath:
+			if err := grantExcept(ruleset, p, access, except); err != nil {
+				return err
+			}
+		default:
+			// A symlink's inode grants nothing; following it here could
+			// grant the tree an excepted path lives in.
+			if fi, err := os.Lstat(p); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+				continue
+			}
+			if err := addLandlockRule(ruleset, LandlockRule{Path: p, Access: access}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+const (
+	exceptNone = iota
+	exceptExact
+	exceptBeneath
+)
+
+func leadsTo(p string, except []string) int {
+	found := exceptNone
+	for _, e := range except {
+		if e == p {
+			return exceptExact
+		}
+		if strings.HasPrefix(e, p+"/") {
+			found = exceptBeneath
+		}
+	}
+	return found
+}
+
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
 }
 
 func addLandlockRule(ruleset int, r LandlockRule) error {
