@@ -65,10 +65,16 @@ type ExecError struct {
 	Op    string
 	Path  string
 	Errno syscall.Errno
+	// Hint says what in the sandbox made the path unusable, when known.
+	Hint string
 }
 
 func (e *ExecError) Error() string {
-	return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Errno)
+	msg := fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Errno)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
 }
 
 // ExitCode is the shell convention: 127 not found, 126 cannot execute.

@@ -163,7 +163,11 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		return p, nil
 	case "exec-error":
 		p.abort()
-		return nil, &launcher.ExecError{Op: m.Op, Path: m.Path, Errno: syscall.Errno(m.Errno)}
+		e := &launcher.ExecError{Op: m.Op, Path: m.Path, Errno: syscall.Errno(m.Errno)}
+		if m.Op == "chdir" && e.Errno == syscall.ENOENT && within(m.Path, "/tmp") && !coveredBy("/tmp", spec.Policy.GetFilesystem().GetWrite()) {
+			e.Hint = "the sandbox has a private /tmp; make the directory a write root to see it"
+		}
+		return nil, e
 	case "setup-error":
 		p.abort()
 		return nil, setupRefusal(m)

@@ -200,6 +200,17 @@ func runVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "sandboxctl run: %v\n", err)
 		return client.ExitDaemonFailed
 	}
+	// The program draws for the caller's terminal, so it gets that
+	// terminal's type; this is the client's explicit choice, not a leak of
+	// the daemon's environment.
+	if t := os.Getenv("TERM"); start.Tty && t != "" {
+		if _, set := start.Command.Env["TERM"]; !set {
+			if start.Command.Env == nil {
+				start.Command.Env = map[string]string{}
+			}
+			start.Command.Env["TERM"] = t
+		}
+	}
 	cl, err := c.dial(ctx)
 	if err != nil {
 		printError(c.stderr, err)
