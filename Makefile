@@ -1,0 +1,105 @@
+# The two entry points are `make run` (build and start the daemon on its
+# default socket) and `make test` (everything CI checks). Tools are installed
+# into .cache/bin at pinned versions so they do not depend on the host.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+GO ?= go
+MODULE := github.com/sandboxd/sandboxd
+GOBIN := $(CURDIR)/.cache/bin
+export PATH := $(GOBIN):$(PATH)
+
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+STATICCHECK_VERSION := v0.8.2
+
+PROTOS := $(wildcard proto/sandboxd/v1/*.proto)
+PROTOC_FLAGS = -I proto -I /usr/include \
+	--go_out=$(1) --go_opt=module=$(MODULE) \
+	--go-grpc_out=$(1) --go-grpc_opt=module=$(MODULE)
+
+TOOLS := $(GOBIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
+	$(GOBIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) \
+	$(GOBIN)/.staticcheck-$(STATICCHECK_VERSION)
+
+.PHONY: build run deps proto proto-check lint cross unit conformance-rootless test bench
+
+build:
+	$(GO) build -o bin/sandboxd ./cmd/sandboxd
+	$(GO) build -o bin/sandboxctl ./cmd/sandboxctl
+
+# ARGS passes flags to the daemon, e.g. make run ARGS='--socket /tmp/s.sock'.
+run: build
+	exec ./bin/sandboxd $(ARGS)
+
+deps: system-packages $(TOOLS)
+
+# Debian packages: protoc and its well-known types for proto-check, bubblewrap
+# for the launch-latency comparison. apt is only touched when one is missing.
+.PHONY: system-packages
+system-packages:
+	missing=(); \
+	command -v protoc >/dev/null || missing+=(protobuf-compiler); \
+	[ -f /usr/include/google/protobuf/duration.proto ] || missing+=(libprotobuf-dev); \
+	command -v bwrap >/dev/null || missing+=(bubblewrap); \
+	if [ $${#missing[@]} -gt 0 ]; then \
+		if [ "$$(id -u)" -ne 0 ]; then \
+			echo "make deps: missing $${missing[*]}; run as root to install them" >&2; exit 1; \
+		fi; \
+		apt-get update; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$${missing[@]}"; \
+	fi
+
+$(GOBIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION):
+	GOBIN=$(GOBIN) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	touch $@
+
+$(GOBIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION):
+	GOBIN=$(GOBIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	touch $@
+
+$(GOBIN)/.staticcheck-$(STATICCHECK_VERSION):
+	GOBIN=$(GOBIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	touch $@
+
+proto: deps
+	protoc $(call PROTOC_FLAGS,.) $(PROTOS)
+
+# Regenerates into a scratch directory and compares, so a .proto edited
+# without `make proto` fails here instead of drifting from api/.
+proto-check: deps
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	protoc $(call PROTOC_FLAGS,$$tmp) $(PROTOS); \
+	if ! diff -ru api/sandboxd/v1 "$$tmp/api/sandboxd/v1"; then \
+		echo "proto-check: api/sandboxd/v1 is stale; run make proto" >&2; exit 1; \
+	fi
+
+lint: deps
+	unformatted=$$(gofmt -l .); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:" >&2; echo "$$unformatted" >&2; exit 1; fi
+	$(GO) vet ./...
+	staticcheck ./...
+
+# The macOS and Windows backends must at least build and vet here, cgo off,
+# as their own CI jobs are the only place they run.
+cross:
+	for goos in darwin windows; do \
+		echo "GOOS=$$goos"; \
+		CGO_ENABLED=0 GOOS=$$goos $(GO) build ./...; \
+		CGO_ENABLED=0 GOOS=$$goos $(GO) vet ./...; \
+	done
+
+# -count=1: the conformance suite builds and runs the daemon's binaries,
+# which the test cache does not see.
+unit:
+	$(GO) test -count=1 -timeout 20m ./...
+
+conformance-rootless:
+	scripts/rootless-test.sh
+
+test: deps proto-check lint cross unit conformance-rootless
+
+bench:
+	scripts/bench-launch.sh

@@ -1,0 +1,575 @@
+//go:build linux
+
+package conformance
+
+import (
+	"context"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// want is what a policy says about one probe step.
+type want int
+
+const (
+	// allowed: the step must succeed.
+	allowed want = iota
+	// denied: the step must fail.
+	denied
+	// either: the step only prepares a later one, which carries the
+	// verdict (e.g. plant a hardlink, then write through it).
+	either
+)
+
+func (w want) String() string {
+	return [...]string{"allowed", "denied", "either"}[w]
+}
+
+type step struct {
+	args []string
+	want want
+}
+
+func allow(args ...string) step   { return step{args, allowed} }
+func deny(args ...string) step    { return step{args, denied} }
+func prepare(args ...string) step { return step{args, either} }
+
+// spec is one case made concrete in a fixture: the probe steps run in one
+// session under policy, then after checks the host and the details.
+type spec struct {
+	policy *sandboxdv1.Policy
+	env    map[string]string
+	stdin  string
+	steps  []step
+	after  func(t *testing.T, s *session)
+}
+
+type conformanceCase struct {
+	// name says what must (not) happen.
+	name string
+	// needsRoot is why setting the case up needs root; without root the
+	// case is skipped with that reason.
+	needsRoot string
+	setup     func(f *fixture) spec
+	// custom runs a case that is not one probe session.
+	custom func(t *testing.T, tty bool)
+}
+
+// TestConformance runs every case on the plain exec path and the PTY path.
+// Both must match the policy; then both must agree step by step.
+func TestConformance(t *testing.T) {
+	got := map[string]map[string][]bool{}
+	for _, path := range []string{"exec", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			for _, c := range cases() {
+				t.Run(c.name, func(t *testing.T) {
+					if c.needsRoot != "" && !suite.asRoot {
+						t.Skip("setting this case up needs root: " + c.needsRoot)
+					}
+					tty := path == "pty"
+					if c.custom != nil {
+						c.custom(t, tty)
+						return
+					}
+					oks := runCase(t, c, tty)
+					if got[c.name] == nil {
+						got[c.name] = map[string][]bool{}
+					}
+					got[c.name][path] = oks
+				})
+			}
+		})
+	}
+	t.Run("exec and pty agree", func(t *testing.T) {
+		for name, paths := range got {
+			if e, p := paths["exec"], paths["pty"]; e != nil && p != nil && !slices.Equal(e, p) {
+				t.Errorf("%s: step outcomes differ: exec %v, pty %v", name, e, p)
+			}
+		}
+	})
+}
+
+func runCase(t *testing.T, c conformanceCase, tty bool) []bool {
+	f := newFixture(t)
+	sp := c.setup(f)
+	var args []string
+	for _, s := range sp.steps {
+		args = append(args, s.args...)
+	}
+	var stdin io.Reader
+	if sp.stdin != "" {
+		stdin = strings.NewReader(sp.stdin)
+	}
+	s := run(t, probeStart(tty, sp.policy, sp.env, args...), stdin)
+	exitedCleanly(t, s)
+	if len(s.outcomes) != len(sp.steps) {
+		t.Fatalf("probe reported %d steps, want %d\n%s", len(s.outcomes), len(sp.steps), s)
+	}
+	oks := make([]bool, len(sp.steps))
+	for i, st := range sp.steps {
+		o := s.outcomes[i]
+		oks[i] = o.OK
+		t.Logf("%s (%v): %s", strings.Join(st.args, " "), st.want, o)
+		switch {
+		case st.want == allowed && !o.OK:
+			t.Errorf("%s must be allowed, got %s", strings.Join(st.args, " "), o)
+		case st.want == denied && o.OK:
+			t.Errorf("%s must be denied, got %s", strings.Join(st.args, " "), o)
+		}
+	}
+	if sp.after != nil {
+		sp.after(t, s)
+	}
+	return oks
+}
+
+func cases() []conformanceCase {
+	return []conformanceCase{
+		{name: "can write inside write root", setup: func(f *fixture) spec {
+			w := f.mkdir("w")
+			f.file("w/existing", "old\n")
+			return spec{
+				policy: fsPolicy(list(w), nil, nil),
+				steps: []step{
+					allow("write", w+"/new"),
+					allow("write", w+"/existing"),
+					allow("mkdir", w+"/dir"),
+					allow("write", w+"/dir/nested"),
+					allow("rename", w+"/new", w+"/renamed"),
+				},
+				after: func(t *testing.T, _ *session) {
+					unchanged(t, w+"/existing", payload)
+					unchanged(t, w+"/renamed", payload)
+					unchanged(t, w+"/dir/nested", payload)
+				},
+			}
+		}},
+		{name: "cannot write outside write roots", setup: func(f *fixture) spec {
+			w := f.mkdir("w")
+			o := f.file("outside/file", "host\n")
+			return spec{
+				policy: fsPolicy(list(w), nil, nil),
+				steps: []step{
+					deny("write", o),
+					deny("write", f.path("outside/new")),
+					deny("mkdir", f.path("outside/dir")),
+					deny("remove", o),
+					deny("rename", o, w+"/stolen"),
+					deny("write", f.path("beside-w")),
+				},
+				after: func(t *testing.T, _ *session) {
+					unchanged(t, o, "host\n")
+					absent(t, f.path("outside/new"))
+					absent(t, f.path("beside-w"))
+				},
+			}
+		}},
+		{name: "cannot write through symlink out of write root", setup: func(f *fixture) spec {
+			w := f.mkdir("w")
+			o := f.file("outside/target", "host\n")
+			f.symlink("w/planted-on-host", o)
+			return spec{
+				policy: fsPolicy(list(w), nil, nil),
+				steps: []step{
+					deny("symlink-write", w+"/link", o),
+					deny("write", w+"/planted-on-host"),
+					deny("symlink-write", w+"/dangling", f.path("outside/new")),
+				},
+				after: func(t *testing.T, _ *session) {
+					unchanged(t, o, "host\n")
+					absent(t, f.path("outside/new"))
+				},
+			}
+		}},
+		{name: "cannot write via hardlink to file outside", setup: func(f *fixture) spec {
+			w := f.mkdir("w")
+			o := f.file("outside/target", "host\n")
+			return spec{
+				policy: fsPolicy(list(w), nil, nil),
+				steps: []step{
+					deny("link", o, w+"/hardlink"),
+					prepare("write", w+"/hardlink"),
+				},
+				after: func(t *testing.T, _ *session) {
+					unchanged(t, o, "host\n")
+				},
+			}
+		}},
+		{name: "cannot write existing read-only carve-out", setup: func(f *fixture) spec {
+			w := f.mkdir("w")
+			cfg := f.file("w/.git/config", "[core]\n")
+			return spec{
+				policy: fsPolicy(list(w), list(w+"/.git"), nil),
+				steps: []step{
+					deny("write", cfg),
+					deny("write", w+"/.git/new"),
+					deny("mkdir", w+"/.git/hooks"),
+					deny("remove", cfg),
+					deny("symlink-write", w+"/link-to-config", cfg),
+					deny("link", cfg, w+"/hardlink-to-config"),
+					prepare("write", w+"/hardlink-to-config"),
+					allow("write", w+"/beside-carve-out"),
+				},
+				after: func(t *testing.T, _ *session) {
+					unchanged(t, cfg, "[core]\n")
+					absent(t, w+"/.git/new")
+				},
+			}
+		}},
+		{name: "cannot create not-yet-existing read-only carve-out", setup: func(f *fixture) spec {
+			w := f.mkdir("w")
+			return spec{
+				policy: fsPolicy(list(w), list(w+"/.git", w+"/.env"), nil),
+				steps: []step{
+					prepare("mkdir", w+"/.git"),
+					deny("write", w+"/.git/config"),
+					deny("write", w+"/.env"),
+					deny("symlink-write", w+"/link", w+"/.git/config"),
+					allow("write", w+"/beside-carve-out"),
+				},
+				after: func(t *testing.T, _ *session) {
+					absent(t, w+"/.git/config")
+					absent(t, w+"/.env")
+				},
+			}
+		}},
+		{name: "cannot rename read-only carve-out", setup: func(f *fixture) spec {
+			w := f.mkdir("w")
+			cfg := f.file("w/.git/config", "[core]\n")
+			return spec{
+				policy: fsPolicy(list(w), list(w+"/.git"), nil),
+				steps: []step{
+					deny("rename", w+"/.git", w+"/moved"),
+					prepare("mkdir", w+"/.git"),
+					deny("write", w+"/.git/config"),
+				},
+				after: func(t *testing.T, _ *session) {
+					unchanged(t, cfg, "[core]\n")
+					absent(t, w+"/moved/config")
+				},
+			}
+		}},
+		{name: "cannot rename ancestor of carve-out then recreate it", setup: func(f *fixture) spec {
+			w := f.mkdir("w")
+			cfg := f.file("w/repo/sub/.git/config", "[core]\n")
+			return spec{
+				policy: fsPolicy(list(w), list(w+"/repo/sub/.git"), nil),
+				steps: []step{
+					deny("rename", w+"/repo", w+"/moved"),
+					deny("rename", w+"/repo/sub", w+"/repo/moved"),
+					prepare("mkdir", w+"/repo"),
+					prepare("mkdir", w+"/repo/sub"),
+					prepare("mkdir", w+"/repo/sub/.git"),
+					deny("write", w+"/repo/sub/.git/config"),
+				},
+				after: func(t *testing.T, _ *session) {
+					unchanged(t, cfg, "[core]\n")
+				},
+			}
+		}},
+		{name: "cannot read deny path", setup: func(f *fixture) spec {
+			secret := f.file("data/secret", "password\n")
+			dir := f.mkdir("data/secret-dir")
+			inner := f.file("data/secret-dir/key", "key\n")
+			return spec{
+				policy: fsPolicy(nil, nil, list(secret, dir)),
+				steps: []step{
+					deny("read", secret),
+					deny("read", inner),
+					prepare("read", dir),
+					allow("read", f.path("data")),
+				},
+				after: func(t *testing.T, s *session) {
+					// Listing the masked directory may work, but must show
+					// nothing of what is behind the mask.
+					if o := s.outcomes[2]; o.OK && o.detail() != "0 entries" {
+						t.Errorf("listing denied directory %s shows %v", dir, o.Detail)
+					}
+				},
+			}
+		}},
+		{name: "cannot write deny path in write root", setup: func(f *fixture) spec {
+			w := f.mkdir("w")
+			token := f.file("w/creds/token", "secret\n")
+			file := f.file("w/creds.json", "{}\n")
+			return spec{
+				policy: fsPolicy(list(w), nil, list(w+"/creds", file, w+"/not-yet")),
+				steps: []step{
+					deny("write", token),
+					deny("read", token),
+					deny("write", w+"/creds/new"),
+					deny("write", file),
+					deny("read", file),
+					deny("remove", file),
+					deny("rename", w+"/creds", w+"/moved"),
+					deny("write", w+"/not-yet/file"),
+					allow("write", w+"/allowed"),
+				},
+				after: func(t *testing.T, _ *session) {
+					unchanged(t, token, "secret\n")
+					unchanged(t, file, "{}\n")
+					absent(t, w+"/creds/new")
+					absent(t, w+"/not-yet/file")
+				},
+			}
+		}},
+		{name: "cannot connect TCP to host listener under network none", setup: func(f *fixture) spec {
+			addr, _ := tcpListener(f.t)
+			return spec{
+				policy: netPolicy(sandboxdv1.Network_NONE),
+				steps:  []step{deny("tcp-connect", addr)},
+			}
+		}},
+		{name: "can connect TCP to host listener under network host", setup: func(f *fixture) spec {
+			addr, token := tcpListener(f.t)
+			return spec{
+				policy: netPolicy(sandboxdv1.Network_HOST),
+				steps:  []step{allow("tcp-connect", addr)},
+				after: func(t *testing.T, s *session) {
+					if got := s.outcomes[0].detail(); got != token {
+						t.Errorf("host listener's token not received: got %q, want %q", got, token)
+					}
+				},
+			}
+		}},
+		{name: "cannot reach host UDP listener under network none", setup: func(f *fixture) spec {
+			addr, _ := udpEcho(f.t)
+			return spec{
+				policy: netPolicy(sandboxdv1.Network_NONE),
+				steps:  []step{deny("udp-send", addr)},
+			}
+		}},
+		{name: "can reach host UDP listener under network host", setup: func(f *fixture) spec {
+			addr, token := udpEcho(f.t)
+			return spec{
+				policy: netPolicy(sandboxdv1.Network_HOST),
+				steps:  []step{allow("udp-send", addr)},
+				after: func(t *testing.T, s *session) {
+					if got := s.outcomes[0].detail(); got != token {
+						t.Errorf("host echo's token not received: got %q, want %q", got, token)
+					}
+				},
+			}
+		}},
+		{name: "cannot connect to host unix socket under network none", setup: func(f *fixture) spec {
+			path := f.path("host.sock")
+			unixListener(f.t, path)
+			abstract := "@sandboxd-conformance-" + randomHex()
+			unixListener(f.t, abstract)
+			return spec{
+				policy: netPolicy(sandboxdv1.Network_NONE),
+				steps: []step{
+					deny("unix-connect", path),
+					deny("unix-connect", abstract),
+				},
+			}
+		}},
+		{name: "cannot reach the daemon socket", setup: func(f *fixture) spec {
+			// Network host: nothing else stands between the probe and a
+			// unix socket on the host, so only hiding the socket can.
+			return spec{
+				policy: netPolicy(sandboxdv1.Network_HOST),
+				steps:  []step{deny("unix-connect", suite.daemon.socket)},
+			}
+		}},
+		{name: "cannot signal host process", setup: func(f *fixture) spec {
+			sleep := hostSleep(f.t)
+			pid := strconv.Itoa(sleep.Process.Pid)
+			return spec{
+				policy: netPolicy(sandboxdv1.Network_HOST),
+				steps: []step{
+					deny("kill", pid, strconv.Itoa(int(syscall.SIGTERM))),
+					deny("kill", pid, strconv.Itoa(int(syscall.SIGKILL))),
+				},
+				after: func(t *testing.T, _ *session) {
+					if err := sleep.Process.Signal(syscall.Signal(0)); err != nil {
+						t.Errorf("host process %s is gone: %v", pid, err)
+					}
+				},
+			}
+		}},
+		{name: "cannot write kernel knobs", setup: func(f *fixture) spec {
+			return spec{
+				policy: netPolicy(sandboxdv1.Network_HOST),
+				steps: []step{
+					deny("write-knob", "/proc/sys/kernel/hostname"),
+					deny("write-knob", "/proc/sys/kernel/core_pattern"),
+					deny("write-knob", "/proc/sys/vm/drop_caches"),
+					deny("write-knob", "/proc/sys/net/ipv4/ip_forward"),
+					deny("write-knob", "/proc/sysrq-trigger"),
+				},
+			}
+		}},
+		{name: "daemon environment does not leak", setup: func(f *fixture) spec {
+			return spec{
+				env:   map[string]string{"SANDBOXD_CONFORMANCE_ADDED": "yes"},
+				steps: []step{allow("env")},
+				after: checkEnvironment,
+			}
+		}},
+		{name: "stdin reaches the command", setup: func(f *fixture) spec {
+			return spec{
+				stdin: "hello sandbox\n",
+				steps: []step{allow("stdin")},
+				after: func(t *testing.T, s *session) {
+					if got := s.outcomes[0].detail(); got != "hello sandbox" {
+						t.Errorf("stdin line = %q, want %q", got, "hello sandbox")
+					}
+				},
+			}
+		}},
+		{name: "TIOCSTI is blocked", setup: func(f *fixture) spec {
+			return spec{steps: []step{deny("tiocsti")}}
+		}},
+		{name: "loopback is up under network none", setup: func(f *fixture) spec {
+			return spec{
+				policy: netPolicy(sandboxdv1.Network_NONE),
+				steps:  []step{allow("net-ifaces"), allow("loopback")},
+			}
+		}},
+		{name: "not host root", custom: notHostRoot},
+		{
+			name:      "cannot write root-owned file in write root",
+			needsRoot: "only root can create a root-owned file for the sandbox to attack",
+			setup: func(f *fixture) spec {
+				w := f.mkdir("w")
+				p := f.file("w/root-owned", "root\n")
+				if err := syscall.Lchown(p, 0, 0); err != nil {
+					f.t.Fatal(err)
+				}
+				return spec{
+					policy: fsPolicy(list(w), nil, nil),
+					steps:  []step{deny("write", p)},
+					after: func(t *testing.T, _ *session) {
+						unchanged(t, p, "root\n")
+					},
+				}
+			},
+		},
+		{name: "no process survives the session", setup: func(f *fixture) spec {
+			marker := "survivor-" + randomHex()
+			return spec{
+				steps: []step{allow("spawn", marker)},
+				after: func(t *testing.T, _ *session) {
+					// Exit comes after every process of the sandbox is gone.
+					if pids := processesWith(marker); len(pids) > 0 {
+						t.Errorf("processes %v left behind by the session are still running", pids)
+					}
+				},
+			}
+		}},
+	}
+}
+
+// checkEnvironment: nothing of the daemon's or the client's environment, only
+// the defaults, what the request added, and the session's identity, which
+// must match what the daemon reports for it.
+func checkEnvironment(t *testing.T, s *session) {
+	raw, _ := s.outcomes[0].Detail.([]any)
+	env := map[string]string{}
+	for _, kv := range raw {
+		str, _ := kv.(string)
+		if strings.Contains(str, suite.leak) {
+			t.Errorf("daemon/client environment leaked into the sandbox: %q", str)
+		}
+		k, v, _ := strings.Cut(str, "=")
+		env[k] = v
+	}
+	allowedKeys := []string{"PATH", "HOME", "TERM", "LANG", "SANDBOXD_SESSION", "SANDBOXD_POLICY_DIGEST", "SANDBOXD_CONFORMANCE_ADDED"}
+	for k := range env {
+		if !slices.Contains(allowedKeys, k) {
+			t.Errorf("unexpected variable %s=%q in the sandbox", k, env[k])
+		}
+	}
+	if env["SANDBOXD_CONFORMANCE_ADDED"] != "yes" {
+		t.Errorf("requested variable missing: SANDBOXD_CONFORMANCE_ADDED=%q", env["SANDBOXD_CONFORMANCE_ADDED"])
+	}
+	if env["SANDBOXD_SESSION"] == "" || env["SANDBOXD_SESSION"] != s.res.SessionID {
+		t.Errorf("SANDBOXD_SESSION=%q, Started says %q", env["SANDBOXD_SESSION"], s.res.SessionID)
+	}
+	if env["SANDBOXD_POLICY_DIGEST"] == "" || env["SANDBOXD_POLICY_DIGEST"] != s.res.Digest {
+		t.Errorf("SANDBOXD_POLICY_DIGEST=%q, Started says %q", env["SANDBOXD_POLICY_DIGEST"], s.res.Digest)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := suite.client.Inspect(ctx, s.res.SessionID)
+	if err != nil {
+		t.Fatalf("inspect %s: %v", s.res.SessionID, err)
+	}
+	if info.GetId() != env["SANDBOXD_SESSION"] || info.GetPolicyDigest() != env["SANDBOXD_POLICY_DIGEST"] {
+		t.Errorf("Inspect says id %q digest %q; the sandbox saw %q and %q",
+			info.GetId(), info.GetPolicyDigest(), env["SANDBOXD_SESSION"], env["SANDBOXD_POLICY_DIGEST"])
+	}
+}
+
+// notHostRoot looks at a running sandboxed process from the host: its uids,
+// as the host's /proc reports them, must not be root, and must be the
+// identity the daemon was given. (The sandbox's own uid_map cannot tell: it
+// is relative to the parent user namespace, which need not be the host's.)
+func notHostRoot(t *testing.T, tty bool) {
+	requireDaemon(t)
+	marker := "whoami-" + randomHex()
+	b := runBackground(t, suite.client, probeStart(tty, nil, nil, "uid", "hold", marker))
+	b.waitOutput(t, marker+`"`)
+	if o := parseOutcomes(b.out.String()); len(o) > 0 {
+		t.Logf("inside the sandbox: %v", o[0])
+	}
+	pids := processesWith(marker)
+	if len(pids) == 0 {
+		t.Fatalf("no host process with %s in its command line", marker)
+	}
+	for _, pid := range pids {
+		uids, err := hostUIDs(pid)
+		if err != nil {
+			continue
+		}
+		for _, u := range uids {
+			if u == 0 {
+				t.Errorf("sandboxed process %d runs as host root: Uid %v", pid, uids)
+			} else if u != suite.uid {
+				t.Errorf("sandboxed process %d runs as host uid %d (Uid %v), want %d", pid, u, uids, suite.uid)
+			}
+		}
+	}
+	id := sessionWithArg(t, marker)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := suite.client.Kill(ctx, id, 0); err != nil {
+		t.Fatalf("kill %s: %v", id, err)
+	}
+	b.wait(t, 10*time.Second)
+	if b.err != nil {
+		t.Fatalf("killed session: %v", b.err)
+	}
+	if st := b.res.Exit.GetState(); st != sandboxdv1.State_KILLED {
+		t.Errorf("killed session ended %v, want KILLED", st)
+	}
+	if pids := processesWith(marker); len(pids) > 0 {
+		t.Errorf("processes %v of the killed session are still running", pids)
+	}
+}
+
+// sessionWithArg finds the running session whose argv contains arg.
+func sessionWithArg(t *testing.T, arg string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	all, err := suite.client.List(ctx)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	for _, s := range all {
+		if slices.Contains(s.GetArgv(), arg) {
+			return s.GetId()
+		}
+	}
+	t.Fatalf("no session with %q in its argv", arg)
+	return ""
+}

@@ -1,0 +1,268 @@
+//go:build linux
+
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api/client"
+)
+
+// leakVar is set in the daemon's and the client's environment; its value
+// must never show up inside a sandbox.
+const leakVar = "SANDBOXD_CONFORMANCE_LEAK"
+
+// sandboxUID is what a root daemon is told to run root callers' sandboxes
+// as. Fixtures are handed to it, so that only the sandbox, never plain file
+// permissions, stands between the probe and what a case forbids.
+const sandboxUID = 65534
+
+var suite struct {
+	sandboxd, sandboxctl, probe string
+	// root holds the binaries the sandboxes run and every fixture.
+	root   string
+	asRoot bool
+	// uid and gid are the host identity of sandboxed processes.
+	uid, gid int
+	leak     string
+	daemon   *daemonProc
+	client   *client.Client
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	if err := setUp(); err != nil {
+		fmt.Fprintf(os.Stderr, "conformance: set up: %v\n", err)
+		tearDown()
+		return 1
+	}
+	code := m.Run()
+	tearDown()
+	return code
+}
+
+func setUp() error {
+	suite.asRoot = os.Geteuid() == 0
+	suite.uid, suite.gid = os.Getuid(), os.Getgid()
+	if suite.asRoot {
+		suite.uid, suite.gid = sandboxUID, sandboxUID
+	}
+	base := os.Getenv("SANDBOXD_CONFORMANCE_DIR")
+	if base == "" {
+		base = "/var/tmp"
+	}
+	root, err := os.MkdirTemp(base, "sbd-conf-")
+	if err != nil {
+		return err
+	}
+	suite.root = root
+	// MkdirTemp makes it 0700; the sandbox identity must be able to reach
+	// the probe and the fixtures beneath.
+	if err := os.Chmod(root, 0o755); err != nil {
+		return err
+	}
+	bin := filepath.Join(root, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		return err
+	}
+	if err := buildBinaries(bin); err != nil {
+		return err
+	}
+	suite.leak = "leak-" + randomHex()
+	if err := os.Setenv(leakVar, suite.leak); err != nil {
+		return err
+	}
+	d, err := startDaemon(filepath.Join(root, "run"))
+	if err != nil {
+		return err
+	}
+	suite.daemon = d
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	suite.client, err = client.Dial(ctx, d.socket)
+	return err
+}
+
+func tearDown() {
+	if suite.client != nil {
+		suite.client.Close()
+	}
+	if suite.daemon != nil {
+		suite.daemon.stop()
+	}
+	if suite.root != "" {
+		os.RemoveAll(suite.root)
+	}
+}
+
+// buildBinaries puts sandboxd, sandboxctl and the probe in bin, from
+// SANDBOXD_CONFORMANCE_BIN when set (the rootless run, whose user cannot use
+// root's Go caches) or else with go build.
+func buildBinaries(bin string) error {
+	suite.sandboxd = filepath.Join(bin, "sandboxd")
+	suite.sandboxctl = filepath.Join(bin, "sandboxctl")
+	suite.probe = filepath.Join(bin, "probe")
+	if pre := os.Getenv("SANDBOXD_CONFORMANCE_BIN"); pre != "" {
+		suite.sandboxd = filepath.Join(pre, "sandboxd")
+		suite.sandboxctl = filepath.Join(pre, "sandboxctl")
+		// The probe is copied: it must be where sandboxes can see it.
+		return copyFile(filepath.Join(pre, "probe"), suite.probe, 0o755)
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("go not found to build the binaries (or set SANDBOXD_CONFORMANCE_BIN): %w", err)
+	}
+	for out, pkg := range map[string]string{
+		suite.sandboxd:   "github.com/sandboxd/sandboxd/cmd/sandboxd",
+		suite.sandboxctl: "github.com/sandboxd/sandboxd/cmd/sandboxctl",
+		suite.probe:      "github.com/sandboxd/sandboxd/internal/conformance/probe",
+	} {
+		cmd := exec.Command(gobin, "build", "-buildvcs=false", "-o", out, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// daemonProc is a sandboxd started by the suite.
+type daemonProc struct {
+	cmd    *exec.Cmd
+	socket string
+	log    string
+	exited chan struct{}
+}
+
+// startDaemon starts sandboxd with its socket in dir and waits until it
+// answers. Its environment carries leakVar.
+func startDaemon(dir string) (*daemonProc, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	d := &daemonProc{
+		socket: filepath.Join(dir, "sandboxd.sock"),
+		log:    filepath.Join(dir, "sandboxd.log"),
+		exited: make(chan struct{}),
+	}
+	args := []string{"--socket", d.socket}
+	if suite.asRoot {
+		args = append(args, "--sandbox-uid", strconv.Itoa(sandboxUID), "--sandbox-gid", strconv.Itoa(sandboxUID))
+	}
+	logf, err := os.Create(d.log)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	d.cmd = exec.Command(suite.sandboxd, args...)
+	d.cmd.Env = os.Environ()
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	// A test binary that dies must not leave daemons behind.
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		_ = d.cmd.Wait()
+		close(d.exited)
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := client.Dial(ctx, d.socket)
+		cancel()
+		if err == nil {
+			c.Close()
+			return d, nil
+		}
+		select {
+		case <-d.exited:
+			return nil, fmt.Errorf("sandboxd exited at start: %s", d.logTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			d.kill()
+			return nil, fmt.Errorf("sandboxd did not answer on %s: %v; log: %s", d.socket, err, d.logTail())
+		}
+	}
+}
+
+func (d *daemonProc) logTail() string {
+	b, _ := os.ReadFile(d.log)
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	return string(b)
+}
+
+// stop asks the daemon to shut down and kills it if it does not.
+func (d *daemonProc) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(10 * time.Second):
+		d.kill()
+	}
+}
+
+func (d *daemonProc) kill() {
+	_ = d.cmd.Process.Kill()
+	<-d.exited
+}
+
+func (d *daemonProc) dead() bool {
+	select {
+	case <-d.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+func randomHex() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// requireDaemon fails the test when the shared daemon has died, so one
+// crash is reported as such instead of as every later case failing.
+func requireDaemon(t *testing.T) {
+	t.Helper()
+	if suite.daemon.dead() {
+		t.Fatalf("sandboxd has exited; log: %s", suite.daemon.logTail())
+	}
+}

@@ -1,0 +1,10 @@
+//go:build unix && !linux
+
+package main
+
+func platformOps() map[string]op {
+	return map[string]op{
+		"kill": {2, kill},
+		"uid":  {0, uid},
+	}
+}

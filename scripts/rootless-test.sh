@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs the conformance suite with sandboxd as an unprivileged user: the same
+# cases, with the daemon building its sandboxes from unprivileged user
+# namespaces instead of root's. Run as root; it creates the user if missing
+# (SANDBOXD_TEST_USER, default sandboxd-test), builds everything as root,
+# and runs the compiled suite as that user. Extra arguments go to the test
+# binary, e.g. scripts/rootless-test.sh -test.run 'Conformance/exec/'.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+user=${SANDBOXD_TEST_USER:-sandboxd-test}
+if [ "$(id -u)" -ne 0 ]; then
+	echo "rootless-test.sh: must run as root: it creates the user $user and runs the suite as that user" >&2
+	exit 1
+fi
+if ! id -u "$user" >/dev/null 2>&1; then
+	useradd -m -s /bin/bash "$user"
+fi
+home=$(getent passwd "$user" | cut -d: -f6)
+
+# Everything the user needs lives under one directory it can read but not
+# change; only its runtime and temp directories are its own.
+# Under /var/tmp, not /tmp: sandboxes get a private /tmp, and the suite runs
+# sandboxctl from here, whose working directory becomes the command's.
+work=$(mktemp -d /var/tmp/sandboxd-rootless.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+chmod 0755 "$work"
+mkdir -p "$work/bin"
+CGO_ENABLED=0 go build -o "$work/bin/sandboxd" ./cmd/sandboxd
+CGO_ENABLED=0 go build -o "$work/bin/sandboxctl" ./cmd/sandboxctl
+CGO_ENABLED=0 go build -o "$work/bin/probe" ./internal/conformance/probe
+go test -c -o "$work/conformance.test" ./internal/conformance
+install -d -m 0700 -o "$user" -g "$(id -gn "$user")" "$work/runtime" "$work/tmp"
+
+cd "$work"
+echo "rootless-test.sh: running the conformance suite as $user (uid $(id -u "$user"))"
+runuser -u "$user" -- env -i \
+	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+	HOME="$home" USER="$user" LANG=C.UTF-8 \
+	XDG_RUNTIME_DIR="$work/runtime" TMPDIR="$work/tmp" \
+	SANDBOXD_CONFORMANCE_BIN="$work/bin" \
+	./conformance.test -test.v -test.count=1 -test.timeout=20m "$@"
