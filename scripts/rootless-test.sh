@@ -31,6 +31,11 @@ CGO_ENABLED=0 go build -o "$work/bin/sandboxctl" ./cmd/sandboxctl
 CGO_ENABLED=0 go build -o "$work/bin/probe" ./internal/conformance/probe
 go test -c -o "$work/conformance.test" ./internal/conformance
 install -d -m 0700 -o "$user" -g "$(id -gn "$user")" "$work/runtime" "$work/tmp"
+# A write root of the user's holding a root-owned file: the suite cannot
+# make one without root, and the case must not be skipped.
+install -d -m 0755 -o "$user" -g "$(id -gn "$user")" "$work/root-owned"
+printf 'root\n' > "$work/root-owned/root-owned"
+chmod 0644 "$work/root-owned/root-owned"
 
 cd "$work"
 echo "rootless-test.sh: running the conformance suite as $user (uid $(id -u "$user"))"
@@ -39,4 +44,5 @@ runuser -u "$user" -- env -i \
 	HOME="$home" USER="$user" LANG=C.UTF-8 \
 	XDG_RUNTIME_DIR="$work/runtime" TMPDIR="$work/tmp" \
 	SANDBOXD_CONFORMANCE_BIN="$work/bin" \
+	SANDBOXD_CONFORMANCE_ROOT_OWNED_DIR="$work/root-owned" \
 	./conformance.test -test.v -test.count=1 -test.timeout=20m "$@"

@@ -5,6 +5,8 @@ package conformance
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,11 +55,8 @@ type spec struct {
 
 type conformanceCase struct {
 	// name says what must (not) happen.
-	name string
-	// needsRoot is why setting the case up needs root; without root the
-	// case is skipped with that reason.
-	needsRoot string
-	setup     func(f *fixture) spec
+	name  string
+	setup func(f *fixture) spec
 	// custom runs a case that is not one probe session.
 	custom func(t *testing.T, tty bool)
 }
@@ -70,9 +69,6 @@ func TestConformance(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			for _, c := range cases() {
 				t.Run(c.name, func(t *testing.T) {
-					if c.needsRoot != "" && !suite.asRoot {
-						t.Skip("setting this case up needs root: " + c.needsRoot)
-					}
 					tty := path == "pty"
 					if c.custom != nil {
 						c.custom(t, tty)
@@ -436,14 +432,9 @@ func cases() []conformanceCase {
 		}},
 		{name: "not host root", custom: notHostRoot},
 		{
-			name:      "cannot write root-owned file in write root",
-			needsRoot: "only root can create a root-owned file for the sandbox to attack",
+			name: "cannot write root-owned file in write root",
 			setup: func(f *fixture) spec {
-				w := f.mkdir("w")
-				p := f.file("w/root-owned", "root\n")
-				if err := syscall.Lchown(p, 0, 0); err != nil {
-					f.t.Fatal(err)
-				}
+				w, p := rootOwnedFixture(f)
 				return spec{
 					policy: fsPolicy(list(w), nil, nil),
 					steps:  []step{deny("write", p)},
@@ -572,4 +563,26 @@ func sessionWithArg(t *testing.T, arg string) string {
 	}
 	t.Fatalf("no session with %q in its argv", arg)
 	return ""
+}
+
+// rootOwnedEnv names a directory, writable by the unprivileged user the
+// rootless suite runs as, holding a root-owned file "root-owned": only root
+// can make one, so scripts/rootless-test.sh prepares it before dropping
+// privileges.
+const rootOwnedEnv = "SANDBOXD_CONFORMANCE_ROOT_OWNED_DIR"
+
+func rootOwnedFixture(f *fixture) (dir, file string) {
+	if !suite.asRoot {
+		dir = os.Getenv(rootOwnedEnv)
+		if dir == "" {
+			f.t.Fatalf("run as an unprivileged user, this case needs %s prepared by root; scripts/rootless-test.sh does that", rootOwnedEnv)
+		}
+		return dir, filepath.Join(dir, "root-owned")
+	}
+	dir = f.mkdir("w")
+	file = f.file("w/root-owned", "root\n")
+	if err := syscall.Lchown(file, 0, 0); err != nil {
+		f.t.Fatal(err)
+	}
+	return dir, file
 }
