@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
 func inspectVerb(ctx context.Context, c *cli, args []string) int {
@@ -15,26 +17,15 @@ func inspectVerb(ctx context.Context, c *cli, args []string) int {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: sandboxctl inspect ID\n\nPrints the session as JSON: state, argv, policy, enforcement, exit code.\n")
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, ok := parseVerb(fs, args, 1); !ok {
+		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	cl, err := c.dial(ctx)
-	if err != nil {
-		printError(c.stderr, err)
-		return exitFailed
-	}
-	defer cl.Close()
-	info, err := cl.Inspect(ctx, fs.Arg(0))
-	if err != nil {
-		printError(c.stderr, err)
-		return exitFailed
+	var info *sandboxdv1.SessionInfo
+	if code := c.withClient(ctx, func(cl *client.Client) (err error) {
+		info, err = cl.Inspect(ctx, fs.Arg(0))
+		return err
+	}); code != 0 {
+		return code
 	}
 	// Proto field names and unpopulated fields, so that "exit_code": 0 is
 	// there for scripts to read rather than absent.

@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+
+	"github.com/sandboxd/sandboxd/api/client"
 )
 
 func killVerb(ctx context.Context, c *cli, args []string) int {
@@ -15,30 +16,15 @@ func killVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(fs.Output(), "usage: sandboxctl kill [--signal N] ID\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := parseVerb(fs, args, 1); !ok {
+		return code
 	}
 	n, err := parseSignal(*sig)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "sandboxctl kill: --signal: %v\n", err)
 		return exitUsage
 	}
-	cl, err := c.dial(ctx)
-	if err != nil {
-		printError(c.stderr, err)
-		return exitFailed
-	}
-	defer cl.Close()
-	if err := cl.Kill(ctx, fs.Arg(0), n); err != nil {
-		printError(c.stderr, err)
-		return exitFailed
-	}
-	return 0
+	return c.withClient(ctx, func(cl *client.Client) error {
+		return cl.Kill(ctx, fs.Arg(0), n)
+	})
 }

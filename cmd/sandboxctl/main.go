@@ -95,6 +95,37 @@ func (c *cli) dial(ctx context.Context) (*client.Client, error) {
 
 // printError writes err for a human: a refusal as its structured reason,
 // anything else on one line.
+// parseVerb parses an operator verb's flags and checks that it got nargs
+// positional arguments. When ok is false the verb returns code.
+func parseVerb(fs *flag.FlagSet, args []string, nargs int) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() != nargs {
+		fs.Usage()
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+// withClient dials the daemon, runs f with the client and closes it.
+func (c *cli) withClient(ctx context.Context, f func(*client.Client) error) int {
+	cl, err := c.dial(ctx)
+	if err != nil {
+		printError(c.stderr, err)
+		return exitFailed
+	}
+	defer cl.Close()
+	if err := f(cl); err != nil {
+		printError(c.stderr, err)
+		return exitFailed
+	}
+	return 0
+}
+
 func printError(w io.Writer, err error) {
 	if u := client.UnenforceableFrom(err); u != nil {
 		printRefusal(w, u)

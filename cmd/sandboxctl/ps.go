@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
@@ -20,26 +20,15 @@ func psVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(fs.Output(), "usage: sandboxctl ps [-q]\n\nLists sessions: ID STATE PID AGE COMMAND.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, ok := parseVerb(fs, args, 0); !ok {
+		return code
 	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return exitUsage
-	}
-	cl, err := c.dial(ctx)
-	if err != nil {
-		printError(c.stderr, err)
-		return exitFailed
-	}
-	defer cl.Close()
-	sessions, err := cl.List(ctx)
-	if err != nil {
-		printError(c.stderr, err)
-		return exitFailed
+	var sessions []*sandboxdv1.SessionInfo
+	if code := c.withClient(ctx, func(cl *client.Client) (err error) {
+		sessions, err = cl.List(ctx)
+		return err
+	}); code != 0 {
+		return code
 	}
 	if *quiet {
 		for _, s := range sessions {
