@@ -102,4 +102,5 @@ conformance-rootless:
 test: deps proto-check lint cross unit conformance-rootless
 
 bench:
+	$(GO) test -run '^$$' -bench . -benchtime 50x ./launcher_linux/
 	scripts/bench-launch.sh

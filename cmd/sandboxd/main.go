@@ -62,7 +62,7 @@ func run(args []string, stderr io.Writer) int {
 		logger.Printf("%v", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, os.Interrupt)
 	defer stop()
 	if err := svc.ListenAndServe(ctx); err != nil {
 		logger.Printf("%v", err)
