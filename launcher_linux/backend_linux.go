@@ -28,6 +28,11 @@ type Config struct {
 	InitPath string
 }
 
+// initCapabilities are what the init needs to build the sandbox: mounts and
+// the hostname, the loopback, dropping the bounding set, and creating
+// placeholders in directories the sandbox uid owns but cannot write.
+var initCapabilities = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
+
 type backend struct {
 	initPath    string
 	landlockABI int
@@ -85,18 +90,25 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	root := os.Geteuid() == 0
 	sys := &syscall.SysProcAttr{
-		Cloneflags:  flags,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(spec.UID), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: int(spec.GID), Size: 1}},
+		Cloneflags: flags,
+		// The sandbox uid is the only uid of its user namespace, the same
+		// number inside as on the host, so files show their real owner and
+		// nothing in the sandbox can become host root.
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(spec.UID), HostID: int(spec.UID), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(spec.GID), HostID: int(spec.GID), Size: 1}},
 		// A root daemon drops its supplementary groups (host gid 0 among
 		// them); that needs setgroups, which an unprivileged daemon does not
 		// have and does not need.
 		GidMappingsEnableSetgroups: root,
-		Setsid:                     true,
-		Pdeathsig:                  syscall.SIGKILL,
+		// The init builds the sandbox with these, held as ambient
+		// capabilities of the sandbox uid in its own user namespace; it
+		// clears them before the command is forked.
+		AmbientCaps: initCapabilities,
+		Setsid:      true,
+		Pdeathsig:   syscall.SIGKILL,
 	}
 	if root {
-		sys.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+		sys.Credential = &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: []uint32{}}
 	}
 	cmd := &exec.Cmd{
 		Path:        b.initPath,

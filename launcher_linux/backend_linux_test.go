@@ -109,12 +109,12 @@ func run(t *testing.T, pol *sandboxdv1.Policy, argv ...string) (string, string, 
 }
 
 func TestStartsConfinedCommand(t *testing.T) {
-	out, serr, st := run(t, nil, "/bin/sh", "-c", "id; grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status; hostname; echo x > /etc/sandboxd-probe; echo rc=$?")
+	out, serr, st := run(t, nil, "/bin/sh", "-c", "id; grep -E '^(Cap[A-Za-z]+|NoNewPrivs|Seccomp):' /proc/self/status; hostname; echo x > /etc/sandboxd-probe; echo rc=$?")
 	t.Logf("stdout:\n%s\nstderr:\n%s", out, serr)
 	if st.ExitCode != 0 || st.Signal != 0 {
 		t.Fatalf("status %+v", st)
 	}
-	for _, want := range []string{"CapEff:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "sandbox", "rc=2", "Read-only file system"} {
+	for _, want := range []string{"CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", "sandbox", "rc=2", "Read-only file system"} {
 		if !strings.Contains(out+serr, want) {
 			t.Errorf("missing %q", want)
 		}

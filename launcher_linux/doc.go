@@ -2,12 +2,14 @@
 // plan (mounts, Landlock rules, a seccomp program, an enforcement report) with
 // pure functions that are tested on every OS, and applies the plan with a
 // re-exec of the daemon binary as the sandbox's init (pid 1 of new user,
-// mount, pid, ipc, uts, cgroup and usually net namespaces), which then
-// execs a second stage in a nested user namespace that restricts itself with
-// no_new_privs, Landlock and seccomp and finally execs the command.
+// mount, pid, ipc, uts, cgroup and usually net namespaces). The init runs as
+// the sandbox uid, the only uid of its user namespace, holding just the
+// ambient capabilities it needs to build the root; it forks the command from
+// a thread that has dropped every capability and restricted itself with
+// no_new_privs, Landlock and seccomp.
 //
 // Process tree inside the sandbox:
 //
-//	sandboxd-init (pid 1, uid 0 of the outer user ns = the sandbox's host uid)
-//	└── command (pid 2, the sandbox uid in an inner user ns, no capabilities)
+//	sandboxd-init (pid 1, the sandbox uid, setup capabilities, not dumpable)
+//	└── command (pid 2, the sandbox uid, no capabilities, restricted)
 package launcherlinux

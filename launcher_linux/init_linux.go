@@ -17,15 +17,14 @@ import (
 
 const (
 	initArg0 = "sandboxd-init"
-	execArg0 = "sandboxd-exec"
-	// Both stages get their plan on fd 3 and report on fd 4; a PTY
-	// session's init sends the terminal's master on fd 5.
+	// The init gets its plan on fd 3 and reports on fd 4; a PTY session's
+	// init sends the terminal's master on fd 5.
 	planFd     = 3
 	reportFd   = 4
 	terminalFd = 5
 )
 
-// message is one JSON line from a stage to its parent.
+// message is one JSON line from the init to the daemon.
 type message struct {
 	Type   string `json:"type"` // setup-error, exec-error, started, exit
 	Field  string `json:"field,omitempty"`
@@ -37,16 +36,13 @@ type message struct {
 	Signal int    `json:"signal,omitempty"`
 }
 
-// RunInitIfRequested turns this process into a sandbox stage when it was
+// RunInitIfRequested turns this process into a sandbox init when it was
 // started as one, and never returns in that case. Every binary that embeds
 // the backend (sandboxd, and test binaries that start sandboxes) calls it
 // first thing in main or TestMain.
 func RunInitIfRequested() {
-	switch os.Args[0] {
-	case initArg0:
+	if os.Args[0] == initArg0 {
 		runInit()
-	case execArg0:
-		runExec()
 	}
 }
 
@@ -103,8 +99,14 @@ func runInit() {
 		fd := replica.Fd()
 		stdio = []uintptr{fd, fd, fd}
 	}
-	pid, err := startExecStage(&plan.Exec, stdio, report)
+	pid, err := startCommand(&plan.Exec, stdio)
 	if err != nil {
+		var ee *commandError
+		if errors.As(err, &ee) {
+			send(report, message{Type: ee.typ, Field: "process", Op: ee.op, Path: ee.path, Errno: errnoOf(ee.err), Detail: ee.err.Error()})
+		} else {
+			send(report, message{Type: "setup-error", Field: "process", Op: "start command", Errno: errnoOf(err), Detail: err.Error()})
+		}
 		os.Exit(1)
 	}
 	send(report, message{Type: "started"})
@@ -119,56 +121,91 @@ func runInit() {
 	os.Exit(0)
 }
 
-// startExecStage starts the second stage in a nested user namespace whose
-// only uid is the sandbox uid, so the command owns no capability in the
-// namespace that owns the mounts. It returns once the command was exec'd.
-func startExecStage(p *ExecPlan, stdio []uintptr, report *os.File) (int, error) {
-	planR, planW, err := os.Pipe()
+// commandError is a failure to start the command: "setup-error" when a
+// restriction could not be applied, "exec-error" when the command itself
+// could not be run.
+type commandError struct {
+	typ, op, path string
+	err           error
+}
+
+func (e *commandError) Error() string { return fmt.Sprintf("%s %s: %v", e.op, e.path, e.err) }
+
+// startCommand forks the command from a thread of its own that first sheds
+// every capability and restricts itself: no_new_privs, Landlock and seccomp
+// all act on the calling thread, and a forked child inherits that thread's
+// state. The goroutine never unlocks the thread, so the runtime destroys it
+// afterwards instead of reusing it.
+func startCommand(p *ExecPlan, stdio []uintptr) (int, error) {
+	type result struct {
+		pid int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		pid, err := restrictAndFork(p, stdio)
+		done <- result{pid, err}
+	}()
+	r := <-done
+	return r.pid, r.err
+}
+
+func restrictAndFork(p *ExecPlan, stdio []uintptr) (int, error) {
+	setup := func(op string, err error) error {
+		return &commandError{typ: "setup-error", op: op, err: err}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, setup("prctl(PR_SET_NO_NEW_PRIVS)", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return 0, setup("drop capabilities", err)
+	}
+	// Checked as the command will be: without capabilities.
+	var st unix.Stat_t
+	if err := unix.Stat(p.Cwd, &st); err != nil {
+		return 0, &commandError{typ: "exec-error", op: "chdir", path: p.Cwd, err: err}
+	}
+	path, err := lookPath(p.Argv[0], p.Env)
 	if err != nil {
-		send(report, message{Type: "setup-error", Field: "process", Op: "pipe", Detail: err.Error()})
-		return 0, err
+		return 0, &commandError{typ: "exec-error", op: "execve", path: p.Argv[0], err: err}
 	}
-	statR, statW, err := os.Pipe()
+	if err := applyLandlock(p.Landlock); err != nil {
+		return 0, setup("landlock", err)
+	}
+	if err := applySeccomp(p.Seccomp); err != nil {
+		return 0, setup("seccomp", err)
+	}
+	pid, err := syscall.ForkExec(path, p.Argv, &syscall.ProcAttr{
+		Dir:   p.Cwd,
+		Env:   p.Env,
+		Files: stdio,
+		Sys:   &syscall.SysProcAttr{Setsid: true, Setctty: p.Terminal, Ctty: 0},
+	})
 	if err != nil {
-		send(report, message{Type: "setup-error", Field: "process", Op: "pipe", Detail: err.Error()})
-		return 0, err
-	}
-	attr := &syscall.ProcAttr{
-		Env:   []string{},
-		Files: append(stdio, planR.Fd(), statW.Fd()),
-		Sys: &syscall.SysProcAttr{
-			Cloneflags:  syscall.CLONE_NEWUSER,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: int(p.UID), HostID: 0, Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: int(p.GID), HostID: 0, Size: 1}},
-			Setsid:      true,
-			Setctty:     p.Terminal,
-			Ctty:        0,
-		},
-	}
-	pid, err := syscall.ForkExec("/proc/self/exe", []string{execArg0}, attr)
-	planR.Close()
-	statW.Close()
-	if err != nil {
-		send(report, message{Type: "setup-error", Field: "process", Op: "start exec stage", Errno: errnoOf(err), Detail: err.Error()})
-		return 0, err
-	}
-	if err := json.NewEncoder(planW).Encode(p); err != nil {
-		send(report, message{Type: "setup-error", Field: "process", Op: "send exec plan", Detail: err.Error()})
-		return 0, err
-	}
-	planW.Close()
-	// The report fd is close-on-exec: EOF with no message means execve
-	// succeeded.
-	var m message
-	derr := json.NewDecoder(statR).Decode(&m)
-	statR.Close()
-	if derr == nil {
-		send(report, m)
-		var ws syscall.WaitStatus
-		syscall.Wait4(pid, &ws, 0, nil)
-		return 0, fmt.Errorf("%s: %s", m.Op, m.Detail)
+		return 0, &commandError{typ: "exec-error", op: "execve", path: path, err: err}
 	}
 	return pid, nil
+}
+
+// dropCapabilities empties the calling thread's bounding, ambient,
+// inheritable, permitted and effective sets, in that order: the bounding
+// set needs CAP_SETPCAP, which the last step gives up.
+func dropCapabilities() error {
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_CAP_AMBIENT_CLEAR_ALL: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
 }
 
 // openTerminal allocates a terminal in the sandbox's own devpts, so the
@@ -230,41 +267,6 @@ func reapUntil(pid int) unix.WaitStatus {
 			return ws
 		}
 	}
-}
-
-func runExec() {
-	// Landlock and no_new_privs apply to this thread only, and it is this
-	// thread that calls execve.
-	runtime.LockOSThread()
-	report := os.NewFile(reportFd, "report")
-	unix.CloseOnExec(reportFd)
-	fail := func(typ, op, path string, err error) {
-		send(report, message{Type: typ, Field: "process", Op: op, Path: path, Errno: errnoOf(err), Detail: err.Error()})
-		os.Exit(1)
-	}
-	var p ExecPlan
-	if err := json.NewDecoder(os.NewFile(planFd, "plan")).Decode(&p); err != nil {
-		fail("setup-error", "read exec plan", "", err)
-	}
-	unix.Close(planFd)
-	if err := unix.Chdir(p.Cwd); err != nil {
-		fail("exec-error", "chdir", p.Cwd, err)
-	}
-	path, err := lookPath(p.Argv[0], p.Env)
-	if err != nil {
-		fail("exec-error", "execve", p.Argv[0], err)
-	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		fail("setup-error", "prctl(PR_SET_NO_NEW_PRIVS)", "", err)
-	}
-	if err := applyLandlock(p.Landlock); err != nil {
-		fail("setup-error", "landlock", "", err)
-	}
-	if err := applySeccomp(p.Seccomp); err != nil {
-		fail("setup-error", "seccomp", "", err)
-	}
-	err = unix.Exec(path, p.Argv, p.Env)
-	fail("exec-error", "execve", path, err)
 }
 
 // lookPath finds argv0 on the sandbox's PATH (never the daemon's).
