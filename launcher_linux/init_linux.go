@@ -60,6 +60,11 @@ func errnoOf(err error) int {
 }
 
 func runInit() {
+	// Caught from the start: a signal the daemon forwards while the sandbox
+	// is still being built must wait for the command, not end the init by
+	// its default action.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
 	report := os.NewFile(reportFd, "report")
 	var plan Plan
 	if err := json.NewDecoder(os.NewFile(planFd, "plan")).Decode(&plan); err != nil {
@@ -110,7 +115,7 @@ func runInit() {
 		os.Exit(1)
 	}
 	send(report, message{Type: "started"})
-	st := reapUntil(pid)
+	st := reapUntil(pid, sigs)
 	m := message{Type: "exit"}
 	if st.Signaled() {
 		m.Signal = int(st.Signal())
@@ -240,12 +245,13 @@ func openTerminal(rows, cols uint16) (*os.File, error) {
 	return replica, nil
 }
 
+// forwardedSignals are the signals the init passes on to the command.
+var forwardedSignals = []os.Signal{unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM}
+
 // reapUntil forwards signals to the command's process group and reaps every
 // child until the command itself has exited. The init then exits, and the
 // kernel kills whatever else is left in the pid namespace.
-func reapUntil(pid int) unix.WaitStatus {
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM)
+func reapUntil(pid int, sigs <-chan os.Signal) unix.WaitStatus {
 	go func() {
 		for s := range sigs {
 			sig := s.(syscall.Signal)
