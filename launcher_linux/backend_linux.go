@@ -149,6 +149,17 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	p := &process{cmd: cmd, report: bufio.NewReader(repR), reportFile: repR, cleanup: cleanup,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report}}
+	// Setup can block (a mount on a dead network filesystem); a caller that
+	// gives up must not leave the init behind.
+	setupDone := make(chan struct{})
+	defer close(setupDone)
+	go func() {
+		select {
+		case <-ctx.Done():
+			cmd.Process.Kill()
+		case <-setupDone:
+		}
+	}()
 	if err := json.NewEncoder(planW).Encode(plan); err != nil {
 		planW.Close()
 		p.abort()
@@ -168,6 +179,10 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	switch m.Type {
 	case "started":
+		if err := ctx.Err(); err != nil {
+			p.abort()
+			return nil, fmt.Errorf("sandbox setup abandoned: %w", err)
+		}
 		if spec.Stdio.Terminal && p.terminal == nil {
 			p.abort()
 			return nil, errors.New("sandbox init started a terminal session without sending its terminal")

@@ -189,3 +189,31 @@ func BenchmarkStartTrue(b *testing.B) {
 		}
 	}
 }
+
+func TestStartGivesUpWithItsContext(t *testing.T) {
+	b, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	if uid == 0 {
+		uid, gid = 65534, 65534
+	}
+	p, err := b.Start(ctx, launcher.Spec{
+		Policy: policy.Normalize(nil), Argv: []string{"/bin/sleep", "60"},
+		Env: []string{"PATH=/bin"}, UID: uid, GID: gid,
+		Stdio: launcher.Stdio{Stdin: devnull, Stdout: devnull, Stderr: devnull},
+	})
+	if err == nil {
+		p.Kill()
+		p.Wait()
+		t.Fatal("Start with a cancelled context started the command")
+	}
+}
