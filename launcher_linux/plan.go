@@ -74,7 +74,7 @@ type LandlockPlan struct {
 	ReadExcept []string `json:"read_except,omitempty"`
 }
 
-// ExecPlan is what the second stage needs to exec the command.
+// ExecPlan is how the init starts the command once the root is built.
 type ExecPlan struct {
 	Argv     []string     `json:"argv"`
 	Env      []string     `json:"env"`
