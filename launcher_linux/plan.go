@@ -324,7 +324,11 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny bool) []*sandboxdv1.FieldE
 	out := []*sandboxdv1.FieldEnforcement{
 		f("filesystem.read", "mount-ns read-only clone of / + "+ll),
 		f("filesystem.write", "mount-ns read-write binds + "+ll),
-		f("filesystem.read_only", "mount-ns read-only rebinds, ancestors pinned as mount points (landlock cannot subtract)"),
+	}
+	if len(p.GetFilesystem().GetReadOnly()) > 0 {
+		out = append(out, f("filesystem.read_only", "mount-ns read-only rebinds, ancestors pinned as mount points (landlock cannot subtract)"))
+	} else {
+		out = append(out, f("filesystem.read_only", "none requested"))
 	}
 	if hasDeny {
 		mech := "mount-ns masks: empty read-only tmpfs or file"
