@@ -154,17 +154,26 @@ func (b *rootBuilder) apply(s MountStep) error {
 	}
 	defer unix.Close(target)
 	switch s.Kind {
-	case MountBind:
+	case MountBind, MountDevice:
 		src, err := openIn(b.oldRoot, s.Source, noSymlinks)
 		if err != nil {
 			return fmt.Errorf("open source: %w", err)
 		}
 		defer unix.Close(src)
-		var attr uint64
-		if s.ReadOnly {
-			attr = attrReadOnly
+		// Writable is not a way to run setuid programs or reach devices.
+		attr := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
+		if s.Kind == MountDevice {
+			attr = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC
 		}
-		return attachClone(src, target, attr)
+		if err := attachClone(src, target, attr); err != nil {
+			return err
+		}
+		if s.Target == "/" {
+			// Lookups from a directory fd do not cross a mount stacked on
+			// that directory itself: later steps must start from the new top.
+			return b.reopenNewRoot()
+		}
+		return nil
 	case MountRebindReadOnly:
 		return attachClone(target, target, attrReadOnly)
 	case MountPin:
@@ -206,8 +215,19 @@ func (b *rootBuilder) rootReadOnly(s MountStep) error {
 	if err := attachClone(src, dst, attrReadOnly); err != nil {
 		return err
 	}
-	b.newRoot, err = unix.Open(newRootDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	return err
+	return b.reopenNewRoot()
+}
+
+func (b *rootBuilder) reopenNewRoot() error {
+	fd, err := unix.Open(newRootDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", newRootDir, err)
+	}
+	if b.newRoot >= 0 {
+		unix.Close(b.newRoot)
+	}
+	b.newRoot = fd
+	return nil
 }
 
 // target opens the mount point inside the new root, creating it when it is
@@ -219,7 +239,7 @@ func (b *rootBuilder) target(s MountStep) (int, error) {
 		return fd, err
 	}
 	dir := true
-	if s.Kind == MountBind {
+	if s.Kind == MountBind || s.Kind == MountDevice {
 		var st unix.Stat_t
 		if err := unix.Stat(oldRootDir+s.Source, &st); err != nil {
 			return -1, err

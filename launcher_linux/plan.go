@@ -16,8 +16,11 @@ const (
 	// MountRootReadOnly clones the host root recursively, read-only, nosuid,
 	// nodev, as the sandbox root.
 	MountRootReadOnly MountKind = "root-ro"
-	// MountBind clones host Source (recursively) onto Target.
+	// MountBind clones host Source (recursively) onto Target, nosuid and
+	// nodev.
 	MountBind MountKind = "bind"
+	// MountDevice clones the host device node Source onto Target.
+	MountDevice MountKind = "device"
 	// MountRebindReadOnly clones the sandbox's own Target onto itself read-only.
 	MountRebindReadOnly MountKind = "rebind-ro"
 	// MountPin clones the sandbox's own Target onto itself so that it becomes a
@@ -146,33 +149,18 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 
 	add(MountStep{Kind: MountRootReadOnly, Source: "/", Target: "/", Field: "filesystem.read"})
 
-	add(MountStep{Kind: MountProc, Target: "/proc", Field: "process"})
-	for _, d := range procReadOnly {
-		add(MountStep{Kind: MountRebindReadOnly, Target: d, Optional: true, Field: "process"})
-	}
-	for _, f := range procMasked {
-		add(MountStep{Kind: MountMaskFile, Target: f, Optional: true, Field: "process"})
-	}
-	for _, d := range procMaskDirs {
-		add(MountStep{Kind: MountTmpfs, Target: d, ReadOnly: true, Optional: true, Field: "process"})
-	}
-
-	add(MountStep{Kind: MountTmpfs, Target: "/dev", Mode: 0o755, Field: "process"})
-	for _, n := range devNodes {
-		add(MountStep{Kind: MountBind, Source: n, Target: n, Field: "process"})
-	}
-	add(MountStep{Kind: MountDevpts, Target: "/dev/pts", Field: "process"})
-	add(MountStep{Kind: MountTmpfs, Target: "/dev/shm", Mode: 0o1777, Field: "filesystem.write"})
-	for _, l := range [][2]string{{"pts/ptmx", "/dev/ptmx"}, {"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"}, {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}} {
-		add(MountStep{Kind: MountSymlink, Source: l[0], Target: l[1], Field: "process"})
-	}
-
+	// Write roots go below the sandbox's own /proc, /dev and /tmp, so that
+	// even a write root of "/" never shows the host's; a write root inside
+	// one of those goes on top of it.
 	writes := fs.GetWrite()
-	privateTmp := !coveredBy("/tmp", writes)
-	if privateTmp {
-		add(MountStep{Kind: MountTmpfs, Target: "/tmp", Mode: 0o1777, Field: "filesystem.write"})
+	var writesUnder, writesOver []string
+	for _, w := range sortedByDepth(writes) {
+		if strictlyWithinAny(w, systemMounts) {
+			writesOver = append(writesOver, w)
+		} else {
+			writesUnder = append(writesUnder, w)
+		}
 	}
-
 	// Carve-outs and deny paths inside a write root that do not exist yet get
 	// a placeholder directory first: a mount needs something to cover, and
 	// otherwise the sandbox could create them.
@@ -186,8 +174,36 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	for _, c := range placeholders {
 		add(MountStep{Kind: MountPlaceholder, Source: c, Field: fieldOf(fs, c)})
 	}
+	for _, w := range writesUnder {
+		add(MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write"})
+	}
 
-	for _, w := range sortedByDepth(writes) {
+	add(MountStep{Kind: MountProc, Target: "/proc", Field: "process"})
+	for _, d := range procReadOnly {
+		add(MountStep{Kind: MountRebindReadOnly, Target: d, Optional: true, Field: "process"})
+	}
+	for _, f := range procMasked {
+		add(MountStep{Kind: MountMaskFile, Target: f, Optional: true, Field: "process"})
+	}
+	for _, d := range procMaskDirs {
+		add(MountStep{Kind: MountTmpfs, Target: d, ReadOnly: true, Optional: true, Field: "process"})
+	}
+
+	add(MountStep{Kind: MountTmpfs, Target: "/dev", Mode: 0o755, Field: "process"})
+	for _, n := range devNodes {
+		add(MountStep{Kind: MountDevice, Source: n, Target: n, Field: "process"})
+	}
+	add(MountStep{Kind: MountDevpts, Target: "/dev/pts", Field: "process"})
+	add(MountStep{Kind: MountTmpfs, Target: "/dev/shm", Mode: 0o1777, Field: "filesystem.write"})
+	for _, l := range [][2]string{{"pts/ptmx", "/dev/ptmx"}, {"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"}, {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}} {
+		add(MountStep{Kind: MountSymlink, Source: l[0], Target: l[1], Field: "process"})
+	}
+
+	privateTmp := !coveredBy("/tmp", writes)
+	if privateTmp {
+		add(MountStep{Kind: MountTmpfs, Target: "/tmp", Mode: 0o1777, Field: "filesystem.write"})
+	}
+	for _, w := range writesOver {
 		add(MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write"})
 	}
 
@@ -258,6 +274,19 @@ func fieldOf(fs *sandboxdv1.Filesystem, path string) string {
 		}
 	}
 	return "filesystem.read_only"
+}
+
+// systemMounts are the sandbox's own filesystems that no host mount may
+// cover.
+var systemMounts = []string{"/proc", "/dev", "/tmp"}
+
+func strictlyWithinAny(path string, roots []string) bool {
+	for _, r := range roots {
+		if path != r && within(path, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // coveredBy reports whether path is one of roots or beneath one.

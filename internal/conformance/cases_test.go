@@ -375,6 +375,24 @@ func cases() []conformanceCase {
 				steps:  []step{deny("unix-connect", suite.daemon.socket)},
 			}
 		}},
+		{name: "cannot see host processes or devices even with write to /", setup: func(f *fixture) spec {
+			sleep := hostSleep(f.t)
+			pid := strconv.Itoa(sleep.Process.Pid)
+			return spec{
+				// The widest policy there is: its write root covers /proc
+				// and /dev, which must still be the sandbox's own.
+				policy: &sandboxdv1.Policy{
+					Filesystem: &sandboxdv1.Filesystem{Write: list("/")},
+					Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
+				},
+				steps: []step{
+					deny("read", "/proc/"+pid+"/cmdline"),
+					deny("read", "/dev/kmsg"),
+					deny("read", "/dev/mem"),
+					allow("read", "/dev/null"),
+				},
+			}
+		}},
 		{name: "cannot signal host process", setup: func(f *fixture) spec {
 			sleep := hostSleep(f.t)
 			pid := strconv.Itoa(sleep.Process.Pid)
