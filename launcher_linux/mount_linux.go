@@ -150,6 +150,12 @@ func (b *rootBuilder) apply(s MountStep) error {
 		if s.Optional && errors.Is(err, unix.ENOENT) {
 			return nil
 		}
+		if errors.Is(err, unix.EACCES) && (s.Field == "filesystem.deny" || s.Field == "filesystem.read_only") {
+			// The init cannot reach the path (an ancestor it may not
+			// search, like another user's home), and the command, with
+			// strictly fewer rights, cannot either: nothing to protect.
+			return nil
+		}
 		return fmt.Errorf("open target: %w", err)
 	}
 	defer unix.Close(target)

@@ -362,7 +362,7 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny bool) []*sandboxdv1.FieldE
 	if hasDeny {
 		mech := "mount-ns masks: empty read-only tmpfs or file"
 		if len(plan.Exec.Landlock.ReadExcept) > 0 {
-			mech += " + " + ll + " (outside write roots)"
+			mech += " + " + ll + " (outside write roots, below listable directories)"
 		}
 		out = append(out, f("filesystem.deny", mech))
 	} else {

@@ -65,6 +65,16 @@ func applyLandlock(p LandlockPlan) error {
 // entries that lead to an excepted path and skipping the excepted ones.
 func grantExcept(ruleset int, dir string, access uint64, except []string) error {
 	names, err := readDirNames(dir)
+	if errors.Is(err, unix.EACCES) {
+		if unix.Access(dir, unix.X_OK) != nil {
+			// Not searchable: nothing beneath is reachable anyway.
+			return nil
+		}
+		// Searchable but not listable: the entries cannot be granted one
+		// by one, so the directory is granted whole and the excepted path
+		// beneath it rests on the mount layer alone.
+		return addLandlockRule(ruleset, LandlockRule{Path: dir, Access: access})
+	}
 	if err != nil {
 		return fmt.Errorf("landlock: list %s: %w", dir, err)
 	}

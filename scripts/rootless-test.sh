@@ -31,11 +31,14 @@ CGO_ENABLED=0 go build -o "$work/bin/sandboxctl" ./cmd/sandboxctl
 CGO_ENABLED=0 go build -o "$work/bin/probe" ./internal/conformance/probe
 go test -c -o "$work/conformance.test" ./internal/conformance
 install -d -m 0700 -o "$user" -g "$(id -gn "$user")" "$work/runtime" "$work/tmp"
-# A write root of the user's holding a root-owned file: the suite cannot
-# make one without root, and the case must not be skipped.
+# A write root of the user's holding a root-owned file and a root-only
+# directory: the suite cannot make them without root, and the cases using
+# them must not be skipped.
 install -d -m 0755 -o "$user" -g "$(id -gn "$user")" "$work/root-owned"
 printf 'root\n' > "$work/root-owned/root-owned"
 chmod 0644 "$work/root-owned/root-owned"
+install -d -m 0700 "$work/root-owned/private"
+printf 'secret\n' > "$work/root-owned/private/secret"
 
 cd "$work"
 echo "rootless-test.sh: running the conformance suite as $user (uid $(id -u "$user"))"

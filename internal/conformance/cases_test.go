@@ -462,6 +462,14 @@ func cases() []conformanceCase {
 				}
 			},
 		},
+		{name: "deny path below a directory the sandbox cannot search is denied, not refused", setup: func(f *fixture) spec {
+			dir, _ := rootOwnedFixture(f)
+			secret := filepath.Join(dir, "private", "secret")
+			return spec{
+				policy: fsPolicy(nil, nil, list(secret)),
+				steps:  []step{deny("read", secret)},
+			}
+		}},
 		{name: "no process survives the session", setup: func(f *fixture) spec {
 			marker := "survivor-" + randomHex()
 			return spec{
@@ -584,8 +592,9 @@ func sessionWithArg(t *testing.T, arg string) string {
 }
 
 // rootOwnedEnv names a directory, writable by the unprivileged user the
-// rootless suite runs as, holding a root-owned file "root-owned": only root
-// can make one, so scripts/rootless-test.sh prepares it before dropping
+// rootless suite runs as, holding a root-owned file "root-owned" and a
+// root-only directory "private" with a file "secret": only root can make
+// them, so scripts/rootless-test.sh prepares them before dropping
 // privileges.
 const rootOwnedEnv = "SANDBOXD_CONFORMANCE_ROOT_OWNED_DIR"
 
@@ -599,7 +608,13 @@ func rootOwnedFixture(f *fixture) (dir, file string) {
 	}
 	dir = f.mkdir("w")
 	file = f.file("w/root-owned", "root\n")
-	if err := syscall.Lchown(file, 0, 0); err != nil {
+	secret := f.file("w/private/secret", "secret\n")
+	for _, p := range []string{file, secret, filepath.Dir(secret)} {
+		if err := syscall.Lchown(p, 0, 0); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Dir(secret), 0o700); err != nil {
 		f.t.Fatal(err)
 	}
 	return dir, file
