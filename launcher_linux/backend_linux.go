@@ -233,8 +233,11 @@ func setupRefusal(m message) error {
 		Probe:     strings.TrimSpace(m.Op + " " + m.Path),
 		Remedy:    "check that the host allows this mount operation to an unprivileged user namespace (a container may mask /proc or forbid mounts); run sandboxd as root on the host",
 	}
-	if m.Field == "network.mode" {
+	switch {
+	case m.Field == "network.mode":
 		u.Remedy = "allow configuring loopback in a new network namespace, or use network HOST"
+	case syscall.Errno(m.Errno) == syscall.EACCES:
+		u.Remedy = "the sandbox's uid may not reach this path: give it search permission on every ancestor, or call the daemon as the path's owner (a root caller's sandbox runs as the daemon's --sandbox-uid)"
 	}
 	return u
 }
