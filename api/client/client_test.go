@@ -180,15 +180,20 @@ func TestRunForwardsStdinThenEOF(t *testing.T) {
 }
 
 func TestRunForwardsSignalsAndResizes(t *testing.T) {
-	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+	killed := make(chan *sandboxdv1.KillRequest, 1)
+	srv := &scriptedServer{kill: func(req *sandboxdv1.KillRequest) error {
+		killed <- req
+		return nil
+	}}
+	srv.session = func(stream sessionStream) error {
 		if _, err := recvStart(stream); err != nil {
 			return err
 		}
 		if err := stream.Send(started("sig")); err != nil {
 			return err
 		}
-		var gotSignal, gotResize, gotEOF bool
-		for !gotSignal || !gotResize || !gotEOF {
+		var gotResize, gotEOF bool
+		for !gotResize || !gotEOF {
 			req, err := stream.Recv()
 			if err != nil {
 				return err
@@ -198,15 +203,18 @@ func TestRunForwardsSignalsAndResizes(t *testing.T) {
 				gotEOF = true
 			case req.GetResize() != nil:
 				gotResize = req.GetResize().GetRows() == 40 && req.GetResize().GetCols() == 100
-			case req.GetSignal() != nil:
-				gotSignal = true
-				if err := stream.Send(output(sandboxdv1.Output_STDERR, "got signal\n")); err != nil {
-					return err
-				}
 			}
 		}
+		k := <-killed
+		if k.GetId() != "sig" || k.GetSignal() != 15 {
+			return status.Errorf(codes.InvalidArgument, "kill %v", k)
+		}
+		if err := stream.Send(output(sandboxdv1.Output_STDERR, "got signal\n")); err != nil {
+			return err
+		}
 		return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED, Signal: 15}))
-	}})
+	}
+	sock, _ := serve(t, srv)
 	c := dial(t, sock)
 	signals := make(chan int32, 1)
 	resize := make(chan WindowSize, 1)
@@ -227,6 +235,54 @@ func TestRunForwardsSignalsAndResizes(t *testing.T) {
 	}
 	if code := ExitCode(res, err); code != 128+15 {
 		t.Errorf("ExitCode = %d, want 143", code)
+	}
+}
+
+// endless is stdin that never ends and never blocks.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'y'
+	}
+	return len(p), nil
+}
+
+func TestSignalGetsThroughAStalledStream(t *testing.T) {
+	killed := make(chan *sandboxdv1.KillRequest, 1)
+	srv := &scriptedServer{kill: func(req *sandboxdv1.KillRequest) error {
+		killed <- req
+		return nil
+	}}
+	srv.session = func(stream sessionStream) error {
+		if _, err := recvStart(stream); err != nil {
+			return err
+		}
+		if err := stream.Send(started("stalled")); err != nil {
+			return err
+		}
+		// Like a command that never reads its input: the stream is not read
+		// again, so flow control stops the client's stdin.
+		select {
+		case k := <-killed:
+			return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED, Signal: k.GetSignal()}))
+		case <-time.After(10 * time.Second):
+			return status.Error(codes.DeadlineExceeded, "no signal arrived while stdin was stalled")
+		}
+	}
+	sock, _ := serve(t, srv)
+	c := dial(t, sock)
+	signals := make(chan int32, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		signals <- 2
+	}()
+	res, err := c.Run(context.Background(), RunOptions{Start: runStart("sleep", "100"), Stdin: endless{}, Signals: signals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := ExitCode(res, err); code != 128+2 {
+		t.Errorf("ExitCode = %d, want 130", code)
 	}
 }
 

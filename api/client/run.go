@@ -88,7 +88,8 @@ func (c *Client) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			res.Digest = m.Started.GetPolicyDigest()
 			res.Enforcement = m.Started.GetEnforcement()
 			go s.forwardStdin(sctx, opts.Stdin)
-			go s.forwardControl(sctx, opts.Resize, opts.Signals)
+			go s.forwardResizes(sctx, opts.Resize)
+			go c.forwardSignals(sctx, res.SessionID, opts.Signals)
 		case *sandboxdv1.SessionResponse_Output:
 			w := opts.Stdout
 			if m.Output.GetStream() == sandboxdv1.Output_STDERR {
@@ -167,27 +168,44 @@ func (s *sender) forwardStdin(ctx context.Context, r io.Reader) {
 	}
 }
 
-func (s *sender) forwardControl(ctx context.Context, resize <-chan WindowSize, signals <-chan int32) {
-	for resize != nil || signals != nil {
-		var req *sandboxdv1.SessionRequest
+func (s *sender) forwardResizes(ctx context.Context, resize <-chan WindowSize) {
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case ws, ok := <-resize:
 			if !ok {
-				resize = nil
-				continue
+				return
 			}
-			req = &sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Resize{Resize: &sandboxdv1.WindowSize{Rows: ws.Rows, Cols: ws.Cols}}}
+			req := &sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Resize{Resize: &sandboxdv1.WindowSize{Rows: ws.Rows, Cols: ws.Cols}}}
+			if s.send(req) != nil {
+				return
+			}
+		}
+	}
+}
+
+// forwardSignals delivers signals with the Kill RPC rather than on the
+// session stream: a command that does not read its input leaves the stream
+// stalled behind stdin the client already sent, and an interrupt must still
+// get through.
+func (c *Client) forwardSignals(ctx context.Context, id string, signals <-chan int32) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
 		case sig, ok := <-signals:
 			if !ok {
-				signals = nil
+				return
+			}
+			if sig == 0 {
+				// 0 means "kill the whole sandbox" to the Kill RPC; a
+				// signal 0 only probes, so there is nothing to send.
 				continue
 			}
-			req = &sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Signal{Signal: &sandboxdv1.Signal{Signal: sig}}}
-		}
-		if s.send(req) != nil {
-			return
+			if _, err := c.rpc.Kill(ctx, &sandboxdv1.KillRequest{Id: id, Signal: sig}); err != nil && ctx.Err() != nil {
+				return
+			}
 		}
 	}
 }

@@ -106,7 +106,8 @@ func TestTTYSessionForwardsWindowAndSignals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := startDaemon(t, &fakeDaemon{session: func(s sessionStream) error {
+	d := &fakeDaemon{killed: make(chan *sandboxdv1.KillRequest, 1)}
+	d.session = func(s sessionStream) error {
 		req, err := s.Recv()
 		if err != nil {
 			return err
@@ -132,15 +133,20 @@ func TestTTYSessionForwardsWindowAndSignals(t *testing.T) {
 				if r.GetRows() != 50 || r.GetCols() != 132 {
 					return fmt.Errorf("resize %v", r)
 				}
-				if err := unix.Kill(os.Getpid(), unix.SIGINT); err != nil {
-					return err
-				}
-			}
-			if sig := req.GetSignal(); sig != nil {
-				return s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: &sandboxdv1.Exit{State: sandboxdv1.State_EXITED, Signal: sig.GetSignal()}}})
+				break
 			}
 		}
-	}})
+		if err := unix.Kill(os.Getpid(), unix.SIGINT); err != nil {
+			return err
+		}
+		// Signals travel by the Kill RPC, beside the stream.
+		k := <-d.killed
+		if k.GetId() != "t1" {
+			return fmt.Errorf("kill of %q, want t1", k.GetId())
+		}
+		return s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: &sandboxdv1.Exit{State: sandboxdv1.State_EXITED, Signal: k.GetSignal()}}})
+	}
+	sock := startDaemon(t, d)
 	var stderr strings.Builder
 	c := &cli{stdin: tty, stdout: io.Discard, stderr: &stderr}
 	if code := c.main(context.Background(), []string{"--socket", sock, "run", "--tty", "--", "sh"}); code != 128+2 {
