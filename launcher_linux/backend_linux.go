@@ -147,7 +147,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		cleanup()
 		return nil, namespaceRefusal(startErr, plan.NetNS)
 	}
-	p := &process{cmd: cmd, report: bufio.NewReader(repR), reportFile: repR, cleanup: cleanup,
+	p := &process{cmd: cmd, report: bufio.NewReaderSize(repR, 64<<10), reportFile: repR, cleanup: cleanup,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report}}
 	// Setup can block (a mount on a dead network filesystem); a caller that
 	// gives up must not leave the init behind.
@@ -340,15 +340,17 @@ type process struct {
 
 func (p *process) next() (message, error) {
 	var m message
-	line, err := p.report.ReadBytes('\n')
+	// The report buffer bounds a line; nothing but the init writes there,
+	// and a longer line is a broken init, not something to buffer.
+	line, err := p.report.ReadSlice('\n')
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return m, errors.New("report pipe closed")
 		}
-		return m, err
+		return m, fmt.Errorf("read report: %w", err)
 	}
 	if err := json.Unmarshal(line, &m); err != nil {
-		return m, fmt.Errorf("decode report %q: %w", line, err)
+		return m, fmt.Errorf("decode report: %w", err)
 	}
 	return m, nil
 }
@@ -422,6 +424,7 @@ func (p *process) Wait() (launcher.Status, error) {
 			}
 			if m.Type == "exit" {
 				st = launcher.Status{ExitCode: m.Code, Signal: syscall.Signal(m.Signal)}
+				break
 			}
 		}
 		p.reportFile.Close()

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -215,5 +216,47 @@ func TestStartGivesUpWithItsContext(t *testing.T) {
 		p.Kill()
 		p.Wait()
 		t.Fatal("Start with a cancelled context started the command")
+	}
+}
+
+func TestHostMountAfterLaunchStaysOutside(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("mounting on the host to test propagation needs root; the sandbox side is the same for every daemon")
+	}
+	// Not under /tmp: the sandbox has its own.
+	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-propagation-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	sub := dir + "/sub"
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A shared mount, as systemd makes every mount: new mounts beneath it
+	// propagate to its peers and slaves.
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	if err := unix.Mount("", dir, "", unix.MS_SHARED, ""); err != nil {
+		t.Fatal(err)
+	}
+	mounted := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		err := unix.Mount("tmpfs", sub, "tmpfs", 0, "mode=0777")
+		if err == nil {
+			err = os.WriteFile(sub+"/marker", []byte("host"), 0o666)
+		}
+		mounted <- err
+	}()
+	out, serr, st := run(t, nil, "/bin/sh", "-c", "sleep 1; cat "+sub+"/marker 2>&1 || echo not-seen")
+	if err := <-mounted; err != nil {
+		t.Fatal(err)
+	}
+	if st.ExitCode != 0 || !strings.Contains(out, "not-seen") {
+		t.Errorf("a host mount made after launch is visible inside: %q %q %+v", out, serr, st)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -65,6 +66,12 @@ func runInit() {
 	// its default action.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, forwardedSignals...)
+	// No fd of the init reaches the command but its stdio: the report pipe
+	// would let it forge its own exit status, and whatever the daemon
+	// inherited without close-on-exec is none of the sandbox's business.
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		os.Exit(1)
+	}
 	report := os.NewFile(reportFd, "report")
 	var plan Plan
 	if err := json.NewDecoder(os.NewFile(planFd, "plan")).Decode(&plan); err != nil {

@@ -116,6 +116,11 @@ func setupRoot(steps []MountStep) error {
 	if err := unix.Chdir("/"); err != nil {
 		return fail("chdir", "/", err)
 	}
+	// The clones are still slaves of the host's mounts: a device the host
+	// mounts later would appear inside, writable. Cut them off.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fail("make-rprivate", "/", err)
+	}
 	unix.Close(nr)
 	unix.Close(old)
 	if b.newRoot >= 0 {

@@ -470,6 +470,9 @@ func cases() []conformanceCase {
 				steps:  []step{deny("read", secret)},
 			}
 		}},
+		{name: "command inherits no fd but its stdio", setup: func(f *fixture) spec {
+			return spec{steps: []step{allow("no-extra-fds")}}
+		}},
 		{name: "no process survives the session", setup: func(f *fixture) spec {
 			marker := "survivor-" + randomHex()
 			return spec{

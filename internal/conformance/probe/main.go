@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -67,6 +68,7 @@ func ops() map[string]op {
 		"hold":          {1, hold},
 		"spawn":         {1, spawn},
 		"argc":          {-1, argc},
+		"no-extra-fds":  {0, noExtraFds},
 	}
 	for name, o := range platformOps() {
 		m[name] = o
@@ -287,6 +289,44 @@ func netIfaces([]string) Result {
 
 func env([]string) Result {
 	return outcome(nil, os.Environ())
+}
+
+// noExtraFds succeeds when the probe holds no fd beyond 0, 1 and 2 but the
+// one it lists them with: anything else was inherited from the sandbox's
+// setup. Run it as the first operation, before the probe opens files.
+func noExtraFds([]string) Result {
+	dir, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return outcome(err, nil)
+	}
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return outcome(err, nil)
+	}
+	var extra []string
+	for _, n := range names {
+		fd, err := strconv.Atoi(n)
+		if err != nil || fd <= 2 || uintptr(fd) == dir.Fd() {
+			continue
+		}
+		target, _ := os.Readlink("/proc/self/fd/" + n)
+		if ownRuntimeFd(target) {
+			continue
+		}
+		extra = append(extra, n+" -> "+target)
+	}
+	if len(extra) > 0 {
+		return Result{Errno: "EEXIST", Detail: extra}
+	}
+	return outcome(nil, nil)
+}
+
+// ownRuntimeFd reports fds the probe's Go runtime opens for itself: its
+// netpoller and the cgroup files it reads its CPU limit from.
+func ownRuntimeFd(target string) bool {
+	return target == "anon_inode:[eventpoll]" || target == "anon_inode:[eventfd]" ||
+		strings.HasPrefix(target, "/sys/fs/cgroup/")
 }
 
 func stdinLine([]string) Result {
