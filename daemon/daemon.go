@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -26,7 +27,7 @@ type Config struct {
 	Backend launcher.Backend
 	// SandboxUID and SandboxGID are the identity sandboxes run as when the
 	// caller is root (a root caller never gets a root sandbox). Zero means
-	// 65534 (nobody/nogroup).
+	// DefaultSandboxID.
 	SandboxUID, SandboxGID uint32
 	// SocketPath is where ListenAndServe listens; the backend hides it from
 	// sandboxes.
@@ -48,8 +49,12 @@ type Caller struct {
 // retainEnded is how many ended sessions stay inspectable.
 const retainEnded = 256
 
-// nobody is the default unprivileged identity for root callers' sandboxes.
-const nobody = 65534
+// DefaultSandboxID is the uid and gid of root callers' sandboxes. Not
+// nobody (65534): inside a user namespace every host file whose owner is
+// not mapped shows as the overflow id, 65534, so a sandbox running as
+// nobody would look like the owner of all of root's files, and the backend
+// could no longer tell them from its own.
+const DefaultSandboxID = 65533
 
 // Service holds the sessions and their logic. The gRPC adapter only
 // translates to and from it.
@@ -71,10 +76,10 @@ func New(cfg Config) (*Service, error) {
 		return nil, errors.New("daemon: no sandbox backend configured")
 	}
 	if cfg.SandboxUID == 0 {
-		cfg.SandboxUID = nobody
+		cfg.SandboxUID = DefaultSandboxID
 	}
 	if cfg.SandboxGID == 0 {
-		cfg.SandboxGID = nobody
+		cfg.SandboxGID = DefaultSandboxID
 	}
 	if cfg.PasswdFile == "" {
 		cfg.PasswdFile = "/etc/passwd"
@@ -82,6 +87,15 @@ func New(cfg Config) (*Service, error) {
 	logf := cfg.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	if cfg.SocketPath != "" {
+		// Sandboxes resolve paths against their own root and working
+		// directory: a relative socket path would hide nothing.
+		abs, err := filepath.Abs(cfg.SocketPath)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: socket path %q: %w", cfg.SocketPath, err)
+		}
+		cfg.SocketPath = abs
 	}
 	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session)}
 	if cfg.SocketPath != "" {

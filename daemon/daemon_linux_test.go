@@ -543,7 +543,7 @@ func TestCallerIdentity(t *testing.T) {
 	spec := h.backend.lastSpec()
 	wantUID := uint32(os.Getuid())
 	if wantUID == 0 {
-		wantUID = nobody
+		wantUID = DefaultSandboxID
 	}
 	if spec.UID != wantUID || spec.UID == 0 || spec.GID == 0 {
 		t.Fatalf("sandbox runs as %d:%d, want uid %d and never 0", spec.UID, spec.GID, wantUID)
@@ -736,7 +736,7 @@ func TestSandboxIdentityIsNeverRoot(t *testing.T) {
 		}
 	}
 	def, _ := New(Config{Backend: &fakeBackend{}})
-	if uid, gid := def.sandboxIdentity(Caller{}); uid != nobody || gid != nobody {
+	if uid, gid := def.sandboxIdentity(Caller{}); uid != DefaultSandboxID || gid != DefaultSandboxID {
 		t.Errorf("root caller with default config runs as %d:%d", uid, gid)
 	}
 	if _, err := New(Config{}); err == nil {

@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
 )
 
 func TestStateTransitions(t *testing.T) {
@@ -51,4 +54,26 @@ func TestHomeDir(t *testing.T) {
 	if got := homeDir(filepath.Join(t.TempDir(), "missing"), 0); got != "/" {
 		t.Errorf("homeDir without a passwd file = %q", got)
 	}
+}
+
+func TestRelativeSocketPathIsHiddenAbsolute(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s, err := New(Config{Backend: unusedBackend{}, SocketPath: "rel.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(dir, "rel.sock")
+	if got := s.hiddenSockets(); len(got) != 1 || got[0] != want {
+		t.Errorf("hidden sockets %q, want [%q]: a sandbox resolves a relative path against its own root", got, want)
+	}
+}
+
+// unusedBackend is for tests that construct a Service and start nothing.
+type unusedBackend struct{}
+
+func (unusedBackend) Name() string { return "unused" }
+
+func (unusedBackend) Start(context.Context, launcher.Spec) (launcher.Process, error) {
+	return nil, errors.New("unusedBackend starts nothing")
 }

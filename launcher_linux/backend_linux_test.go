@@ -3,6 +3,7 @@ package launcherlinux
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,7 +86,7 @@ func run(t *testing.T, pol *sandboxdv1.Policy, argv ...string) (string, string, 
 	defer devnull.Close()
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
 	if uid == 0 {
-		uid, gid = 65534, 65534
+		uid, gid = 65533, 65533
 	}
 	p, err := b.Start(context.Background(), launcher.Spec{
 		Policy: policy.Normalize(pol), Argv: argv,
@@ -172,7 +173,7 @@ func BenchmarkStartTrue(b *testing.B) {
 	defer devnull.Close()
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
 	if uid == 0 {
-		uid, gid = 65534, 65534
+		uid, gid = 65533, 65533
 	}
 	spec := launcher.Spec{
 		Policy: policy.Normalize(nil), Argv: []string{"/bin/true"},
@@ -205,7 +206,7 @@ func TestStartGivesUpWithItsContext(t *testing.T) {
 	cancel()
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
 	if uid == 0 {
-		uid, gid = 65534, 65534
+		uid, gid = 65533, 65533
 	}
 	p, err := b.Start(ctx, launcher.Spec{
 		Policy: policy.Normalize(nil), Argv: []string{"/bin/sleep", "60"},
@@ -258,5 +259,86 @@ func TestHostMountAfterLaunchStaysOutside(t *testing.T) {
 	}
 	if st.ExitCode != 0 || !strings.Contains(out, "not-seen") {
 		t.Errorf("a host mount made after launch is visible inside: %q %q %+v", out, serr, st)
+	}
+}
+
+func TestUnreachableDenyPathTheSandboxCouldOpenIsRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("making a directory owned by the sandbox uid with a group outside its user namespace needs root")
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-unreachable-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir+"/priv", 0o700); os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	secret := dir + "/priv/secret"
+	os.Mkdir(dir+"/priv", 0o700)
+	os.WriteFile(secret, []byte("secret"), 0o644)
+	// Owned by the sandbox uid, so the command could chmod it open; a group
+	// the sandbox's user namespace does not map, so the init's capabilities
+	// do not reach it.
+	os.Chown(dir+"/priv", 65533, 100)
+	os.Chmod(dir+"/priv", 0)
+	b, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devnull, _ := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	defer devnull.Close()
+	p, err := b.Start(context.Background(), launcher.Spec{
+		Policy: policy.Normalize(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}),
+		Argv:   []string{"/bin/sh", "-c", "chmod 700 " + dir + "/priv && cat " + secret},
+		Env:    []string{"PATH=/bin"}, UID: 65533, GID: 65533,
+		Stdio: launcher.Stdio{Stdin: devnull, Stdout: devnull, Stderr: devnull},
+	})
+	var u *launcher.Unenforceable
+	if !errors.As(err, &u) || u.Field != "filesystem.deny" {
+		if err == nil {
+			p.Wait()
+		}
+		t.Fatalf("Start = %v, want a refusal naming filesystem.deny", err)
+	}
+}
+
+func TestSandboxUIDEqualToOverflowCannotVouchForUnreachable(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("a root-only directory to hide a deny path behind needs root")
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-overflow-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o700)
+	os.WriteFile(dir+"/secret", []byte("secret"), 0o600)
+	b, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devnull, _ := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	defer devnull.Close()
+	spec := launcher.Spec{
+		Policy: policy.Normalize(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{dir + "/secret"}}}),
+		Argv:   []string{"/bin/true"}, Env: []string{"PATH=/bin"},
+		Stdio: launcher.Stdio{Stdin: devnull, Stdout: devnull, Stderr: devnull},
+	}
+	// As 65533 the root-owned directory is plainly not the sandbox's: the
+	// deny path is out of reach and the session runs.
+	spec.UID, spec.GID = 65533, 65533
+	p, err := b.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("as uid 65533: %v", err)
+	}
+	p.Wait()
+	// As 65534, root's directory shows as the sandbox's own: refuse.
+	spec.UID, spec.GID = 65534, 65534
+	p, err = b.Start(context.Background(), spec)
+	var u *launcher.Unenforceable
+	if !errors.As(err, &u) {
+		if err == nil {
+			p.Wait()
+		}
+		t.Fatalf("as uid 65534: Start = %v, want a refusal", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -142,7 +143,7 @@ func (b *rootBuilder) apply(s MountStep) error {
 	switch s.Kind {
 	case MountPlaceholder:
 		err := mkdirAllNoSymlinks(b.oldRoot, s.Source)
-		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		if (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) && b.unreachable(s.Source) {
 			b.uncreatable[s.Source] = true
 			return nil
 		}
@@ -155,10 +156,7 @@ func (b *rootBuilder) apply(s MountStep) error {
 		if s.Optional && errors.Is(err, unix.ENOENT) {
 			return nil
 		}
-		if errors.Is(err, unix.EACCES) && (s.Field == "filesystem.deny" || s.Field == "filesystem.read_only") {
-			// The init cannot reach the path (an ancestor it may not
-			// search, like another user's home), and the command, with
-			// strictly fewer rights, cannot either: nothing to protect.
+		if errors.Is(err, unix.EACCES) && protects(s) && b.unreachable(s.Target) {
 			return nil
 		}
 		return fmt.Errorf("open target: %w", err)
@@ -245,7 +243,13 @@ func (b *rootBuilder) reopenNewRoot() error {
 // missing and its parent is a tmpfs of ours (for example a write root under
 // the private /tmp).
 func (b *rootBuilder) target(s MountStep) (int, error) {
-	fd, err := openIn(b.newRoot, s.Target, inRoot)
+	resolve := uint64(inRoot)
+	if policyPath(s) {
+		// The daemon checked these paths for symlinks; refusing them here
+		// again closes the window in which one could be swapped in.
+		resolve = noSymlinks
+	}
+	fd, err := openIn(b.newRoot, s.Target, resolve)
 	if err == nil || !errors.Is(err, unix.ENOENT) || s.Optional {
 		return fd, err
 	}
@@ -262,7 +266,7 @@ func (b *rootBuilder) target(s MountStep) (int, error) {
 	if err := os.MkdirAll(newRootDir+filepath.Dir(s.Target), 0o755); err != nil {
 		return -1, fmt.Errorf("create mount point parents: %w", err)
 	}
-	parent, err := openIn(b.newRoot, filepath.Dir(s.Target), inRoot)
+	parent, err := openIn(b.newRoot, filepath.Dir(s.Target), resolve)
 	if err != nil {
 		return -1, err
 	}
@@ -285,7 +289,68 @@ func (b *rootBuilder) target(s MountStep) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("create mount point: %w", err)
 	}
+	if policyPath(s) {
+		return openIn(b.newRoot, s.Target, resolve)
+	}
 	return openIn(b.newRoot, s.Target, inRoot)
+}
+
+// policyPath reports steps whose target a policy named (or an ancestor of
+// one); system paths such as /dev/ptmx may be symlinks, these may not.
+func policyPath(s MountStep) bool {
+	return strings.HasPrefix(s.Field, "filesystem.")
+}
+
+// protects reports steps that only take access away: when their target is
+// out of the sandbox's reach, skipping them changes nothing.
+func protects(s MountStep) bool {
+	return s.Field == "filesystem.deny" || s.Field == "filesystem.read_only" || s.Kind == MountMaskFile
+}
+
+// unreachable reports whether the command can never reach path: walking
+// down, the first directory that refuses to be searched (or, for a path not
+// there yet, the directory it would be made in) does not belong to the
+// sandbox uid, whose owner could chmod it open. The init failing alone says
+// nothing: its capabilities do not cover a directory of the sandbox uid with
+// a group outside the user namespace.
+func (b *rootBuilder) unreachable(path string) bool {
+	uid := uint32(os.Getuid())
+	if uid == b.overflowUID() {
+		// Every unmapped owner shows as our own uid: ownership says nothing.
+		return false
+	}
+	var parent unix.Stat_t
+	if err := unix.Fstat(b.oldRoot, &parent); err != nil {
+		return false
+	}
+	p := ""
+	for _, c := range strings.Split(strings.Trim(path, "/"), "/") {
+		p = filepath.Join(p, c)
+		var st unix.Stat_t
+		err := unix.Fstatat(b.oldRoot, p, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) {
+			return parent.Uid != uid
+		}
+		if err != nil {
+			return false
+		}
+		parent = st
+	}
+	return false
+}
+
+// overflowUID is the uid the kernel shows for owners a user namespace does
+// not map.
+func (b *rootBuilder) overflowUID() uint32 {
+	data, err := os.ReadFile(oldRootDir + "/proc/sys/kernel/overflowuid")
+	if err != nil {
+		return 65534
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 32)
+	if err != nil {
+		return 65534
+	}
+	return uint32(n)
 }
 
 // attachClone clones the mount tree at src (recursively), applies attr to

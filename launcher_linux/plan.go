@@ -220,6 +220,14 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	}
 
 	for _, d := range sortedByDepth(fs.GetDeny()) {
+		// As for carve-outs: a deny path whose ancestors could be renamed
+		// could be moved out from under its mask and read later.
+		for _, a := range ancestorsBetween(innermostRoot(d, writes), d) {
+			if !pinned[a] {
+				pinned[a] = true
+				add(MountStep{Kind: MountPin, Target: a, Field: "filesystem.deny"})
+			}
+		}
 		exists, isDir := host.Exists(d)
 		if !exists && coveredBy(d, writes) {
 			exists, isDir = true, true
@@ -237,7 +245,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 
 	for _, s := range in.HideSockets {
 		if ok, _ := host.Exists(s); ok {
-			add(MountStep{Kind: MountMaskFile, Target: s, Optional: true, Field: "process"})
+			add(MountStep{Kind: MountMaskFile, Target: s, Field: "process"})
 		}
 	}
 

@@ -29,8 +29,8 @@ func run(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sandboxd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	socket := fs.String("socket", socketpath.Default(), "unix socket to listen on (env "+socketpath.Env+")")
-	uid := fs.Uint("sandbox-uid", 65534, "uid sandboxes run as when the caller is root")
-	gid := fs.Uint("sandbox-gid", 65534, "gid sandboxes run as when the caller is root")
+	uid := fs.Uint("sandbox-uid", daemon.DefaultSandboxID, "uid sandboxes run as when the caller is root (not 65534: that is the overflow id every unmapped owner shows as)")
+	gid := fs.Uint("sandbox-gid", daemon.DefaultSandboxID, "gid sandboxes run as when the caller is root")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -270,6 +270,21 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
+		{name: "cannot move deny path in write root out from under its mask", setup: func(f *fixture) spec {
+			w := f.mkdir("w")
+			secret := f.file("w/config/secrets.json", "{\"token\":\"x\"}\n")
+			return spec{
+				policy: fsPolicy(list(w), nil, list(secret)),
+				steps: []step{
+					deny("rename", w+"/config", w+"/moved"),
+					deny("read", w+"/moved/secrets.json"),
+					deny("read", secret),
+				},
+				after: func(t *testing.T, _ *session) {
+					unchanged(t, secret, "{\"token\":\"x\"}\n")
+				},
+			}
+		}},
 		{name: "cannot read deny path", setup: func(f *fixture) spec {
 			secret := f.file("data/secret", "password\n")
 			dir := f.mkdir("data/secret-dir")

@@ -63,7 +63,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // own hands path to the sandbox identity. Without it a root daemon's
-// sandboxes (uid 65534) would be stopped by file modes alone, and a case
+// sandboxes (uid 65533) would be stopped by file modes alone, and a case
 // would pass without the sandbox doing anything.
 func (f *fixture) own(path string) {
 	f.t.Helper()

@@ -26,7 +26,7 @@ const leakVar = "SANDBOXD_CONFORMANCE_LEAK"
 // sandboxUID is what a root daemon is told to run root callers' sandboxes
 // as. Fixtures are handed to it, so that only the sandbox, never plain file
 // permissions, stands between the probe and what a case forbids.
-const sandboxUID = 65534
+const sandboxUID = 65533
 
 var suite struct {
 	sandboxd, sandboxctl, probe string
