@@ -36,11 +36,14 @@ var initCapabilities = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CA
 type backend struct {
 	initPath    string
 	landlockABI int
+
+	mu           sync.Mutex
+	placeholders map[string]*placeholder
 }
 
 // New returns the Linux backend.
 func New(cfg Config) (launcher.Backend, error) {
-	b := &backend{initPath: cfg.InitPath}
+	b := &backend{initPath: cfg.InitPath, placeholders: map[string]*placeholder{}}
 	if b.initPath == "" {
 		b.initPath = "/proc/self/exe"
 	}
@@ -63,16 +66,32 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if err := checkPaths(spec.Policy.GetFilesystem()); err != nil {
 		return nil, err
 	}
+	// Planning and taking the placeholders happen under one lock, so a
+	// session ending meanwhile cannot remove a placeholder this plan counts
+	// on already being there.
+	b.mu.Lock()
 	plan, err := BuildPlan(PlanInput{
 		Policy: spec.Policy, Argv: spec.Argv, Env: spec.Env, Cwd: spec.Cwd,
 		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
 		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
 		HideSockets: spec.HideSockets,
 	}, Host{LandlockABI: b.landlockABI, Exists: hostExists})
+	var held []string
+	if err == nil {
+		held = b.holdPlaceholders(plan, spec.Policy.GetFilesystem())
+	}
+	b.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	cleanup := placeholderCleanup(plan)
+	var release sync.Once
+	cleanup := func() { release.Do(func() { b.releasePlaceholders(held) }) }
+	started := false
+	defer func() {
+		if !started {
+			cleanup()
+		}
+	}()
 
 	planR, planW, err := os.Pipe()
 	if err != nil {
@@ -187,6 +206,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			p.abort()
 			return nil, errors.New("sandbox init started a terminal session without sending its terminal")
 		}
+		started = true
 		return p, nil
 	case "exec-error":
 		p.abort()
@@ -293,24 +313,58 @@ func noSymlink(field, path string) error {
 	return nil
 }
 
-// placeholderCleanup returns a func that removes the placeholder directories
-// the init will create, if they are still empty after the session; it
-// records now which ancestors are missing, so only what we made is removed.
-func placeholderCleanup(plan *Plan) func() {
-	var made []string
+// placeholder is a directory the daemon made so that a carve-out or deny
+// path that did not exist could be covered. It is removed, if still empty,
+// when the last session relying on it ends: removing it earlier would
+// detach the masks of the sessions still running on it.
+type placeholder struct {
+	users int
+	// made are the directories created for it, deepest first.
+	made []string
+}
+
+// holdPlaceholders counts this session among the users of every placeholder
+// it plans or relies on; b.mu is held.
+func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem) []string {
+	planned := map[string]bool{}
 	for _, s := range plan.Mounts {
-		if s.Kind != MountPlaceholder {
-			continue
-		}
-		for d := s.Source; d != "/"; d = filepath.Dir(d) {
-			if _, err := os.Lstat(d); err == nil {
-				break
-			}
-			made = append(made, d)
+		if s.Kind == MountPlaceholder {
+			planned[s.Source] = true
 		}
 	}
-	return func() {
-		for _, d := range made {
+	var held []string
+	for _, p := range append(append([]string{}, fs.GetReadOnly()...), fs.GetDeny()...) {
+		e := b.placeholders[p]
+		switch {
+		case e != nil:
+		case planned[p]:
+			e = &placeholder{}
+			for d := p; d != "/"; d = filepath.Dir(d) {
+				if _, err := os.Lstat(d); err == nil {
+					break
+				}
+				e.made = append(e.made, d)
+			}
+			b.placeholders[p] = e
+		default:
+			continue
+		}
+		e.users++
+		held = append(held, p)
+	}
+	return held
+}
+
+func (b *backend) releasePlaceholders(held []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range held {
+		e := b.placeholders[p]
+		if e.users--; e.users > 0 {
+			continue
+		}
+		delete(b.placeholders, p)
+		for _, d := range e.made {
 			removeEmptyDirNoFollow(d)
 		}
 	}

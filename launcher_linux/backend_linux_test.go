@@ -342,3 +342,54 @@ func TestSandboxUIDEqualToOverflowCannotVouchForUnreachable(t *testing.T) {
 		t.Fatalf("as uid 65534: Start = %v, want a refusal", err)
 	}
 }
+
+// TestPlaceholderOutlivesTheSessionThatMadeIt: two sessions share a
+// carve-out that did not exist; the first one ending must not strip the
+// second one's protection (removing the placeholder from the host would
+// detach the second session's read-only mount).
+func TestPlaceholderOutlivesTheSessionThatMadeIt(t *testing.T) {
+	w, err := os.MkdirTemp("/var/tmp", "sandboxd-placeholder-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(w) })
+	os.Chmod(w, 0o777)
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, ReadOnly: []string{w + "/.git"}}}
+	b, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	if uid == 0 {
+		uid, gid = 65533, 65533
+	}
+	start := func(script string, out *os.File) launcher.Process {
+		devnull, _ := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+		defer devnull.Close()
+		p, err := b.Start(context.Background(), launcher.Spec{
+			Policy: policy.Normalize(pol), Argv: []string{"/bin/sh", "-c", script},
+			Env: []string{"PATH=/bin"}, UID: uid, GID: gid,
+			Stdio: launcher.Stdio{Stdin: devnull, Stdout: out, Stderr: out},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	outR, outW, _ := os.Pipe()
+	long := start("sleep 1; mkdir "+w+"/.git/hooks 2>/dev/null && echo WROTE || echo denied", outW)
+	outW.Close()
+	short := start("true", nil)
+	if _, err := short.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	out.ReadFrom(outR)
+	long.Wait()
+	if !strings.Contains(out.String(), "denied") {
+		t.Errorf("the carve-out became writable once the other session ended: %q", out.String())
+	}
+	if _, err := os.Stat(w + "/.git"); err == nil {
+		t.Errorf("placeholder %s/.git left behind after both sessions", w)
+	}
+}
