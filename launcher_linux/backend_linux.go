@@ -275,6 +275,11 @@ func hostExists(path string) (bool, bool) {
 func checkPaths(fs *sandboxdv1.Filesystem) error {
 	for i, w := range fs.GetWrite() {
 		field := fmt.Sprintf("filesystem.write[%d]", i)
+		if within(w, "/proc") || within(w, "/sys") {
+			// A bind of the host's /proc/PID or sysfs would hand the
+			// sandbox host processes and kernel knobs.
+			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q is a kernel interface, not a place to write files", w)}
+		}
 		if _, err := os.Lstat(w); err != nil {
 			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q: %v", w, err)}
 		}

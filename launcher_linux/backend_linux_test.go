@@ -393,3 +393,20 @@ func TestPlaceholderOutlivesTheSessionThatMadeIt(t *testing.T) {
 		t.Errorf("placeholder %s/.git left behind after both sessions", w)
 	}
 }
+
+func TestWriteRootInsideProcOrSysIsRejected(t *testing.T) {
+	b, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"/proc/1", "/proc", "/sys/kernel"} {
+		_, err := b.Start(context.Background(), launcher.Spec{
+			Policy: policy.Normalize(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}),
+			Argv:   []string{"/bin/true"}, UID: 65533, GID: 65533,
+		})
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Field != "filesystem.write[0]" {
+			t.Errorf("write root %s: Start = %v, want a FieldError naming filesystem.write[0]", w, err)
+		}
+	}
+}
