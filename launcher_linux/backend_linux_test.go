@@ -410,3 +410,30 @@ func TestWriteRootInsideProcOrSysIsRejected(t *testing.T) {
 		}
 	}
 }
+
+func TestDaemonSocketUnderHostTmpDoesNotStopSessions(t *testing.T) {
+	// The rootless fallback socket lives in /tmp/sandboxd-UID, which the
+	// sandbox's private /tmp does not show: nothing to hide, nothing to fail.
+	sock := filepath.Join(t.TempDir(), "sandboxd.sock")
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	if uid == 0 {
+		uid, gid = 65533, 65533
+	}
+	p, err := b.Start(context.Background(), launcher.Spec{
+		Policy: policy.Normalize(nil), Argv: []string{"/bin/true"}, Env: []string{"PATH=/bin"},
+		UID: uid, GID: gid, HideSockets: []string{sock},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+}

@@ -245,7 +245,9 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 
 	for _, s := range in.HideSockets {
 		if ok, _ := host.Exists(s); ok {
-			add(MountStep{Kind: MountMaskFile, Target: s, Field: "process"})
+			// The daemon passes absolute paths; one the sandbox's view does
+			// not have (under its private /tmp) needs no hiding.
+			add(MountStep{Kind: MountMaskFile, Target: s, Optional: true, Field: "process"})
 		}
 	}
 
