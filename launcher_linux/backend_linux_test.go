@@ -73,26 +73,73 @@ func TestLandlockAloneDeniesReadOfDenyPath(t *testing.T) {
 	}
 }
 
-// run starts argv under pol with pipes and returns stdout, stderr and status.
-func run(t *testing.T, pol *sandboxdv1.Policy, argv ...string) (string, string, launcher.Status) {
-	t.Helper()
+func newBackend(tb testing.TB) launcher.Backend {
+	tb.Helper()
 	b, err := New(Config{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	outR, outW, _ := os.Pipe()
-	errR, errW, _ := os.Pipe()
-	devnull, _ := os.Open(os.DevNull)
-	defer devnull.Close()
+	return b
+}
+
+// testSpec runs argv under pol as the daemon would for this test's user:
+// as that user, or as the default sandbox uid for root, with /dev/null as
+// stdio.
+func testSpec(tb testing.TB, pol *sandboxdv1.Policy, argv ...string) launcher.Spec {
+	tb.Helper()
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
 	if uid == 0 {
 		uid, gid = 65533, 65533
 	}
-	p, err := b.Start(context.Background(), launcher.Spec{
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { devnull.Close() })
+	return launcher.Spec{
 		Policy: policy.Normalize(pol), Argv: argv,
 		Env: []string{"PATH=/usr/bin:/bin"}, UID: uid, GID: gid,
-		Stdio: launcher.Stdio{Stdin: devnull, Stdout: outW, Stderr: errW},
-	})
+		Stdio: launcher.Stdio{Stdin: devnull, Stdout: devnull, Stderr: devnull},
+	}
+}
+
+// hostDir is a fresh directory outside /tmp, which sandboxes do not share.
+func hostDir(t *testing.T, mode os.FileMode) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// wantRefusal fails unless Start was refused with an Unenforceable for
+// field ("" for any field); a started process is reaped first.
+func wantRefusal(t *testing.T, p launcher.Process, err error, field string) {
+	t.Helper()
+	var u *launcher.Unenforceable
+	if errors.As(err, &u) && (field == "" || u.Field == field) {
+		return
+	}
+	if err == nil {
+		p.Kill()
+		p.Wait()
+	}
+	t.Fatalf("Start = %v, want a refusal naming %q", err, field)
+}
+
+// run starts argv under pol with pipes and returns stdout, stderr and status.
+func run(t *testing.T, pol *sandboxdv1.Policy, argv ...string) (string, string, launcher.Status) {
+	t.Helper()
+	outR, outW, _ := os.Pipe()
+	errR, errW, _ := os.Pipe()
+	spec := testSpec(t, pol, argv...)
+	spec.Stdio.Stdout, spec.Stdio.Stderr = outW, errW
+	p, err := newBackend(t).Start(context.Background(), spec)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -160,26 +207,10 @@ echo c > /tmp/t && echo tmp-ok
 }
 
 // BenchmarkStartTrue measures one sandbox launch of /bin/true end to end:
-// namespaces, mounts, both stages, Landlock, seccomp, exec, exit.
+// namespaces, mounts, the init, Landlock, seccomp, exec, exit.
 func BenchmarkStartTrue(b *testing.B) {
-	be, err := New(Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer devnull.Close()
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	if uid == 0 {
-		uid, gid = 65533, 65533
-	}
-	spec := launcher.Spec{
-		Policy: policy.Normalize(nil), Argv: []string{"/bin/true"},
-		Env: []string{"PATH=/usr/bin:/bin"}, UID: uid, GID: gid,
-		Stdio: launcher.Stdio{Stdin: devnull, Stdout: devnull, Stderr: devnull},
-	}
+	be := newBackend(b)
+	spec := testSpec(b, nil, "/bin/true")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		p, err := be.Start(context.Background(), spec)
@@ -193,26 +224,9 @@ func BenchmarkStartTrue(b *testing.B) {
 }
 
 func TestStartGivesUpWithItsContext(t *testing.T) {
-	b, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer devnull.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	if uid == 0 {
-		uid, gid = 65533, 65533
-	}
-	p, err := b.Start(ctx, launcher.Spec{
-		Policy: policy.Normalize(nil), Argv: []string{"/bin/sleep", "60"},
-		Env: []string{"PATH=/bin"}, UID: uid, GID: gid,
-		Stdio: launcher.Stdio{Stdin: devnull, Stdout: devnull, Stderr: devnull},
-	})
+	p, err := newBackend(t).Start(ctx, testSpec(t, nil, "/bin/sleep", "60"))
 	if err == nil {
 		p.Kill()
 		p.Wait()
@@ -224,13 +238,7 @@ func TestHostMountAfterLaunchStaysOutside(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("mounting on the host to test propagation needs root; the sandbox side is the same for every daemon")
 	}
-	// Not under /tmp: the sandbox has its own.
-	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-propagation-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
+	dir := hostDir(t, 0o755)
 	sub := dir + "/sub"
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -266,12 +274,9 @@ func TestUnreachableDenyPathTheSandboxCouldOpenIsRefused(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("making a directory owned by the sandbox uid with a group outside its user namespace needs root")
 	}
-	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-unreachable-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Chmod(dir+"/priv", 0o700); os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
+	dir := hostDir(t, 0o755)
+	// Runs before hostDir's removal, which needs to enter priv.
+	t.Cleanup(func() { os.Chmod(dir+"/priv", 0o700) })
 	secret := dir + "/priv/secret"
 	os.Mkdir(dir+"/priv", 0o700)
 	os.WriteFile(secret, []byte("secret"), 0o644)
@@ -280,49 +285,19 @@ func TestUnreachableDenyPathTheSandboxCouldOpenIsRefused(t *testing.T) {
 	// do not reach it.
 	os.Chown(dir+"/priv", 65533, 100)
 	os.Chmod(dir+"/priv", 0)
-	b, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	devnull, _ := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	defer devnull.Close()
-	p, err := b.Start(context.Background(), launcher.Spec{
-		Policy: policy.Normalize(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}),
-		Argv:   []string{"/bin/sh", "-c", "chmod 700 " + dir + "/priv && cat " + secret},
-		Env:    []string{"PATH=/bin"}, UID: 65533, GID: 65533,
-		Stdio: launcher.Stdio{Stdin: devnull, Stdout: devnull, Stderr: devnull},
-	})
-	var u *launcher.Unenforceable
-	if !errors.As(err, &u) || u.Field != "filesystem.deny" {
-		if err == nil {
-			p.Wait()
-		}
-		t.Fatalf("Start = %v, want a refusal naming filesystem.deny", err)
-	}
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}
+	p, err := newBackend(t).Start(context.Background(), testSpec(t, pol, "/bin/sh", "-c", "chmod 700 "+dir+"/priv && cat "+secret))
+	wantRefusal(t, p, err, "filesystem.deny")
 }
 
 func TestSandboxUIDEqualToOverflowCannotVouchForUnreachable(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("a root-only directory to hide a deny path behind needs root")
 	}
-	dir, err := os.MkdirTemp("/var/tmp", "sandboxd-overflow-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o700)
+	dir := hostDir(t, 0o700)
 	os.WriteFile(dir+"/secret", []byte("secret"), 0o600)
-	b, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	devnull, _ := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	defer devnull.Close()
-	spec := launcher.Spec{
-		Policy: policy.Normalize(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{dir + "/secret"}}}),
-		Argv:   []string{"/bin/true"}, Env: []string{"PATH=/bin"},
-		Stdio: launcher.Stdio{Stdin: devnull, Stdout: devnull, Stderr: devnull},
-	}
+	b := newBackend(t)
+	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{dir + "/secret"}}}, "/bin/true")
 	// As 65533 the root-owned directory is plainly not the sandbox's: the
 	// deny path is out of reach and the session runs.
 	spec.UID, spec.GID = 65533, 65533
@@ -334,13 +309,7 @@ func TestSandboxUIDEqualToOverflowCannotVouchForUnreachable(t *testing.T) {
 	// As 65534, root's directory shows as the sandbox's own: refuse.
 	spec.UID, spec.GID = 65534, 65534
 	p, err = b.Start(context.Background(), spec)
-	var u *launcher.Unenforceable
-	if !errors.As(err, &u) {
-		if err == nil {
-			p.Wait()
-		}
-		t.Fatalf("as uid 65534: Start = %v, want a refusal", err)
-	}
+	wantRefusal(t, p, err, "")
 }
 
 // TestPlaceholderOutlivesTheSessionThatMadeIt: two sessions share a
@@ -348,29 +317,15 @@ func TestSandboxUIDEqualToOverflowCannotVouchForUnreachable(t *testing.T) {
 // second one's protection (removing the placeholder from the host would
 // detach the second session's read-only mount).
 func TestPlaceholderOutlivesTheSessionThatMadeIt(t *testing.T) {
-	w, err := os.MkdirTemp("/var/tmp", "sandboxd-placeholder-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(w) })
-	os.Chmod(w, 0o777)
+	w := hostDir(t, 0o777)
 	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, ReadOnly: []string{w + "/.git"}}}
-	b, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	if uid == 0 {
-		uid, gid = 65533, 65533
-	}
+	b := newBackend(t)
 	start := func(script string, out *os.File) launcher.Process {
-		devnull, _ := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-		defer devnull.Close()
-		p, err := b.Start(context.Background(), launcher.Spec{
-			Policy: policy.Normalize(pol), Argv: []string{"/bin/sh", "-c", script},
-			Env: []string{"PATH=/bin"}, UID: uid, GID: gid,
-			Stdio: launcher.Stdio{Stdin: devnull, Stdout: out, Stderr: out},
-		})
+		spec := testSpec(t, pol, "/bin/sh", "-c", script)
+		if out != nil {
+			spec.Stdio.Stdout, spec.Stdio.Stderr = out, out
+		}
+		p, err := b.Start(context.Background(), spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,15 +350,9 @@ func TestPlaceholderOutlivesTheSessionThatMadeIt(t *testing.T) {
 }
 
 func TestWriteRootInsideProcOrSysIsRejected(t *testing.T) {
-	b, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBackend(t)
 	for _, w := range []string{"/proc/1", "/proc", "/sys/kernel"} {
-		_, err := b.Start(context.Background(), launcher.Spec{
-			Policy: policy.Normalize(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}),
-			Argv:   []string{"/bin/true"}, UID: 65533, GID: 65533,
-		})
+		_, err := b.Start(context.Background(), testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/true"))
 		var fe *policy.FieldError
 		if !errors.As(err, &fe) || fe.Field != "filesystem.write[0]" {
 			t.Errorf("write root %s: Start = %v, want a FieldError naming filesystem.write[0]", w, err)
@@ -418,18 +367,9 @@ func TestDaemonSocketUnderHostTmpDoesNotStopSessions(t *testing.T) {
 	if err := os.WriteFile(sock, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	if uid == 0 {
-		uid, gid = 65533, 65533
-	}
-	p, err := b.Start(context.Background(), launcher.Spec{
-		Policy: policy.Normalize(nil), Argv: []string{"/bin/true"}, Env: []string{"PATH=/bin"},
-		UID: uid, GID: gid, HideSockets: []string{sock},
-	})
+	spec := testSpec(t, nil, "/bin/true")
+	spec.HideSockets = []string{sock}
+	p, err := newBackend(t).Start(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

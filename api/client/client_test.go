@@ -179,12 +179,18 @@ func TestRunForwardsStdinThenEOF(t *testing.T) {
 	}
 }
 
-func TestRunForwardsSignalsAndResizes(t *testing.T) {
+// killRecorder is a scripted server whose Kill RPC hands each request to
+// the returned channel, where signals from Run arrive.
+func killRecorder() (*scriptedServer, <-chan *sandboxdv1.KillRequest) {
 	killed := make(chan *sandboxdv1.KillRequest, 1)
-	srv := &scriptedServer{kill: func(req *sandboxdv1.KillRequest) error {
+	return &scriptedServer{kill: func(req *sandboxdv1.KillRequest) error {
 		killed <- req
 		return nil
-	}}
+	}}, killed
+}
+
+func TestRunForwardsSignalsAndResizes(t *testing.T) {
+	srv, killed := killRecorder()
 	srv.session = func(stream sessionStream) error {
 		if _, err := recvStart(stream); err != nil {
 			return err
@@ -249,11 +255,7 @@ func (endless) Read(p []byte) (int, error) {
 }
 
 func TestSignalGetsThroughAStalledStream(t *testing.T) {
-	killed := make(chan *sandboxdv1.KillRequest, 1)
-	srv := &scriptedServer{kill: func(req *sandboxdv1.KillRequest) error {
-		killed <- req
-		return nil
-	}}
+	srv, killed := killRecorder()
 	srv.session = func(stream sessionStream) error {
 		if _, err := recvStart(stream); err != nil {
 			return err
