@@ -6,7 +6,11 @@ import (
 )
 
 // DefaultBackend is the sandbox backend for this OS: namespaces, Landlock
-// and seccomp on Linux.
-func DefaultBackend() (launcher.Backend, error) {
-	return launcherlinux.New(launcherlinux.Config{})
+// and seccomp on Linux. It probes the host before returning.
+func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
+	return launcherlinux.New(launcherlinux.Config{
+		SandboxUID:   opts.SandboxUID,
+		SandboxGID:   opts.SandboxGID,
+		MechanismSet: opts.MechanismSet,
+	})
 }

@@ -12,6 +12,6 @@ import (
 
 // DefaultBackend fails: there is no sandbox backend for this OS yet, and the
 // daemon never runs commands unconfined.
-func DefaultBackend() (launcher.Backend, error) {
+func DefaultBackend(BackendOptions) (launcher.Backend, error) {
 	return nil, fmt.Errorf("no sandbox backend for %s yet: %w", runtime.GOOS, errors.ErrUnsupported)
 }

@@ -23,6 +23,10 @@ type fakeBackend struct {
 
 func (b *fakeBackend) Name() string { return "fake" }
 
+func (b *fakeBackend) Capabilities() *sandboxdv1.CapabilitiesReport {
+	return &sandboxdv1.CapabilitiesReport{Backend: "fake"}
+}
+
 func (b *fakeBackend) lastSpec() launcher.Spec {
 	b.mu.Lock()
 	defer b.mu.Unlock()

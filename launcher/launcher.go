@@ -87,4 +87,8 @@ type Backend interface {
 	// running Process. It never starts a command with less confinement than
 	// the policy asks.
 	Start(ctx context.Context, spec Spec) (Process, error)
+	// Capabilities reports what the backend found it can enforce on this
+	// host: facts, probe results, mechanism sets and per-feature support.
+	// The self-test is the daemon's to fill in.
+	Capabilities() *sandboxdv1.CapabilitiesReport
 }

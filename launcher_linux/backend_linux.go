@@ -26,6 +26,13 @@ type Config struct {
 	// InitPath is the binary started as the sandbox init; it must call
 	// RunInitIfRequested. Empty means this binary (/proc/self/exe).
 	InitPath string
+	// SandboxUID and SandboxGID are the identity root callers' sandboxes
+	// run as; the host probe tries its primitives for that identity. Zero
+	// means the daemon's own (a rootless daemon's sandboxes are its uid).
+	SandboxUID, SandboxGID uint32
+	// MechanismSet forces one mechanism set ("namespaces" or "landlock");
+	// empty chooses per policy.
+	MechanismSet string
 }
 
 // initCapabilities are what the init needs to build the sandbox: mounts and
@@ -55,6 +62,10 @@ func New(cfg Config) (launcher.Backend, error) {
 }
 
 func (b *backend) Name() string { return "linux" }
+
+func (b *backend) Capabilities() *sandboxdv1.CapabilitiesReport {
+	return &sandboxdv1.CapabilitiesReport{Backend: "linux"}
+}
 
 func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Process, error) {
 	if spec.UID == 0 || spec.GID == 0 {

@@ -46,7 +46,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	logger := log.New(stderr, "sandboxd: ", log.LstdFlags)
 
-	backend, err := daemon.DefaultBackend()
+	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid)})
 	if err != nil {
 		logger.Printf("%v", err)
 		return 1

@@ -813,9 +813,12 @@ func (*SessionResponse_Exit) isSessionResponse_Msg() {}
 // EnforcementReport says, per policy field, what enforces it. It is derived
 // from the same plan the backend applied.
 type EnforcementReport struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Backend       string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
-	Fields        []*FieldEnforcement    `protobuf:"bytes,2,rep,name=fields,proto3" json:"fields,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Backend string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	Fields  []*FieldEnforcement    `protobuf:"bytes,2,rep,name=fields,proto3" json:"fields,omitempty"`
+	// The set of mechanisms the backend chose for this session, e.g.
+	// "namespaces" or "landlock" on Linux.
+	MechanismSet  string `protobuf:"bytes,3,opt,name=mechanism_set,json=mechanismSet,proto3" json:"mechanism_set,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -862,6 +865,13 @@ func (x *EnforcementReport) GetFields() []*FieldEnforcement {
 		return x.Fields
 	}
 	return nil
+}
+
+func (x *EnforcementReport) GetMechanismSet() string {
+	if x != nil {
+		return x.MechanismSet
+	}
+	return ""
 }
 
 type FieldEnforcement struct {
@@ -1374,6 +1384,593 @@ func (*KillResponse) Descriptor() ([]byte, []int) {
 	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{18}
 }
 
+type CapabilitiesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CapabilitiesRequest) Reset() {
+	*x = CapabilitiesRequest{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CapabilitiesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CapabilitiesRequest) ProtoMessage() {}
+
+func (x *CapabilitiesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CapabilitiesRequest.ProtoReflect.Descriptor instead.
+func (*CapabilitiesRequest) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{19}
+}
+
+type HostFacts struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Os     string                 `protobuf:"bytes,1,opt,name=os,proto3" json:"os,omitempty"`
+	Kernel string                 `protobuf:"bytes,2,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	Euid   uint32                 `protobuf:"varint,3,opt,name=euid,proto3" json:"euid,omitempty"`
+	// Root in the initial user namespace.
+	Root bool `protobuf:"varint,4,opt,name=root,proto3" json:"root,omitempty"`
+	// Neither root nor root of a container: an ordinary user's daemon.
+	Rootless bool `protobuf:"varint,5,opt,name=rootless,proto3" json:"rootless,omitempty"`
+	// What kind of container the daemon runs in ("docker", "podman",
+	// "user namespace"), empty when none was detected.
+	Container     string `protobuf:"bytes,6,opt,name=container,proto3" json:"container,omitempty"`
+	LandlockAbi   int32  `protobuf:"varint,7,opt,name=landlock_abi,json=landlockAbi,proto3" json:"landlock_abi,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostFacts) Reset() {
+	*x = HostFacts{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostFacts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostFacts) ProtoMessage() {}
+
+func (x *HostFacts) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostFacts.ProtoReflect.Descriptor instead.
+func (*HostFacts) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *HostFacts) GetOs() string {
+	if x != nil {
+		return x.Os
+	}
+	return ""
+}
+
+func (x *HostFacts) GetKernel() string {
+	if x != nil {
+		return x.Kernel
+	}
+	return ""
+}
+
+func (x *HostFacts) GetEuid() uint32 {
+	if x != nil {
+		return x.Euid
+	}
+	return 0
+}
+
+func (x *HostFacts) GetRoot() bool {
+	if x != nil {
+		return x.Root
+	}
+	return false
+}
+
+func (x *HostFacts) GetRootless() bool {
+	if x != nil {
+		return x.Rootless
+	}
+	return false
+}
+
+func (x *HostFacts) GetContainer() string {
+	if x != nil {
+		return x.Container
+	}
+	return ""
+}
+
+func (x *HostFacts) GetLandlockAbi() int32 {
+	if x != nil {
+		return x.LandlockAbi
+	}
+	return 0
+}
+
+// ProbeResult is one primitive the host probe tried for real.
+type ProbeResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What was probed, e.g. "user namespace".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Ok   bool   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	// The operation that was tried, e.g. "clone(CLONE_NEWUSER)".
+	Operation string `protobuf:"bytes,3,opt,name=operation,proto3" json:"operation,omitempty"`
+	// The error the operation got, empty when ok.
+	Errno         string `protobuf:"bytes,4,opt,name=errno,proto3" json:"errno,omitempty"`
+	Detail        string `protobuf:"bytes,5,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProbeResult) Reset() {
+	*x = ProbeResult{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProbeResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProbeResult) ProtoMessage() {}
+
+func (x *ProbeResult) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
+func (*ProbeResult) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ProbeResult) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ProbeResult) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *ProbeResult) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *ProbeResult) GetErrno() string {
+	if x != nil {
+		return x.Errno
+	}
+	return ""
+}
+
+func (x *ProbeResult) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+// MechanismSet is one way the backend can enforce policies, e.g. Linux
+// "namespaces" (user, mount, pid, net namespaces + Landlock + seccomp) or
+// "landlock" (Landlock + seccomp, no namespaces).
+type MechanismSet struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Available   bool                   `protobuf:"varint,2,opt,name=available,proto3" json:"available,omitempty"`
+	Description string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// Why the set is not available: the failed probes.
+	Missing       []string `protobuf:"bytes,4,rep,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MechanismSet) Reset() {
+	*x = MechanismSet{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MechanismSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MechanismSet) ProtoMessage() {}
+
+func (x *MechanismSet) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MechanismSet.ProtoReflect.Descriptor instead.
+func (*MechanismSet) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *MechanismSet) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *MechanismSet) GetAvailable() bool {
+	if x != nil {
+		return x.Available
+	}
+	return false
+}
+
+func (x *MechanismSet) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *MechanismSet) GetMissing() []string {
+	if x != nil {
+		return x.Missing
+	}
+	return nil
+}
+
+// FeatureSupport says whether one policy feature can be enforced here.
+type FeatureSupport struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The feature, e.g. "network.mode=NONE".
+	Feature     string `protobuf:"bytes,1,opt,name=feature,proto3" json:"feature,omitempty"`
+	Enforceable bool   `protobuf:"varint,2,opt,name=enforceable,proto3" json:"enforceable,omitempty"`
+	// The mechanism set that enforces it, when enforceable.
+	MechanismSet string              `protobuf:"bytes,3,opt,name=mechanism_set,json=mechanismSet,proto3" json:"mechanism_set,omitempty"`
+	Enforcement  []*FieldEnforcement `protobuf:"bytes,4,rep,name=enforcement,proto3" json:"enforcement,omitempty"`
+	// Why not, when not enforceable.
+	Refusal       *Unenforceable `protobuf:"bytes,5,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FeatureSupport) Reset() {
+	*x = FeatureSupport{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FeatureSupport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FeatureSupport) ProtoMessage() {}
+
+func (x *FeatureSupport) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FeatureSupport.ProtoReflect.Descriptor instead.
+func (*FeatureSupport) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *FeatureSupport) GetFeature() string {
+	if x != nil {
+		return x.Feature
+	}
+	return ""
+}
+
+func (x *FeatureSupport) GetEnforceable() bool {
+	if x != nil {
+		return x.Enforceable
+	}
+	return false
+}
+
+func (x *FeatureSupport) GetMechanismSet() string {
+	if x != nil {
+		return x.MechanismSet
+	}
+	return ""
+}
+
+func (x *FeatureSupport) GetEnforcement() []*FieldEnforcement {
+	if x != nil {
+		return x.Enforcement
+	}
+	return nil
+}
+
+func (x *FeatureSupport) GetRefusal() *Unenforceable {
+	if x != nil {
+		return x.Refusal
+	}
+	return nil
+}
+
+type SelfTestCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Ok            bool                   `protobuf:"varint,2,opt,name=ok,proto3" json:"ok,omitempty"`
+	Detail        string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SelfTestCheck) Reset() {
+	*x = SelfTestCheck{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SelfTestCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SelfTestCheck) ProtoMessage() {}
+
+func (x *SelfTestCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SelfTestCheck.ProtoReflect.Descriptor instead.
+func (*SelfTestCheck) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SelfTestCheck) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SelfTestCheck) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *SelfTestCheck) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+// SelfTest is the daemon's end-to-end check: a probe launched on the real
+// sandboxed path under a representative policy.
+type SelfTest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Passed        bool                   `protobuf:"varint,1,opt,name=passed,proto3" json:"passed,omitempty"`
+	Checks        []*SelfTestCheck       `protobuf:"bytes,2,rep,name=checks,proto3" json:"checks,omitempty"`
+	Ran           *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=ran,proto3" json:"ran,omitempty"`
+	MechanismSet  string                 `protobuf:"bytes,4,opt,name=mechanism_set,json=mechanismSet,proto3" json:"mechanism_set,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SelfTest) Reset() {
+	*x = SelfTest{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SelfTest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SelfTest) ProtoMessage() {}
+
+func (x *SelfTest) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SelfTest.ProtoReflect.Descriptor instead.
+func (*SelfTest) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SelfTest) GetPassed() bool {
+	if x != nil {
+		return x.Passed
+	}
+	return false
+}
+
+func (x *SelfTest) GetChecks() []*SelfTestCheck {
+	if x != nil {
+		return x.Checks
+	}
+	return nil
+}
+
+func (x *SelfTest) GetRan() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Ran
+	}
+	return nil
+}
+
+func (x *SelfTest) GetMechanismSet() string {
+	if x != nil {
+		return x.MechanismSet
+	}
+	return ""
+}
+
+type CapabilitiesReport struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backend       string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	Host          *HostFacts             `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	Probes        []*ProbeResult         `protobuf:"bytes,3,rep,name=probes,proto3" json:"probes,omitempty"`
+	MechanismSets []*MechanismSet        `protobuf:"bytes,4,rep,name=mechanism_sets,json=mechanismSets,proto3" json:"mechanism_sets,omitempty"`
+	// The set the daemon was told to use (--mechanism), empty for automatic.
+	ForcedMechanismSet string            `protobuf:"bytes,5,opt,name=forced_mechanism_set,json=forcedMechanismSet,proto3" json:"forced_mechanism_set,omitempty"`
+	Features           []*FeatureSupport `protobuf:"bytes,6,rep,name=features,proto3" json:"features,omitempty"`
+	SelfTest           *SelfTest         `protobuf:"bytes,7,opt,name=self_test,json=selfTest,proto3" json:"self_test,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *CapabilitiesReport) Reset() {
+	*x = CapabilitiesReport{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CapabilitiesReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CapabilitiesReport) ProtoMessage() {}
+
+func (x *CapabilitiesReport) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CapabilitiesReport.ProtoReflect.Descriptor instead.
+func (*CapabilitiesReport) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CapabilitiesReport) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *CapabilitiesReport) GetHost() *HostFacts {
+	if x != nil {
+		return x.Host
+	}
+	return nil
+}
+
+func (x *CapabilitiesReport) GetProbes() []*ProbeResult {
+	if x != nil {
+		return x.Probes
+	}
+	return nil
+}
+
+func (x *CapabilitiesReport) GetMechanismSets() []*MechanismSet {
+	if x != nil {
+		return x.MechanismSets
+	}
+	return nil
+}
+
+func (x *CapabilitiesReport) GetForcedMechanismSet() string {
+	if x != nil {
+		return x.ForcedMechanismSet
+	}
+	return ""
+}
+
+func (x *CapabilitiesReport) GetFeatures() []*FeatureSupport {
+	if x != nil {
+		return x.Features
+	}
+	return nil
+}
+
+func (x *CapabilitiesReport) GetSelfTest() *SelfTest {
+	if x != nil {
+		return x.SelfTest
+	}
+	return nil
+}
+
 var File_sandboxd_v1_sandboxd_proto protoreflect.FileDescriptor
 
 const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
@@ -1429,10 +2026,11 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\astarted\x18\x01 \x01(\v2\x14.sandboxd.v1.StartedH\x00R\astarted\x12-\n" +
 	"\x06output\x18\x02 \x01(\v2\x13.sandboxd.v1.OutputH\x00R\x06output\x12'\n" +
 	"\x04exit\x18\x03 \x01(\v2\x11.sandboxd.v1.ExitH\x00R\x04exitB\x05\n" +
-	"\x03msg\"d\n" +
+	"\x03msg\"\x89\x01\n" +
 	"\x11EnforcementReport\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x125\n" +
-	"\x06fields\x18\x02 \x03(\v2\x1d.sandboxd.v1.FieldEnforcementR\x06fields\"F\n" +
+	"\x06fields\x18\x02 \x03(\v2\x1d.sandboxd.v1.FieldEnforcementR\x06fields\x12#\n" +
+	"\rmechanism_set\x18\x03 \x01(\tR\fmechanismSet\"F\n" +
 	"\x10FieldEnforcement\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\"\x9d\x01\n" +
@@ -1468,7 +2066,50 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\vKillRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\"\x0e\n" +
-	"\fKillResponse*}\n" +
+	"\fKillResponse\"\x15\n" +
+	"\x13CapabilitiesRequest\"\xb8\x01\n" +
+	"\tHostFacts\x12\x0e\n" +
+	"\x02os\x18\x01 \x01(\tR\x02os\x12\x16\n" +
+	"\x06kernel\x18\x02 \x01(\tR\x06kernel\x12\x12\n" +
+	"\x04euid\x18\x03 \x01(\rR\x04euid\x12\x12\n" +
+	"\x04root\x18\x04 \x01(\bR\x04root\x12\x1a\n" +
+	"\brootless\x18\x05 \x01(\bR\brootless\x12\x1c\n" +
+	"\tcontainer\x18\x06 \x01(\tR\tcontainer\x12!\n" +
+	"\flandlock_abi\x18\a \x01(\x05R\vlandlockAbi\"}\n" +
+	"\vProbeResult\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x1c\n" +
+	"\toperation\x18\x03 \x01(\tR\toperation\x12\x14\n" +
+	"\x05errno\x18\x04 \x01(\tR\x05errno\x12\x16\n" +
+	"\x06detail\x18\x05 \x01(\tR\x06detail\"|\n" +
+	"\fMechanismSet\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\tavailable\x18\x02 \x01(\bR\tavailable\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x18\n" +
+	"\amissing\x18\x04 \x03(\tR\amissing\"\xe8\x01\n" +
+	"\x0eFeatureSupport\x12\x18\n" +
+	"\afeature\x18\x01 \x01(\tR\afeature\x12 \n" +
+	"\venforceable\x18\x02 \x01(\bR\venforceable\x12#\n" +
+	"\rmechanism_set\x18\x03 \x01(\tR\fmechanismSet\x12?\n" +
+	"\venforcement\x18\x04 \x03(\v2\x1d.sandboxd.v1.FieldEnforcementR\venforcement\x124\n" +
+	"\arefusal\x18\x05 \x01(\v2\x1a.sandboxd.v1.UnenforceableR\arefusal\"K\n" +
+	"\rSelfTestCheck\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xa9\x01\n" +
+	"\bSelfTest\x12\x16\n" +
+	"\x06passed\x18\x01 \x01(\bR\x06passed\x122\n" +
+	"\x06checks\x18\x02 \x03(\v2\x1a.sandboxd.v1.SelfTestCheckR\x06checks\x12,\n" +
+	"\x03ran\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03ran\x12#\n" +
+	"\rmechanism_set\x18\x04 \x01(\tR\fmechanismSet\"\xed\x02\n" +
+	"\x12CapabilitiesReport\x12\x18\n" +
+	"\abackend\x18\x01 \x01(\tR\abackend\x12*\n" +
+	"\x04host\x18\x02 \x01(\v2\x16.sandboxd.v1.HostFactsR\x04host\x120\n" +
+	"\x06probes\x18\x03 \x03(\v2\x18.sandboxd.v1.ProbeResultR\x06probes\x12@\n" +
+	"\x0emechanism_sets\x18\x04 \x03(\v2\x19.sandboxd.v1.MechanismSetR\rmechanismSets\x120\n" +
+	"\x14forced_mechanism_set\x18\x05 \x01(\tR\x12forcedMechanismSet\x127\n" +
+	"\bfeatures\x18\x06 \x03(\v2\x1b.sandboxd.v1.FeatureSupportR\bfeatures\x122\n" +
+	"\tself_test\x18\a \x01(\v2\x15.sandboxd.v1.SelfTestR\bselfTest*}\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bSTARTING\x10\x01\x12\v\n" +
@@ -1478,12 +2119,13 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x06EXITED\x10\x04\x12\x13\n" +
 	"\x0fFAILED_TO_START\x10\x05\x12\n" +
 	"\n" +
-	"\x06KILLED\x10\x062\x90\x02\n" +
+	"\x06KILLED\x10\x062\xe3\x02\n" +
 	"\bSandboxd\x12H\n" +
 	"\aSession\x12\x1b.sandboxd.v1.SessionRequest\x1a\x1c.sandboxd.v1.SessionResponse(\x010\x01\x12;\n" +
 	"\x04List\x12\x18.sandboxd.v1.ListRequest\x1a\x19.sandboxd.v1.ListResponse\x12@\n" +
 	"\aInspect\x12\x1b.sandboxd.v1.InspectRequest\x1a\x18.sandboxd.v1.SessionInfo\x12;\n" +
-	"\x04Kill\x12\x18.sandboxd.v1.KillRequest\x1a\x19.sandboxd.v1.KillResponseB9Z7github.com/sandboxd/sandboxd/api/sandboxd/v1;sandboxdv1b\x06proto3"
+	"\x04Kill\x12\x18.sandboxd.v1.KillRequest\x1a\x19.sandboxd.v1.KillResponse\x12Q\n" +
+	"\fCapabilities\x12 .sandboxd.v1.CapabilitiesRequest\x1a\x1f.sandboxd.v1.CapabilitiesReportB9Z7github.com/sandboxd/sandboxd/api/sandboxd/v1;sandboxdv1b\x06proto3"
 
 var (
 	file_sandboxd_v1_sandboxd_proto_rawDescOnce sync.Once
@@ -1498,7 +2140,7 @@ func file_sandboxd_v1_sandboxd_proto_rawDescGZIP() []byte {
 }
 
 var file_sandboxd_v1_sandboxd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_sandboxd_v1_sandboxd_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_sandboxd_v1_sandboxd_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_sandboxd_v1_sandboxd_proto_goTypes = []any{
 	(State)(0),                    // 0: sandboxd.v1.State
 	(Output_Stream)(0),            // 1: sandboxd.v1.Output.Stream
@@ -1521,13 +2163,21 @@ var file_sandboxd_v1_sandboxd_proto_goTypes = []any{
 	(*InspectRequest)(nil),        // 18: sandboxd.v1.InspectRequest
 	(*KillRequest)(nil),           // 19: sandboxd.v1.KillRequest
 	(*KillResponse)(nil),          // 20: sandboxd.v1.KillResponse
-	nil,                           // 21: sandboxd.v1.Command.EnvEntry
-	(*Policy)(nil),                // 22: sandboxd.v1.Policy
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*CapabilitiesRequest)(nil),   // 21: sandboxd.v1.CapabilitiesRequest
+	(*HostFacts)(nil),             // 22: sandboxd.v1.HostFacts
+	(*ProbeResult)(nil),           // 23: sandboxd.v1.ProbeResult
+	(*MechanismSet)(nil),          // 24: sandboxd.v1.MechanismSet
+	(*FeatureSupport)(nil),        // 25: sandboxd.v1.FeatureSupport
+	(*SelfTestCheck)(nil),         // 26: sandboxd.v1.SelfTestCheck
+	(*SelfTest)(nil),              // 27: sandboxd.v1.SelfTest
+	(*CapabilitiesReport)(nil),    // 28: sandboxd.v1.CapabilitiesReport
+	nil,                           // 29: sandboxd.v1.Command.EnvEntry
+	(*Policy)(nil),                // 30: sandboxd.v1.Policy
+	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
 }
 var file_sandboxd_v1_sandboxd_proto_depIdxs = []int32{
-	21, // 0: sandboxd.v1.Command.env:type_name -> sandboxd.v1.Command.EnvEntry
-	22, // 1: sandboxd.v1.Start.policy:type_name -> sandboxd.v1.Policy
+	29, // 0: sandboxd.v1.Command.env:type_name -> sandboxd.v1.Command.EnvEntry
+	30, // 1: sandboxd.v1.Start.policy:type_name -> sandboxd.v1.Policy
 	2,  // 2: sandboxd.v1.Start.command:type_name -> sandboxd.v1.Command
 	3,  // 3: sandboxd.v1.Start.window:type_name -> sandboxd.v1.WindowSize
 	4,  // 4: sandboxd.v1.SessionRequest.start:type_name -> sandboxd.v1.Start
@@ -1542,24 +2192,35 @@ var file_sandboxd_v1_sandboxd_proto_depIdxs = []int32{
 	10, // 13: sandboxd.v1.SessionResponse.exit:type_name -> sandboxd.v1.Exit
 	13, // 14: sandboxd.v1.EnforcementReport.fields:type_name -> sandboxd.v1.FieldEnforcement
 	0,  // 15: sandboxd.v1.SessionInfo.state:type_name -> sandboxd.v1.State
-	22, // 16: sandboxd.v1.SessionInfo.policy:type_name -> sandboxd.v1.Policy
+	30, // 16: sandboxd.v1.SessionInfo.policy:type_name -> sandboxd.v1.Policy
 	12, // 17: sandboxd.v1.SessionInfo.enforcement:type_name -> sandboxd.v1.EnforcementReport
-	23, // 18: sandboxd.v1.SessionInfo.created:type_name -> google.protobuf.Timestamp
-	23, // 19: sandboxd.v1.SessionInfo.ended:type_name -> google.protobuf.Timestamp
+	31, // 18: sandboxd.v1.SessionInfo.created:type_name -> google.protobuf.Timestamp
+	31, // 19: sandboxd.v1.SessionInfo.ended:type_name -> google.protobuf.Timestamp
 	15, // 20: sandboxd.v1.ListResponse.sessions:type_name -> sandboxd.v1.SessionInfo
-	7,  // 21: sandboxd.v1.Sandboxd.Session:input_type -> sandboxd.v1.SessionRequest
-	16, // 22: sandboxd.v1.Sandboxd.List:input_type -> sandboxd.v1.ListRequest
-	18, // 23: sandboxd.v1.Sandboxd.Inspect:input_type -> sandboxd.v1.InspectRequest
-	19, // 24: sandboxd.v1.Sandboxd.Kill:input_type -> sandboxd.v1.KillRequest
-	11, // 25: sandboxd.v1.Sandboxd.Session:output_type -> sandboxd.v1.SessionResponse
-	17, // 26: sandboxd.v1.Sandboxd.List:output_type -> sandboxd.v1.ListResponse
-	15, // 27: sandboxd.v1.Sandboxd.Inspect:output_type -> sandboxd.v1.SessionInfo
-	20, // 28: sandboxd.v1.Sandboxd.Kill:output_type -> sandboxd.v1.KillResponse
-	25, // [25:29] is the sub-list for method output_type
-	21, // [21:25] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	13, // 21: sandboxd.v1.FeatureSupport.enforcement:type_name -> sandboxd.v1.FieldEnforcement
+	14, // 22: sandboxd.v1.FeatureSupport.refusal:type_name -> sandboxd.v1.Unenforceable
+	26, // 23: sandboxd.v1.SelfTest.checks:type_name -> sandboxd.v1.SelfTestCheck
+	31, // 24: sandboxd.v1.SelfTest.ran:type_name -> google.protobuf.Timestamp
+	22, // 25: sandboxd.v1.CapabilitiesReport.host:type_name -> sandboxd.v1.HostFacts
+	23, // 26: sandboxd.v1.CapabilitiesReport.probes:type_name -> sandboxd.v1.ProbeResult
+	24, // 27: sandboxd.v1.CapabilitiesReport.mechanism_sets:type_name -> sandboxd.v1.MechanismSet
+	25, // 28: sandboxd.v1.CapabilitiesReport.features:type_name -> sandboxd.v1.FeatureSupport
+	27, // 29: sandboxd.v1.CapabilitiesReport.self_test:type_name -> sandboxd.v1.SelfTest
+	7,  // 30: sandboxd.v1.Sandboxd.Session:input_type -> sandboxd.v1.SessionRequest
+	16, // 31: sandboxd.v1.Sandboxd.List:input_type -> sandboxd.v1.ListRequest
+	18, // 32: sandboxd.v1.Sandboxd.Inspect:input_type -> sandboxd.v1.InspectRequest
+	19, // 33: sandboxd.v1.Sandboxd.Kill:input_type -> sandboxd.v1.KillRequest
+	21, // 34: sandboxd.v1.Sandboxd.Capabilities:input_type -> sandboxd.v1.CapabilitiesRequest
+	11, // 35: sandboxd.v1.Sandboxd.Session:output_type -> sandboxd.v1.SessionResponse
+	17, // 36: sandboxd.v1.Sandboxd.List:output_type -> sandboxd.v1.ListResponse
+	15, // 37: sandboxd.v1.Sandboxd.Inspect:output_type -> sandboxd.v1.SessionInfo
+	20, // 38: sandboxd.v1.Sandboxd.Kill:output_type -> sandboxd.v1.KillResponse
+	28, // 39: sandboxd.v1.Sandboxd.Capabilities:output_type -> sandboxd.v1.CapabilitiesReport
+	35, // [35:40] is the sub-list for method output_type
+	30, // [30:35] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_sandboxd_v1_sandboxd_proto_init() }
@@ -1585,7 +2246,7 @@ func file_sandboxd_v1_sandboxd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sandboxd_v1_sandboxd_proto_rawDesc), len(file_sandboxd_v1_sandboxd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

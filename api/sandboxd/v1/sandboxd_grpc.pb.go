@@ -19,10 +19,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Sandboxd_Session_FullMethodName = "/sandboxd.v1.Sandboxd/Session"
-	Sandboxd_List_FullMethodName    = "/sandboxd.v1.Sandboxd/List"
-	Sandboxd_Inspect_FullMethodName = "/sandboxd.v1.Sandboxd/Inspect"
-	Sandboxd_Kill_FullMethodName    = "/sandboxd.v1.Sandboxd/Kill"
+	Sandboxd_Session_FullMethodName      = "/sandboxd.v1.Sandboxd/Session"
+	Sandboxd_List_FullMethodName         = "/sandboxd.v1.Sandboxd/List"
+	Sandboxd_Inspect_FullMethodName      = "/sandboxd.v1.Sandboxd/Inspect"
+	Sandboxd_Kill_FullMethodName         = "/sandboxd.v1.Sandboxd/Kill"
+	Sandboxd_Capabilities_FullMethodName = "/sandboxd.v1.Sandboxd/Capabilities"
 )
 
 // SandboxdClient is the client API for Sandboxd service.
@@ -39,6 +40,10 @@ type SandboxdClient interface {
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
 	Inspect(ctx context.Context, in *InspectRequest, opts ...grpc.CallOption) (*SessionInfo, error)
 	Kill(ctx context.Context, in *KillRequest, opts ...grpc.CallOption) (*KillResponse, error)
+	// Capabilities says what this host lets the daemon enforce: what the
+	// host probe found, which mechanism sets work, per policy feature whether
+	// and by what it is enforced, and the result of the daemon's self-test.
+	Capabilities(ctx context.Context, in *CapabilitiesRequest, opts ...grpc.CallOption) (*CapabilitiesReport, error)
 }
 
 type sandboxdClient struct {
@@ -92,6 +97,16 @@ func (c *sandboxdClient) Kill(ctx context.Context, in *KillRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *sandboxdClient) Capabilities(ctx context.Context, in *CapabilitiesRequest, opts ...grpc.CallOption) (*CapabilitiesReport, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CapabilitiesReport)
+	err := c.cc.Invoke(ctx, Sandboxd_Capabilities_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SandboxdServer is the server API for Sandboxd service.
 // All implementations must embed UnimplementedSandboxdServer
 // for forward compatibility.
@@ -106,6 +121,10 @@ type SandboxdServer interface {
 	List(context.Context, *ListRequest) (*ListResponse, error)
 	Inspect(context.Context, *InspectRequest) (*SessionInfo, error)
 	Kill(context.Context, *KillRequest) (*KillResponse, error)
+	// Capabilities says what this host lets the daemon enforce: what the
+	// host probe found, which mechanism sets work, per policy feature whether
+	// and by what it is enforced, and the result of the daemon's self-test.
+	Capabilities(context.Context, *CapabilitiesRequest) (*CapabilitiesReport, error)
 	mustEmbedUnimplementedSandboxdServer()
 }
 
@@ -127,6 +146,9 @@ func (UnimplementedSandboxdServer) Inspect(context.Context, *InspectRequest) (*S
 }
 func (UnimplementedSandboxdServer) Kill(context.Context, *KillRequest) (*KillResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Kill not implemented")
+}
+func (UnimplementedSandboxdServer) Capabilities(context.Context, *CapabilitiesRequest) (*CapabilitiesReport, error) {
+	return nil, status.Error(codes.Unimplemented, "method Capabilities not implemented")
 }
 func (UnimplementedSandboxdServer) mustEmbedUnimplementedSandboxdServer() {}
 func (UnimplementedSandboxdServer) testEmbeddedByValue()                  {}
@@ -210,6 +232,24 @@ func _Sandboxd_Kill_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Sandboxd_Capabilities_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CapabilitiesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxdServer).Capabilities(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sandboxd_Capabilities_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxdServer).Capabilities(ctx, req.(*CapabilitiesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Sandboxd_ServiceDesc is the grpc.ServiceDesc for Sandboxd service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -228,6 +268,10 @@ var Sandboxd_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Kill",
 			Handler:    _Sandboxd_Kill_Handler,
+		},
+		{
+			MethodName: "Capabilities",
+			Handler:    _Sandboxd_Capabilities_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
