@@ -77,3 +77,7 @@ func (unusedBackend) Name() string { return "unused" }
 func (unusedBackend) Start(context.Context, launcher.Spec) (launcher.Process, error) {
 	return nil, errors.New("unusedBackend starts nothing")
 }
+
+func (unusedBackend) Capabilities() *sandboxdv1.CapabilitiesReport {
+	return &sandboxdv1.CapabilitiesReport{Backend: "unused"}
+}
