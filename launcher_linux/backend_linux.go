@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -41,30 +42,34 @@ type Config struct {
 var initCapabilities = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
 
 type backend struct {
-	initPath    string
-	landlockABI int
+	initPath string
+	host     *HostProbe
+	forced   MechanismSet
 
 	mu           sync.Mutex
 	placeholders map[string]*placeholder
 }
 
-// New returns the Linux backend.
+// New probes the host and returns the Linux backend.
 func New(cfg Config) (launcher.Backend, error) {
-	b := &backend{initPath: cfg.InitPath, placeholders: map[string]*placeholder{}}
+	forced, err := ParseMechanismSet(cfg.MechanismSet)
+	if err != nil {
+		return nil, err
+	}
+	b := &backend{initPath: cfg.InitPath, forced: forced, placeholders: map[string]*placeholder{}}
 	if b.initPath == "" {
 		b.initPath = "/proc/self/exe"
 	}
-	// Landlock is the second filesystem layer; without it the mount
-	// namespace alone still enforces every filesystem field, and the
-	// enforcement report says so.
-	b.landlockABI, _ = landlockABI()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b.host = ProbeHost(ctx, b.initPath, cfg.SandboxUID, cfg.SandboxGID)
 	return b, nil
 }
 
 func (b *backend) Name() string { return "linux" }
 
 func (b *backend) Capabilities() *sandboxdv1.CapabilitiesReport {
-	return &sandboxdv1.CapabilitiesReport{Backend: "linux"}
+	return CapabilitiesOf(b.host, b.forced)
 }
 
 func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Process, error) {
@@ -77,6 +82,10 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if err := checkPaths(spec.Policy.GetFilesystem()); err != nil {
 		return nil, err
 	}
+	set, err := Choose(spec.Policy, b.host, b.forced)
+	if err != nil {
+		return nil, err
+	}
 	// Planning and taking the placeholders happen under one lock, so a
 	// session ending meanwhile cannot remove a placeholder this plan counts
 	// on already being there.
@@ -86,7 +95,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
 		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
 		HideSockets: spec.HideSockets,
-	}, Host{LandlockABI: b.landlockABI, Exists: hostExists})
+	}, Host{Set: set, LandlockABI: b.host.LandlockABI, NoSeccomp: !b.host.Get(PrimSeccomp).OK, Exists: hostExists})
 	var held []string
 	if err == nil {
 		held = b.holdPlaceholders(plan, spec.Policy.GetFilesystem())
@@ -114,32 +123,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		planW.Close()
 		return nil, fmt.Errorf("report pipe: %w", err)
 	}
-	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
-	if plan.NetNS {
-		flags |= unix.CLONE_NEWNET
-	}
-	root := os.Geteuid() == 0
-	sys := &syscall.SysProcAttr{
-		Cloneflags: flags,
-		// The sandbox uid is the only uid of its user namespace, the same
-		// number inside as on the host, so files show their real owner and
-		// nothing in the sandbox can become host root.
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(spec.UID), HostID: int(spec.UID), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(spec.GID), HostID: int(spec.GID), Size: 1}},
-		// A root daemon drops its supplementary groups (host gid 0 among
-		// them); that needs setgroups, which an unprivileged daemon does not
-		// have and does not need.
-		GidMappingsEnableSetgroups: root,
-		// The init builds the sandbox with these, held as ambient
-		// capabilities of the sandbox uid in its own user namespace; it
-		// clears them before the command is forked.
-		AmbientCaps: initCapabilities,
-		Setsid:      true,
-		Pdeathsig:   syscall.SIGKILL,
-	}
-	if root {
-		sys.Credential = &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: []uint32{}}
-	}
+	sys := initProcAttr(plan, spec.UID, spec.GID)
 	cmd := &exec.Cmd{
 		Path:        b.initPath,
 		Args:        []string{initArg0},
@@ -175,10 +159,13 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		planW.Close()
 		repR.Close()
 		cleanup()
+		if !plan.Namespaces {
+			return nil, identityRefusal(startErr, spec.UID)
+		}
 		return nil, namespaceRefusal(startErr, plan.NetNS)
 	}
-	p := &process{cmd: cmd, report: bufio.NewReaderSize(repR, 64<<10), reportFile: repR, cleanup: cleanup,
-		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report}}
+	p := &process{cmd: cmd, report: bufio.NewReaderSize(repR, 64<<10), reportFile: repR, cleanup: cleanup, namespaces: plan.Namespaces,
+		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set)}}
 	// Setup can block (a mount on a dead network filesystem); a caller that
 	// gives up must not leave the init behind.
 	setupDone := make(chan struct{})
@@ -232,6 +219,57 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	p.abort()
 	return nil, fmt.Errorf("sandbox init: unexpected message %q", m.Type)
+}
+
+// initProcAttr is how the init is cloned. In namespaces it runs as the
+// sandbox uid, the only uid of its new user namespace, with the capabilities
+// to build the root; without namespaces it runs as the sandbox uid on the
+// host, with none.
+func initProcAttr(plan *Plan, uid, gid uint32) *syscall.SysProcAttr {
+	root := os.Geteuid() == 0
+	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if root {
+		sys.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
+	}
+	if !plan.Namespaces {
+		// The init kills every descendant on this signal; SIGKILL would
+		// leave them, as nothing else encloses them.
+		sys.Pdeathsig = sigKillAll
+		return sys
+	}
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
+	if plan.NetNS {
+		flags |= unix.CLONE_NEWNET
+	}
+	sys.Cloneflags = flags
+	// The sandbox uid is the only uid of its user namespace, the same
+	// number inside as on the host, so files show their real owner and
+	// nothing in the sandbox can become host root.
+	sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: int(uid), Size: 1}}
+	sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: int(gid), Size: 1}}
+	// A root daemon drops its supplementary groups (host gid 0 among
+	// them); that needs setgroups, which an unprivileged daemon does not
+	// have and does not need.
+	sys.GidMappingsEnableSetgroups = root
+	// The init builds the sandbox with these, held as ambient capabilities
+	// of the sandbox uid in its own user namespace; it clears them before
+	// the command is forked.
+	sys.AmbientCaps = initCapabilities
+	return sys
+}
+
+// identityRefusal explains a failed start of a namespace-less init: the
+// daemon could not become the sandbox identity.
+func identityRefusal(err error, uid uint32) error {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return fmt.Errorf("start sandbox init: %w", err)
+	}
+	return &launcher.Unenforceable{
+		Field: "process", Mechanism: fmt.Sprintf("running as the sandbox uid %d", uid),
+		Found: "the daemon could not switch to it", Errno: errno, Probe: "setgroups + setgid + setuid",
+		Remedy: remedyIDMap(true),
+	}
 }
 
 // namespaceRefusal explains a failed clone of the init: the host does not let
@@ -402,6 +440,7 @@ type process struct {
 	cleanup     func()
 	enforcement *sandboxdv1.EnforcementReport
 	terminal    *os.File
+	namespaces  bool
 
 	waitOnce sync.Once
 	status   launcher.Status
@@ -426,7 +465,7 @@ func (p *process) next() (message, error) {
 }
 
 func (p *process) abort() {
-	p.cmd.Process.Kill()
+	p.Kill()
 	p.Wait()
 	if p.terminal != nil {
 		p.terminal.Close()
@@ -476,8 +515,14 @@ func (p *process) Signal(sig syscall.Signal) error {
 }
 
 func (p *process) Kill() error {
-	// SIGKILL of the pid namespace's init kills every process in it.
-	err := p.cmd.Process.Kill()
+	// SIGKILL of the pid namespace's init kills every process in it; a
+	// namespace-less init kills its descendants itself.
+	var err error
+	if p.namespaces {
+		err = p.cmd.Process.Kill()
+	} else {
+		err = p.cmd.Process.Signal(sigKillAll)
+	}
 	if errors.Is(err, os.ErrProcessDone) {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,13 +74,36 @@ func TestLandlockAloneDeniesReadOfDenyPath(t *testing.T) {
 	}
 }
 
-func newBackend(tb testing.TB) launcher.Backend {
+var (
+	backendsMu sync.Mutex
+	backends   = map[MechanismSet]launcher.Backend{}
+)
+
+// newBackend is the backend choosing its mechanism set; one per set is
+// probed per test binary.
+func newBackend(tb testing.TB) launcher.Backend { return backendFor(tb, "") }
+
+func backendFor(tb testing.TB, set MechanismSet) launcher.Backend {
 	tb.Helper()
-	b, err := New(Config{})
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	if b := backends[set]; b != nil {
+		return b
+	}
+	uid, gid := sandboxIdentity()
+	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(set)})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	backends[set] = b
 	return b
+}
+
+func sandboxIdentity() (uint32, uint32) {
+	if os.Getuid() == 0 {
+		return 65533, 65533
+	}
+	return uint32(os.Getuid()), uint32(os.Getgid())
 }
 
 // testSpec runs argv under pol as the daemon would for this test's user:
@@ -87,10 +111,7 @@ func newBackend(tb testing.TB) launcher.Backend {
 // stdio.
 func testSpec(tb testing.TB, pol *sandboxdv1.Policy, argv ...string) launcher.Spec {
 	tb.Helper()
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	if uid == 0 {
-		uid, gid = 65533, 65533
-	}
+	uid, gid := sandboxIdentity()
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		tb.Fatal(err)
@@ -135,11 +156,16 @@ func wantRefusal(t *testing.T, p launcher.Process, err error, field string) {
 // run starts argv under pol with pipes and returns stdout, stderr and status.
 func run(t *testing.T, pol *sandboxdv1.Policy, argv ...string) (string, string, launcher.Status) {
 	t.Helper()
+	return runWith(t, newBackend(t), pol, argv...)
+}
+
+func runWith(t *testing.T, b launcher.Backend, pol *sandboxdv1.Policy, argv ...string) (string, string, launcher.Status) {
+	t.Helper()
 	outR, outW, _ := os.Pipe()
 	errR, errW, _ := os.Pipe()
 	spec := testSpec(t, pol, argv...)
 	spec.Stdio.Stdout, spec.Stdio.Stderr = outW, errW
-	p, err := newBackend(t).Start(context.Background(), spec)
+	p, err := b.Start(context.Background(), spec)
 	outW.Close()
 	errW.Close()
 	if err != nil {

@@ -42,8 +42,14 @@ type message struct {
 // the backend (sandboxd, and test binaries that start sandboxes) calls it
 // first thing in main or TestMain.
 func RunInitIfRequested() {
-	if os.Args[0] == initArg0 {
+	switch os.Args[0] {
+	case initArg0:
 		runInit()
+	case probeArg0:
+		if len(os.Args) == 2 {
+			runProbe(os.Args[1])
+		}
+		os.Exit(2)
 	}
 }
 
@@ -65,7 +71,7 @@ func runInit() {
 	// is still being built must wait for the command, not end the init by
 	// its default action.
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardedSignals...)
+	signal.Notify(sigs, append(forwardedSignals, sigKillAll)...)
 	// No fd of the init reaches the command but its stdio: the report pipe
 	// would let it forge its own exit status, and whatever the daemon
 	// inherited without close-on-exec is none of the sandbox's business.
@@ -87,20 +93,26 @@ func runInit() {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		setupErr("process", "prctl(PR_SET_DUMPABLE)", "", err)
 	}
-	if err := setupRoot(plan.Mounts); err != nil {
-		var se *stepError
-		if errors.As(err, &se) {
-			setupErr(se.Field, se.Op, se.Path, se.Err)
+	if plan.Namespaces {
+		if err := setupRoot(plan.Mounts); err != nil {
+			var se *stepError
+			if errors.As(err, &se) {
+				setupErr(se.Field, se.Op, se.Path, se.Err)
+			}
+			setupErr("process", "setup root", "", err)
 		}
-		setupErr("process", "setup root", "", err)
-	}
-	if plan.NetNS {
-		if err := loopbackUp(); err != nil {
-			setupErr("network.mode", "loopback up", "lo", err)
+		if plan.NetNS {
+			if err := loopbackUp(); err != nil {
+				setupErr("network.mode", "loopback up", "lo", err)
+			}
 		}
-	}
-	if err := unix.Sethostname([]byte(plan.Hostname)); err != nil {
-		setupErr("process", "sethostname", plan.Hostname, err)
+		if err := unix.Sethostname([]byte(plan.Hostname)); err != nil {
+			setupErr("process", "sethostname", plan.Hostname, err)
+		}
+	} else if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		// Without a pid namespace, being the subreaper is what keeps every
+		// descendant within reach of the final kill.
+		setupErr("process", "prctl(PR_SET_CHILD_SUBREAPER)", "", err)
 	}
 	stdio := []uintptr{0, 1, 2}
 	if plan.Exec.Terminal {
@@ -110,8 +122,11 @@ func runInit() {
 		}
 		fd := replica.Fd()
 		stdio = []uintptr{fd, fd, fd}
+		if plan.Exec.TerminalRule {
+			plan.Exec.Landlock.Rules = append(plan.Exec.Landlock.Rules, LandlockRule{Path: replica.Name(), Access: (llReadFile | llWriteFile | llIoctlDev) & plan.Exec.Landlock.HandledFS})
+		}
 	}
-	pid, err := startCommand(&plan.Exec, stdio)
+	pid, err := startCommand(&plan.Exec, stdio, plan.Namespaces)
 	if err != nil {
 		var ee *commandError
 		if errors.As(err, &ee) {
@@ -123,6 +138,9 @@ func runInit() {
 	}
 	send(report, message{Type: "started"})
 	st := reapUntil(pid, sigs)
+	if !plan.Namespaces {
+		killDescendants()
+	}
 	m := message{Type: "exit"}
 	if st.Signaled() {
 		m.Signal = int(st.Signal())
@@ -148,7 +166,7 @@ func (e *commandError) Error() string { return fmt.Sprintf("%s %s: %v", e.op, e.
 // all act on the calling thread, and a forked child inherits that thread's
 // state. The goroutine never unlocks the thread, so the runtime destroys it
 // afterwards instead of reusing it.
-func startCommand(p *ExecPlan, stdio []uintptr) (int, error) {
+func startCommand(p *ExecPlan, stdio []uintptr, namespaces bool) (int, error) {
 	type result struct {
 		pid int
 		err error
@@ -156,21 +174,21 @@ func startCommand(p *ExecPlan, stdio []uintptr) (int, error) {
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		pid, err := restrictAndFork(p, stdio)
+		pid, err := restrictAndFork(p, stdio, namespaces)
 		done <- result{pid, err}
 	}()
 	r := <-done
 	return r.pid, r.err
 }
 
-func restrictAndFork(p *ExecPlan, stdio []uintptr) (int, error) {
+func restrictAndFork(p *ExecPlan, stdio []uintptr, namespaces bool) (int, error) {
 	setup := func(op string, err error) error {
 		return &commandError{typ: "setup-error", op: op, err: err}
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 0, setup("prctl(PR_SET_NO_NEW_PRIVS)", err)
 	}
-	if err := dropCapabilities(); err != nil {
+	if err := dropCapabilities(!namespaces); err != nil {
 		return 0, setup("drop capabilities", err)
 	}
 	// Checked as the command will be: without capabilities.
@@ -202,10 +220,16 @@ func restrictAndFork(p *ExecPlan, stdio []uintptr) (int, error) {
 
 // dropCapabilities empties the calling thread's bounding, ambient,
 // inheritable, permitted and effective sets, in that order: the bounding
-// set needs CAP_SETPCAP, which the last step gives up.
-func dropCapabilities() error {
+// set needs CAP_SETPCAP, which the last step gives up. A namespace-less
+// init never had CAP_SETPCAP (boundingOptional): its bounding set stays,
+// which no_new_privs makes moot, as nothing can be gained across execve.
+func dropCapabilities(boundingOptional bool) error {
 	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if boundingOptional && errors.Is(err, unix.EPERM) {
+			break
+		}
+		if err != nil && !errors.Is(err, unix.EINVAL) {
 			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, err)
 		}
 	}
@@ -262,6 +286,10 @@ func reapUntil(pid int, sigs <-chan os.Signal) unix.WaitStatus {
 	go func() {
 		for s := range sigs {
 			sig := s.(syscall.Signal)
+			if sig == sigKillAll {
+				killTree()
+				continue
+			}
 			if unix.Kill(-pid, sig) != nil {
 				unix.Kill(pid, sig)
 			}
@@ -312,4 +340,65 @@ func lookPath(argv0 string, env []string) (string, error) {
 		return p, nil
 	}
 	return "", firstErr
+}
+
+// sigKillAll asks a namespace-less init to kill every process of its
+// sandbox. Landlock's signal scope keeps the sandbox from sending it.
+const sigKillAll = syscall.Signal(36)
+
+// killTree sends SIGKILL to every descendant of the init. As the child
+// subreaper the init inherits every orphan of its tree, so a descendant
+// that outlives its parent is still found on the next pass.
+func killTree() {
+	for _, pid := range descendants(os.Getpid()) {
+		unix.Kill(pid, unix.SIGKILL)
+	}
+}
+
+// killDescendants kills and reaps until the init has no child left.
+func killDescendants() {
+	for {
+		killTree()
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.ECHILD) {
+			return
+		}
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
+// descendants lists the processes below pid, parents before children.
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		kids := childrenOf(p)
+		out = append(out, kids...)
+		queue = append(queue, kids...)
+	}
+	return out
+}
+
+// childrenOf reads the children of every thread of pid.
+func childrenOf(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			var c int
+			if _, err := fmt.Sscan(f, &c); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
 )
 
 // MountKind is one step of building the sandbox's root.
@@ -75,6 +76,10 @@ type LandlockPlan struct {
 	// instead; the directories on the way stay listable (names only).
 	ReadAccess uint64   `json:"read_access,omitempty"`
 	ReadExcept []string `json:"read_except,omitempty"`
+	// Strict makes a directory on the way to an excepted path that cannot
+	// be listed an error instead of a whole grant; set when no mount mask
+	// backs the exception.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // ExecPlan is how the init starts the command once the root is built.
@@ -89,12 +94,20 @@ type ExecPlan struct {
 	Cols     uint16       `json:"cols,omitempty"`
 	Landlock LandlockPlan `json:"landlock"`
 	Seccomp  []SockFilter `json:"seccomp"`
+	// TerminalRule grants the command its terminal's replica, a host
+	// device when no mount namespace gives the sandbox its own devpts.
+	TerminalRule bool `json:"terminal_rule,omitempty"`
 }
 
 // Plan is everything the sandbox init applies. The applier never looks at the
 // policy again.
 type Plan struct {
-	Mounts   []MountStep `json:"mounts"`
+	Set MechanismSet `json:"set"`
+	// Namespaces is false for the landlock set: the init stays in the
+	// daemon's namespaces, builds no root, and as a child subreaper kills
+	// every descendant when the command ends.
+	Namespaces bool        `json:"namespaces"`
+	Mounts     []MountStep `json:"mounts"`
 	NetNS    bool        `json:"netns"`
 	Hostname string      `json:"hostname"`
 	Exec     ExecPlan    `json:"exec"`
@@ -105,7 +118,13 @@ type Plan struct {
 // Host is what the planner needs to know about the machine; Start fills it
 // from real probes, tests from literals.
 type Host struct {
+	// Set is the mechanism set Choose picked; "" means namespaces.
+	Set         MechanismSet
 	LandlockABI int
+	// NoSeccomp says seccomp filters do not work here. Only the namespaces
+	// set runs without them, and only for policies whose fields do not
+	// rest on seccomp (Choose sees to that).
+	NoSeccomp bool
 	// Exists reports whether a host path exists and is a directory.
 	Exists func(path string) (exists, isDir bool)
 }
@@ -140,10 +159,15 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	if err := refuseUnsupported(p); err != nil {
 		return nil, err
 	}
+	if host.Set == SetLandlock {
+		return buildLandlockPlan(in, host)
+	}
 	fs := p.GetFilesystem()
 	plan := &Plan{
-		NetNS:    p.GetNetwork().GetMode() != sandboxdv1.Network_HOST,
-		Hostname: "sandbox",
+		Set:        SetNamespaces,
+		Namespaces: true,
+		NetNS:      p.GetNetwork().GetMode() != sandboxdv1.Network_HOST,
+		Hostname:   "sandbox",
 	}
 	add := func(s MountStep) { plan.Mounts = append(plan.Mounts, s) }
 
@@ -260,9 +284,14 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		}
 	}
 	ll := planLandlock(host.LandlockABI, writes, privateTmp, plan.NetNS, denyRead)
-	prog, err := SeccompProgram(SeccompOptions{RestrictSocketFamilies: plan.NetNS})
-	if err != nil {
-		return nil, err
+	var prog []SockFilter
+	if !host.NoSeccomp {
+		var err error
+		if prog, err = SeccompProgram(SeccompOptions{RestrictSocketFamilies: plan.NetNS}); err != nil {
+			return nil, err
+		}
+	} else if plan.NetNS {
+		return nil, &launcher.Unenforceable{Field: "network.mode", Mechanism: "seccomp for unix sockets", Found: "seccomp filters do not work here", Remedy: remedySeccomp}
 	}
 	cwd := in.Cwd
 	if cwd == "" {
@@ -384,6 +413,9 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny bool) []*sandboxdv1.FieldE
 		out = append(out, f("network.mode", "host network"))
 	}
 	sc := "seccomp deny-list"
+	if len(plan.Exec.Seccomp) == 0 {
+		sc = "no seccomp (unavailable here; no field rests on it)"
+	}
 	if plan.Exec.Landlock.Scoped != 0 {
 		sc += " + landlock signal scope"
 	}

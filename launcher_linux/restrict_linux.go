@@ -51,7 +51,7 @@ func applyLandlock(p LandlockPlan) error {
 		}
 	}
 	if len(p.ReadExcept) > 0 {
-		if err := grantExcept(int(fd), "/", p.ReadAccess, p.ReadExcept); err != nil {
+		if err := grantExcept(int(fd), "/", p.ReadAccess, p.ReadExcept, p.Strict); err != nil {
 			return err
 		}
 	}
@@ -63,7 +63,7 @@ func applyLandlock(p LandlockPlan) error {
 
 // grantExcept grants access beneath each entry of dir, descending into the
 // entries that lead to an excepted path and skipping the excepted ones.
-func grantExcept(ruleset int, dir string, access uint64, except []string) error {
+func grantExcept(ruleset int, dir string, access uint64, except []string, strict bool) error {
 	names, err := readDirNames(dir)
 	if errors.Is(err, unix.EACCES) {
 		if unix.Access(dir, unix.X_OK) != nil {
@@ -72,7 +72,10 @@ func grantExcept(ruleset int, dir string, access uint64, except []string) error 
 		}
 		// Searchable but not listable: the entries cannot be granted one
 		// by one, so the directory is granted whole and the excepted path
-		// beneath it rests on the mount layer alone.
+		// beneath it rests on the mount layer alone, if there is one.
+		if strict {
+			return fmt.Errorf("landlock: cannot list %s to keep a deny path beneath it unreadable: %w", dir, err)
+		}
 		return addLandlockRule(ruleset, LandlockRule{Path: dir, Access: access})
 	}
 	if err != nil {
@@ -83,7 +86,7 @@ func grantExcept(ruleset int, dir string, access uint64, except []string) error 
 		switch leadsTo(p, except) {
 		case exceptExact:
 		case exceptBeneath:
-			if err := grantExcept(ruleset, p, access, except); err != nil {
+			if err := grantExcept(ruleset, p, access, except, strict); err != nil {
 				return err
 			}
 		default:

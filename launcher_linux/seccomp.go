@@ -22,6 +22,15 @@ type SeccompOptions struct {
 	// sockets would still reach host daemons through the visible filesystem
 	// and vsock would reach the hypervisor.
 	RestrictSocketFamilies bool
+	// NoSockets makes socket() fail for every family: with no network
+	// namespace there is no private loopback to allow. socketpair stays.
+	NoSockets bool
+	// NoUnixSockets makes socket(AF_UNIX) fail: with no mount namespace
+	// the daemon's socket and every other host socket would be reachable.
+	NoUnixSockets bool
+	// NoSysVIPC denies SysV IPC and POSIX message queues, which without an
+	// ipc namespace are the host's.
+	NoSysVIPC bool
 }
 
 const (
@@ -45,6 +54,7 @@ const (
 	tiocsti   = 0x5412
 	tioclinux = 0x541c
 
+	afUnix    = 1
 	afInet    = 2
 	afInet6   = 10
 	afNetlink = 16
@@ -79,6 +89,9 @@ var amd64Denied = []struct {
 	{"fsmount", 432}, {"fspick", 433}, {"mount_setattr", 442},
 	{"adjtimex", 159},
 }
+
+// amd64SysVIPC are SysV IPC and POSIX message queue syscalls.
+var amd64SysVIPC = []uint32{29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245}
 
 const (
 	nrIoctl  = 16
@@ -132,6 +145,25 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 	jeq(tioclinux, 0, 1)
 	ret(retErrno | errEPERM)
 
+	// The terminal check above leaves an argument in the accumulator.
+	ld(offNr)
+	if o.NoSysVIPC {
+		for _, nr := range amd64SysVIPC {
+			jeq(nr, 0, 1)
+			ret(retErrno | errEPERM)
+		}
+	}
+	if o.NoSockets {
+		jeq(nrSocket, 0, 1)
+		ret(retErrno | errEPERM)
+	}
+	if o.NoUnixSockets {
+		jeq(nrSocket, 0, 4)
+		ld(offArg0)
+		jeq(afUnix, 0, 1)
+		ret(retErrno | errEPERM)
+		ld(offNr)
+	}
 	if o.RestrictSocketFamilies {
 		ld(offNr)
 		jeq(nrSocket, 0, 5)

@@ -1,0 +1,82 @@
+package launcherlinux
+
+import (
+	"syscall"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+)
+
+// Primitives the host probe tries. Each is tried for real, in a short-lived
+// child, as the identity sandboxes run as.
+const (
+	PrimUserNS        = "user namespace"
+	PrimIDMap         = "uid/gid map of the sandbox identity"
+	PrimMountNS       = "mount namespace"
+	PrimPIDNS         = "pid namespace"
+	PrimIPCNS         = "ipc namespace"
+	PrimUTSNS         = "uts namespace"
+	PrimCgroupNS      = "cgroup namespace"
+	PrimNetNS         = "network namespace"
+	PrimLoopback      = "loopback in a new network namespace"
+	PrimMounts        = "mounts in a new mount namespace"
+	PrimLandlock      = "landlock"
+	PrimSeccomp       = "seccomp filter"
+	PrimSeccompNotify = "seccomp user notification"
+	PrimCgroup        = "cgroup v2 delegation"
+	PrimRlimits       = "rlimits"
+	PrimSwitchID      = "switch to the sandbox identity"
+)
+
+// ProbeResult is the outcome of trying one primitive.
+type ProbeResult struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Op is the operation tried, e.g. "clone(CLONE_NEWUSER)".
+	Op     string        `json:"op"`
+	Errno  syscall.Errno `json:"errno,omitempty"`
+	Detail string        `json:"detail,omitempty"`
+}
+
+// HostProbe is what the probe found about this host and this daemon.
+type HostProbe struct {
+	EUID int
+	// Root is euid 0 in the initial user namespace.
+	Root bool
+	// Container names the container the daemon runs in, "" if none.
+	Container string
+	Kernel    string
+	// LandlockABI is the ABI a sandboxed process actually got, 0 if none.
+	LandlockABI int
+	Results     []ProbeResult
+}
+
+// Get returns the result for a primitive; one that was not probed did not
+// work.
+func (h *HostProbe) Get(name string) ProbeResult {
+	for _, r := range h.Results {
+		if r.Name == name {
+			return r
+		}
+	}
+	return ProbeResult{Name: name, Detail: "not probed"}
+}
+
+func (h *HostProbe) facts() *sandboxdv1.HostFacts {
+	return &sandboxdv1.HostFacts{
+		Os: "linux", Kernel: h.Kernel, Euid: uint32(h.EUID), Root: h.Root,
+		Rootless: h.EUID != 0, Container: h.Container, LandlockAbi: int32(h.LandlockABI),
+	}
+}
+
+func (h *HostProbe) probes() []*sandboxdv1.ProbeResult {
+	out := make([]*sandboxdv1.ProbeResult, 0, len(h.Results))
+	for _, r := range h.Results {
+		p := &sandboxdv1.ProbeResult{Name: r.Name, Ok: r.OK, Operation: r.Op, Detail: r.Detail}
+		if r.Errno != 0 {
+			p.Errno = (&launcher.Unenforceable{Errno: r.Errno}).Proto().GetErrno()
+		}
+		out = append(out, p)
+	}
+	return out
+}

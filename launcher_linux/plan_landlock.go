@@ -1,0 +1,105 @@
+package launcherlinux
+
+import (
+	"fmt"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+)
+
+// landlockDevices are the host device nodes a landlock-set sandbox may
+// open for writing: without a private /dev, everything else under /dev is
+// the host's.
+var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// buildLandlockPlan plans a sandbox without namespaces. The command sees
+// the host's filesystem tree, its /tmp and /dev included, through Landlock
+// rules; seccomp stands in for the network namespace and the rest.
+func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
+	p := in.Policy
+	fs := p.GetFilesystem()
+	if sf := landlockPolicyShortfall(fs); sf != nil {
+		return nil, refusal([]MechanismSet{SetLandlock}, []*shortfall{sf})
+	}
+	if host.LandlockABI < landlockScopeABI || host.NoSeccomp {
+		return nil, &launcher.Unenforceable{
+			Field: "process", Mechanism: fmt.Sprintf("landlock ABI %d and seccomp", landlockScopeABI),
+			Found: fmt.Sprintf("landlock ABI %d, seccomp available: %v", host.LandlockABI, !host.NoSeccomp), Remedy: remedyUserNS,
+		}
+	}
+	none := p.GetNetwork().GetMode() != sandboxdv1.Network_HOST
+	prog, err := SeccompProgram(SeccompOptions{NoSockets: none, NoUnixSockets: !none, NoSysVIPC: true})
+	if err != nil {
+		return nil, err
+	}
+	cwd := in.Cwd
+	if cwd == "" {
+		cwd = "/"
+	}
+	plan := &Plan{Set: SetLandlock}
+	plan.Exec = ExecPlan{
+		Argv: in.Argv, Env: in.Env, Cwd: cwd,
+		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
+		Landlock: planLandlockOnly(host.LandlockABI, fs.GetWrite(), fs.GetDeny()), Seccomp: prog,
+		TerminalRule: in.Terminal,
+	}
+	plan.Report = reportLandlock(p, plan)
+	return plan, nil
+}
+
+func planLandlockOnly(abi int, writes, deny []string) LandlockPlan {
+	h := handledFS(abi)
+	read := uint64(llReadFile|llReadDir|llExecute) & h
+	rootAccess := read
+	if len(deny) > 0 {
+		rootAccess = llReadDir
+	}
+	rules := []LandlockRule{{Path: "/", Access: rootAccess}}
+	for _, d := range landlockDevices {
+		rules = append(rules, LandlockRule{Path: d, Access: (llReadFile | llWriteFile | llIoctlDev) & h})
+	}
+	for _, w := range sortedByDepth(writes) {
+		rules = append(rules, LandlockRule{Path: w, Access: h})
+	}
+	lp := LandlockPlan{ABI: abi, HandledFS: h, Scoped: llScopeSignal | llScopeAbstractUnix, Rules: rules}
+	if len(deny) > 0 {
+		lp.ReadAccess, lp.ReadExcept = read, sortedByDepth(deny)
+		// No mount layer lies beneath: a directory on the way to a deny
+		// path that cannot be listed must fail the launch, not be granted
+		// whole.
+		lp.Strict = true
+	}
+	return lp
+}
+
+func reportLandlock(p *sandboxdv1.Policy, plan *Plan) []*sandboxdv1.FieldEnforcement {
+	ll := fmt.Sprintf("landlock abi %d", plan.Exec.Landlock.ABI)
+	f := func(field, mech string) *sandboxdv1.FieldEnforcement {
+		return &sandboxdv1.FieldEnforcement{Field: field, Mechanism: mech}
+	}
+	fs := p.GetFilesystem()
+	out := []*sandboxdv1.FieldEnforcement{
+		f("filesystem.read", ll+" read rules on the host tree (no mount namespace: the host's /tmp and /dev are visible, read-only)"),
+		f("filesystem.write", ll+" full rights on the write roots only, host device nodes "+fmt.Sprint(landlockDevices)),
+	}
+	if len(fs.GetReadOnly()) > 0 {
+		out = append(out, f("filesystem.read_only", ll+": outside every write root, nothing is writable"))
+	} else {
+		out = append(out, f("filesystem.read_only", "none requested"))
+	}
+	if len(fs.GetDeny()) > 0 {
+		out = append(out, f("filesystem.deny", ll+": read granted on every sibling on the way, never on the path"))
+	} else {
+		out = append(out, f("filesystem.deny", "none requested"))
+	}
+	if p.GetNetwork().GetMode() != sandboxdv1.Network_HOST {
+		out = append(out, f("network.mode", "seccomp: socket() fails for every family, no loopback either; socketpair allowed"))
+	} else {
+		out = append(out, f("network.mode", "host network; seccomp refuses unix sockets, since no mount namespace hides the daemon's and other host sockets"))
+	}
+	out = append(out, f("process", fmt.Sprintf("no namespaces; host uid %d, not root; no_new_privs, no capabilities, setsid; %s scopes signals and abstract unix sockets and confines ptrace; seccomp deny-list with SysV IPC; the init is a child subreaper that kills every descendant", plan.Exec.UID, ll)))
+	if p.GetLimits().GetTimeout() != nil {
+		out = append(out, f("limits.timeout", "daemon wall-clock timer, SIGKILL of every sandbox process"))
+	}
+	return out
+}

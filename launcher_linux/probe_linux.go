@@ -1,0 +1,318 @@
+package launcherlinux
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const probeArg0 = "sandboxd-probe"
+
+// probeTimeout bounds each probe child: a host that hangs a clone or a
+// mount must not hang the daemon's start.
+const probeTimeout = 5 * time.Second
+
+// ProbeHost tries, each in a short-lived child of initPath (a binary that
+// calls RunInitIfRequested), the primitives the mechanism sets need, as
+// the identity uid:gid that sandboxes run as.
+func ProbeHost(ctx context.Context, initPath string, uid, gid uint32) *HostProbe {
+	h := &HostProbe{EUID: os.Geteuid(), Container: detectContainer(), Kernel: kernelRelease()}
+	h.Root = h.EUID == 0 && h.Container == ""
+	root := h.EUID == 0
+	if uid == 0 || !root {
+		uid, gid = uint32(os.Getuid()), uint32(os.Getgid())
+	}
+	userns := func(extra uintptr, caps ...uintptr) *syscall.SysProcAttr {
+		sys := &syscall.SysProcAttr{
+			Cloneflags:                 unix.CLONE_NEWUSER | extra,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: int(uid), Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: int(gid), Size: 1}},
+			GidMappingsEnableSetgroups: root,
+			AmbientCaps:                caps,
+		}
+		if root {
+			sys.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
+		}
+		return sys
+	}
+	run := func(name, op, mode string, sys *syscall.SysProcAttr) ProbeResult {
+		r := runProbeChild(ctx, initPath, mode, sys)
+		r.Name = name
+		if r.Op == "" {
+			r.Op = op
+		}
+		h.Results = append(h.Results, r)
+		return r
+	}
+	ns := run(PrimUserNS, "clone(CLONE_NEWUSER)", "exit", &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER})
+	if ns.OK {
+		run(PrimIDMap, fmt.Sprintf("clone(CLONE_NEWUSER) + write uid_map %d and gid_map %d", uid, gid), "exit", userns(0))
+	} else {
+		h.Results = append(h.Results, ProbeResult{Name: PrimIDMap, Op: "uid_map", Detail: "needs a user namespace"})
+	}
+	for _, k := range []struct {
+		name string
+		flag uintptr
+		op   string
+	}{
+		{PrimMountNS, unix.CLONE_NEWNS, "CLONE_NEWNS"},
+		{PrimPIDNS, unix.CLONE_NEWPID, "CLONE_NEWPID"},
+		{PrimIPCNS, unix.CLONE_NEWIPC, "CLONE_NEWIPC"},
+		{PrimUTSNS, unix.CLONE_NEWUTS, "CLONE_NEWUTS"},
+		{PrimCgroupNS, unix.CLONE_NEWCGROUP, "CLONE_NEWCGROUP"},
+		{PrimNetNS, unix.CLONE_NEWNET, "CLONE_NEWNET"},
+	} {
+		run(k.name, "clone(CLONE_NEWUSER|"+k.op+")", "exit", userns(k.flag))
+	}
+	run(PrimLoopback, "SIOCSIFFLAGS lo up in clone(CLONE_NEWUSER|CLONE_NEWNET)", "loopback", userns(unix.CLONE_NEWNET, unix.CAP_NET_ADMIN))
+	run(PrimMounts, "open_tree(/, OPEN_TREE_CLONE|AT_RECURSIVE) + fsopen(tmpfs) in clone(CLONE_NEWUSER|CLONE_NEWNS)", "mount", userns(unix.CLONE_NEWNS, unix.CAP_SYS_ADMIN))
+	// The landlock set runs the command as the sandbox identity with no
+	// namespace: a root daemon must be able to switch to it directly.
+	var plain *syscall.SysProcAttr
+	if root {
+		plain = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}}
+		run(PrimSwitchID, fmt.Sprintf("setgroups([]) + setgid(%d) + setuid(%d)", gid, uid), "exit", plain)
+	}
+	ll := run(PrimLandlock, "landlock_create_ruleset + landlock_restrict_self", "landlock", plain)
+	if ll.OK {
+		fmt.Sscanf(ll.Detail, "abi %d", &h.LandlockABI)
+	}
+	run(PrimSeccomp, "seccomp(SECCOMP_SET_MODE_FILTER)", "seccomp", plain)
+	run(PrimSeccompNotify, "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER)", "seccomp-notify", plain)
+	run(PrimCgroup, "mkdir + rmdir a child of the daemon's cgroup v2", "cgroup", nil)
+	run(PrimRlimits, "setrlimit(RLIMIT_NPROC, RLIMIT_AS, RLIMIT_CPU) lowered", "rlimit", plain)
+	return h
+}
+
+// probeOutcome is what a probe child prints.
+type probeOutcome struct {
+	OK     bool   `json:"ok"`
+	Op     string `json:"op,omitempty"`
+	Errno  int    `json:"errno,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func runProbeChild(ctx context.Context, initPath, mode string, sys *syscall.SysProcAttr) ProbeResult {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, initPath, mode)
+	cmd.Args[0] = probeArg0
+	cmd.Env = []string{}
+	cmd.Stdout = &out
+	if sys == nil {
+		sys = &syscall.SysProcAttr{}
+	}
+	sys.Pdeathsig = syscall.SIGKILL
+	cmd.SysProcAttr = sys
+	if err := cmd.Start(); err != nil {
+		var errno syscall.Errno
+		errors.As(err, &errno)
+		return ProbeResult{Errno: errno, Detail: err.Error()}
+	}
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		return ProbeResult{Errno: syscall.ETIMEDOUT, Detail: fmt.Sprintf("no answer within %v", probeTimeout)}
+	}
+	var o probeOutcome
+	if jerr := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &o); jerr != nil {
+		return ProbeResult{Detail: fmt.Sprintf("probe child: %v (%v)", err, jerr)}
+	}
+	return ProbeResult{OK: o.OK, Op: o.Op, Errno: syscall.Errno(o.Errno), Detail: o.Detail}
+}
+
+// runProbe is the child side: it tries one primitive and prints the
+// outcome.
+func runProbe(mode string) {
+	o := probeOutcome{OK: true}
+	fail := func(op string, err error) {
+		o = probeOutcome{Op: op, Errno: errnoOf(err), Detail: err.Error()}
+	}
+	switch mode {
+	case "exit":
+	case "loopback":
+		if err := loopbackUp(); err != nil {
+			fail("SIOCSIFFLAGS lo up", err)
+		}
+	case "mount":
+		if err := probeMounts(); err != nil {
+			fail("", err)
+		}
+	case "landlock":
+		abi, err := probeLandlock()
+		if err != nil {
+			fail("", err)
+		} else {
+			o.Detail = fmt.Sprintf("abi %d", abi)
+		}
+	case "seccomp", "seccomp-notify":
+		if err := probeSeccomp(mode == "seccomp-notify"); err != nil {
+			fail("", err)
+		}
+	case "cgroup":
+		detail, err := probeCgroup()
+		if err != nil {
+			fail("", err)
+		}
+		o.Detail = detail
+	case "rlimit":
+		if err := probeRlimits(); err != nil {
+			fail("", err)
+		}
+	default:
+		fail("probe", fmt.Errorf("unknown probe %q", mode))
+	}
+	b, _ := json.Marshal(o)
+	os.Stdout.Write(append(b, '\n'))
+	os.Exit(0)
+}
+
+func probeMounts() error {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return fmt.Errorf("open_tree /: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("mount_setattr RDONLY: %w", err)
+	}
+	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("fsopen tmpfs: %w", err)
+	}
+	defer unix.Close(fsfd)
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return fmt.Errorf("fsconfig create tmpfs: %w", err)
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("fsmount tmpfs: %w", err)
+	}
+	unix.Close(mfd)
+	return nil
+}
+
+// probeLandlock restricts this child for real: a kernel can report an ABI
+// and still refuse a ruleset (an LSM stack without landlock enabled).
+func probeLandlock() (int, error) {
+	abi, err := landlockABI()
+	if err != nil {
+		return 0, fmt.Errorf("landlock_create_ruleset(VERSION): %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	attr := rulesetAttr{handledFS: llWriteFile}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 16, 0)
+	if errno != 0 {
+		return 0, fmt.Errorf("landlock_create_ruleset: %w", errno)
+	}
+	defer unix.Close(int(fd))
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+		return 0, fmt.Errorf("landlock_restrict_self: %w", errno)
+	}
+	return abi, nil
+}
+
+func probeSeccomp(notify bool) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	filters := []unix.SockFilter{{Code: bpfRetK, K: retAllow}}
+	prog := unix.SockFprog{Len: 1, Filter: &filters[0]}
+	flags := uintptr(0)
+	if notify {
+		// A listener needs a filter that can return USER_NOTIF; the
+		// kernel checks the flag, not the program.
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
+	}
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&prog)))
+	if errno != 0 {
+		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
+	}
+	if notify {
+		unix.Close(int(r))
+	}
+	return nil
+}
+
+func probeCgroup() (string, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
+		return "", fmt.Errorf("statfs /sys/fs/cgroup: %w", err)
+	}
+	if st.Type != unix.CGROUP2_SUPER_MAGIC {
+		return "", fmt.Errorf("/sys/fs/cgroup is not cgroup v2 (magic %#x): %w", st.Type, unix.EOPNOTSUPP)
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	rel := ""
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			rel = p
+		}
+	}
+	dir := filepath.Join("/sys/fs/cgroup", rel)
+	probe := filepath.Join(dir, fmt.Sprintf("sandboxd-probe-%d", os.Getpid()))
+	if err := unix.Mkdir(probe, 0o755); err != nil {
+		return "", fmt.Errorf("mkdir %s: %w", probe, err)
+	}
+	if err := unix.Rmdir(probe); err != nil {
+		return "", fmt.Errorf("rmdir %s: %w", probe, err)
+	}
+	ctl, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	return fmt.Sprintf("%s, controllers: %s", dir, strings.TrimSpace(string(ctl))), nil
+}
+
+func probeRlimits() error {
+	for _, r := range []int{unix.RLIMIT_NPROC, unix.RLIMIT_AS, unix.RLIMIT_CPU} {
+		var l unix.Rlimit
+		if err := unix.Getrlimit(r, &l); err != nil {
+			return fmt.Errorf("getrlimit %d: %w", r, err)
+		}
+		l.Cur = min(l.Cur, l.Max, 1<<20)
+		if err := unix.Setrlimit(r, &l); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", r, err)
+		}
+	}
+	return nil
+}
+
+// detectContainer names the container the daemon runs in: its runtime's
+// marker file, or a user namespace that is not the initial one.
+func detectContainer() string {
+	if _, err := os.Stat("/.dockerenv"); err == nil {
+		return "docker"
+	}
+	if _, err := os.Stat("/run/.containerenv"); err == nil {
+		return "podman"
+	}
+	if b, err := os.ReadFile("/proc/self/uid_map"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) != 3 || f[0] != "0" || f[1] != "0" || f[2] != "4294967295" {
+			return "user namespace"
+		}
+	}
+	return ""
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
