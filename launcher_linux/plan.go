@@ -108,9 +108,9 @@ type Plan struct {
 	// every descendant when the command ends.
 	Namespaces bool        `json:"namespaces"`
 	Mounts     []MountStep `json:"mounts"`
-	NetNS    bool        `json:"netns"`
-	Hostname string      `json:"hostname"`
-	Exec     ExecPlan    `json:"exec"`
+	NetNS      bool        `json:"netns"`
+	Hostname   string      `json:"hostname"`
+	Exec       ExecPlan    `json:"exec"`
 	// Report is derived from the same decisions as the steps above.
 	Report []*sandboxdv1.FieldEnforcement `json:"-"`
 }
