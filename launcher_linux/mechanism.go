@@ -121,9 +121,6 @@ func (s MechanismSet) needs(p *sandboxdv1.Policy, h *HostProbe) ([]need, *shortf
 			)
 		}
 	case SetLandlock:
-		if sf := landlockPolicyShortfall(fs); sf != nil {
-			return nil, sf
-		}
 		if h.LandlockABI < landlockFSABI {
 			return nil, &shortfall{
 				field: fsField, mechanism: fmt.Sprintf("landlock ABI %d or later", landlockFSABI),
@@ -137,6 +134,11 @@ func (s MechanismSet) needs(p *sandboxdv1.Policy, h *HostProbe) ([]need, *shortf
 				found: landlockFound(h), probe: h.Get(PrimLandlock).Op,
 				remedy: "run on Linux 6.12 or later, or allow user namespaces so the namespaces set can be used",
 			}
+		}
+		// The host comes first: a policy change is no remedy where the
+		// set cannot run at all.
+		if sf := landlockPolicyShortfall(fs); sf != nil {
+			return nil, sf
 		}
 		ns = append(ns, need{field: "process", mechanism: "seccomp (sockets, SysV IPC, namespaces, kernel interfaces)", prim: PrimSeccomp, remedy: remedySeccomp})
 		if h.EUID == 0 {

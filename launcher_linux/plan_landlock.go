@@ -2,6 +2,7 @@ package launcherlinux
 
 import (
 	"fmt"
+	"strings"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -50,26 +51,28 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 func planLandlockOnly(abi int, writes, deny []string) LandlockPlan {
 	h := handledFS(abi)
 	read := uint64(llReadFile|llReadDir|llExecute) & h
-	rootAccess := read
-	if len(deny) > 0 {
-		rootAccess = llReadDir
+	var rules []LandlockRule
+	if len(deny) == 0 {
+		// A right on a directory reaches everything beneath it, so "/"
+		// stays listable only when nothing beneath must stay unlisted.
+		rules = append(rules, LandlockRule{Path: "/", Access: llReadDir})
 	}
-	rules := []LandlockRule{{Path: "/", Access: rootAccess}}
 	for _, d := range landlockDevices {
 		rules = append(rules, LandlockRule{Path: d, Access: (llReadFile | llWriteFile | llIoctlDev) & h})
 	}
 	for _, w := range sortedByDepth(writes) {
 		rules = append(rules, LandlockRule{Path: w, Access: h})
 	}
-	lp := LandlockPlan{ABI: abi, HandledFS: h, Scoped: llScopeSignal | llScopeAbstractUnix, Rules: rules}
-	if len(deny) > 0 {
-		lp.ReadAccess, lp.ReadExcept = read, sortedByDepth(deny)
+	return LandlockPlan{
+		ABI: abi, HandledFS: h, Scoped: llScopeSignal | llScopeAbstractUnix, Rules: rules,
+		// The host's /dev is never granted whole: only the device nodes
+		// above and the session's terminal.
+		ReadAccess: read, ReadExcept: sortedByDepth(append([]string{"/dev"}, deny...)),
 		// No mount layer lies beneath: a directory on the way to a deny
 		// path that cannot be listed must fail the launch, not be granted
 		// whole.
-		lp.Strict = true
+		Strict: true,
 	}
-	return lp
 }
 
 func reportLandlock(p *sandboxdv1.Policy, plan *Plan) []*sandboxdv1.FieldEnforcement {
@@ -79,8 +82,8 @@ func reportLandlock(p *sandboxdv1.Policy, plan *Plan) []*sandboxdv1.FieldEnforce
 	}
 	fs := p.GetFilesystem()
 	out := []*sandboxdv1.FieldEnforcement{
-		f("filesystem.read", ll+" read rules on the host tree (no mount namespace: the host's /tmp and /dev are visible, read-only)"),
-		f("filesystem.write", ll+" full rights on the write roots only, host device nodes "+fmt.Sprint(landlockDevices)),
+		f("filesystem.read", ll+" read rules on the host tree except /dev (no mount namespace: the host's /tmp is visible, read-only)"),
+		f("filesystem.write", ll+" full rights on the write roots only; of /dev only "+strings.Join(landlockDevices, ", ")+" and the session's terminal"),
 	}
 	if len(fs.GetReadOnly()) > 0 {
 		out = append(out, f("filesystem.read_only", ll+": outside every write root, nothing is writable"))
@@ -88,7 +91,7 @@ func reportLandlock(p *sandboxdv1.Policy, plan *Plan) []*sandboxdv1.FieldEnforce
 		out = append(out, f("filesystem.read_only", "none requested"))
 	}
 	if len(fs.GetDeny()) > 0 {
-		out = append(out, f("filesystem.deny", ll+": read granted on every sibling on the way, never on the path"))
+		out = append(out, f("filesystem.deny", ll+": read granted on every sibling on the way, never on the path; the directories above it cannot be listed, as a right on a directory reaches everything beneath"))
 	} else {
 		out = append(out, f("filesystem.deny", "none requested"))
 	}

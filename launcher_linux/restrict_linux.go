@@ -160,6 +160,11 @@ func addLandlockRule(ruleset int, r LandlockRule) error {
 
 // applySeccomp installs prog on the calling thread; no_new_privs must be set.
 func applySeccomp(prog []SockFilter) error {
+	if len(prog) == 0 {
+		// Only the namespaces set plans no filter, on a host without
+		// seccomp, for policies no field of which rests on it.
+		return nil
+	}
 	filters := make([]unix.SockFilter, len(prog))
 	for i, f := range prog {
 		filters[i] = unix.SockFilter{Code: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}
