@@ -37,6 +37,10 @@ type Config struct {
 	// PasswdFile is where sandbox users' home directories are looked up;
 	// empty means /etc/passwd.
 	PasswdFile string
+	// SelfTestDir is where the self-test puts its fixtures. It must be
+	// visible to sandboxes at the same path, so not under /tmp. Empty
+	// means the socket's directory, else /var/tmp.
+	SelfTestDir string
 }
 
 // Caller is who made a request, as the kernel reported it for the
@@ -68,6 +72,9 @@ type Service struct {
 	hidden   []string // daemon sockets sandboxes must not reach
 	closing  bool
 	live     sync.WaitGroup // one per session handler still running
+
+	selfTest        *sandboxdv1.SelfTest // the latest finished one
+	selfTestRunning int
 }
 
 // New returns a Service starting sandboxes with cfg.Backend.

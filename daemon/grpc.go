@@ -42,3 +42,7 @@ func (g *grpcServer) Kill(ctx context.Context, req *sandboxdv1.KillRequest) (*sa
 	}
 	return &sandboxdv1.KillResponse{}, nil
 }
+
+func (g *grpcServer) Capabilities(ctx context.Context, _ *sandboxdv1.CapabilitiesRequest) (*sandboxdv1.CapabilitiesReport, error) {
+	return g.svc.Capabilities(ctx), nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -59,12 +60,22 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 }
 
 // ListenAndServe listens on Config.SocketPath (see Listen) and serves until
-// ctx is done.
+// ctx is done. Once listening it runs the self-test in the background and
+// logs its result; Capabilities reports it pending until then.
 func (s *Service) ListenAndServe(ctx context.Context) error {
 	lis, err := Listen(s.cfg.SocketPath)
 	if err != nil {
 		return err
 	}
 	s.logf("listening on %s", s.cfg.SocketPath)
-	return s.Serve(ctx, lis)
+	// Marked before serving, so no caller can see "not run" in between.
+	s.selfTestStarting()
+	stctx, cancel := context.WithCancel(ctx)
+	var selfTest sync.WaitGroup
+	selfTest.Go(func() { s.selfTestAtStart(stctx) })
+	err = s.Serve(ctx, lis)
+	// Nothing of the daemon may outlive ListenAndServe, a probe included.
+	cancel()
+	selfTest.Wait()
+	return err
 }

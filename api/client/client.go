@@ -1,6 +1,6 @@
 // Package client is the Go client for sandboxd: it dials the daemon's socket,
 // runs sessions over the Session stream, and wraps the operator calls (List,
-// Inspect, Kill). Errors keep the daemon's gRPC status, so callers can read
+// Inspect, Kill, Capabilities). Errors keep the daemon's gRPC status, so callers can read
 // the code and the Unenforceable detail of a refusal.
 package client
 
@@ -129,6 +129,16 @@ func (c *Client) Kill(ctx context.Context, id string, signal int32) error {
 		return wrap("kill "+id, err)
 	}
 	return nil
+}
+
+// Capabilities returns what the daemon's backend can enforce on its host,
+// per policy feature, and the daemon's latest self-test.
+func (c *Client) Capabilities(ctx context.Context) (*sandboxdv1.CapabilitiesReport, error) {
+	r, err := c.rpc.Capabilities(ctx, &sandboxdv1.CapabilitiesRequest{})
+	if err != nil {
+		return nil, wrap("capabilities", err)
+	}
+	return r, nil
 }
 
 // rpcError puts context in front of a daemon's status message while keeping

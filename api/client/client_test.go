@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ type scriptedServer struct {
 	sandboxdv1.UnimplementedSandboxdServer
 	session func(sessionStream) error
 	kill    func(*sandboxdv1.KillRequest) error
+	caps    func() (*sandboxdv1.CapabilitiesReport, error)
 }
 
 func (s *scriptedServer) Session(stream sessionStream) error { return s.session(stream) }
@@ -39,6 +41,10 @@ func (s *scriptedServer) Inspect(_ context.Context, req *sandboxdv1.InspectReque
 		return nil, status.Errorf(codes.NotFound, "no session %q", req.GetId())
 	}
 	return &sandboxdv1.SessionInfo{Id: "s1", Argv: []string{"true"}}, nil
+}
+
+func (s *scriptedServer) Capabilities(context.Context, *sandboxdv1.CapabilitiesRequest) (*sandboxdv1.CapabilitiesReport, error) {
+	return s.caps()
 }
 
 func (s *scriptedServer) Kill(_ context.Context, req *sandboxdv1.KillRequest) (*sandboxdv1.KillResponse, error) {
@@ -574,5 +580,24 @@ func TestListInspectKill(t *testing.T) {
 	}
 	if err := c.Kill(ctx, "nope", 0); status.Code(err) != codes.NotFound {
 		t.Errorf("Kill(nope) = %v", err)
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	var fail atomic.Bool
+	sock, _ := serve(t, &scriptedServer{caps: func() (*sandboxdv1.CapabilitiesReport, error) {
+		if fail.Load() {
+			return nil, status.Error(codes.Unavailable, "busy")
+		}
+		return &sandboxdv1.CapabilitiesReport{Backend: "linux", SelfTest: &sandboxdv1.SelfTest{Passed: true}}, nil
+	}})
+	c := dial(t, sock)
+	r, err := c.Capabilities(context.Background())
+	if err != nil || r.GetBackend() != "linux" || !r.GetSelfTest().GetPassed() {
+		t.Errorf("Capabilities = %v, %v", r, err)
+	}
+	fail.Store(true)
+	if _, err := c.Capabilities(context.Background()); status.Code(err) != codes.Unavailable || err.Error() != "capabilities: busy" {
+		t.Errorf("Capabilities error = %v (code %v)", err, status.Code(err))
 	}
 }

@@ -1,6 +1,7 @@
 // Command sandboxctl is the client and operator CLI of sandboxd: it runs
-// commands in sandboxes through the daemon, and lists, inspects and kills
-// sessions. One file per verb.
+// commands in sandboxes through the daemon, lists, inspects and kills
+// sessions, and reports what the daemon's host can enforce. One file per
+// verb.
 package main
 
 import (
@@ -41,6 +42,7 @@ var verbs = map[string]verb{
 	"ps":      {"list sessions", psVerb},
 	"inspect": {"show a session as JSON", inspectVerb},
 	"kill":    {"signal or kill a session", killVerb},
+	"doctor":  {"show what the host can enforce and the self-test", doctorVerb},
 }
 
 func main() {
@@ -93,8 +95,6 @@ func (c *cli) dial(ctx context.Context) (*client.Client, error) {
 	return client.Dial(ctx, c.socket)
 }
 
-// printError writes err for a human: a refusal as its structured reason,
-// anything else on one line.
 // parseVerb parses an operator verb's flags and checks that it got nargs
 // positional arguments. When ok is false the verb returns code.
 func parseVerb(fs *flag.FlagSet, args []string, nargs int) (code int, ok bool) {
@@ -126,6 +126,8 @@ func (c *cli) withClient(ctx context.Context, f func(*client.Client) error) int 
 	return 0
 }
 
+// printError writes err for a human: a refusal as its structured reason,
+// anything else on one line.
 func printError(w io.Writer, err error) {
 	if u := client.UnenforceableFrom(err); u != nil {
 		printRefusal(w, u)

@@ -27,6 +27,7 @@ type fakeDaemon struct {
 	sandboxdv1.UnimplementedSandboxdServer
 	session func(sessionStream) error
 	killed  chan *sandboxdv1.KillRequest
+	caps    *sandboxdv1.CapabilitiesReport
 }
 
 var fakeSession = &sandboxdv1.SessionInfo{
@@ -54,6 +55,10 @@ func (d *fakeDaemon) Inspect(_ context.Context, req *sandboxdv1.InspectRequest) 
 func (d *fakeDaemon) Kill(_ context.Context, req *sandboxdv1.KillRequest) (*sandboxdv1.KillResponse, error) {
 	d.killed <- req
 	return &sandboxdv1.KillResponse{}, nil
+}
+
+func (d *fakeDaemon) Capabilities(context.Context, *sandboxdv1.CapabilitiesRequest) (*sandboxdv1.CapabilitiesReport, error) {
+	return d.caps, nil
 }
 
 func startDaemon(t *testing.T, d *fakeDaemon) string {
@@ -203,7 +208,7 @@ func TestHelpListsVerbs(t *testing.T) {
 	if code := c.main(context.Background(), []string{"--help"}); code != 0 {
 		t.Errorf("code %d", code)
 	}
-	for _, v := range []string{"run", "ps", "inspect", "kill", "--socket"} {
+	for _, v := range []string{"run", "ps", "inspect", "kill", "doctor", "--socket"} {
 		if !strings.Contains(out.String(), v) {
 			t.Errorf("help does not list %q:\n%s", v, out.String())
 		}
@@ -275,5 +280,115 @@ func TestKill(t *testing.T) {
 	}
 	if code, _, _ := sandboxctl(t, "", "--socket", sock, "kill", "--signal", "BOGUS", "a1b2"); code != exitUsage {
 		t.Errorf("bad signal: code %d", code)
+	}
+}
+
+func capsReport(st *sandboxdv1.SelfTest) *sandboxdv1.CapabilitiesReport {
+	return &sandboxdv1.CapabilitiesReport{
+		Backend: "linux",
+		Host:    &sandboxdv1.HostFacts{Os: "linux", Kernel: "6.8.0", Root: true, LandlockAbi: 4},
+		Probes: []*sandboxdv1.ProbeResult{
+			{Name: "user namespace", Ok: true, Operation: "clone(CLONE_NEWUSER)"},
+			{Name: "network namespace", Operation: "unshare(CLONE_NEWNET)", Errno: "EPERM (operation not permitted)"},
+		},
+		MechanismSets: []*sandboxdv1.MechanismSet{
+			{Name: "namespaces", Missing: []string{"network namespace: unshare(CLONE_NEWNET): EPERM"}},
+			{Name: "landlock", Available: true},
+		},
+		Features: []*sandboxdv1.FeatureSupport{
+			{Feature: "network.mode=NONE", Enforceable: true, MechanismSet: "landlock",
+				Enforcement: []*sandboxdv1.FieldEnforcement{{Field: "network.mode", Mechanism: "landlock abi 4 + seccomp"}}},
+			{Feature: "filesystem.read=LISTED", Refusal: &sandboxdv1.Unenforceable{
+				Field: "filesystem.read", Mechanism: "mount namespace", Remedy: "allow user namespaces"}},
+		},
+		SelfTest: st,
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	passed := &sandboxdv1.SelfTest{Passed: true, MechanismSet: "landlock", Checks: []*sandboxdv1.SelfTestCheck{
+		{Name: "read-deny", Ok: true, Detail: "denied: permission denied"},
+	}}
+	failed := &sandboxdv1.SelfTest{MechanismSet: "landlock", Checks: []*sandboxdv1.SelfTestCheck{
+		{Name: "read-deny", Detail: "NOT denied"},
+	}}
+	pending := &sandboxdv1.SelfTest{Checks: []*sandboxdv1.SelfTestCheck{{Name: "pending", Detail: "the self-test is still running"}}}
+	for _, tc := range []struct {
+		name string
+		st   *sandboxdv1.SelfTest
+		code int
+		want []string
+	}{
+		{"passed", passed, 0, []string{"self-test: passed (mechanism set landlock)", "ok   read-deny: denied"}},
+		{"failed", failed, 1, []string{"self-test: FAILED (mechanism set landlock)", "FAIL read-deny: NOT denied"}},
+		{"pending", pending, 1, []string{"self-test: pending"}},
+		{"not run", nil, 1, []string{"self-test: not run"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := startDaemon(t, &fakeDaemon{caps: capsReport(tc.st)})
+			code, stdout, stderr := sandboxctl(t, "", "--socket", sock, "doctor")
+			if code != tc.code || stderr != "" {
+				t.Errorf("code %d, stderr %q; want %d", code, stderr, tc.code)
+			}
+			for _, want := range append(tc.want,
+				"FAIL network namespace: unshare(CLONE_NEWNET): EPERM",
+				"  network.mode=NONE: enforceable yes, by landlock\n    network.mode: landlock abi 4 + seccomp\n",
+				"  filesystem.read=LISTED: enforceable no\n    field: filesystem.read\n    needs: mount namespace\n    remedy: allow user namespaces\n",
+			) {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("no %q in\n%s", want, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestDoctorJSON(t *testing.T) {
+	sock := startDaemon(t, &fakeDaemon{caps: capsReport(&sandboxdv1.SelfTest{Passed: true})})
+	code, stdout, stderr := sandboxctl(t, "", "--socket", sock, "doctor", "--json")
+	if code != 0 {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	var got struct {
+		Backend       string `json:"backend"`
+		MechanismSets []struct {
+			Name      string `json:"name"`
+			Available *bool  `json:"available"`
+		} `json:"mechanism_sets"`
+		Forced   *string `json:"forced_mechanism_set"`
+		SelfTest struct {
+			Passed bool `json:"passed"`
+		} `json:"self_test"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	if got.Backend != "linux" || !got.SelfTest.Passed || got.Forced == nil || len(got.MechanismSets) != 2 ||
+		got.MechanismSets[0].Available == nil || *got.MechanismSets[0].Available {
+		t.Errorf("decoded %+v from\n%s", got, stdout)
+	}
+	if !strings.Contains(stdout, "\n  \"") {
+		t.Errorf("not multiline:\n%s", stdout)
+	}
+
+	sock = startDaemon(t, &fakeDaemon{caps: capsReport(nil)})
+	code, stdout, _ = sandboxctl(t, "", "--socket", sock, "doctor", "--json")
+	var notRun map[string]any
+	if err := json.Unmarshal([]byte(stdout), &notRun); code != 1 || err != nil || notRun["backend"] != "linux" || notRun["self_test"] != nil {
+		t.Errorf("self-test not run: code %d, %v, stdout %q", code, err, stdout)
+	}
+}
+
+func TestDoctorErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.sock")
+	code, _, stderr := sandboxctl(t, "", "--socket", missing, "doctor")
+	if code != 1 || !strings.Contains(stderr, "no sandboxd listening on "+missing) {
+		t.Errorf("no daemon: code %d, stderr %q", code, stderr)
+	}
+	if code, _, _ := sandboxctl(t, "", "doctor", "extra"); code != exitUsage {
+		t.Errorf("extra argument: code %d", code)
+	}
+	if code, _, stderr := sandboxctl(t, "", "doctor", "--help"); code != 0 || !strings.Contains(stderr, "usage: sandboxctl doctor [--json]") {
+		t.Errorf("--help: code %d, stderr %q", code, stderr)
 	}
 }

@@ -1,6 +1,7 @@
 // Command sandboxd is the sandbox launcher daemon: it serves the Sandboxd
 // gRPC service on a unix socket and starts every requested command inside a
-// sandbox enforcing the request's policy.
+// sandbox enforcing the request's policy. With --self-test it only checks
+// the host and reports what it can enforce.
 package main
 
 import (
@@ -15,22 +16,27 @@ import (
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/daemon"
+	"github.com/sandboxd/sandboxd/internal/doctor"
 	"github.com/sandboxd/sandboxd/internal/socketpath"
+	"github.com/sandboxd/sandboxd/selftest"
 )
 
 func main() {
-	// A re-exec of this binary as a sandbox's init must not parse flags or
-	// start a server; this never returns in that case.
+	// A re-exec of this binary as a sandbox's init or as the self-test's
+	// probe must not parse flags or start a server; neither returns then.
 	runInitIfRequested()
-	os.Exit(run(os.Args[1:], os.Stderr))
+	selftest.RunProbeIfRequested()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sandboxd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	socket := fs.String("socket", socketpath.Default(), "unix socket to listen on (env "+socketpath.Env+")")
 	uid := fs.Uint("sandbox-uid", daemon.DefaultSandboxID, "uid sandboxes run as when the caller is root (not 65534: that is the overflow id every unmapped owner shows as)")
 	gid := fs.Uint("sandbox-gid", daemon.DefaultSandboxID, "gid sandboxes run as when the caller is root")
+	mechanism := fs.String("mechanism", "", "mechanism `SET` to enforce every policy with: namespaces or landlock (default: chosen per policy)")
+	selfTest := fs.Bool("self-test", false, "start no server: run the self-test, print what this host can enforce (as sandboxctl doctor does), exit 0 if the self-test passed and 1 if not")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -44,9 +50,13 @@ func run(args []string, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if err := checkMechanism(*mechanism); err != nil {
+		fmt.Fprintf(stderr, "sandboxd: --mechanism: %v\n", err)
+		return 2
+	}
 	logger := log.New(stderr, "sandboxd: ", log.LstdFlags)
 
-	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid)})
+	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism})
 	if err != nil {
 		logger.Printf("%v", err)
 		return 1
@@ -64,10 +74,26 @@ func run(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, os.Interrupt)
 	defer stop()
+	if *selfTest {
+		return selfTestOnly(ctx, svc, stdout)
+	}
 	if err := svc.ListenAndServe(ctx); err != nil {
 		logger.Printf("%v", err)
 		return 1
 	}
 	logger.Printf("stopped")
+	return 0
+}
+
+// selfTestOnly runs the self-test and prints the report sandboxctl doctor
+// would show, for checking a host before (or without) running the daemon.
+func selfTestOnly(ctx context.Context, svc *daemon.Service, stdout io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, daemon.SelfTestTimeout)
+	defer cancel()
+	st := svc.RunSelfTest(ctx)
+	doctor.Print(stdout, svc.Capabilities(ctx))
+	if !st.GetPassed() {
+		return 1
+	}
 	return 0
 }

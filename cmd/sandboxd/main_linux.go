@@ -5,3 +5,10 @@ import launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
 func runInitIfRequested() {
 	launcherlinux.RunInitIfRequested()
 }
+
+// checkMechanism rejects a --mechanism the backend does not have before
+// anything is probed, as a usage error.
+func checkMechanism(name string) error {
+	_, err := launcherlinux.ParseMechanismSet(name)
+	return err
+}

@@ -2,9 +2,20 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/selftest"
 )
+
+func TestMain(m *testing.M) {
+	// --self-test starts sandboxes whose init and probe are this binary.
+	runInitIfRequested()
+	selftest.RunProbeIfRequested()
+	os.Exit(m.Run())
+}
 
 func TestBadFlagsExit2(t *testing.T) {
 	for _, tc := range []struct {
@@ -16,9 +27,10 @@ func TestBadFlagsExit2(t *testing.T) {
 		{[]string{"--sandbox-uid", "4294967296"}, "must be an unprivileged id"},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--mechanism", "bogus"}, `--mechanism: `},
 	} {
 		var stderr bytes.Buffer
-		if code := run(tc.args, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.stderr) {
+		if code := run(tc.args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.stderr) {
 			t.Errorf("run(%q) = %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.stderr)
 		}
 	}
