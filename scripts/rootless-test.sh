@@ -29,6 +29,7 @@ mkdir -p "$work/bin"
 CGO_ENABLED=0 go build -o "$work/bin/sandboxd" ./cmd/sandboxd
 CGO_ENABLED=0 go build -o "$work/bin/sandboxctl" ./cmd/sandboxctl
 CGO_ENABLED=0 go build -o "$work/bin/probe" ./internal/conformance/probe
+CGO_ENABLED=0 go build -o "$work/bin/hostsim" ./internal/hostsim/cmd/hostsim
 go test -c -o "$work/conformance.test" ./internal/conformance
 install -d -m 0700 -o "$user" -g "$(id -gn "$user")" "$work/runtime" "$work/tmp"
 # A write root of the user's holding a root-owned file and a root-only
@@ -48,4 +49,6 @@ runuser -u "$user" -- env -i \
 	XDG_RUNTIME_DIR="$work/runtime" TMPDIR="$work/tmp" \
 	SANDBOXD_CONFORMANCE_BIN="$work/bin" \
 	SANDBOXD_CONFORMANCE_ROOT_OWNED_DIR="$work/root-owned" \
+	SANDBOXD_CONFORMANCE_MECHANISM="${SANDBOXD_CONFORMANCE_MECHANISM:-}" \
+	SANDBOXD_CONFORMANCE_WRAP="${SANDBOXD_CONFORMANCE_WRAP:-}" \
 	./conformance.test -test.v -test.count=1 -test.timeout=20m "$@"

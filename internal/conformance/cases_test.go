@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
@@ -59,6 +60,13 @@ type conformanceCase struct {
 	setup func(f *fixture) spec
 	// custom runs a case that is not one probe session.
 	custom func(t *testing.T, tty bool)
+	// landlockRefuses is the field the landlock set (no namespaces) must
+	// refuse this case's policy for: Landlock cannot express it.
+	landlockRefuses string
+	// landlockWants replaces the steps' wants where the landlock set
+	// enforces the policy by other means with a visible difference (no
+	// loopback under network NONE).
+	landlockWants []want
 }
 
 // TestConformance runs every case on the plain exec path and the PTY path.
@@ -104,7 +112,22 @@ func runCase(t *testing.T, c conformanceCase, tty bool) []bool {
 		stdin = strings.NewReader(sp.stdin)
 	}
 	s := run(t, probeStart(tty, sp.policy, sp.env, args...), stdin)
+	if s.err != nil && refusalExpected(t, c, s) {
+		return nil
+	}
 	exitedCleanly(t, s)
+	set := s.res.Enforcement.GetMechanismSet()
+	if suite.mechanism != "" && set != suite.mechanism {
+		t.Fatalf("session ran on mechanism set %q, the daemon was forced to %q", set, suite.mechanism)
+	}
+	if suite.namespaces && suite.mechanism == "" && set != "namespaces" {
+		t.Fatalf("session ran on mechanism set %q on a host where namespaces work", set)
+	}
+	if set == "landlock" && c.landlockWants != nil {
+		for i := range sp.steps {
+			sp.steps[i].want = c.landlockWants[i]
+		}
+	}
 	if len(s.outcomes) != len(sp.steps) {
 		t.Fatalf("probe reported %d steps, want %d\n%s", len(s.outcomes), len(sp.steps), s)
 	}
@@ -124,6 +147,30 @@ func runCase(t *testing.T, c conformanceCase, tty bool) []bool {
 		sp.after(t, s)
 	}
 	return oks
+}
+
+// refusalExpected reports whether the session's refusal is what the case
+// allows here, failing the test when it is a refusal it does not allow.
+// Only a host without complete namespaces may refuse: with the landlock
+// set forced, exactly for the case's field; on a degraded host, for any
+// field, as long as the refusal is structured and names a remedy.
+func refusalExpected(t *testing.T, c conformanceCase, s *session) bool {
+	t.Helper()
+	u := client.UnenforceableFrom(s.err)
+	if u == nil || suite.namespaces {
+		return false
+	}
+	if u.GetField() == "" || u.GetRemedy() == "" {
+		t.Fatalf("refusal without field or remedy: %v", s.err)
+	}
+	if suite.mechanism == "landlock" && c.landlockRefuses == "" {
+		t.Fatalf("the landlock set refused a policy it must enforce: %v", s.err)
+	}
+	if suite.mechanism == "landlock" && u.GetField() != c.landlockRefuses {
+		t.Fatalf("refused for %s, want %s: %v", u.GetField(), c.landlockRefuses, s.err)
+	}
+	t.Logf("refused, as this host allows: %s: needs %s; remedy: %s", u.GetField(), u.GetMechanism(), u.GetRemedy())
+	return true
 }
 
 func cases() []conformanceCase {
@@ -198,7 +245,7 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
-		{name: "cannot write existing read-only carve-out", setup: func(f *fixture) spec {
+		{name: "cannot write existing read-only carve-out", landlockRefuses: "filesystem.read_only", setup: func(f *fixture) spec {
 			w := f.mkdir("w")
 			cfg := f.file("w/.git/config", "[core]\n")
 			return spec{
@@ -219,7 +266,7 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
-		{name: "cannot create not-yet-existing read-only carve-out", setup: func(f *fixture) spec {
+		{name: "cannot create not-yet-existing read-only carve-out", landlockRefuses: "filesystem.read_only", setup: func(f *fixture) spec {
 			w := f.mkdir("w")
 			return spec{
 				policy: fsPolicy(list(w), list(w+"/.git", w+"/.env"), nil),
@@ -236,7 +283,7 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
-		{name: "cannot rename read-only carve-out", setup: func(f *fixture) spec {
+		{name: "cannot rename read-only carve-out", landlockRefuses: "filesystem.read_only", setup: func(f *fixture) spec {
 			w := f.mkdir("w")
 			cfg := f.file("w/.git/config", "[core]\n")
 			return spec{
@@ -252,7 +299,7 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
-		{name: "cannot rename ancestor of carve-out then recreate it", setup: func(f *fixture) spec {
+		{name: "cannot rename ancestor of carve-out then recreate it", landlockRefuses: "filesystem.read_only", setup: func(f *fixture) spec {
 			w := f.mkdir("w")
 			cfg := f.file("w/repo/sub/.git/config", "[core]\n")
 			return spec{
@@ -270,7 +317,7 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
-		{name: "cannot move deny path in write root out from under its mask", setup: func(f *fixture) spec {
+		{name: "cannot move deny path in write root out from under its mask", landlockRefuses: "filesystem.deny", setup: func(f *fixture) spec {
 			w := f.mkdir("w")
 			secret := f.file("w/config/secrets.json", "{\"token\":\"x\"}\n")
 			return spec{
@@ -285,7 +332,7 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
-		{name: "cannot read deny path", setup: func(f *fixture) spec {
+		{name: "cannot read deny path", landlockWants: []want{denied, denied, either, denied}, setup: func(f *fixture) spec {
 			secret := f.file("data/secret", "password\n")
 			dir := f.mkdir("data/secret-dir")
 			inner := f.file("data/secret-dir/key", "key\n")
@@ -306,7 +353,7 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
-		{name: "cannot write deny path in write root", setup: func(f *fixture) spec {
+		{name: "cannot write deny path in write root", landlockRefuses: "filesystem.deny", setup: func(f *fixture) spec {
 			w := f.mkdir("w")
 			token := f.file("w/creds/token", "secret\n")
 			file := f.file("w/creds.json", "{}\n")
@@ -390,7 +437,7 @@ func cases() []conformanceCase {
 				steps:  []step{deny("unix-connect", suite.daemon.socket)},
 			}
 		}},
-		{name: "cannot see host processes or devices even with write to /", setup: func(f *fixture) spec {
+		{name: "cannot see host processes or devices even with write to /", landlockRefuses: "filesystem.write", setup: func(f *fixture) spec {
 			sleep := hostSleep(f.t)
 			pid := strconv.Itoa(sleep.Process.Pid)
 			return spec{
@@ -457,7 +504,7 @@ func cases() []conformanceCase {
 		{name: "TIOCSTI is blocked", setup: func(f *fixture) spec {
 			return spec{steps: []step{deny("tiocsti")}}
 		}},
-		{name: "loopback is up under network none", setup: func(f *fixture) spec {
+		{name: "loopback is up under network none", landlockWants: []want{denied, denied}, setup: func(f *fixture) spec {
 			return spec{
 				policy: netPolicy(sandboxdv1.Network_NONE),
 				steps:  []step{allow("net-ifaces"), allow("loopback")},

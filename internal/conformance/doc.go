@@ -11,8 +11,18 @@
 //
 // Environment:
 //
-//	SANDBOXD_CONFORMANCE_BIN  directory with prebuilt sandboxd, sandboxctl
-//	                          and probe (otherwise they are built with go build)
-//	SANDBOXD_CONFORMANCE_DIR  where fixtures live (default /var/tmp: sandboxes
-//	                          get a private /tmp, so fixtures cannot be there)
+//	SANDBOXD_CONFORMANCE_BIN       directory with prebuilt sandboxd, sandboxctl,
+//	                               probe and hostsim (otherwise go build)
+//	SANDBOXD_CONFORMANCE_DIR       where fixtures live (default /var/tmp:
+//	                               sandboxes get a private /tmp)
+//	SANDBOXD_CONFORMANCE_MECHANISM force the daemon's mechanism set
+//	                               (--mechanism namespaces|landlock)
+//	SANDBOXD_CONFORMANCE_WRAP      command the daemon runs under, to simulate
+//	                               a degraded host, e.g. "hostsim --deny
+//	                               userns --" (hostsim is the built one)
+//	SANDBOXD_DEGRADED_TABLE        file TestDegradedHosts writes its table to
+//
+// On a host where the namespaces set is incomplete, a case's policy may be
+// refused with a structured reason instead of run; with the landlock set
+// forced, exactly the cases that name a landlockRefuses field must be.
 package conformance

@@ -11,12 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
 // leakVar is set in the daemon's and the client's environment; its value
@@ -29,7 +32,7 @@ const leakVar = "SANDBOXD_CONFORMANCE_LEAK"
 const sandboxUID = 65533
 
 var suite struct {
-	sandboxd, sandboxctl, probe string
+	sandboxd, sandboxctl, probe, hostsim string
 	// root holds the binaries the sandboxes run and every fixture.
 	root   string
 	asRoot bool
@@ -38,6 +41,15 @@ var suite struct {
 	leak     string
 	daemon   *daemonProc
 	client   *client.Client
+	// mechanism is the set the daemon was forced to (--mechanism), "" for
+	// its own choice; wrap is the command the daemon runs under to
+	// simulate a degraded host.
+	mechanism string
+	wrap      []string
+	caps      *sandboxdv1.CapabilitiesReport
+	// namespaces says the namespaces set can enforce every case here;
+	// when it cannot, a case's policy may be refused, never run weaker.
+	namespaces bool
 }
 
 func TestMain(m *testing.M) {
@@ -82,6 +94,11 @@ func setUp() error {
 	if err := buildBinaries(bin); err != nil {
 		return err
 	}
+	suite.mechanism = os.Getenv("SANDBOXD_CONFORMANCE_MECHANISM")
+	suite.wrap = strings.Fields(os.Getenv("SANDBOXD_CONFORMANCE_WRAP"))
+	if len(suite.wrap) > 0 && suite.wrap[0] == "hostsim" {
+		suite.wrap[0] = suite.hostsim
+	}
 	suite.leak = "leak-" + randomHex()
 	if err := os.Setenv(leakVar, suite.leak); err != nil {
 		return err
@@ -94,7 +111,34 @@ func setUp() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	suite.client, err = client.Dial(ctx, d.socket)
-	return err
+	if err != nil {
+		return err
+	}
+	suite.caps, err = suite.client.Capabilities(ctx)
+	if err != nil {
+		return fmt.Errorf("capabilities: %w", err)
+	}
+	suite.namespaces = suite.mechanism != "landlock" && namespacesComplete(suite.caps)
+	fmt.Fprintf(os.Stderr, "conformance: daemon mechanism set %q (empty: its choice), wrapped in %q; namespaces set complete here: %v\n",
+		suite.mechanism, suite.wrap, suite.namespaces)
+	for _, p := range suite.caps.GetProbes() {
+		if !p.GetOk() {
+			fmt.Fprintf(os.Stderr, "conformance: host probe failed: %s: %s %s\n", p.GetName(), p.GetOperation(), p.GetErrno())
+		}
+	}
+	return nil
+}
+
+// namespacesComplete: every probe the namespaces set rests on worked.
+func namespacesComplete(r *sandboxdv1.CapabilitiesReport) bool {
+	need := []string{"user namespace", "uid/gid map of the sandbox identity", "mount namespace", "pid namespace", "ipc namespace",
+		"uts namespace", "cgroup namespace", "network namespace", "loopback in a new network namespace", "mounts in a new mount namespace", "seccomp filter"}
+	for _, p := range r.GetProbes() {
+		if slices.Contains(need, p.GetName()) && !p.GetOk() {
+			return false
+		}
+	}
+	return len(r.GetProbes()) > 0
 }
 
 func tearDown() {
@@ -116,9 +160,11 @@ func buildBinaries(bin string) error {
 	suite.sandboxd = filepath.Join(bin, "sandboxd")
 	suite.sandboxctl = filepath.Join(bin, "sandboxctl")
 	suite.probe = filepath.Join(bin, "probe")
+	suite.hostsim = filepath.Join(bin, "hostsim")
 	if pre := os.Getenv("SANDBOXD_CONFORMANCE_BIN"); pre != "" {
 		suite.sandboxd = filepath.Join(pre, "sandboxd")
 		suite.sandboxctl = filepath.Join(pre, "sandboxctl")
+		suite.hostsim = filepath.Join(pre, "hostsim")
 		// The probe is copied: it must be where sandboxes can see it.
 		return copyFile(filepath.Join(pre, "probe"), suite.probe, 0o755)
 	}
@@ -130,6 +176,7 @@ func buildBinaries(bin string) error {
 		suite.sandboxd:   "github.com/sandboxd/sandboxd/cmd/sandboxd",
 		suite.sandboxctl: "github.com/sandboxd/sandboxd/cmd/sandboxctl",
 		suite.probe:      "github.com/sandboxd/sandboxd/internal/conformance/probe",
+		suite.hostsim:    "github.com/sandboxd/sandboxd/internal/hostsim/cmd/hostsim",
 	} {
 		cmd := exec.Command(gobin, "build", "-buildvcs=false", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -165,9 +212,19 @@ type daemonProc struct {
 	exited chan struct{}
 }
 
-// startDaemon starts sandboxd with its socket in dir and waits until it
-// answers. Its environment carries leakVar.
+// startDaemon starts the suite's sandboxd with its socket in dir and waits
+// until it answers. Its environment carries leakVar.
 func startDaemon(dir string) (*daemonProc, error) {
+	var args []string
+	if suite.mechanism != "" {
+		args = append(args, "--mechanism", suite.mechanism)
+	}
+	return startDaemonWith(dir, suite.wrap, args...)
+}
+
+// startDaemonWith starts sandboxd under the command wrap (a degraded host),
+// with extra arguments.
+func startDaemonWith(dir string, wrap []string, extra ...string) (*daemonProc, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -180,12 +237,14 @@ func startDaemon(dir string) (*daemonProc, error) {
 	if suite.asRoot {
 		args = append(args, "--sandbox-uid", strconv.Itoa(sandboxUID), "--sandbox-gid", strconv.Itoa(sandboxUID))
 	}
+	args = append(args, extra...)
 	logf, err := os.Create(d.log)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close()
-	d.cmd = exec.Command(suite.sandboxd, args...)
+	argv := append(append(slices.Clone(wrap), suite.sandboxd), args...)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = os.Environ()
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	// A test binary that dies must not leave daemons behind.
