@@ -107,7 +107,7 @@ conformance-mechanisms:
 	SANDBOXD_CONFORMANCE_MECHANISM=landlock $(GO) test -count=1 -skip TestDegradedHosts ./internal/conformance
 	SANDBOXD_CONFORMANCE_WRAP="hostsim --deny userns --" $(GO) test -count=1 -skip TestDegradedHosts ./internal/conformance
 	SANDBOXD_CONFORMANCE_MECHANISM=landlock scripts/rootless-test.sh -test.skip TestDegradedHosts
-	SANDBOXD_CONFORMANCE_WRAP="bwrap --unshare-user --disable-userns --dev-bind / / --" scripts/rootless-test.sh -test.skip TestDegradedHosts
+	SANDBOXD_CONFORMANCE_WRAP="bwrap --unshare-user --disable-userns --die-with-parent --dev-bind / / --" scripts/rootless-test.sh -test.skip TestDegradedHosts
 
 test: deps proto-check lint cross unit conformance-rootless conformance-mechanisms
 

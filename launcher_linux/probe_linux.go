@@ -82,7 +82,11 @@ func ProbeHost(ctx context.Context, initPath string, uid, gid uint32) *HostProbe
 	var plain *syscall.SysProcAttr
 	if root {
 		plain = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}}
-		run(PrimSwitchID, fmt.Sprintf("setgroups([]) + setgid(%d) + setuid(%d)", gid, uid), "exit", plain)
+		if !run(PrimSwitchID, fmt.Sprintf("setgroups([]) + setgid(%d) + setuid(%d)", gid, uid), "exit", plain).OK {
+			// What follows is about the kernel, not the identity: ask
+			// as the daemon rather than report a failed switch again.
+			plain = nil
+		}
 	}
 	ll := run(PrimLandlock, "landlock_create_ruleset + landlock_restrict_self", "landlock", plain)
 	if ll.OK {

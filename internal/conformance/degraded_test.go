@@ -162,7 +162,7 @@ func degradedHosts() []degradedHost {
 		// inside a container that forbids nested user namespaces sees.
 		hosts = append(hosts, degradedHost{"rootless in bubblewrap --unshare-user --disable-userns",
 			func() []string {
-				return []string{"bwrap", "--unshare-user", "--disable-userns", "--dev-bind", "/", "/", "--"}
+				return []string{"bwrap", "--unshare-user", "--disable-userns", "--die-with-parent", "--dev-bind", "/", "/", "--"}
 			}, withoutNamespaces})
 	}
 	return hosts
