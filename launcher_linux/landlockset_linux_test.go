@@ -27,13 +27,13 @@ func landlockBackend(t *testing.T) *backend {
 func TestLandlockSetStartsConfinedCommand(t *testing.T) {
 	b := landlockBackend(t)
 	host, _ := os.Hostname()
-	out, serr, st := runWith(t, b, nil, "/bin/sh", "-c", "id -u; grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status; hostname; echo x > /var/tmp/sandboxd-ll-probe; echo rc=$?; ls /proc | grep -c '^[0-9]' >/dev/null && echo sees-proc")
+	out, serr, st := runWith(t, b, nil, "/bin/sh", "-c", "ipcmk -M 4096 >/dev/null 2>&1 || echo sysv-denied; id -u; grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' /proc/self/status; hostname; echo x > /var/tmp/sandboxd-ll-probe; echo rc=$?; ls /proc | grep -c '^[0-9]' >/dev/null && echo sees-proc")
 	t.Logf("stdout:\n%s\nstderr:\n%s", out, serr)
 	if st.ExitCode != 0 {
 		t.Fatalf("status %+v", st)
 	}
 	uid, _ := sandboxIdentity()
-	for _, want := range []string{strconv.Itoa(int(uid)) + "\n", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", host, "rc=2"} {
+	for _, want := range []string{strconv.Itoa(int(uid)) + "\n", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2", host, "rc=2", "sysv-denied"} {
 		if !strings.Contains(out+serr, want) {
 			t.Errorf("missing %q", want)
 		}

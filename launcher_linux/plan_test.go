@@ -56,6 +56,12 @@ func TestPlanGolden(t *testing.T) {
 		{"network-host-no-landlock", &sandboxdv1.Policy{
 			Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
 		}, fakeHost(0, nil, nil), false},
+		{"landlock-set", &sandboxdv1.Policy{
+			Filesystem: &sandboxdv1.Filesystem{
+				Write: []string{"/work"},
+				Deny:  []string{"/home/u/.ssh"},
+			},
+		}, func() Host { h := fakeHost(7, []string{"/work", "/home/u/.ssh"}, nil); h.Set = SetLandlock; return h }(), true},
 		{"full-access", &sandboxdv1.Policy{
 			Filesystem: &sandboxdv1.Filesystem{Write: []string{"/"}},
 			Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},

@@ -1,0 +1,148 @@
+package launcherlinux
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
+)
+
+var allPrims = []string{PrimUserNS, PrimIDMap, PrimMountNS, PrimPIDNS, PrimIPCNS, PrimUTSNS, PrimCgroupNS, PrimNetNS, PrimLoopback, PrimMounts, PrimLandlock, PrimSeccomp, PrimSeccompNotify, PrimSwitchID}
+
+// probed is a host where every primitive works but the failing ones, which
+// fail with EPERM.
+func probed(euid, abi int, failing ...string) *HostProbe {
+	h := &HostProbe{EUID: euid, LandlockABI: abi}
+	for _, p := range allPrims {
+		r := ProbeResult{Name: p, OK: true, Op: "try " + p}
+		for _, f := range failing {
+			if f == p {
+				r.OK, r.Errno = false, syscall.EPERM
+			}
+		}
+		h.Results = append(h.Results, r)
+	}
+	return h
+}
+
+func pol(mutate func(p *sandboxdv1.Policy)) *sandboxdv1.Policy {
+	p := policy.Default()
+	mutate(p)
+	return policy.Normalize(p)
+}
+
+func TestChoose(t *testing.T) {
+	readOnly := pol(func(p *sandboxdv1.Policy) {})
+	carveOut := pol(func(p *sandboxdv1.Policy) {
+		p.Filesystem.Write = []string{"/w"}
+		p.Filesystem.ReadOnly = []string{"/w/.git"}
+	})
+	hostNet := pol(func(p *sandboxdv1.Policy) {
+		p.Filesystem.Write = []string{"/w"}
+		p.Network.Mode = sandboxdv1.Network_HOST
+	})
+	for _, c := range []struct {
+		name   string
+		p      *sandboxdv1.Policy
+		h      *HostProbe
+		forced MechanismSet
+		want   string // a set, or "refused <field>"
+	}{
+		{"healthy", carveOut, probed(0, 7), "", "namespaces"},
+		{"forced landlock", readOnly, probed(0, 7), SetLandlock, "landlock"},
+		{"forced landlock, carve-out", carveOut, probed(0, 7), SetLandlock, "refused filesystem.read_only"},
+		{"no userns", readOnly, probed(1000, 7, PrimUserNS), "", "landlock"},
+		{"no userns, carve-out", carveOut, probed(1000, 7, PrimUserNS), "", "refused filesystem.read_only"},
+		{"no userns, old landlock", readOnly, probed(1000, 5, PrimUserNS), "", "refused filesystem.read"},
+		{"no loopback, network none", readOnly, probed(0, 7, PrimLoopback), "", "landlock"},
+		{"no loopback, network host", hostNet, probed(0, 7, PrimLoopback), "", "namespaces"},
+		{"no seccomp, network none", readOnly, probed(0, 7, PrimSeccomp), "", "refused network.mode"},
+		{"no seccomp, network host", hostNet, probed(0, 7, PrimSeccomp), "", "namespaces"},
+		{"no landlock", carveOut, probed(0, 0, PrimLandlock), "", "namespaces"},
+		{"root cannot switch, no map", readOnly, probed(0, 7, PrimIDMap, PrimSwitchID), "", "refused filesystem.read"},
+		{"listed reads", pol(func(p *sandboxdv1.Policy) {
+			p.Filesystem.Read = sandboxdv1.Filesystem_LISTED
+			p.Filesystem.ReadRoots = []string{"/usr"}
+		}), probed(0, 7), "", "refused filesystem.read"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			set, err := Choose(c.p, c.h, c.forced)
+			got := string(set)
+			var u *launcher.Unenforceable
+			if errors.As(err, &u) {
+				got = "refused " + u.Field
+				if u.Remedy == "" || u.Mechanism == "" || u.Found == "" {
+					t.Errorf("refusal lacks mechanism, found or remedy: %+v", u)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("Choose = %s (%v), want %s", got, err, c.want)
+			}
+		})
+	}
+}
+
+// The refusal names the probe that failed, with its errno, and a remedy for
+// each set.
+func TestRefusalCarriesProbeAndRemedies(t *testing.T) {
+	_, err := Choose(pol(func(p *sandboxdv1.Policy) {}), probed(1000, 0, PrimUserNS, PrimLandlock), "")
+	var u *launcher.Unenforceable
+	if !errors.As(err, &u) {
+		t.Fatalf("Choose = %v, want a refusal", err)
+	}
+	if u.Errno != syscall.EPERM || u.Probe != "try "+PrimUserNS {
+		t.Errorf("probe %q errno %v, want the user namespace probe with EPERM", u.Probe, u.Errno)
+	}
+	for _, want := range []string{"unprivileged_userns_clone", "CONFIG_SECURITY_LANDLOCK"} {
+		if !strings.Contains(u.Remedy, want) {
+			t.Errorf("remedy %q does not mention %s", u.Remedy, want)
+		}
+	}
+}
+
+func TestCapabilitiesAgreeWithChoose(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("seccomp tables exist for amd64 only; this is %s", runtime.GOARCH)
+	}
+	r := CapabilitiesOf(probed(1000, 7, PrimUserNS), "")
+	sets := map[string]bool{}
+	for _, s := range r.GetMechanismSets() {
+		sets[s.GetName()] = s.GetAvailable()
+	}
+	if sets["namespaces"] || !sets["landlock"] {
+		t.Errorf("sets = %v, want only landlock available", sets)
+	}
+	got := map[string]string{}
+	for _, f := range r.GetFeatures() {
+		if f.GetEnforceable() {
+			got[f.GetFeature()] = f.GetMechanismSet()
+			if len(f.GetEnforcement()) == 0 {
+				t.Errorf("%s: enforceable without saying how", f.GetFeature())
+			}
+		} else {
+			got[f.GetFeature()] = "refused " + f.GetRefusal().GetField()
+		}
+	}
+	want := map[string]string{
+		"filesystem.write":                         "landlock",
+		"filesystem.read_only inside a write root": "refused filesystem.read_only",
+		"filesystem.deny inside a write root":      "refused filesystem.deny",
+		"filesystem.deny outside the write roots":  "landlock",
+		"network.mode=NONE":                        "landlock",
+		"network.mode=ALLOWLIST":                   "refused network.allow",
+		"limits.timeout":                           "landlock",
+		"limits.memory_bytes":                      "refused limits.memory_bytes",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s, want %s", k, got[k], v)
+		}
+	}
+}
