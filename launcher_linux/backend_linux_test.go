@@ -235,7 +235,13 @@ echo c > /tmp/t && echo tmp-ok
 // BenchmarkStartTrue measures one sandbox launch of /bin/true end to end:
 // namespaces, mounts, the init, Landlock, seccomp, exec, exit.
 func BenchmarkStartTrue(b *testing.B) {
-	be := newBackend(b)
+	for _, set := range MechanismSets {
+		b.Run(string(set), func(b *testing.B) { benchmarkStartTrue(b, set) })
+	}
+}
+
+func benchmarkStartTrue(b *testing.B, set MechanismSet) {
+	be := backendFor(b, set)
 	spec := testSpec(b, nil, "/bin/true")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -246,6 +252,14 @@ func BenchmarkStartTrue(b *testing.B) {
 		if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
 			b.Fatalf("status %+v, %v", st, err)
 		}
+	}
+}
+
+// BenchmarkProbeHost is what the host probe adds to the daemon's start.
+func BenchmarkProbeHost(b *testing.B) {
+	uid, gid := sandboxIdentity()
+	for i := 0; i < b.N; i++ {
+		ProbeHost(context.Background(), "/proc/self/exe", uid, gid)
 	}
 }
 
