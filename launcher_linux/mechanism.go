@@ -135,11 +135,6 @@ func (s MechanismSet) needs(p *sandboxdv1.Policy, h *HostProbe) ([]need, *shortf
 				remedy: "run on Linux 6.12 or later, or allow user namespaces so the namespaces set can be used",
 			}
 		}
-		// The host comes first: a policy change is no remedy where the
-		// set cannot run at all.
-		if sf := landlockPolicyShortfall(fs); sf != nil {
-			return nil, sf
-		}
 		ns = append(ns, need{field: "process", mechanism: "seccomp (sockets, SysV IPC, namespaces, kernel interfaces)", prim: PrimSeccomp, remedy: remedySeccomp})
 		if h.EUID == 0 {
 			ns = append(ns, need{field: "process", mechanism: "setuid to the sandbox identity", prim: PrimSwitchID, remedy: remedyIDMap(true)})
@@ -196,7 +191,9 @@ func landlockPolicyShortfall(fs *sandboxdv1.Filesystem) *shortfall {
 	return nil
 }
 
-// check returns why s cannot enforce p on host h, nil if it can.
+// check returns why s cannot enforce p on host h, nil if it can. The host
+// comes before the policy: a policy change is no remedy where the set
+// cannot run at all.
 func (s MechanismSet) check(p *sandboxdv1.Policy, h *HostProbe) *shortfall {
 	ns, sf := s.needs(p, h)
 	if sf != nil {
@@ -212,6 +209,9 @@ func (s MechanismSet) check(p *sandboxdv1.Policy, h *HostProbe) *shortfall {
 			found += ": " + r.Detail
 		}
 		return &shortfall{field: n.field, mechanism: n.mechanism, found: found, probe: r.Op, errno: r.Errno, remedy: n.remedy, byPolicy: n.byPolicy}
+	}
+	if s == SetLandlock {
+		return landlockPolicyShortfall(p.GetFilesystem())
 	}
 	return nil
 }

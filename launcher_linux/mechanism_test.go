@@ -65,6 +65,7 @@ func TestChoose(t *testing.T) {
 		{"no seccomp, network host", hostNet, probed(0, 7, PrimSeccomp), "", "namespaces"},
 		{"no landlock", carveOut, probed(0, 0, PrimLandlock), "", "namespaces"},
 		{"root cannot switch, no map", readOnly, probed(0, 7, PrimIDMap, PrimSwitchID), "", "refused filesystem.read"},
+		{"root cannot switch, carve-out: the host is named, not the policy", carveOut, probed(0, 7, PrimIDMap, PrimSwitchID), "", "refused filesystem.write"},
 		{"listed reads", pol(func(p *sandboxdv1.Policy) {
 			p.Filesystem.Read = sandboxdv1.Filesystem_LISTED
 			p.Filesystem.ReadRoots = []string{"/usr"}
