@@ -79,11 +79,17 @@ type need struct {
 }
 
 const (
-	remedyUserNS  = "run sandboxd as root, or allow unprivileged user namespaces (sysctl user.max_user_namespaces>0, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0)"
 	remedyMounts  = "allow mounts in a new user namespace (a container's seccomp or LSM profile may forbid them), or run sandboxd as root on the host"
 	remedyNetNone = "allow bringing up loopback in a new network namespace, or drop network NONE from the policy (use network HOST)"
 	remedySeccomp = "allow seccomp filters for the daemon (a container runtime or an outer sandbox may forbid them)"
 )
+
+func remedyUserNS(root bool) string {
+	if root {
+		return "allow user namespaces (sysctl user.max_user_namespaces>0; a container's seccomp profile or an outer sandbox may deny clone(CLONE_NEWUSER))"
+	}
+	return "run sandboxd as root, or allow unprivileged user namespaces (sysctl user.max_user_namespaces>0, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0)"
+}
 
 func remedyIDMap(root bool) string {
 	if root {
@@ -100,17 +106,18 @@ func (s MechanismSet) needs(p *sandboxdv1.Policy, h *HostProbe) ([]need, *shortf
 	}
 	none := p.GetNetwork().GetMode() != sandboxdv1.Network_HOST
 	var ns []need
+	root := h.EUID == 0
 	switch s {
 	case SetNamespaces:
 		mnt := "a read-only mount namespace in a user namespace"
 		ns = append(ns,
-			need{field: fsField, mechanism: mnt, prim: PrimUserNS, remedy: remedyUserNS},
+			need{field: fsField, mechanism: mnt, prim: PrimUserNS, remedy: remedyUserNS(root)},
 			need{field: fsField, mechanism: mnt, prim: PrimIDMap, remedy: remedyIDMap(h.EUID == 0)},
 			need{field: fsField, mechanism: mnt, prim: PrimMountNS, remedy: remedyMounts},
 			need{field: fsField, mechanism: mnt, prim: PrimMounts, remedy: remedyMounts},
 		)
 		for _, prim := range []string{PrimPIDNS, PrimIPCNS, PrimUTSNS, PrimCgroupNS} {
-			ns = append(ns, need{field: "process", mechanism: "pid, ipc, uts and cgroup namespaces", prim: prim, remedy: remedyUserNS})
+			ns = append(ns, need{field: "process", mechanism: "pid, ipc, uts and cgroup namespaces", prim: prim, remedy: remedyUserNS(root)})
 		}
 		if none {
 			mech := "a network namespace with its own loopback, and seccomp for unix sockets"
@@ -250,7 +257,15 @@ func refusal(sets []MechanismSet, shorts []*shortfall) *launcher.Unenforceable {
 		order[0], order[1] = 1, 0
 	}
 	first := shorts[order[0]]
-	u := &launcher.Unenforceable{Field: first.field, Probe: first.probe, Errno: first.errno}
+	u := &launcher.Unenforceable{Field: first.field}
+	// The probe that failed, from the first shortfall that has one: a
+	// policy Landlock cannot express has none of its own.
+	for _, i := range order {
+		if shorts[i].probe != "" {
+			u.Probe, u.Errno = shorts[i].probe, shorts[i].errno
+			break
+		}
+	}
 	var mech, found, remedy []string
 	for _, i := range order {
 		sf, set := shorts[i], sets[i]

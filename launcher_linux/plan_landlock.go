@@ -25,7 +25,7 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 	if host.LandlockABI < landlockScopeABI || host.NoSeccomp {
 		return nil, &launcher.Unenforceable{
 			Field: "process", Mechanism: fmt.Sprintf("landlock ABI %d and seccomp", landlockScopeABI),
-			Found: fmt.Sprintf("landlock ABI %d, seccomp available: %v", host.LandlockABI, !host.NoSeccomp), Remedy: remedyUserNS,
+			Found: fmt.Sprintf("landlock ABI %d, seccomp available: %v", host.LandlockABI, !host.NoSeccomp), Remedy: "run on a kernel with Landlock ABI 6 and seccomp, or where the namespaces set works",
 		}
 	}
 	none := p.GetNetwork().GetMode() != sandboxdv1.Network_HOST
