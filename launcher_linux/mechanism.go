@@ -2,6 +2,7 @@ package launcherlinux
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -275,7 +276,9 @@ func refusal(sets []MechanismSet, shorts []*shortfall) *launcher.Unenforceable {
 		}
 		mech = append(mech, fmt.Sprintf("%s (%s)", sf.mechanism, label))
 		found = append(found, fmt.Sprintf("%s (%s)", sf.found, label))
-		remedy = append(remedy, sf.remedy)
+		if !slices.Contains(remedy, sf.remedy) {
+			remedy = append(remedy, sf.remedy)
+		}
 	}
 	u.Mechanism = strings.Join(mech, ", or ")
 	u.Found = strings.Join(found, "; ")

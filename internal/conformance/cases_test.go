@@ -471,6 +471,22 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
+		{name: "cannot read host process environment or memory", setup: func(f *fixture) spec {
+			// The host process runs as the suite's user: for a rootless
+			// daemon that is the sandbox's uid too, so file modes allow
+			// it and only the sandbox (pid namespace, or Landlock's ptrace
+			// scope) can deny it.
+			sleep := hostSleep(f.t)
+			pid := strconv.Itoa(sleep.Process.Pid)
+			return spec{
+				policy: netPolicy(sandboxdv1.Network_HOST),
+				steps: []step{
+					deny("read", "/proc/"+pid+"/environ"),
+					deny("read", "/proc/"+pid+"/mem"),
+					deny("read", "/proc/"+pid+"/root/etc/hostname"),
+				},
+			}
+		}},
 		{name: "cannot write kernel knobs", setup: func(f *fixture) spec {
 			return spec{
 				policy: netPolicy(sandboxdv1.Network_HOST),

@@ -206,7 +206,12 @@ func TestDegradedHosts(t *testing.T) {
 			defer c.Close()
 			row := []string{h.name}
 			for _, p := range degradedPolicies() {
-				cell := runDegraded(t, c, p, h.want[p.name])
+				// Both paths go through the same launch; the cell must
+				// not depend on which.
+				cell, got := runDegraded(t, c, p, h.want[p.name], false)
+				if _, pty := runDegraded(t, c, p, h.want[p.name], true); pty != got {
+					t.Errorf("%s: exec and pty paths differ: exec %s, pty %s", p.name, got, pty)
+				}
 				row = append(row, cell)
 			}
 			fmt.Fprintf(&table, "| %s |\n", strings.Join(row, " | "))
@@ -235,8 +240,9 @@ func policyNames() []string {
 	return out
 }
 
-// runDegraded runs one cell and returns its text for the table.
-func runDegraded(t *testing.T, c *client.Client, p degradedPolicy, want string) string {
+// runDegraded runs one cell and returns its text for the table and its
+// outcome: the set and each step's result, or the refused field.
+func runDegraded(t *testing.T, c *client.Client, p degradedPolicy, want string, tty bool) (string, string) {
 	t.Helper()
 	f := newFixture(t)
 	pol, steps := p.build(f)
@@ -249,12 +255,12 @@ func runDegraded(t *testing.T, c *client.Client, p degradedPolicy, want string) 
 	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
 	defer cancel()
 	var stdout, stderr strings.Builder
-	res, err := c.Run(ctx, client.RunOptions{Start: probeStart(false, pol, nil, args...), Stdout: &stdout, Stderr: &stderr})
+	res, err := c.Run(ctx, client.RunOptions{Start: probeStart(tty, pol, nil, args...), Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		u := client.UnenforceableFrom(err)
 		if u == nil {
 			t.Errorf("%s: failed without a structured refusal: %v", p.name, err)
-			return "error: " + err.Error()
+			return "error: " + err.Error(), "error"
 		}
 		absent(t, marker)
 		got := refusedFor(u.GetField())
@@ -264,7 +270,7 @@ func runDegraded(t *testing.T, c *client.Client, p degradedPolicy, want string) 
 		if u.GetRemedy() == "" || u.GetMechanism() == "" {
 			t.Errorf("%s: refusal without mechanism or remedy: %v", p.name, u)
 		}
-		return fmt.Sprintf("refused: **%s**: needs %s; found %s; remedy: %s", u.GetField(), u.GetMechanism(), u.GetFound(), u.GetRemedy())
+		return fmt.Sprintf("refused: **%s**: needs %s; found %s; remedy: %s", u.GetField(), u.GetMechanism(), u.GetFound(), u.GetRemedy()), got
 	}
 	set := res.Enforcement.GetMechanismSet()
 	if set != want {
@@ -274,8 +280,10 @@ func runDegraded(t *testing.T, c *client.Client, p degradedPolicy, want string) 
 	if len(outcomes) != len(steps)+1 {
 		t.Fatalf("%s: probe reported %d steps, want %d\n%s%s", p.name, len(outcomes), len(steps)+1, stdout.String(), stderr.String())
 	}
+	got := set
 	for i, s := range steps {
 		o := outcomes[i]
+		got += fmt.Sprintf(" %v", o.OK)
 		switch {
 		case s.want == allowed && !o.OK:
 			t.Errorf("%s (%s): %s must be allowed, got %s", p.name, set, strings.Join(s.args, " "), o)
@@ -289,5 +297,5 @@ func runDegraded(t *testing.T, c *client.Client, p degradedPolicy, want string) 
 			mechs = append(mechs, e.GetField()+": "+e.GetMechanism())
 		}
 	}
-	return fmt.Sprintf("enforced by **%s** (%s)", set, strings.Join(mechs, "; "))
+	return fmt.Sprintf("enforced by **%s** (%s)", set, strings.Join(mechs, "; ")), got
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
 )
 
 // leakVar is set in the daemon's and the client's environment; its value
@@ -131,8 +132,8 @@ func setUp() error {
 
 // namespacesComplete: every probe the namespaces set rests on worked.
 func namespacesComplete(r *sandboxdv1.CapabilitiesReport) bool {
-	need := []string{"user namespace", "uid/gid map of the sandbox identity", "mount namespace", "pid namespace", "ipc namespace",
-		"uts namespace", "cgroup namespace", "network namespace", "loopback in a new network namespace", "mounts in a new mount namespace", "seccomp filter"}
+	need := []string{launcherlinux.PrimUserNS, launcherlinux.PrimIDMap, launcherlinux.PrimMountNS, launcherlinux.PrimPIDNS, launcherlinux.PrimIPCNS,
+		launcherlinux.PrimUTSNS, launcherlinux.PrimCgroupNS, launcherlinux.PrimNetNS, launcherlinux.PrimLoopback, launcherlinux.PrimMounts, launcherlinux.PrimSeccomp}
 	for _, p := range r.GetProbes() {
 		if slices.Contains(need, p.GetName()) && !p.GetOk() {
 			return false
