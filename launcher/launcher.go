@@ -32,9 +32,15 @@ type Spec struct {
 	// daemon never passes 0 here.
 	UID, GID uint32
 	Stdio    Stdio
-	// HideSockets are host paths of daemon sockets that must not be reachable
-	// from inside the sandbox.
+	// HideSockets are host paths of daemon sockets, or of directories of
+	// them, that must not be reachable from inside the sandbox.
 	HideSockets []string
+	// SessionSocket is the host path of the socket the daemon made for this
+	// session alone (policy children.allow), empty when there is none. The
+	// backend makes it reachable inside the sandbox at SessionSocketPath
+	// (its host path where the OS has no mount namespaces), and nothing
+	// else of the daemon's.
+	SessionSocket string
 }
 
 // Stdio says how the process's fds 0, 1 and 2 are wired.

@@ -129,7 +129,7 @@ func (x Output_Stream) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Output_Stream.Descriptor instead.
 func (Output_Stream) EnumDescriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{7, 0}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{8, 0}
 }
 
 type Command struct {
@@ -253,8 +253,14 @@ type Start struct {
 	Policy  *Policy                `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
 	Command *Command               `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
 	// Allocate a pseudo-terminal and wire stdin, stdout and stderr to it.
-	Tty           bool        `protobuf:"varint,3,opt,name=tty,proto3" json:"tty,omitempty"`
-	Window        *WindowSize `protobuf:"bytes,4,opt,name=window,proto3" json:"window,omitempty"`
+	Tty    bool        `protobuf:"varint,3,opt,name=tty,proto3" json:"tty,omitempty"`
+	Window *WindowSize `protobuf:"bytes,4,opt,name=window,proto3" json:"window,omitempty"`
+	// Detach the session from this stream: the daemon answers Started and
+	// ends the stream, and the session runs on until its command exits, it is
+	// killed or its timeout ends. Its output is kept in a bounded scrollback
+	// for Attach. Without detach, the session is killed when this stream
+	// ends.
+	Detach        bool `protobuf:"varint,5,opt,name=detach,proto3" json:"detach,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -317,6 +323,81 @@ func (x *Start) GetWindow() *WindowSize {
 	return nil
 }
 
+func (x *Start) GetDetach() bool {
+	if x != nil {
+		return x.Detach
+	}
+	return false
+}
+
+// Attach joins an existing session instead of starting one. The daemon
+// answers Started, replays the session's scrollback as Output, then streams
+// live Output and the Exit. An ended session replays and exits at once.
+type Attach struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// A read-only client's stdin, resizes and signals are never sent to the
+	// session; any number may watch. At most one client of a session is
+	// interactive: the one that started it, until its stream ends, or one
+	// attached without read_only.
+	ReadOnly bool `protobuf:"varint,2,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	// The terminal size of an interactive client of a PTY session.
+	Window        *WindowSize `protobuf:"bytes,3,opt,name=window,proto3" json:"window,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Attach) Reset() {
+	*x = Attach{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attach) ProtoMessage() {}
+
+func (x *Attach) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attach.ProtoReflect.Descriptor instead.
+func (*Attach) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Attach) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Attach) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *Attach) GetWindow() *WindowSize {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
 type Stdin struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Data  []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
@@ -328,7 +409,7 @@ type Stdin struct {
 
 func (x *Stdin) Reset() {
 	*x = Stdin{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[3]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -340,7 +421,7 @@ func (x *Stdin) String() string {
 func (*Stdin) ProtoMessage() {}
 
 func (x *Stdin) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[3]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -353,7 +434,7 @@ func (x *Stdin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stdin.ProtoReflect.Descriptor instead.
 func (*Stdin) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{3}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Stdin) GetData() []byte {
@@ -380,7 +461,7 @@ type Signal struct {
 
 func (x *Signal) Reset() {
 	*x = Signal{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[4]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +473,7 @@ func (x *Signal) String() string {
 func (*Signal) ProtoMessage() {}
 
 func (x *Signal) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[4]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +486,7 @@ func (x *Signal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Signal.ProtoReflect.Descriptor instead.
 func (*Signal) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{4}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Signal) GetSignal() int32 {
@@ -423,6 +504,7 @@ type SessionRequest struct {
 	//	*SessionRequest_Stdin
 	//	*SessionRequest_Resize
 	//	*SessionRequest_Signal
+	//	*SessionRequest_Attach
 	Msg           isSessionRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -430,7 +512,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[5]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -442,7 +524,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[5]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -455,7 +537,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{5}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SessionRequest) GetMsg() isSessionRequest_Msg {
@@ -501,6 +583,15 @@ func (x *SessionRequest) GetSignal() *Signal {
 	return nil
 }
 
+func (x *SessionRequest) GetAttach() *Attach {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionRequest_Attach); ok {
+			return x.Attach
+		}
+	}
+	return nil
+}
+
 type isSessionRequest_Msg interface {
 	isSessionRequest_Msg()
 }
@@ -521,6 +612,10 @@ type SessionRequest_Signal struct {
 	Signal *Signal `protobuf:"bytes,4,opt,name=signal,proto3,oneof"`
 }
 
+type SessionRequest_Attach struct {
+	Attach *Attach `protobuf:"bytes,5,opt,name=attach,proto3,oneof"`
+}
+
 func (*SessionRequest_Start) isSessionRequest_Msg() {}
 
 func (*SessionRequest_Stdin) isSessionRequest_Msg() {}
@@ -528,6 +623,8 @@ func (*SessionRequest_Stdin) isSessionRequest_Msg() {}
 func (*SessionRequest_Resize) isSessionRequest_Msg() {}
 
 func (*SessionRequest_Signal) isSessionRequest_Msg() {}
+
+func (*SessionRequest_Attach) isSessionRequest_Msg() {}
 
 type Started struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -540,7 +637,7 @@ type Started struct {
 
 func (x *Started) Reset() {
 	*x = Started{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[6]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +649,7 @@ func (x *Started) String() string {
 func (*Started) ProtoMessage() {}
 
 func (x *Started) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[6]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +662,7 @@ func (x *Started) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Started.ProtoReflect.Descriptor instead.
 func (*Started) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{6}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Started) GetSessionId() string {
@@ -599,7 +696,7 @@ type Output struct {
 
 func (x *Output) Reset() {
 	*x = Output{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[7]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +708,7 @@ func (x *Output) String() string {
 func (*Output) ProtoMessage() {}
 
 func (x *Output) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[7]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +721,7 @@ func (x *Output) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Output.ProtoReflect.Descriptor instead.
 func (*Output) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{7}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Output) GetStream() Output_Stream {
@@ -656,7 +753,7 @@ type Exit struct {
 
 func (x *Exit) Reset() {
 	*x = Exit{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[8]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -668,7 +765,7 @@ func (x *Exit) String() string {
 func (*Exit) ProtoMessage() {}
 
 func (x *Exit) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[8]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -681,7 +778,7 @@ func (x *Exit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Exit.ProtoReflect.Descriptor instead.
 func (*Exit) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{8}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Exit) GetState() State {
@@ -726,7 +823,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[9]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -738,7 +835,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[9]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -751,7 +848,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{9}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SessionResponse) GetMsg() isSessionResponse_Msg {
@@ -825,7 +922,7 @@ type EnforcementReport struct {
 
 func (x *EnforcementReport) Reset() {
 	*x = EnforcementReport{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[10]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +934,7 @@ func (x *EnforcementReport) String() string {
 func (*EnforcementReport) ProtoMessage() {}
 
 func (x *EnforcementReport) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[10]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +947,7 @@ func (x *EnforcementReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnforcementReport.ProtoReflect.Descriptor instead.
 func (*EnforcementReport) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{10}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EnforcementReport) GetBackend() string {
@@ -886,7 +983,7 @@ type FieldEnforcement struct {
 
 func (x *FieldEnforcement) Reset() {
 	*x = FieldEnforcement{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[11]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +995,7 @@ func (x *FieldEnforcement) String() string {
 func (*FieldEnforcement) ProtoMessage() {}
 
 func (x *FieldEnforcement) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[11]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1008,7 @@ func (x *FieldEnforcement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldEnforcement.ProtoReflect.Descriptor instead.
 func (*FieldEnforcement) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{11}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FieldEnforcement) GetField() string {
@@ -944,7 +1041,7 @@ type Unenforceable struct {
 
 func (x *Unenforceable) Reset() {
 	*x = Unenforceable{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[12]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -956,7 +1053,7 @@ func (x *Unenforceable) String() string {
 func (*Unenforceable) ProtoMessage() {}
 
 func (x *Unenforceable) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[12]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -969,7 +1066,7 @@ func (x *Unenforceable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unenforceable.ProtoReflect.Descriptor instead.
 func (*Unenforceable) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{12}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Unenforceable) GetField() string {
@@ -1030,15 +1127,24 @@ type SessionInfo struct {
 	Pid          int32                  `protobuf:"varint,12,opt,name=pid,proto3" json:"pid,omitempty"`
 	Created      *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created,proto3" json:"created,omitempty"`
 	Ended        *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=ended,proto3" json:"ended,omitempty"`
-	// Host uid of the client that started the session.
-	OwnerUid      uint32 `protobuf:"varint,15,opt,name=owner_uid,json=ownerUid,proto3" json:"owner_uid,omitempty"`
+	// Host uid of the client that started the session; a child session has
+	// its root session's owner.
+	OwnerUid uint32 `protobuf:"varint,15,opt,name=owner_uid,json=ownerUid,proto3" json:"owner_uid,omitempty"`
+	// The session whose sandbox asked for this one, empty for a session
+	// started on the daemon's main socket.
+	ParentId string `protobuf:"bytes,16,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	// Started with Start.detach: no client stream keeps it alive.
+	Detached bool `protobuf:"varint,17,opt,name=detached,proto3" json:"detached,omitempty"`
+	// Clients attached to the session's output right now, the one that
+	// started it included.
+	Viewers       uint32 `protobuf:"varint,18,opt,name=viewers,proto3" json:"viewers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[13]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1050,7 +1156,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[13]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1063,7 +1169,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{13}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SessionInfo) GetId() string {
@@ -1171,6 +1277,27 @@ func (x *SessionInfo) GetOwnerUid() uint32 {
 	return 0
 }
 
+func (x *SessionInfo) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetDetached() bool {
+	if x != nil {
+		return x.Detached
+	}
+	return false
+}
+
+func (x *SessionInfo) GetViewers() uint32 {
+	if x != nil {
+		return x.Viewers
+	}
+	return 0
+}
+
 type ListRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1179,7 +1306,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[14]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1318,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[14]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1331,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{14}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{15}
 }
 
 type ListResponse struct {
@@ -1216,7 +1343,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[15]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1355,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[15]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1368,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{15}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListResponse) GetSessions() []*SessionInfo {
@@ -1260,7 +1387,7 @@ type InspectRequest struct {
 
 func (x *InspectRequest) Reset() {
 	*x = InspectRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1399,7 @@ func (x *InspectRequest) String() string {
 func (*InspectRequest) ProtoMessage() {}
 
 func (x *InspectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1412,7 @@ func (x *InspectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectRequest.ProtoReflect.Descriptor instead.
 func (*InspectRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{16}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *InspectRequest) GetId() string {
@@ -1298,7 +1425,8 @@ func (x *InspectRequest) GetId() string {
 type KillRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// Signal number; 0 means SIGKILL of the whole sandbox.
+	// Signal number; 0 means SIGKILL of the whole sandbox and of every
+	// session in its subtree.
 	Signal        int32 `protobuf:"varint,2,opt,name=signal,proto3" json:"signal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1306,7 +1434,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1446,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1459,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{17}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *KillRequest) GetId() string {
@@ -1356,7 +1484,7 @@ type KillResponse struct {
 
 func (x *KillResponse) Reset() {
 	*x = KillResponse{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1496,7 @@ func (x *KillResponse) String() string {
 func (*KillResponse) ProtoMessage() {}
 
 func (x *KillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1509,7 @@ func (x *KillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillResponse.ProtoReflect.Descriptor instead.
 func (*KillResponse) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{18}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{19}
 }
 
 type CapabilitiesRequest struct {
@@ -1392,7 +1520,7 @@ type CapabilitiesRequest struct {
 
 func (x *CapabilitiesRequest) Reset() {
 	*x = CapabilitiesRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1532,7 @@ func (x *CapabilitiesRequest) String() string {
 func (*CapabilitiesRequest) ProtoMessage() {}
 
 func (x *CapabilitiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1545,7 @@ func (x *CapabilitiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilitiesRequest.ProtoReflect.Descriptor instead.
 func (*CapabilitiesRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{19}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{20}
 }
 
 type HostFacts struct {
@@ -1439,7 +1567,7 @@ type HostFacts struct {
 
 func (x *HostFacts) Reset() {
 	*x = HostFacts{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1579,7 @@ func (x *HostFacts) String() string {
 func (*HostFacts) ProtoMessage() {}
 
 func (x *HostFacts) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1592,7 @@ func (x *HostFacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostFacts.ProtoReflect.Descriptor instead.
 func (*HostFacts) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{20}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HostFacts) GetOs() string {
@@ -1533,7 +1661,7 @@ type ProbeResult struct {
 
 func (x *ProbeResult) Reset() {
 	*x = ProbeResult{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1673,7 @@ func (x *ProbeResult) String() string {
 func (*ProbeResult) ProtoMessage() {}
 
 func (x *ProbeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1686,7 @@ func (x *ProbeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
 func (*ProbeResult) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{21}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ProbeResult) GetName() string {
@@ -1612,7 +1740,7 @@ type MechanismSet struct {
 
 func (x *MechanismSet) Reset() {
 	*x = MechanismSet{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +1752,7 @@ func (x *MechanismSet) String() string {
 func (*MechanismSet) ProtoMessage() {}
 
 func (x *MechanismSet) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +1765,7 @@ func (x *MechanismSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MechanismSet.ProtoReflect.Descriptor instead.
 func (*MechanismSet) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{22}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MechanismSet) GetName() string {
@@ -1685,7 +1813,7 @@ type FeatureSupport struct {
 
 func (x *FeatureSupport) Reset() {
 	*x = FeatureSupport{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1825,7 @@ func (x *FeatureSupport) String() string {
 func (*FeatureSupport) ProtoMessage() {}
 
 func (x *FeatureSupport) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1838,7 @@ func (x *FeatureSupport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeatureSupport.ProtoReflect.Descriptor instead.
 func (*FeatureSupport) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{23}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FeatureSupport) GetFeature() string {
@@ -1759,7 +1887,7 @@ type SelfTestCheck struct {
 
 func (x *SelfTestCheck) Reset() {
 	*x = SelfTestCheck{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1771,7 +1899,7 @@ func (x *SelfTestCheck) String() string {
 func (*SelfTestCheck) ProtoMessage() {}
 
 func (x *SelfTestCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1784,7 +1912,7 @@ func (x *SelfTestCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelfTestCheck.ProtoReflect.Descriptor instead.
 func (*SelfTestCheck) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{24}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SelfTestCheck) GetName() string {
@@ -1822,7 +1950,7 @@ type SelfTest struct {
 
 func (x *SelfTest) Reset() {
 	*x = SelfTest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +1962,7 @@ func (x *SelfTest) String() string {
 func (*SelfTest) ProtoMessage() {}
 
 func (x *SelfTest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1847,7 +1975,7 @@ func (x *SelfTest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelfTest.ProtoReflect.Descriptor instead.
 func (*SelfTest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{25}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SelfTest) GetPassed() bool {
@@ -1894,7 +2022,7 @@ type CapabilitiesReport struct {
 
 func (x *CapabilitiesReport) Reset() {
 	*x = CapabilitiesReport{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +2034,7 @@ func (x *CapabilitiesReport) String() string {
 func (*CapabilitiesReport) ProtoMessage() {}
 
 func (x *CapabilitiesReport) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +2047,7 @@ func (x *CapabilitiesReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilitiesReport.ProtoReflect.Descriptor instead.
 func (*CapabilitiesReport) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{26}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CapabilitiesReport) GetBackend() string {
@@ -1986,22 +2114,28 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\n" +
 	"WindowSize\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
-	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xa7\x01\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xbf\x01\n" +
 	"\x05Start\x12+\n" +
 	"\x06policy\x18\x01 \x01(\v2\x13.sandboxd.v1.PolicyR\x06policy\x12.\n" +
 	"\acommand\x18\x02 \x01(\v2\x14.sandboxd.v1.CommandR\acommand\x12\x10\n" +
 	"\x03tty\x18\x03 \x01(\bR\x03tty\x12/\n" +
-	"\x06window\x18\x04 \x01(\v2\x17.sandboxd.v1.WindowSizeR\x06window\"-\n" +
+	"\x06window\x18\x04 \x01(\v2\x17.sandboxd.v1.WindowSizeR\x06window\x12\x16\n" +
+	"\x06detach\x18\x05 \x01(\bR\x06detach\"f\n" +
+	"\x06Attach\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12/\n" +
+	"\x06window\x18\x03 \x01(\v2\x17.sandboxd.v1.WindowSizeR\x06window\"-\n" +
 	"\x05Stdin\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x10\n" +
 	"\x03eof\x18\x02 \x01(\bR\x03eof\" \n" +
 	"\x06Signal\x12\x16\n" +
-	"\x06signal\x18\x01 \x01(\x05R\x06signal\"\xd1\x01\n" +
+	"\x06signal\x18\x01 \x01(\x05R\x06signal\"\x80\x02\n" +
 	"\x0eSessionRequest\x12*\n" +
 	"\x05start\x18\x01 \x01(\v2\x12.sandboxd.v1.StartH\x00R\x05start\x12*\n" +
 	"\x05stdin\x18\x02 \x01(\v2\x12.sandboxd.v1.StdinH\x00R\x05stdin\x121\n" +
 	"\x06resize\x18\x03 \x01(\v2\x17.sandboxd.v1.WindowSizeH\x00R\x06resize\x12-\n" +
-	"\x06signal\x18\x04 \x01(\v2\x13.sandboxd.v1.SignalH\x00R\x06signalB\x05\n" +
+	"\x06signal\x18\x04 \x01(\v2\x13.sandboxd.v1.SignalH\x00R\x06signal\x12-\n" +
+	"\x06attach\x18\x05 \x01(\v2\x13.sandboxd.v1.AttachH\x00R\x06attachB\x05\n" +
 	"\x03msg\"\x8f\x01\n" +
 	"\aStarted\x12\x1d\n" +
 	"\n" +
@@ -2040,7 +2174,7 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x05found\x18\x03 \x01(\tR\x05found\x12\x14\n" +
 	"\x05errno\x18\x04 \x01(\tR\x05errno\x12\x14\n" +
 	"\x05probe\x18\x05 \x01(\tR\x05probe\x12\x16\n" +
-	"\x06remedy\x18\x06 \x01(\tR\x06remedy\"\xf7\x03\n" +
+	"\x06remedy\x18\x06 \x01(\tR\x06remedy\"\xca\x04\n" +
 	"\vSessionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x12.sandboxd.v1.StateR\x05state\x12\x12\n" +
@@ -2057,7 +2191,10 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x03pid\x18\f \x01(\x05R\x03pid\x124\n" +
 	"\acreated\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x120\n" +
 	"\x05ended\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x05ended\x12\x1b\n" +
-	"\towner_uid\x18\x0f \x01(\rR\bownerUid\"\r\n" +
+	"\towner_uid\x18\x0f \x01(\rR\bownerUid\x12\x1b\n" +
+	"\tparent_id\x18\x10 \x01(\tR\bparentId\x12\x1a\n" +
+	"\bdetached\x18\x11 \x01(\bR\bdetached\x12\x18\n" +
+	"\aviewers\x18\x12 \x01(\rR\aviewers\"\r\n" +
 	"\vListRequest\"D\n" +
 	"\fListResponse\x124\n" +
 	"\bsessions\x18\x01 \x03(\v2\x18.sandboxd.v1.SessionInfoR\bsessions\" \n" +
@@ -2140,87 +2277,90 @@ func file_sandboxd_v1_sandboxd_proto_rawDescGZIP() []byte {
 }
 
 var file_sandboxd_v1_sandboxd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_sandboxd_v1_sandboxd_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_sandboxd_v1_sandboxd_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_sandboxd_v1_sandboxd_proto_goTypes = []any{
 	(State)(0),                    // 0: sandboxd.v1.State
 	(Output_Stream)(0),            // 1: sandboxd.v1.Output.Stream
 	(*Command)(nil),               // 2: sandboxd.v1.Command
 	(*WindowSize)(nil),            // 3: sandboxd.v1.WindowSize
 	(*Start)(nil),                 // 4: sandboxd.v1.Start
-	(*Stdin)(nil),                 // 5: sandboxd.v1.Stdin
-	(*Signal)(nil),                // 6: sandboxd.v1.Signal
-	(*SessionRequest)(nil),        // 7: sandboxd.v1.SessionRequest
-	(*Started)(nil),               // 8: sandboxd.v1.Started
-	(*Output)(nil),                // 9: sandboxd.v1.Output
-	(*Exit)(nil),                  // 10: sandboxd.v1.Exit
-	(*SessionResponse)(nil),       // 11: sandboxd.v1.SessionResponse
-	(*EnforcementReport)(nil),     // 12: sandboxd.v1.EnforcementReport
-	(*FieldEnforcement)(nil),      // 13: sandboxd.v1.FieldEnforcement
-	(*Unenforceable)(nil),         // 14: sandboxd.v1.Unenforceable
-	(*SessionInfo)(nil),           // 15: sandboxd.v1.SessionInfo
-	(*ListRequest)(nil),           // 16: sandboxd.v1.ListRequest
-	(*ListResponse)(nil),          // 17: sandboxd.v1.ListResponse
-	(*InspectRequest)(nil),        // 18: sandboxd.v1.InspectRequest
-	(*KillRequest)(nil),           // 19: sandboxd.v1.KillRequest
-	(*KillResponse)(nil),          // 20: sandboxd.v1.KillResponse
-	(*CapabilitiesRequest)(nil),   // 21: sandboxd.v1.CapabilitiesRequest
-	(*HostFacts)(nil),             // 22: sandboxd.v1.HostFacts
-	(*ProbeResult)(nil),           // 23: sandboxd.v1.ProbeResult
-	(*MechanismSet)(nil),          // 24: sandboxd.v1.MechanismSet
-	(*FeatureSupport)(nil),        // 25: sandboxd.v1.FeatureSupport
-	(*SelfTestCheck)(nil),         // 26: sandboxd.v1.SelfTestCheck
-	(*SelfTest)(nil),              // 27: sandboxd.v1.SelfTest
-	(*CapabilitiesReport)(nil),    // 28: sandboxd.v1.CapabilitiesReport
-	nil,                           // 29: sandboxd.v1.Command.EnvEntry
-	(*Policy)(nil),                // 30: sandboxd.v1.Policy
-	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
+	(*Attach)(nil),                // 5: sandboxd.v1.Attach
+	(*Stdin)(nil),                 // 6: sandboxd.v1.Stdin
+	(*Signal)(nil),                // 7: sandboxd.v1.Signal
+	(*SessionRequest)(nil),        // 8: sandboxd.v1.SessionRequest
+	(*Started)(nil),               // 9: sandboxd.v1.Started
+	(*Output)(nil),                // 10: sandboxd.v1.Output
+	(*Exit)(nil),                  // 11: sandboxd.v1.Exit
+	(*SessionResponse)(nil),       // 12: sandboxd.v1.SessionResponse
+	(*EnforcementReport)(nil),     // 13: sandboxd.v1.EnforcementReport
+	(*FieldEnforcement)(nil),      // 14: sandboxd.v1.FieldEnforcement
+	(*Unenforceable)(nil),         // 15: sandboxd.v1.Unenforceable
+	(*SessionInfo)(nil),           // 16: sandboxd.v1.SessionInfo
+	(*ListRequest)(nil),           // 17: sandboxd.v1.ListRequest
+	(*ListResponse)(nil),          // 18: sandboxd.v1.ListResponse
+	(*InspectRequest)(nil),        // 19: sandboxd.v1.InspectRequest
+	(*KillRequest)(nil),           // 20: sandboxd.v1.KillRequest
+	(*KillResponse)(nil),          // 21: sandboxd.v1.KillResponse
+	(*CapabilitiesRequest)(nil),   // 22: sandboxd.v1.CapabilitiesRequest
+	(*HostFacts)(nil),             // 23: sandboxd.v1.HostFacts
+	(*ProbeResult)(nil),           // 24: sandboxd.v1.ProbeResult
+	(*MechanismSet)(nil),          // 25: sandboxd.v1.MechanismSet
+	(*FeatureSupport)(nil),        // 26: sandboxd.v1.FeatureSupport
+	(*SelfTestCheck)(nil),         // 27: sandboxd.v1.SelfTestCheck
+	(*SelfTest)(nil),              // 28: sandboxd.v1.SelfTest
+	(*CapabilitiesReport)(nil),    // 29: sandboxd.v1.CapabilitiesReport
+	nil,                           // 30: sandboxd.v1.Command.EnvEntry
+	(*Policy)(nil),                // 31: sandboxd.v1.Policy
+	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
 }
 var file_sandboxd_v1_sandboxd_proto_depIdxs = []int32{
-	29, // 0: sandboxd.v1.Command.env:type_name -> sandboxd.v1.Command.EnvEntry
-	30, // 1: sandboxd.v1.Start.policy:type_name -> sandboxd.v1.Policy
+	30, // 0: sandboxd.v1.Command.env:type_name -> sandboxd.v1.Command.EnvEntry
+	31, // 1: sandboxd.v1.Start.policy:type_name -> sandboxd.v1.Policy
 	2,  // 2: sandboxd.v1.Start.command:type_name -> sandboxd.v1.Command
 	3,  // 3: sandboxd.v1.Start.window:type_name -> sandboxd.v1.WindowSize
-	4,  // 4: sandboxd.v1.SessionRequest.start:type_name -> sandboxd.v1.Start
-	5,  // 5: sandboxd.v1.SessionRequest.stdin:type_name -> sandboxd.v1.Stdin
-	3,  // 6: sandboxd.v1.SessionRequest.resize:type_name -> sandboxd.v1.WindowSize
-	6,  // 7: sandboxd.v1.SessionRequest.signal:type_name -> sandboxd.v1.Signal
-	12, // 8: sandboxd.v1.Started.enforcement:type_name -> sandboxd.v1.EnforcementReport
-	1,  // 9: sandboxd.v1.Output.stream:type_name -> sandboxd.v1.Output.Stream
-	0,  // 10: sandboxd.v1.Exit.state:type_name -> sandboxd.v1.State
-	8,  // 11: sandboxd.v1.SessionResponse.started:type_name -> sandboxd.v1.Started
-	9,  // 12: sandboxd.v1.SessionResponse.output:type_name -> sandboxd.v1.Output
-	10, // 13: sandboxd.v1.SessionResponse.exit:type_name -> sandboxd.v1.Exit
-	13, // 14: sandboxd.v1.EnforcementReport.fields:type_name -> sandboxd.v1.FieldEnforcement
-	0,  // 15: sandboxd.v1.SessionInfo.state:type_name -> sandboxd.v1.State
-	30, // 16: sandboxd.v1.SessionInfo.policy:type_name -> sandboxd.v1.Policy
-	12, // 17: sandboxd.v1.SessionInfo.enforcement:type_name -> sandboxd.v1.EnforcementReport
-	31, // 18: sandboxd.v1.SessionInfo.created:type_name -> google.protobuf.Timestamp
-	31, // 19: sandboxd.v1.SessionInfo.ended:type_name -> google.protobuf.Timestamp
-	15, // 20: sandboxd.v1.ListResponse.sessions:type_name -> sandboxd.v1.SessionInfo
-	13, // 21: sandboxd.v1.FeatureSupport.enforcement:type_name -> sandboxd.v1.FieldEnforcement
-	14, // 22: sandboxd.v1.FeatureSupport.refusal:type_name -> sandboxd.v1.Unenforceable
-	26, // 23: sandboxd.v1.SelfTest.checks:type_name -> sandboxd.v1.SelfTestCheck
-	31, // 24: sandboxd.v1.SelfTest.ran:type_name -> google.protobuf.Timestamp
-	22, // 25: sandboxd.v1.CapabilitiesReport.host:type_name -> sandboxd.v1.HostFacts
-	23, // 26: sandboxd.v1.CapabilitiesReport.probes:type_name -> sandboxd.v1.ProbeResult
-	24, // 27: sandboxd.v1.CapabilitiesReport.mechanism_sets:type_name -> sandboxd.v1.MechanismSet
-	25, // 28: sandboxd.v1.CapabilitiesReport.features:type_name -> sandboxd.v1.FeatureSupport
-	27, // 29: sandboxd.v1.CapabilitiesReport.self_test:type_name -> sandboxd.v1.SelfTest
-	7,  // 30: sandboxd.v1.Sandboxd.Session:input_type -> sandboxd.v1.SessionRequest
-	16, // 31: sandboxd.v1.Sandboxd.List:input_type -> sandboxd.v1.ListRequest
-	18, // 32: sandboxd.v1.Sandboxd.Inspect:input_type -> sandboxd.v1.InspectRequest
-	19, // 33: sandboxd.v1.Sandboxd.Kill:input_type -> sandboxd.v1.KillRequest
-	21, // 34: sandboxd.v1.Sandboxd.Capabilities:input_type -> sandboxd.v1.CapabilitiesRequest
-	11, // 35: sandboxd.v1.Sandboxd.Session:output_type -> sandboxd.v1.SessionResponse
-	17, // 36: sandboxd.v1.Sandboxd.List:output_type -> sandboxd.v1.ListResponse
-	15, // 37: sandboxd.v1.Sandboxd.Inspect:output_type -> sandboxd.v1.SessionInfo
-	20, // 38: sandboxd.v1.Sandboxd.Kill:output_type -> sandboxd.v1.KillResponse
-	28, // 39: sandboxd.v1.Sandboxd.Capabilities:output_type -> sandboxd.v1.CapabilitiesReport
-	35, // [35:40] is the sub-list for method output_type
-	30, // [30:35] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	3,  // 4: sandboxd.v1.Attach.window:type_name -> sandboxd.v1.WindowSize
+	4,  // 5: sandboxd.v1.SessionRequest.start:type_name -> sandboxd.v1.Start
+	6,  // 6: sandboxd.v1.SessionRequest.stdin:type_name -> sandboxd.v1.Stdin
+	3,  // 7: sandboxd.v1.SessionRequest.resize:type_name -> sandboxd.v1.WindowSize
+	7,  // 8: sandboxd.v1.SessionRequest.signal:type_name -> sandboxd.v1.Signal
+	5,  // 9: sandboxd.v1.SessionRequest.attach:type_name -> sandboxd.v1.Attach
+	13, // 10: sandboxd.v1.Started.enforcement:type_name -> sandboxd.v1.EnforcementReport
+	1,  // 11: sandboxd.v1.Output.stream:type_name -> sandboxd.v1.Output.Stream
+	0,  // 12: sandboxd.v1.Exit.state:type_name -> sandboxd.v1.State
+	9,  // 13: sandboxd.v1.SessionResponse.started:type_name -> sandboxd.v1.Started
+	10, // 14: sandboxd.v1.SessionResponse.output:type_name -> sandboxd.v1.Output
+	11, // 15: sandboxd.v1.SessionResponse.exit:type_name -> sandboxd.v1.Exit
+	14, // 16: sandboxd.v1.EnforcementReport.fields:type_name -> sandboxd.v1.FieldEnforcement
+	0,  // 17: sandboxd.v1.SessionInfo.state:type_name -> sandboxd.v1.State
+	31, // 18: sandboxd.v1.SessionInfo.policy:type_name -> sandboxd.v1.Policy
+	13, // 19: sandboxd.v1.SessionInfo.enforcement:type_name -> sandboxd.v1.EnforcementReport
+	32, // 20: sandboxd.v1.SessionInfo.created:type_name -> google.protobuf.Timestamp
+	32, // 21: sandboxd.v1.SessionInfo.ended:type_name -> google.protobuf.Timestamp
+	16, // 22: sandboxd.v1.ListResponse.sessions:type_name -> sandboxd.v1.SessionInfo
+	14, // 23: sandboxd.v1.FeatureSupport.enforcement:type_name -> sandboxd.v1.FieldEnforcement
+	15, // 24: sandboxd.v1.FeatureSupport.refusal:type_name -> sandboxd.v1.Unenforceable
+	27, // 25: sandboxd.v1.SelfTest.checks:type_name -> sandboxd.v1.SelfTestCheck
+	32, // 26: sandboxd.v1.SelfTest.ran:type_name -> google.protobuf.Timestamp
+	23, // 27: sandboxd.v1.CapabilitiesReport.host:type_name -> sandboxd.v1.HostFacts
+	24, // 28: sandboxd.v1.CapabilitiesReport.probes:type_name -> sandboxd.v1.ProbeResult
+	25, // 29: sandboxd.v1.CapabilitiesReport.mechanism_sets:type_name -> sandboxd.v1.MechanismSet
+	26, // 30: sandboxd.v1.CapabilitiesReport.features:type_name -> sandboxd.v1.FeatureSupport
+	28, // 31: sandboxd.v1.CapabilitiesReport.self_test:type_name -> sandboxd.v1.SelfTest
+	8,  // 32: sandboxd.v1.Sandboxd.Session:input_type -> sandboxd.v1.SessionRequest
+	17, // 33: sandboxd.v1.Sandboxd.List:input_type -> sandboxd.v1.ListRequest
+	19, // 34: sandboxd.v1.Sandboxd.Inspect:input_type -> sandboxd.v1.InspectRequest
+	20, // 35: sandboxd.v1.Sandboxd.Kill:input_type -> sandboxd.v1.KillRequest
+	22, // 36: sandboxd.v1.Sandboxd.Capabilities:input_type -> sandboxd.v1.CapabilitiesRequest
+	12, // 37: sandboxd.v1.Sandboxd.Session:output_type -> sandboxd.v1.SessionResponse
+	18, // 38: sandboxd.v1.Sandboxd.List:output_type -> sandboxd.v1.ListResponse
+	16, // 39: sandboxd.v1.Sandboxd.Inspect:output_type -> sandboxd.v1.SessionInfo
+	21, // 40: sandboxd.v1.Sandboxd.Kill:output_type -> sandboxd.v1.KillResponse
+	29, // 41: sandboxd.v1.Sandboxd.Capabilities:output_type -> sandboxd.v1.CapabilitiesReport
+	37, // [37:42] is the sub-list for method output_type
+	32, // [32:37] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_sandboxd_v1_sandboxd_proto_init() }
@@ -2229,13 +2369,14 @@ func file_sandboxd_v1_sandboxd_proto_init() {
 		return
 	}
 	file_sandboxd_v1_policy_proto_init()
-	file_sandboxd_v1_sandboxd_proto_msgTypes[5].OneofWrappers = []any{
+	file_sandboxd_v1_sandboxd_proto_msgTypes[6].OneofWrappers = []any{
 		(*SessionRequest_Start)(nil),
 		(*SessionRequest_Stdin)(nil),
 		(*SessionRequest_Resize)(nil),
 		(*SessionRequest_Signal)(nil),
+		(*SessionRequest_Attach)(nil),
 	}
-	file_sandboxd_v1_sandboxd_proto_msgTypes[9].OneofWrappers = []any{
+	file_sandboxd_v1_sandboxd_proto_msgTypes[10].OneofWrappers = []any{
 		(*SessionResponse_Started)(nil),
 		(*SessionResponse_Output)(nil),
 		(*SessionResponse_Exit)(nil),
@@ -2246,7 +2387,7 @@ func file_sandboxd_v1_sandboxd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sandboxd_v1_sandboxd_proto_rawDesc), len(file_sandboxd_v1_sandboxd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,9 +33,15 @@ const (
 // Sandboxd launches programs inside sandboxes. A call that cannot be enforced
 // fails with FAILED_PRECONDITION and an Unenforceable detail.
 type SandboxdClient interface {
-	// Session starts one sandboxed process. The first request must be a Start;
-	// later ones carry stdin, resizes and signals. The server answers Started
-	// (or an error status), then Output, then exactly one Exit.
+	// Session starts one sandboxed process, or attaches to one. The first
+	// request must be a Start or an Attach; later ones carry stdin, resizes
+	// and signals. The server answers Started (or an error status), then
+	// Output, then exactly one Exit; a detached Start ends after Started.
+	//
+	// On a session's own socket (policy children.allow) a Start's policy is
+	// narrowed against that session's: what it leaves out is inherited, and
+	// what would widen it fails with PERMISSION_DENIED naming the field.
+	// There, List, Inspect, Attach and Kill see only the session's subtree.
 	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error)
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
 	Inspect(ctx context.Context, in *InspectRequest, opts ...grpc.CallOption) (*SessionInfo, error)
@@ -114,9 +120,15 @@ func (c *sandboxdClient) Capabilities(ctx context.Context, in *CapabilitiesReque
 // Sandboxd launches programs inside sandboxes. A call that cannot be enforced
 // fails with FAILED_PRECONDITION and an Unenforceable detail.
 type SandboxdServer interface {
-	// Session starts one sandboxed process. The first request must be a Start;
-	// later ones carry stdin, resizes and signals. The server answers Started
-	// (or an error status), then Output, then exactly one Exit.
+	// Session starts one sandboxed process, or attaches to one. The first
+	// request must be a Start or an Attach; later ones carry stdin, resizes
+	// and signals. The server answers Started (or an error status), then
+	// Output, then exactly one Exit; a detached Start ends after Started.
+	//
+	// On a session's own socket (policy children.allow) a Start's policy is
+	// narrowed against that session's: what it leaves out is inherited, and
+	// what would widen it fails with PERMISSION_DENIED naming the field.
+	// There, List, Inspect, Attach and Kill see only the session's subtree.
 	Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error
 	List(context.Context, *ListRequest) (*ListResponse, error)
 	Inspect(context.Context, *InspectRequest) (*SessionInfo, error)
