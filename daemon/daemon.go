@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
+	"google.golang.org/grpc"
 )
 
 // Config configures a Service.
@@ -41,13 +41,32 @@ type Config struct {
 	// visible to sandboxes at the same path, so not under /tmp. Empty
 	// means the socket's directory, else /var/tmp.
 	SelfTestDir string
+	// SessionSocketDir is where the sockets of sessions that may have
+	// children are made. Empty means "sessions" beside SocketPath.
+	SessionSocketDir string
+	// OperatorsGroup names the group (or gid) whose members see and
+	// control every session on the main socket, as root does. Others see
+	// their own.
+	OperatorsGroup string
+	// ScrollbackBytes bounds the output kept per session for attach. Zero
+	// means DefaultScrollback.
+	ScrollbackBytes int
 }
+
+// DefaultScrollback is how much of a session's recent output an attaching
+// client is shown by default.
+const DefaultScrollback = 64 << 10
 
 // Caller is who made a request, as the kernel reported it for the
 // connection (never as the request claims).
 type Caller struct {
 	UID, GID uint32
 	PID      int32
+	// Groups are the caller's supplementary groups.
+	Groups []uint32
+	// Session is the session whose own socket the call came in on, empty
+	// on the main socket.
+	Session string
 }
 
 // retainEnded is how many ended sessions stay inspectable.
@@ -65,13 +84,18 @@ const DefaultSandboxID = 65533
 type Service struct {
 	cfg  Config
 	logf func(format string, args ...any)
+	// operators is the gid of Config.OperatorsGroup, nil when none.
+	operators *uint32
+	// socketInSandbox is where a sandbox finds its session socket.
+	socketInSandbox func(host string) string
 
 	mu       sync.Mutex
 	sessions map[string]*session
 	ended    []string // ids of ended sessions, oldest first
 	hidden   []string // daemon sockets sandboxes must not reach
 	closing  bool
-	live     sync.WaitGroup // one per session handler still running
+	live     sync.WaitGroup // one per session not yet ended
+	srv      *grpc.Server   // serves session sockets; set by Serve
 
 	selfTest        *sandboxdv1.SelfTest // the latest finished one
 	selfTestRunning int
@@ -91,6 +115,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.PasswdFile == "" {
 		cfg.PasswdFile = "/etc/passwd"
 	}
+	if cfg.ScrollbackBytes <= 0 {
+		cfg.ScrollbackBytes = DefaultScrollback
+	}
 	logf := cfg.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -103,10 +130,32 @@ func New(cfg Config) (*Service, error) {
 			return nil, fmt.Errorf("daemon: socket path %q: %w", cfg.SocketPath, err)
 		}
 		cfg.SocketPath = abs
+		if cfg.SessionSocketDir == "" {
+			cfg.SessionSocketDir = filepath.Join(filepath.Dir(abs), "sessions")
+		}
 	}
-	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session)}
-	if cfg.SocketPath != "" {
-		s.hidden = append(s.hidden, cfg.SocketPath)
+	if cfg.SessionSocketDir != "" {
+		abs, err := filepath.Abs(cfg.SessionSocketDir)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: session socket directory %q: %w", cfg.SessionSocketDir, err)
+		}
+		cfg.SessionSocketDir = abs
+	}
+	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), socketInSandbox: func(h string) string { return h }}
+	if p, ok := cfg.Backend.(launcher.SessionSocketPlacer); ok {
+		s.socketInSandbox = p.SessionSocketPath
+	}
+	if cfg.OperatorsGroup != "" {
+		gid, err := lookupGroup(cfg.OperatorsGroup)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+		s.operators = &gid
+	}
+	for _, p := range []string{cfg.SocketPath, cfg.SessionSocketDir} {
+		if p != "" {
+			s.hidden = append(s.hidden, p)
+		}
 	}
 	return s, nil
 }
@@ -139,20 +188,59 @@ func (s *Service) hiddenSockets() []string {
 	return slices.Clone(s.hidden)
 }
 
-// add registers a new session and counts its handler as live.
+// add registers a new session and counts it as live. A child is refused
+// once its parent has ended: its subtree has been killed already.
 func (s *Service) add(sess *session) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return ErrShuttingDown
 	}
+	if sess.parentID != "" {
+		if p := s.sessions[sess.parentID]; p == nil || p.closed {
+			return fmt.Errorf("parent session %s has ended: %w", sess.parentID, ErrNotRunning)
+		}
+	}
 	s.sessions[sess.id] = sess
 	s.live.Add(1)
 	return nil
 }
 
-// done records that sess has ended and its handler is finished, and forgets
-// the oldest ended sessions beyond retainEnded.
+// close marks sess as ended, so no child can be added to it any more, and
+// returns its children that are still registered.
+func (s *Service) close(sess *session) []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess.closed = true
+	var kids []*session
+	for _, c := range s.sessions {
+		if c.parentID == sess.id {
+			kids = append(kids, c)
+		}
+	}
+	return kids
+}
+
+// subtree returns sess's descendants, deepest first, then sess.
+func (s *Service) subtree(sess *session) []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*session
+	var walk func(p *session)
+	walk = func(p *session) {
+		for _, c := range s.sessions {
+			if c.parentID == p.id {
+				walk(c)
+			}
+		}
+		out = append(out, p)
+	}
+	walk(sess)
+	return out
+}
+
+// done records that sess has ended and reported it, and forgets the
+// oldest ended sessions beyond retainEnded.
 func (s *Service) done(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -170,23 +258,16 @@ func (s *Service) isClosing() bool {
 	return s.closing
 }
 
-func (s *Service) lookup(id string) (*session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, ok := s.sessions[id]
-	if !ok {
-		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
-	}
-	return sess, nil
-}
-
-// List returns every live session and the most recent ended ones, oldest
-// first.
-func (s *Service) List(ctx context.Context) []*sandboxdv1.SessionInfo {
+// List returns the sessions the caller may see, live ones and the most
+// recent ended ones, oldest first.
+func (s *Service) List(ctx context.Context, caller Caller) []*sandboxdv1.SessionInfo {
+	v := s.viewOf(caller)
 	s.mu.Lock()
 	all := make([]*session, 0, len(s.sessions))
 	for _, sess := range s.sessions {
-		all = append(all, sess)
+		if s.visibleLocked(v, sess) {
+			all = append(all, sess)
+		}
 	}
 	s.mu.Unlock()
 	slices.SortFunc(all, func(a, b *session) int {
@@ -199,28 +280,30 @@ func (s *Service) List(ctx context.Context) []*sandboxdv1.SessionInfo {
 	return out
 }
 
-// Inspect returns one session.
-func (s *Service) Inspect(ctx context.Context, id string) (*sandboxdv1.SessionInfo, error) {
-	sess, err := s.lookup(id)
+// Inspect returns one session the caller may see.
+func (s *Service) Inspect(ctx context.Context, caller Caller, id string) (*sandboxdv1.SessionInfo, error) {
+	sess, err := s.lookupFor(caller, id)
 	if err != nil {
 		return nil, err
 	}
 	return sess.info(), nil
 }
 
-// Kill ends session id (sig 0: every process of its sandbox, and the session
-// ends KILLED by "operator") or delivers sig to its command without
-// changing its state. Only root, the daemon's own user and the session's
-// owner may do it.
+// Kill ends session id and its subtree (sig 0: every process of their
+// sandboxes, and each ends KILLED by "operator"), or delivers sig to its
+// command without changing its state. The caller must see the session.
 func (s *Service) Kill(ctx context.Context, caller Caller, id string, sig int32) error {
-	sess, err := s.lookup(id)
+	sess, err := s.lookupFor(caller, id)
 	if err != nil {
 		return err
 	}
-	if caller.UID != 0 && caller.UID != sess.ownerUID && int64(caller.UID) != int64(os.Geteuid()) {
-		return fmt.Errorf("kill session %s owned by uid %d: %w", id, sess.ownerUID, ErrPermissionDenied)
-	}
 	if sig == 0 {
+		// Children first: none of them outlives the kill of its parent
+		// even for the moment the parent takes to be reaped.
+		tree := s.subtree(sess)
+		for _, t := range tree[:len(tree)-1] {
+			s.end(t, reasonOperator)
+		}
 		return sess.kill(reasonOperator)
 	}
 	if sig < 0 || sig > maxSignal {

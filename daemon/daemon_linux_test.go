@@ -39,11 +39,11 @@ type harness struct {
 }
 
 // startDaemon serves a Service with the fake backend on a real unix socket.
-func startDaemon(t *testing.T) *harness {
+func startDaemon(t *testing.T, opts ...func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, backend: &fakeBackend{}, socket: filepath.Join(t.TempDir(), "run", "sandboxd.sock")}
 	var quiet atomic.Bool // t.Logf must not run after the test ends
-	svc, err := New(Config{
+	cfg := Config{
 		Backend:    h.backend,
 		SocketPath: h.socket,
 		Logf: func(format string, args ...any) {
@@ -51,7 +51,11 @@ func startDaemon(t *testing.T) *harness {
 				t.Logf(format, args...)
 			}
 		},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	svc, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +448,7 @@ func TestBadRequests(t *testing.T) {
 			wantCode(t, tc.err(), codes.InvalidArgument, tc.substr)
 		})
 	}
-	if n := len(h.svc.List(context.Background())); n != 0 {
+	if n := len(h.svc.List(context.Background(), Caller{})); n != 0 {
 		t.Fatalf("rejected requests left %d sessions in the registry", n)
 	}
 }
@@ -548,8 +552,8 @@ func TestCallerIdentity(t *testing.T) {
 	if spec.UID != wantUID || spec.UID == 0 || spec.GID == 0 {
 		t.Fatalf("sandbox runs as %d:%d, want uid %d and never 0", spec.UID, spec.GID, wantUID)
 	}
-	if len(spec.HideSockets) != 1 || spec.HideSockets[0] != h.socket {
-		t.Fatalf("HideSockets = %q, want the daemon socket", spec.HideSockets)
+	if want := []string{h.socket, filepath.Join(filepath.Dir(h.socket), "sessions")}; !slices.Equal(spec.HideSockets, want) {
+		t.Fatalf("HideSockets = %q, want the daemon socket and the session sockets' directory %q", spec.HideSockets, want)
 	}
 }
 
@@ -598,10 +602,10 @@ func TestEndedSessionsAreBounded(t *testing.T) {
 			first = s.started.GetSessionId()
 		}
 	}
-	if n := len(h.svc.List(context.Background())); n != retainEnded {
+	if n := len(h.svc.List(context.Background(), Caller{})); n != retainEnded {
 		t.Fatalf("registry holds %d ended sessions, want %d", n, retainEnded)
 	}
-	if _, err := h.svc.Inspect(context.Background(), first); !errors.Is(err, ErrNotFound) {
+	if _, err := h.svc.Inspect(context.Background(), Caller{}, first); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("oldest session still inspectable: %v", err)
 	}
 }
@@ -744,25 +748,50 @@ func TestSandboxIdentityIsNeverRoot(t *testing.T) {
 	}
 }
 
-func TestKillIsLimitedToOwnerAndRoot(t *testing.T) {
-	h := startDaemon(t)
+func TestCallersSeeOnlyTheirOwnSessions(t *testing.T) {
+	operators := uint32(4545)
+	h := startDaemon(t, func(c *Config) { c.OperatorsGroup = strconv.Itoa(os.Getgid()) })
+	h.svc.operators = &operators // a gid no test user has by accident
 	s := h.open(cmd("/bin/sleep", "30"))
 	s.waitStarted()
 	id := s.started.GetSessionId()
-	stranger := Caller{UID: 4242, GID: 4242}
+	stranger := Caller{UID: 4242, GID: 4242, Groups: []uint32{4343}}
 	if os.Geteuid() == 4242 {
 		stranger.UID = 4343
 	}
-	err := h.svc.Kill(context.Background(), stranger, id, 0)
-	if !errors.Is(err, ErrPermissionDenied) {
-		t.Fatalf("Kill by uid %d: %v", stranger.UID, err)
+	ctx := context.Background()
+	if list := h.svc.List(ctx, stranger); len(list) != 0 {
+		t.Errorf("a stranger lists %d sessions of others", len(list))
 	}
-	wantCode(t, toStatus(err), codes.PermissionDenied, strconv.Itoa(int(os.Getuid())))
-	if err := h.svc.Kill(context.Background(), Caller{UID: uint32(os.Getuid())}, id, 0); err != nil {
+	if _, err := h.svc.Inspect(ctx, stranger, id); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Inspect by a stranger: %v, want not found", err)
+	}
+	err := h.svc.Kill(ctx, stranger, id, 0)
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Kill by a stranger: %v, want not found", err)
+	}
+	wantCode(t, toStatus(err), codes.NotFound, id)
+
+	operator := stranger
+	operator.Groups = []uint32{1, operators}
+	if list := h.svc.List(ctx, operator); len(list) != 1 || list[0].GetId() != id {
+		t.Errorf("an operator lists %v, want the one session", list)
+	}
+	if _, err := h.svc.Inspect(ctx, operator, id); err != nil {
+		t.Errorf("Inspect by an operator: %v", err)
+	}
+	if err := h.svc.Kill(ctx, Caller{UID: uint32(os.Getuid())}, id, 0); err != nil {
 		t.Fatalf("Kill by owner: %v", err)
 	}
 	s.finish()
 	wantExit(t, s, sandboxdv1.State_KILLED, 0, 9, "operator")
+}
+
+func TestUnknownOperatorsGroupIsAnError(t *testing.T) {
+	_, err := New(Config{Backend: &fakeBackend{}, OperatorsGroup: "no-such-group-sandboxd"})
+	if err == nil || !strings.Contains(err.Error(), "no-such-group-sandboxd") {
+		t.Fatalf("New with an unknown operators group: %v", err)
+	}
 }
 
 func TestReflectionListsTheService(t *testing.T) {

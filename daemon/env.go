@@ -14,13 +14,22 @@ const (
 	defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	envSession  = "SANDBOXD_SESSION"
 	envDigest   = "SANDBOXD_POLICY_DIGEST"
+	envSocket   = "SANDBOXD_SOCKET"
 )
+
+// sessionIdentity is what the daemon tells a sandbox about its session.
+type sessionIdentity struct {
+	id, digest string
+	// socket is the session socket's path inside the sandbox, empty when
+	// the policy allows no children.
+	socket string
+}
 
 // buildEnv returns the complete environment of a sandboxed process. It
 // starts from fixed defaults rather than the daemon's environment, so
 // nothing of the daemon's (tokens, proxies, sockets) leaks into a sandbox,
 // and it ends with the session's identity, which the request cannot forge.
-func buildEnv(tty bool, home string, overrides map[string]string, sessionID, digest string) ([]string, error) {
+func buildEnv(tty bool, home string, overrides map[string]string, ids sessionIdentity) ([]string, error) {
 	term := "dumb"
 	if tty {
 		term = "xterm-256color"
@@ -37,8 +46,11 @@ func buildEnv(tty bool, home string, overrides map[string]string, sessionID, dig
 		}
 		env[k] = v
 	}
-	env[envSession] = sessionID
-	env[envDigest] = digest
+	env[envSession] = ids.id
+	env[envDigest] = ids.digest
+	if ids.socket != "" {
+		env[envSocket] = ids.socket
+	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)
@@ -56,9 +68,10 @@ func checkEnvVar(k, v string) error {
 		return &RequestError{Field: field, Msg: "variable name contains '=' or NUL"}
 	case strings.ContainsRune(v, 0):
 		return &RequestError{Field: field, Msg: "value contains NUL"}
-	case k == envSession || k == envDigest:
+	case k == envSession || k == envDigest || k == envSocket:
 		// A sandbox must not be able to claim another session's identity
-		// or policy to whatever it talks to.
+		// or policy to whatever it talks to, nor be pointed at a socket
+		// other than its own.
 		return &RequestError{Field: field, Msg: "set by the daemon, cannot be overridden"}
 	}
 	return nil

@@ -19,6 +19,7 @@ var (
 	ErrPermissionDenied = errors.New("permission denied")
 	ErrUnauthenticated  = errors.New("caller identity unknown")
 	ErrShuttingDown     = errors.New("daemon is shutting down")
+	ErrBusy             = errors.New("busy")
 )
 
 // RequestError says that a field of a request outside the policy is invalid
@@ -38,10 +39,15 @@ func toStatus(err error) error {
 	}
 	var (
 		fe *policy.FieldError
+		we *policy.WidenError
 		re *RequestError
 		ue *launcher.Unenforceable
 	)
 	switch {
+	case errors.As(err, &we):
+		// A child asking for more than its parent has is not malformed;
+		// it is not allowed.
+		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.As(err, &fe), errors.As(err, &re):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.As(err, &ue):
@@ -52,7 +58,7 @@ func toStatus(err error) error {
 		return st.Err()
 	case errors.Is(err, ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, ErrNotRunning):
+	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrBusy):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ErrPermissionDenied):
 		return status.Error(codes.PermissionDenied, err.Error())

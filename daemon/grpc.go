@@ -24,11 +24,19 @@ func (g *grpcServer) Session(stream grpc.BidiStreamingServer[sandboxdv1.SessionR
 }
 
 func (g *grpcServer) List(ctx context.Context, _ *sandboxdv1.ListRequest) (*sandboxdv1.ListResponse, error) {
-	return &sandboxdv1.ListResponse{Sessions: g.svc.List(ctx)}, nil
+	caller, err := callerFrom(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &sandboxdv1.ListResponse{Sessions: g.svc.List(ctx, caller)}, nil
 }
 
 func (g *grpcServer) Inspect(ctx context.Context, req *sandboxdv1.InspectRequest) (*sandboxdv1.SessionInfo, error) {
-	info, err := g.svc.Inspect(ctx, req.GetId())
+	caller, err := callerFrom(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	info, err := g.svc.Inspect(ctx, caller, req.GetId())
 	return info, toStatus(err)
 }
 

@@ -30,39 +30,97 @@ const drainGrace = 2 * time.Second
 // readChunk is the largest Output message the daemon sends.
 const readChunk = 32 << 10
 
-// Session runs one session for caller over stream: it reads the Start,
-// starts the sandbox, then relays stdin, resizes and signals in and
-// Started, Output and Exit out. It returns when the session has ended and
-// its Exit has been sent, or with an error when there is no Exit to send.
+// Session serves one stream for caller: a Start launches a sandbox, an
+// Attach joins one. It returns when the client's part is over (the Exit
+// sent, or Started for a detached session), or with an error when there is
+// no Exit to send.
 func (s *Service) Session(caller Caller, stream SessionStream) error {
 	first, err := stream.Recv()
 	if err != nil {
 		return fmt.Errorf("receive start: %w", err)
 	}
-	start := first.GetStart()
-	if start == nil {
-		return &RequestError{Field: "start", Msg: "the first message of a session must be Start"}
+	switch m := first.GetMsg().(type) {
+	case *sandboxdv1.SessionRequest_Start:
+		return s.start(caller, stream, m.Start)
+	case *sandboxdv1.SessionRequest_Attach:
+		return s.attach(caller, stream, m.Attach)
 	}
+	return &RequestError{Field: "start", Msg: "the first message of a session must be Start or Attach"}
+}
+
+func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.Start) error {
 	sess, spec, err := s.prepare(caller, start)
 	if err != nil {
 		return err
 	}
 	if err := s.add(sess); err != nil {
+		sess.socket.close()
 		return err
 	}
-	defer s.done(sess)
-	return s.run(stream, sess, spec, start.GetWindow())
+	ctx := stream.Context()
+	if sess.detached {
+		// Nothing of the starting client's may end a detached session.
+		ctx = context.WithoutCancel(ctx)
+	}
+	proc, sio, exit, err := s.launch(ctx, sess, spec, start.GetWindow())
+	if proc == nil {
+		s.finished(sess, exit)
+		if err != nil {
+			return err
+		}
+		// Not a Started: the sandbox never ran a command, and the client
+		// exits with the shell's 126/127 from this Exit.
+		return stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: exit}})
+	}
+	var owner *viewer
+	if !sess.detached {
+		// Joined before any output is read, so the client gets all of it.
+		owner, _, _ = sess.out.join(true)
+	}
+	sendErr := stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{
+		SessionId:    sess.id,
+		PolicyDigest: sess.digest,
+		Enforcement:  proc.Enforcement(),
+	}}})
+	go s.supervise(sess, proc, sio)
+	if sess.detached {
+		return sendErr
+	}
+	// A failed send means the client is gone; relay sees its context end
+	// and kills the sandbox.
+	return s.relay(stream, sess, owner, true, true)
 }
 
 // prepare checks a Start and turns it into the session record and the spec
 // for the backend. Validation happens here, once; the policy the backend
 // gets, the one Inspect shows and the digest the sandbox sees are all the
-// same normalized value.
+// same normalized value. On a session's socket the policy is the parent's
+// narrowed by the request.
 func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, launcher.Spec, error) {
-	if err := policy.Validate(start.GetPolicy()); err != nil {
-		return nil, launcher.Spec{}, fmt.Errorf("invalid policy: %w", err)
+	var (
+		pol      *sandboxdv1.Policy
+		parentID string
+		owner    uint32
+		uid, gid uint32
+	)
+	if caller.Session != "" {
+		parent, err := s.lookupFor(caller, caller.Session)
+		if err != nil {
+			return nil, launcher.Spec{}, err
+		}
+		if pol, err = policy.Narrow(parent.policy, start.GetPolicy()); err != nil {
+			return nil, launcher.Spec{}, fmt.Errorf("child policy: %w", err)
+		}
+		parentID, owner = parent.id, parent.ownerUID
+		uid, gid = parent.sandboxUID, parent.sandboxGID
+	} else {
+		if err := policy.Validate(start.GetPolicy()); err != nil {
+			return nil, launcher.Spec{}, fmt.Errorf("invalid policy: %w", err)
+		}
+		pol = policy.Normalize(start.GetPolicy())
+		owner = caller.UID
+		uid, gid = s.sandboxIdentity(caller)
 	}
-	pol := policy.Normalize(start.GetPolicy())
 	digest := policy.Digest(pol)
 	cmd := start.GetCommand()
 	if err := checkCommand(cmd.GetArgv(), cmd.GetCwd()); err != nil {
@@ -79,21 +137,36 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 	if err != nil {
 		return nil, launcher.Spec{}, err
 	}
-	uid, gid := s.sandboxIdentity(caller)
-	env, err := buildEnv(start.GetTty(), homeDir(s.cfg.PasswdFile, uid), cmd.GetEnv(), id, digest)
-	if err != nil {
-		return nil, launcher.Spec{}, err
-	}
 	sess := &session{
-		id:       id,
-		ownerUID: caller.UID,
-		argv:     cmd.GetArgv(),
-		cwd:      cwd,
-		tty:      start.GetTty(),
-		policy:   pol,
-		digest:   digest,
-		created:  time.Now(),
-		state:    sandboxdv1.State_STARTING,
+		id:         id,
+		ownerUID:   owner,
+		parentID:   parentID,
+		sandboxUID: uid,
+		sandboxGID: gid,
+		argv:       cmd.GetArgv(),
+		cwd:        cwd,
+		tty:        start.GetTty(),
+		detached:   start.GetDetach(),
+		policy:     pol,
+		digest:     digest,
+		created:    time.Now(),
+		state:      sandboxdv1.State_STARTING,
+		out:        newBroadcast(s.cfg.ScrollbackBytes),
+		// The starting client holds the input until it leaves; a detached
+		// session waits for an interactive attach.
+		interactive: !start.GetDetach(),
+	}
+	ids := sessionIdentity{id: id, digest: digest}
+	if pol.GetChildren().GetAllow() {
+		if sess.socket, err = s.openSessionSocket(id, uid, gid); err != nil {
+			return nil, launcher.Spec{}, err
+		}
+		ids.socket = s.socketInSandbox(sess.socket.path)
+	}
+	env, err := buildEnv(start.GetTty(), homeDir(s.cfg.PasswdFile, uid), cmd.GetEnv(), ids)
+	if err != nil {
+		sess.socket.close()
+		return nil, launcher.Spec{}, err
 	}
 	spec := launcher.Spec{
 		SessionID:   id,
@@ -106,15 +179,38 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		GID:         gid,
 		HideSockets: s.hiddenSockets(),
 	}
+	if sess.socket != nil {
+		spec.SessionSocket = sess.socket.path
+	}
 	return sess, spec, nil
 }
 
-func (s *Service) run(stream SessionStream, sess *session, spec launcher.Spec, win *sandboxdv1.WindowSize) error {
-	ctx := stream.Context()
+// openSessionSocket makes the socket of a session whose policy allows
+// children. Without a server (the Service used in-process) there is
+// nothing to serve it with, and the policy cannot be enforced as asked.
+func (s *Service) openSessionSocket(id string, uid, gid uint32) (*sessionSocket, error) {
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil || s.cfg.SessionSocketDir == "" {
+		return nil, &launcher.Unenforceable{
+			Field:     "children.allow",
+			Mechanism: "a socket for the session",
+			Found:     "the daemon is not serving on a socket",
+			Remedy:    "start sessions that may have children through a daemon listening on a socket",
+		}
+	}
+	return openSessionSocket(srv, s.cfg.SessionSocketDir, id, uid, gid)
+}
+
+// launch starts the sandbox. When it could not, the returned Process is
+// nil and either the Exit for the client or the error is set; the session
+// has been moved to FAILED_TO_START.
+func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec, win *sandboxdv1.WindowSize) (launcher.Process, *stdio, *sandboxdv1.Exit, error) {
 	sio, err := openStdio(sess.tty, win, drainGrace)
 	if err != nil {
-		_, ferr := sess.startFailure(err)
-		return ferr
+		exit, ferr := sess.startFailure(err)
+		return nil, nil, exit, ferr
 	}
 	spec.Stdio = sio.child
 	proc, err := s.cfg.Backend.Start(ctx, spec)
@@ -122,110 +218,145 @@ func (s *Service) run(stream SessionStream, sess *session, spec launcher.Spec, w
 	if err != nil {
 		sio.closeAll()
 		s.logf("session %s: start %q: %v", sess.id, sess.argv[0], err)
-		exit, err := sess.startFailure(err)
-		if err != nil {
-			return err
-		}
-		// Not a Started: the sandbox never ran a command, and the client
-		// exits with the shell's 126/127 from this Exit.
-		return stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: exit}})
+		exit, ferr := sess.startFailure(err)
+		return nil, nil, exit, ferr
+	}
+	fail := func(err error) (launcher.Process, *stdio, *sandboxdv1.Exit, error) {
+		proc.Kill()
+		proc.Wait()
+		sio.closeAll()
+		exit, ferr := sess.startFailure(err)
+		return nil, nil, exit, ferr
 	}
 	if sess.tty {
 		if err := sio.adoptTerminal(proc.Terminal()); err != nil {
-			proc.Kill()
-			proc.Wait()
-			_, ferr := sess.startFailure(err)
-			return ferr
+			return fail(err)
 		}
 	}
-	defer sio.closeAll()
-	// Started and Inspect both show this one report.
-	enforcement := proc.Enforcement()
-	if err := sess.running(proc, enforcement); err != nil {
+	if err := sess.running(proc, proc.Enforcement(), sio); err != nil {
 		// Only this goroutine moves a STARTING session, so this means a bug;
 		// even then no sandbox is left behind.
-		proc.Kill()
-		proc.Wait()
-		return err
+		return fail(err)
 	}
-	s.logf("session %s: started pid %d for uid %d: %q", sess.id, proc.Pid(), sess.ownerUID, sess.argv)
+	s.logf("session %s: started pid %d for uid %d (parent %q): %q", sess.id, proc.Pid(), sess.ownerUID, sess.parentID, sess.argv)
 	if s.isClosing() {
 		s.end(sess, reasonShutdown)
 	}
+	return proc, sio, nil, nil
+}
 
-	var sendMu sync.Mutex
-	send := func(r *sandboxdv1.SessionResponse) error {
-		sendMu.Lock()
-		defer sendMu.Unlock()
-		return stream.Send(r)
-	}
-	// A failed send means the client is gone; the context watcher below
-	// ends the sandbox, so the error needs no handling here.
-	send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{
-		SessionId:    sess.id,
-		PolicyDigest: sess.digest,
-		Enforcement:  enforcement,
-	}}})
-
+// supervise runs a started session to its end, whoever watches it: it
+// pumps the output to the viewers and the scrollback, enforces the
+// timeout, reaps the sandbox and reports the Exit.
+func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
+	defer sio.closeAll()
 	if d := sess.policy.GetLimits().GetTimeout().AsDuration(); d > 0 {
 		t := time.AfterFunc(d, func() { s.end(sess, reasonTimeout) })
 		defer t.Stop()
 	}
 	var pumps sync.WaitGroup
 	for _, o := range sio.outputs {
-		pumps.Go(func() { sio.pump(o, send) })
+		pumps.Go(func() { sio.pump(o, sess.out.publish) })
 	}
-	go s.forwardInput(stream, sess, sio)
-	reaped := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			// Sessions are not detachable yet: a sandbox whose client is
-			// gone would run unobserved and unkillable by that client.
-			s.end(sess, reasonDisconnected)
-		case <-reaped:
-		}
-	}()
-
 	st, waitErr := proc.Wait()
 	sess.markWaited()
-	close(reaped)
 	sio.drain()
 	pumps.Wait()
 	exit, err := sess.finish(st, waitErr)
 	if err != nil {
-		return err
+		s.logf("%v", err)
+		exit = &sandboxdv1.Exit{State: sess.info().GetState(), ExitCode: 125, Reason: err.Error()}
 	}
 	s.logf("session %s: %s code %d signal %d %s", sess.id, exit.GetState(), exit.GetExitCode(), exit.GetSignal(), exit.GetReason())
-	return send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: exit}})
+	s.finished(sess, exit)
 }
 
-// forwardInput relays the client's messages after Start until the stream
-// ends. It returns when Recv fails, at the latest when the session handler
-// has returned and gRPC cancels the stream.
-func (s *Service) forwardInput(stream SessionStream, sess *session, sio *stdio) {
+// finished tells the viewers how sess ended, closes its socket, ends its
+// subtree and lets it go. exit is nil when the session failed to start
+// with an error instead of an Exit.
+func (s *Service) finished(sess *session, exit *sandboxdv1.Exit) {
+	if exit == nil {
+		in := sess.info()
+		exit = &sandboxdv1.Exit{State: in.GetState(), ExitCode: 125, Reason: in.GetReason()}
+	}
+	sess.out.end(exit)
+	sess.socket.close()
+	for _, child := range s.close(sess) {
+		s.end(child, reasonParentEnded)
+	}
+	s.done(sess)
+}
+
+// relay streams a session's output from viewer v to a client until the
+// session ends (then the Exit) or the client goes. An interactive client's
+// messages reach the session; owner marks the client that started a
+// session it did not detach, whose leaving kills the sandbox.
+func (s *Service) relay(stream SessionStream, sess *session, v *viewer, interactive, owner bool) error {
+	ctx := stream.Context()
+	if interactive {
+		defer sess.releaseInput()
+	}
+	go s.forwardInput(stream, sess, interactive, owner)
+	leave := func() {
+		sess.out.leave(v)
+		if owner {
+			// Not detached: a sandbox whose client is gone would run
+			// unobserved and unkillable by that client.
+			s.end(sess, reasonDisconnected)
+		}
+	}
+	for {
+		select {
+		case o, ok := <-v.ch:
+			if !ok {
+				exit, err := sess.out.result(v)
+				if err != nil {
+					return err
+				}
+				return stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: exit}})
+			}
+			if err := stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Output{Output: o}}); err != nil {
+				leave()
+				return err
+			}
+		case <-ctx.Done():
+			leave()
+			return ctx.Err()
+		}
+	}
+}
+
+// forwardInput relays a client's messages after its first until the stream
+// ends. It returns when Recv fails, at the latest when the handler has
+// returned and gRPC cancels the stream. A read-only client's messages are
+// read and dropped.
+func (s *Service) forwardInput(stream SessionStream, sess *session, interactive, owner bool) {
 	for {
 		req, err := stream.Recv()
 		if err != nil {
-			// A half-close is the client saying it has no more input. A
-			// pipe reader should see EOF then rather than wait forever; a
-			// terminal stays open, since ^D means more than EOF to
-			// programs reading it raw.
-			if errors.Is(err, io.EOF) && !sess.tty {
-				s.report(sess, sio.closeStdin())
+			// The starting client's half-close says it has no more input.
+			// A pipe reader should see EOF then rather than wait forever;
+			// a terminal stays open, since ^D means more than EOF to
+			// programs reading it raw. An attached client's half-close
+			// means nothing: it may only be watching.
+			if errors.Is(err, io.EOF) && owner && !sess.tty {
+				s.withInput(sess, (*stdio).closeStdin)
 			}
 			return
 		}
+		if !interactive {
+			continue
+		}
 		switch m := req.GetMsg().(type) {
 		case *sandboxdv1.SessionRequest_Stdin:
-			if len(m.Stdin.GetData()) > 0 {
-				s.report(sess, sio.write(m.Stdin.GetData()))
+			if data := m.Stdin.GetData(); len(data) > 0 {
+				s.withInput(sess, func(in *stdio) error { return in.write(data) })
 			}
 			if m.Stdin.GetEof() {
-				s.report(sess, sio.closeStdin())
+				s.withInput(sess, (*stdio).closeStdin)
 			}
 		case *sandboxdv1.SessionRequest_Resize:
-			s.report(sess, sio.resize(m.Resize))
+			s.withInput(sess, func(in *stdio) error { return in.resize(m.Resize) })
 		case *sandboxdv1.SessionRequest_Signal:
 			sig := m.Signal.GetSignal()
 			if sig <= 0 || sig > maxSignal {
@@ -233,10 +364,19 @@ func (s *Service) forwardInput(stream SessionStream, sess *session, sio *stdio) 
 				continue
 			}
 			s.report(sess, sess.signal(syscall.Signal(sig)))
-		case *sandboxdv1.SessionRequest_Start:
-			s.logf("session %s: ignoring a second Start", sess.id)
+		case *sandboxdv1.SessionRequest_Start, *sandboxdv1.SessionRequest_Attach:
+			s.logf("session %s: ignoring a second Start or Attach", sess.id)
 		}
 	}
+}
+
+// withInput applies f to the session's input while it runs.
+func (s *Service) withInput(sess *session, f func(*stdio) error) {
+	in, err := sess.stdin()
+	if err == nil {
+		err = f(in)
+	}
+	s.report(sess, err)
 }
 
 // end kills sess's sandbox for reason. A sandbox that has already ended is

@@ -31,6 +31,11 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	sandboxdv1.RegisterSandboxdServer(srv, &grpcServer{svc: s})
 	// Reflection lets operators poke at a live daemon with grpcurl.
 	reflection.Register(srv)
+	// Session sockets are served by the same server: one set of
+	// handlers, the caller told apart by the socket alone.
+	s.mu.Lock()
+	s.srv = srv
+	s.mu.Unlock()
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()

@@ -19,6 +19,7 @@ const (
 	reasonOperator     = "operator"
 	reasonDisconnected = "client disconnected"
 	reasonShutdown     = "daemon shutdown"
+	reasonParentEnded  = "parent session ended"
 )
 
 // session is the registry's record of one session. Fields above mu never
@@ -26,12 +27,26 @@ const (
 type session struct {
 	id       string
 	ownerUID uint32
-	argv     []string
-	cwd      string
-	tty      bool
-	policy   *sandboxdv1.Policy
-	digest   string
-	created  time.Time
+	// parentID is the session on whose socket this one was started.
+	parentID string
+	// sandboxUID and sandboxGID are the host identity the sandbox runs as;
+	// children run as their parent does.
+	sandboxUID, sandboxGID uint32
+	argv                   []string
+	cwd                    string
+	tty                    bool
+	detached               bool
+	policy                 *sandboxdv1.Policy
+	digest                 string
+	created                time.Time
+	// out fans the output out to viewers and keeps the scrollback.
+	out *broadcast
+	// socket is the session's own socket when its policy allows children.
+	socket *sessionSocket
+
+	// closed is set, under the Service's mu, once the session has ended
+	// and its subtree is being killed; no child may be added after.
+	closed bool
 
 	mu          sync.Mutex
 	state       sandboxdv1.State
@@ -44,6 +59,8 @@ type session struct {
 	exitSignal  int32
 	reason      string
 	ended       time.Time
+	input       *stdio // set while RUNNING: where stdin and resizes go
+	interactive bool   // a client holds the input
 }
 
 func (s *session) info() *sandboxdv1.SessionInfo {
@@ -64,6 +81,9 @@ func (s *session) info() *sandboxdv1.SessionInfo {
 		Pid:          int32(s.pid),
 		Created:      timestamppb.New(s.created),
 		OwnerUid:     s.ownerUID,
+		ParentId:     s.parentID,
+		Detached:     s.detached,
+		Viewers:      uint32(s.out.count()),
 	}
 	if !s.ended.IsZero() {
 		in.Ended = timestamppb.New(s.ended)
@@ -83,7 +103,7 @@ func (s *session) moveLocked(to sandboxdv1.State) error {
 	return nil
 }
 
-func (s *session) running(p launcher.Process, enforcement *sandboxdv1.EnforcementReport) error {
+func (s *session) running(p launcher.Process, enforcement *sandboxdv1.EnforcementReport, input *stdio) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.moveLocked(sandboxdv1.State_RUNNING); err != nil {
@@ -92,7 +112,36 @@ func (s *session) running(p launcher.Process, enforcement *sandboxdv1.Enforcemen
 	s.proc = p
 	s.pid = p.Pid()
 	s.enforcement = enforcement
+	s.input = input
 	return nil
+}
+
+// claimInput makes the caller the session's one interactive client.
+func (s *session) claimInput() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.interactive {
+		return fmt.Errorf("session %s already has an interactive client (attach read-only instead): %w", s.id, ErrBusy)
+	}
+	s.interactive = true
+	return nil
+}
+
+func (s *session) releaseInput() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.interactive = false
+}
+
+// stdin returns where input goes, or ErrNotRunning once the process has
+// been reaped.
+func (s *session) stdin() (*stdio, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.input == nil || s.waited {
+		return nil, fmt.Errorf("session %s: %w", s.id, ErrNotRunning)
+	}
+	return s.input, nil
 }
 
 func (s *session) failedToStart(exitCode int, reason string) error {
@@ -112,6 +161,13 @@ func (s *session) markWaited() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waited = true
+}
+
+// enforcementReport is what Started shows an attaching client.
+func (s *session) enforcementReport() *sandboxdv1.EnforcementReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.enforcement
 }
 
 // finish moves the session to its end state from how the process ended and

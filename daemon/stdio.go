@@ -159,22 +159,18 @@ func (s *stdio) bound(f *os.File) {
 	_ = f.SetReadDeadline(time.Now().Add(s.grace))
 }
 
-// pump streams one output until the sandbox's side is closed. It keeps
-// reading after the client is gone so the sandbox never blocks on a full
-// pipe while it is being killed.
-func (s *stdio) pump(o output, send func(*sandboxdv1.SessionResponse) error) {
+// pump publishes one output until the sandbox's side is closed. Reading
+// never waits for a client that is gone, so the sandbox never blocks on a
+// full pipe while it is being killed.
+func (s *stdio) pump(o output, publish func(*sandboxdv1.Output)) {
 	buf := make([]byte, readChunk)
-	var sendErr error
 	for {
 		if s.draining.Load() {
 			s.bound(o.file)
 		}
 		n, err := o.file.Read(buf)
-		if n > 0 && sendErr == nil {
-			sendErr = send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Output{Output: &sandboxdv1.Output{
-				Stream: o.stream,
-				Data:   append([]byte(nil), buf[:n]...),
-			}}})
+		if n > 0 {
+			publish(&sandboxdv1.Output{Stream: o.stream, Data: append([]byte(nil), buf[:n]...)})
 		}
 		if err != nil {
 			// EOF for a pipe, EIO for a PTY master whose replica is gone,

@@ -23,13 +23,12 @@ func TestDrainKeepsOutputForASlowClient(t *testing.T) {
 	sio.closeChild()
 	var mu sync.Mutex
 	var got bytes.Buffer
-	slowSend := func(r *sandboxdv1.SessionResponse) error {
+	slowSend := func(o *sandboxdv1.Output) {
 		// Each send takes longer than the grace period.
 		time.Sleep(120 * time.Millisecond)
 		mu.Lock()
 		defer mu.Unlock()
-		got.Write(r.GetOutput().GetData())
-		return nil
+		got.Write(o.GetData())
 	}
 	sio.drain()
 	sio.pump(sio.outputs[0], slowSend)
@@ -52,7 +51,7 @@ func TestDrainEndsWhenALeakedWriterKeepsThePipeOpen(t *testing.T) {
 	sio.child.Stderr.Close()
 	done := make(chan struct{})
 	go func() {
-		sio.pump(sio.outputs[0], func(*sandboxdv1.SessionResponse) error { return nil })
+		sio.pump(sio.outputs[0], func(*sandboxdv1.Output) {})
 		close(done)
 	}()
 	time.Sleep(20 * time.Millisecond)

@@ -84,6 +84,15 @@ type Process interface {
 	Wait() (Status, error)
 }
 
+// SessionSocketPlacer is implemented by a backend that shows a session's
+// socket inside the sandbox at a path of its own choosing rather than at
+// its host path.
+type SessionSocketPlacer interface {
+	// SessionSocketPath is where the sandbox reaches the session socket
+	// whose host path is host.
+	SessionSocketPath(host string) string
+}
+
 // Backend enforces policies on one OS.
 type Backend interface {
 	Name() string

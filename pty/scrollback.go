@@ -2,55 +2,86 @@ package pty
 
 import "sync"
 
-// Scrollback keeps the most recent output of a session, up to a fixed number
-// of bytes, so that a client attaching later sees the screen's recent past.
-// It is safe for concurrent use.
+// Chunk is one piece of recorded output and the stream it came from (for
+// a pipe session, stdout or stderr; a terminal has one stream).
+type Chunk struct {
+	Stream int32
+	Data   []byte
+}
+
+// Scrollback keeps the most recent output of a session, up to a fixed
+// number of bytes, so that a client attaching later sees the session's
+// recent past. Memory is taken as output arrives, not up front: most
+// sessions print little, and an idle one should cost next to nothing. It is
+// safe for concurrent use.
 type Scrollback struct {
-	mu   sync.Mutex
-	buf  []byte
-	next int  // where the next byte goes
-	full bool // buf has wrapped at least once
+	mu      sync.Mutex
+	limit   int
+	chunks  []Chunk
+	size    int
+	dropped int64
 }
 
-// NewScrollback returns a Scrollback holding at most size bytes.
-func NewScrollback(size int) *Scrollback {
-	if size < 1 {
-		size = 1
+// NewScrollback returns a Scrollback holding at most limit bytes.
+func NewScrollback(limit int) *Scrollback {
+	return &Scrollback{limit: max(limit, 1)}
+}
+
+// Append records a copy of p from stream, dropping the oldest bytes beyond
+// the limit. A chunk is cut rather than dropped whole, so the newest
+// output is always there up to the last byte the limit allows.
+func (s *Scrollback) Append(stream int32, p []byte) {
+	if len(p) == 0 {
+		return
 	}
-	return &Scrollback{buf: make([]byte, size)}
-}
-
-// Write records p, dropping the oldest bytes beyond the capacity. It never
-// fails, so it can sit in an io.MultiWriter next to the live stream.
-func (s *Scrollback) Write(p []byte) (int, error) {
-	n := len(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(p) >= len(s.buf) {
-		copy(s.buf, p[len(p)-len(s.buf):])
-		s.next, s.full = 0, true
-		return n, nil
+	if len(p) > s.limit {
+		s.dropped += int64(len(p) - s.limit)
+		p = p[len(p)-s.limit:]
 	}
-	c := copy(s.buf[s.next:], p)
-	if c < len(p) {
-		copy(s.buf, p[c:])
-		s.full = true
+	s.chunks = append(s.chunks, Chunk{Stream: stream, Data: append([]byte(nil), p...)})
+	s.size += len(p)
+	for s.size > s.limit {
+		over := s.size - s.limit
+		first := &s.chunks[0]
+		if len(first.Data) <= over {
+			s.size -= len(first.Data)
+			s.dropped += int64(len(first.Data))
+			// Cleared so the dropped data is not kept alive by the
+			// backing array.
+			s.chunks[0] = Chunk{}
+			s.chunks = s.chunks[1:]
+			continue
+		}
+		first.Data = first.Data[over:]
+		s.size -= over
+		s.dropped += int64(over)
 	}
-	s.next = (s.next + len(p)) % len(s.buf)
-	if s.next == 0 && len(p) > 0 {
-		s.full = true
-	}
-	return n, nil
 }
 
-// Bytes returns a copy of the recorded output, oldest first.
+// Chunks returns the recorded output, oldest first. The chunks' data is
+// never modified later, so callers may keep it but must not change it.
+func (s *Scrollback) Chunks() []Chunk {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Chunk(nil), s.chunks...)
+}
+
+// Bytes returns the recorded output of every stream, oldest first.
 func (s *Scrollback) Bytes() []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.full {
-		return append([]byte(nil), s.buf[:s.next]...)
+	out := make([]byte, 0, s.size)
+	for _, c := range s.chunks {
+		out = append(out, c.Data...)
 	}
-	out := make([]byte, 0, len(s.buf))
-	out = append(out, s.buf[s.next:]...)
-	return append(out, s.buf[:s.next]...)
+	return out
+}
+
+// Dropped is how many bytes were recorded and then dropped for the limit.
+func (s *Scrollback) Dropped() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
 }

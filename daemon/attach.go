@@ -1,0 +1,66 @@
+package daemon
+
+import (
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// attach joins caller to an existing session: Started, the scrollback,
+// then live output and the Exit. An interactive client (one at a time)
+// also sends input, resizes and signals.
+func (s *Service) attach(caller Caller, stream SessionStream, att *sandboxdv1.Attach) error {
+	sess, err := s.lookupFor(caller, att.GetId())
+	if err != nil {
+		return err
+	}
+	if sess.id == caller.Session {
+		// Its own output would be fed back into itself without end.
+		return &RequestError{Field: "attach.id", Msg: "a session cannot attach to itself"}
+	}
+	if err := checkWindow(att.GetWindow()); err != nil {
+		return err
+	}
+	interactive := !att.GetReadOnly()
+	if interactive {
+		if err := sess.claimInput(); err != nil {
+			return err
+		}
+		if win := att.GetWindow(); sess.tty && win.GetRows() > 0 && win.GetCols() > 0 {
+			s.withInput(sess, func(in *stdio) error { return in.resize(win) })
+		}
+	}
+	v, replay, exit := sess.out.join(false)
+	send := func(r *sandboxdv1.SessionResponse) error {
+		if err := stream.Send(r); err != nil {
+			if v != nil {
+				sess.out.leave(v)
+			}
+			if interactive {
+				sess.releaseInput()
+			}
+			return err
+		}
+		return nil
+	}
+	if err := send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{
+		SessionId:    sess.id,
+		PolicyDigest: sess.digest,
+		Enforcement:  sess.enforcementReport(),
+	}}}); err != nil {
+		return err
+	}
+	for _, c := range replay {
+		if err := send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Output{Output: &sandboxdv1.Output{
+			Stream: sandboxdv1.Output_Stream(c.Stream),
+			Data:   c.Data,
+		}}}); err != nil {
+			return err
+		}
+	}
+	if v == nil {
+		if interactive {
+			sess.releaseInput()
+		}
+		return stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: exit}})
+	}
+	return s.relay(stream, sess, v, interactive, false)
+}

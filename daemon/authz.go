@@ -1,0 +1,92 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+)
+
+// view is what one caller may see and control.
+type view struct {
+	// all: root, the daemon's own user and operators see every session.
+	all bool
+	// uid is the caller's uid on the main socket: it sees the sessions it
+	// owns.
+	uid uint32
+	// root is the session whose own socket the call came in on: the caller
+	// sees that session and its descendants, whatever its peer
+	// credentials say.
+	root string
+}
+
+// viewOf decides a caller's view. On a session socket the socket alone
+// counts: the connection may even have been made by the daemon itself on
+// the sandbox's behalf, so its credentials mean nothing there.
+func (s *Service) viewOf(c Caller) view {
+	if c.Session != "" {
+		return view{root: c.Session}
+	}
+	if c.UID == 0 || int64(c.UID) == int64(os.Geteuid()) {
+		return view{all: true}
+	}
+	if s.operators != nil && (c.GID == *s.operators || slices.Contains(c.Groups, *s.operators)) {
+		return view{all: true}
+	}
+	return view{uid: c.UID}
+}
+
+// visibleLocked says whether v includes sess; s.mu is held.
+func (s *Service) visibleLocked(v view, sess *session) bool {
+	switch {
+	case v.all:
+		return true
+	case v.root != "":
+		return s.descendsLocked(sess, v.root)
+	}
+	return sess.ownerUID == v.uid
+}
+
+// descendsLocked says whether sess is root or below it; s.mu is held.
+func (s *Service) descendsLocked(sess *session, root string) bool {
+	for sess != nil {
+		if sess.id == root {
+			return true
+		}
+		sess = s.sessions[sess.parentID]
+	}
+	return false
+}
+
+// lookupFor returns session id if the caller's view includes it. Sessions
+// outside it do not exist for the caller: NotFound, not PermissionDenied,
+// so a sandbox cannot probe for other sessions' ids.
+func (s *Service) lookupFor(c Caller, id string) (*session, error) {
+	v := s.viewOf(c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[id]
+	if !ok || !s.visibleLocked(v, sess) {
+		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	return sess, nil
+}
+
+// lookupGroup resolves the operators group, by name or number.
+func lookupGroup(name string) (uint32, error) {
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		if _, ok := err.(user.UnknownGroupError); !ok {
+			return 0, fmt.Errorf("operators group %q: %w", name, err)
+		}
+		if g, err = user.LookupGroupId(name); err != nil {
+			return 0, fmt.Errorf("operators group %q: no such group", name)
+		}
+	}
+	gid, err := strconv.ParseUint(g.Gid, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("operators group %q: gid %q: %w", name, g.Gid, err)
+	}
+	return uint32(gid), nil
+}
