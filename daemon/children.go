@@ -10,6 +10,9 @@ import (
 	"google.golang.org/grpc"
 )
 
+// maxSocketPath is the size of sun_path on Linux, NUL included.
+const maxSocketPath = 108
+
 // sessionSocket is the socket the daemon makes for one session whose
 // policy allows children. Calls arriving on it are that session's: the
 // daemon knows the caller by the socket, not by anything the caller says.
@@ -51,6 +54,9 @@ func openSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*sess
 		return nil, fmt.Errorf("session socket directory: %w", err)
 	}
 	path := filepath.Join(dir, id+".sock")
+	if len(path) >= maxSocketPath {
+		return nil, fmt.Errorf("session socket %s: longer than the %d bytes a unix socket address holds; use a shorter session socket directory", path, maxSocketPath-1)
+	}
 	lis, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("session socket: %w", err)

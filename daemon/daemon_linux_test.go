@@ -43,9 +43,16 @@ func startDaemon(t *testing.T, opts ...func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, backend: &fakeBackend{}, socket: filepath.Join(t.TempDir(), "run", "sandboxd.sock")}
 	var quiet atomic.Bool // t.Logf must not run after the test ends
+	// Socket paths must fit in sun_path; t.TempDir's are long.
+	short, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(short) })
 	cfg := Config{
-		Backend:    h.backend,
-		SocketPath: h.socket,
+		Backend:          h.backend,
+		SocketPath:       h.socket,
+		SessionSocketDir: filepath.Join(short, "s"),
 		Logf: func(format string, args ...any) {
 			if !quiet.Load() {
 				t.Logf(format, args...)
@@ -552,7 +559,7 @@ func TestCallerIdentity(t *testing.T) {
 	if spec.UID != wantUID || spec.UID == 0 || spec.GID == 0 {
 		t.Fatalf("sandbox runs as %d:%d, want uid %d and never 0", spec.UID, spec.GID, wantUID)
 	}
-	if want := []string{h.socket, filepath.Join(filepath.Dir(h.socket), "sessions")}; !slices.Equal(spec.HideSockets, want) {
+	if want := []string{h.socket, h.svc.cfg.SessionSocketDir}; !slices.Equal(spec.HideSockets, want) {
 		t.Fatalf("HideSockets = %q, want the daemon socket and the session sockets' directory %q", spec.HideSockets, want)
 	}
 }

@@ -33,6 +33,12 @@ func (b *fakeBackend) lastSpec() launcher.Spec {
 	return b.specs[len(b.specs)-1]
 }
 
+func (b *fakeBackend) allSpecs() []launcher.Spec {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]launcher.Spec(nil), b.specs...)
+}
+
 func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.Process, error) {
 	b.mu.Lock()
 	b.specs = append(b.specs, spec)

@@ -1,0 +1,374 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/policy"
+)
+
+// attachTo opens a stream that attaches to session id.
+func (h *harness) attachTo(client sandboxdv1.SandboxdClient, att *sandboxdv1.Attach) *clientSession {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	h.t.Cleanup(cancel)
+	stream, err := client.Session(ctx)
+	if err != nil {
+		h.t.Fatalf("Session: %v", err)
+	}
+	if err := stream.Send(&sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Attach{Attach: att}}); err != nil {
+		h.t.Fatalf("send Attach: %v", err)
+	}
+	return &clientSession{t: h.t, stream: stream, cancel: cancel}
+}
+
+// openOn starts a session through client, e.g. a session socket's.
+func (h *harness) openOn(client sandboxdv1.SandboxdClient, start *sandboxdv1.Start) *clientSession {
+	saved := h.client
+	h.client = client
+	defer func() { h.client = saved }()
+	return h.open(start)
+}
+
+// dial connects to a socket the way a sandboxed client would.
+func (h *harness) dial(path string) sandboxdv1.SandboxdClient {
+	h.t.Helper()
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { conn.Close() })
+	return sandboxdv1.NewSandboxdClient(conn)
+}
+
+func (h *harness) inspect(id string) *sandboxdv1.SessionInfo {
+	h.t.Helper()
+	info, err := h.client.Inspect(ctxT(h.t), &sandboxdv1.InspectRequest{Id: id})
+	if err != nil {
+		h.t.Fatalf("Inspect %s: %v", id, err)
+	}
+	return info
+}
+
+// waitState polls Inspect until session id is in state.
+func (h *harness) waitState(id string, state sandboxdv1.State) *sandboxdv1.SessionInfo {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info := h.inspect(id)
+		if info.GetState() == state {
+			return info
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("session %s is %v, want %v", id, info.GetState(), state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func envOf(spec []string, key string) (string, bool) {
+	for _, kv := range spec {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func detached(start *sandboxdv1.Start) *sandboxdv1.Start {
+	start.Detach = true
+	return start
+}
+
+func TestDetachedSessionOutlivesItsStreamAndReplaysOnAttach(t *testing.T) {
+	h := startDaemon(t)
+	s := h.open(detached(sh("echo before; read line; echo got $line; exit 4"))).finish()
+	if s.err != nil || s.started == nil || s.exit != nil {
+		t.Fatalf("detached start: started %v exit %v err %v, want Started and the end of the stream", s.started, s.exit, s.err)
+	}
+	id := s.started.GetSessionId()
+	info := h.waitState(id, sandboxdv1.State_RUNNING)
+	if !info.GetDetached() || info.GetViewers() != 0 {
+		t.Fatalf("detached %v viewers %d, want a detached session nobody watches", info.GetDetached(), info.GetViewers())
+	}
+
+	watcher := h.attachTo(h.client, &sandboxdv1.Attach{Id: id, ReadOnly: true})
+	watcher.waitStdout("before\n")
+	if watcher.started.GetPolicyDigest() != info.GetPolicyDigest() {
+		t.Fatalf("attach Started digest %q, Inspect %q", watcher.started.GetPolicyDigest(), info.GetPolicyDigest())
+	}
+	typist := h.attachTo(h.client, &sandboxdv1.Attach{Id: id})
+	typist.waitStdout("before\n")
+	// A second interactive client is refused while the first holds the input.
+	other := h.attachTo(h.client, &sandboxdv1.Attach{Id: id}).finish()
+	wantCode(t, other.err, codes.FailedPrecondition, "interactive")
+	// The read-only watcher's input never reaches the session.
+	watcher.stdin("from the watcher\n", false)
+	typist.stdin("hello\n", false)
+	typist.finish()
+	watcher.finish()
+	for _, c := range []*clientSession{typist, watcher} {
+		wantExit(t, c, sandboxdv1.State_EXITED, 4, 0, "")
+		if got := c.stdout.String(); got != "before\ngot hello\n" {
+			t.Errorf("viewer saw %q", got)
+		}
+	}
+	// An ended session still replays, then exits at once.
+	late := h.attachTo(h.client, &sandboxdv1.Attach{Id: id, ReadOnly: true}).finish()
+	wantExit(t, late, sandboxdv1.State_EXITED, 4, 0, "")
+	if got := late.stdout.String(); got != "before\ngot hello\n" {
+		t.Errorf("replay after the end %q", got)
+	}
+}
+
+func TestScrollbackIsBounded(t *testing.T) {
+	h := startDaemon(t, func(c *Config) { c.ScrollbackBytes = 1000 })
+	s := h.open(detached(sh("seq 1 2000"))).finish()
+	id := s.started.GetSessionId()
+	h.waitState(id, sandboxdv1.State_EXITED)
+	a := h.attachTo(h.client, &sandboxdv1.Attach{Id: id, ReadOnly: true}).finish()
+	wantExit(t, a, sandboxdv1.State_EXITED, 0, 0, "")
+	replay := a.stdout.String()
+	if len(replay) != 1000 || !strings.HasSuffix(replay, "1999\n2000\n") {
+		t.Fatalf("replay of %d bytes ending %q, want the newest 1000 bytes", len(replay), replay[max(0, len(replay)-20):])
+	}
+}
+
+func TestOwnerLeavingKillsOnlyUndetachedSessions(t *testing.T) {
+	h := startDaemon(t)
+	s := h.open(cmd("/bin/sleep", "30"))
+	s.waitStarted()
+	id := s.started.GetSessionId()
+	watcher := h.attachTo(h.client, &sandboxdv1.Attach{Id: id, ReadOnly: true})
+	watcher.waitStarted()
+	if v := h.inspect(id).GetViewers(); v != 2 {
+		t.Fatalf("viewers %d, want the owner and the watcher", v)
+	}
+	// A watcher leaving changes nothing; the owner leaving ends it.
+	watcher.cancel()
+	s.cancel()
+	info := h.waitState(id, sandboxdv1.State_KILLED)
+	if info.GetReason() != reasonDisconnected {
+		t.Fatalf("reason %q", info.GetReason())
+	}
+}
+
+// childPolicy is a parent policy that may have children, with network
+// none and one write root.
+func childPolicy(write string) *sandboxdv1.Policy {
+	return &sandboxdv1.Policy{
+		Filesystem: &sandboxdv1.Filesystem{Write: []string{write}},
+		Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE},
+		Limits:     &sandboxdv1.Limits{Timeout: durationpb.New(time.Minute)},
+		Children:   &sandboxdv1.Children{Allow: true},
+	}
+}
+
+func TestSessionSocketStartsNarrowedChildrenAndSeesItsSubtree(t *testing.T) {
+	h := startDaemon(t)
+	work := t.TempDir()
+	start := sh("exec sleep 60")
+	start.Policy = childPolicy(work)
+	parent := h.open(start)
+	parent.waitStarted()
+	pid := parent.started.GetSessionId()
+	spec := h.backend.lastSpec()
+	if spec.SessionSocket == "" || filepath.Dir(spec.SessionSocket) != h.svc.cfg.SessionSocketDir {
+		t.Fatalf("SessionSocket %q, want one in the sessions directory", spec.SessionSocket)
+	}
+	if got, ok := envOf(spec.Env, envSocket); !ok || got != spec.SessionSocket {
+		t.Fatalf("%s=%q, want the session socket %q (a backend without a placer shows the host path)", envSocket, got, spec.SessionSocket)
+	}
+	if fi, err := os.Stat(spec.SessionSocket); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("session socket: %v %v, want mode 0600", fi, err)
+	}
+	// Someone else's session, which the parent must not see.
+	other := h.open(cmd("/bin/sleep", "60"))
+	other.waitStarted()
+
+	inside := h.dial(spec.SessionSocket)
+
+	// No policy: exactly the parent's.
+	child := h.openOn(inside, detached(sh("exec sleep 60"))).finish()
+	if child.err != nil {
+		t.Fatalf("child: %v", child.err)
+	}
+	cid := child.started.GetSessionId()
+	cinfo := h.inspect(cid)
+	if cinfo.GetParentId() != pid || cinfo.GetPolicyDigest() != parent.started.GetPolicyDigest() {
+		t.Fatalf("child parent %q digest %q, want parent %q digest %q", cinfo.GetParentId(), cinfo.GetPolicyDigest(), pid, parent.started.GetPolicyDigest())
+	}
+	if got, _ := envOf(h.backend.lastSpec().Env, envDigest); got != cinfo.GetPolicyDigest() {
+		t.Fatalf("child's %s %q, Inspect says %q", envDigest, got, cinfo.GetPolicyDigest())
+	}
+	if cinfo.GetOwnerUid() != uint32(os.Getuid()) {
+		t.Fatalf("child owner %d, want the root session's owner", cinfo.GetOwnerUid())
+	}
+
+	// Widening is refused, naming the field.
+	for _, tc := range []struct {
+		field string
+		pol   *sandboxdv1.Policy
+	}{
+		{"network.mode", &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST}}},
+		{"filesystem.write[0]", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{"/var/tmp"}}}},
+		{"limits.timeout", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Timeout: durationpb.New(time.Hour)}}},
+	} {
+		s := cmd("/bin/true")
+		s.Policy = tc.pol
+		r := h.openOn(inside, s).finish()
+		wantCode(t, r.err, codes.PermissionDenied, tc.field)
+	}
+	// A narrower one is fine, and it is what runs.
+	narrower := sh("exec sleep 60")
+	narrower.Policy = &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{filepath.Join(work, "sub")}}, Children: &sandboxdv1.Children{Allow: false}}
+	n := h.openOn(inside, detached(narrower)).finish()
+	if n.err != nil {
+		t.Fatalf("narrower child: %v", n.err)
+	}
+	nspec := h.backend.lastSpec()
+	if w := nspec.Policy.GetFilesystem().GetWrite(); !slices.Equal(w, []string{filepath.Join(work, "sub")}) || nspec.SessionSocket != "" {
+		t.Fatalf("narrower child writes %q with session socket %q", w, nspec.SessionSocket)
+	}
+	if _, ok := envOf(nspec.Env, envSocket); ok {
+		t.Fatalf("a child without children.allow got %s", envSocket)
+	}
+
+	// Grandchild through the child's own socket.
+	grandSocket := ""
+	for _, sp := range h.backend.allSpecs() {
+		if sp.SessionID == cid {
+			grandSocket = sp.SessionSocket
+		}
+	}
+	if grandSocket == "" {
+		t.Fatal("the child, which inherited children.allow, got no socket")
+	}
+	grand := h.openOn(h.dial(grandSocket), detached(sh("exec sleep 60"))).finish()
+	if grand.err != nil {
+		t.Fatalf("grandchild: %v", grand.err)
+	}
+	gid := grand.started.GetSessionId()
+	if h.inspect(gid).GetParentId() != cid {
+		t.Fatal("grandchild's parent is not the child")
+	}
+
+	// The parent's socket sees its subtree and nothing else.
+	list, err := inside.List(ctxT(t), &sandboxdv1.ListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range list.GetSessions() {
+		ids = append(ids, s.GetId())
+	}
+	slices.Sort(ids)
+	want := []string{pid, cid, n.started.GetSessionId(), gid}
+	slices.Sort(want)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("session socket lists %q, want its subtree %q", ids, want)
+	}
+	oid := other.started.GetSessionId()
+	_, err = inside.Inspect(ctxT(t), &sandboxdv1.InspectRequest{Id: oid})
+	wantCode(t, err, codes.NotFound, oid)
+	_, err = inside.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: oid})
+	wantCode(t, err, codes.NotFound, oid)
+	a := h.attachTo(inside, &sandboxdv1.Attach{Id: oid, ReadOnly: true}).finish()
+	wantCode(t, a.err, codes.NotFound, oid)
+	self := h.attachTo(inside, &sandboxdv1.Attach{Id: pid, ReadOnly: true}).finish()
+	wantCode(t, self.err, codes.InvalidArgument, "itself")
+	// The grandchild's socket does not see its parent.
+	_, err = h.dial(grandSocket).Inspect(ctxT(t), &sandboxdv1.InspectRequest{Id: pid})
+	wantCode(t, err, codes.NotFound, pid)
+
+	// Killing the child kills the grandchild; the parent stays.
+	if _, err := inside.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: cid}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitState(cid, sandboxdv1.State_KILLED)
+	h.waitState(gid, sandboxdv1.State_KILLED)
+	if st := h.inspect(pid).GetState(); st != sandboxdv1.State_RUNNING {
+		t.Fatalf("parent %v after killing its child", st)
+	}
+	// The parent's end ends what is left of its subtree and its socket.
+	if _, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: pid}); err != nil {
+		t.Fatal(err)
+	}
+	parent.finish()
+	info := h.waitState(n.started.GetSessionId(), sandboxdv1.State_KILLED)
+	if info.GetReason() != reasonOperator && info.GetReason() != reasonParentEnded {
+		t.Fatalf("subtree member ended %q", info.GetReason())
+	}
+	if _, err := os.Stat(spec.SessionSocket); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("session socket after the session: %v", err)
+	}
+	if st := h.inspect(oid).GetState(); st != sandboxdv1.State_RUNNING {
+		t.Fatalf("an unrelated session is %v", st)
+	}
+}
+
+func TestParentExitEndsItsChildren(t *testing.T) {
+	h := startDaemon(t)
+	start := sh("read x")
+	start.Policy = childPolicy(t.TempDir())
+	parent := h.open(start)
+	parent.waitStarted()
+	inside := h.dial(h.backend.lastSpec().SessionSocket)
+	child := h.openOn(inside, detached(cmd("/bin/sleep", "60"))).finish()
+	parent.stdin("\n", true)
+	parent.finish()
+	wantExit(t, parent, sandboxdv1.State_EXITED, 0, 0, "")
+	info := h.waitState(child.started.GetSessionId(), sandboxdv1.State_KILLED)
+	if info.GetReason() != reasonParentEnded {
+		t.Fatalf("child ended %q, want %q", info.GetReason(), reasonParentEnded)
+	}
+}
+
+func TestChildrenNeedTheParentsPermission(t *testing.T) {
+	h := startDaemon(t)
+	start := sh("exec sleep 60")
+	start.Policy = childPolicy(t.TempDir())
+	start.Policy.Children = nil
+	s := h.open(start)
+	s.waitStarted()
+	spec := h.backend.lastSpec()
+	if spec.SessionSocket != "" {
+		t.Fatalf("a session without children.allow got socket %q", spec.SessionSocket)
+	}
+	if _, ok := envOf(spec.Env, envSocket); ok {
+		t.Fatalf("a session without children.allow got %s", envSocket)
+	}
+	bad := sh("true")
+	bad.Command.Env = map[string]string{envSocket: h.socket}
+	r := h.open(bad).finish()
+	wantCode(t, r.err, codes.InvalidArgument, envSocket)
+}
+
+func TestChildrenNeedASocketToBeServedOn(t *testing.T) {
+	svc, err := New(Config{Backend: &fakeBackend{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = svc.prepare(Caller{UID: 1000, GID: 1000}, &sandboxdv1.Start{Policy: childPolicy("/tmp"), Command: &sandboxdv1.Command{Argv: []string{"true"}}})
+	wantCode(t, toStatus(err), codes.FailedPrecondition, "children.allow")
+}
+
+func TestNarrowedPolicyIsTheParentsWhenNoneIsAsked(t *testing.T) {
+	parent := policy.Normalize(childPolicy("/work"))
+	got, err := policy.Narrow(parent, &sandboxdv1.Policy{})
+	if err != nil || policy.Digest(got) != policy.Digest(parent) {
+		t.Fatalf("Narrow(parent, empty) = %v, %v", got, err)
+	}
+}
