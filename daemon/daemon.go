@@ -42,7 +42,7 @@ type Config struct {
 	// means the socket's directory, else /var/tmp.
 	SelfTestDir string
 	// SessionSocketDir is where the sockets of sessions that may have
-	// children are made. Empty means "sessions" beside SocketPath.
+	// children are made. Empty means "sandboxd-sessions" beside SocketPath.
 	SessionSocketDir string
 	// OperatorsGroup names the group (or gid) whose members see and
 	// control every session on the main socket, as root does. Others see
@@ -131,7 +131,7 @@ func New(cfg Config) (*Service, error) {
 		}
 		cfg.SocketPath = abs
 		if cfg.SessionSocketDir == "" {
-			cfg.SessionSocketDir = filepath.Join(filepath.Dir(abs), "sessions")
+			cfg.SessionSocketDir = filepath.Join(filepath.Dir(abs), "sandboxd-sessions")
 		}
 	}
 	if cfg.SessionSocketDir != "" {

@@ -64,7 +64,7 @@ func TestRelativeSocketPathIsHiddenAbsolute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{filepath.Join(dir, "rel.sock"), filepath.Join(dir, "sessions")}
+	want := []string{filepath.Join(dir, "rel.sock"), filepath.Join(dir, "sandboxd-sessions")}
 	if got := s.hiddenSockets(); !slices.Equal(got, want) {
 		t.Errorf("hidden sockets %q, want %q: a sandbox resolves a relative path against its own root", got, want)
 	}

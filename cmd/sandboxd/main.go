@@ -36,6 +36,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	uid := fs.Uint("sandbox-uid", daemon.DefaultSandboxID, "uid sandboxes run as when the caller is root (not 65534: that is the overflow id every unmapped owner shows as)")
 	gid := fs.Uint("sandbox-gid", daemon.DefaultSandboxID, "gid sandboxes run as when the caller is root")
 	mechanism := fs.String("mechanism", "", "mechanism `SET` to enforce every policy with: namespaces or landlock (default: chosen per policy)")
+	operators := fs.String("operators-group", "", "`GROUP` (name or gid) whose members see and control every session, as root does; others see their own")
+	sessionDir := fs.String("session-socket-dir", "", "`DIR` for the sockets of sessions that may start children (default: sandboxd-sessions beside --socket)")
+	scrollback := fs.Int("scrollback", daemon.DefaultScrollback, "`BYTES` of each session's recent output kept for attach")
 	selfTest := fs.Bool("self-test", false, "start no server: run the self-test, print what this host can enforce (as sandboxctl doctor does), exit 0 if the self-test passed and 1 if not")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -50,6 +53,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if *scrollback <= 0 {
+		fmt.Fprintf(stderr, "sandboxd: --scrollback %d: must be positive\n", *scrollback)
+		return 2
+	}
 	if err := checkMechanism(*mechanism); err != nil {
 		fmt.Fprintf(stderr, "sandboxd: --mechanism: %v\n", err)
 		return 2
@@ -62,11 +69,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	svc, err := daemon.New(daemon.Config{
-		Backend:    backend,
-		SandboxUID: uint32(*uid),
-		SandboxGID: uint32(*gid),
-		SocketPath: *socket,
-		Logf:       logger.Printf,
+		Backend:          backend,
+		SandboxUID:       uint32(*uid),
+		SandboxGID:       uint32(*gid),
+		SocketPath:       *socket,
+		SessionSocketDir: *sessionDir,
+		OperatorsGroup:   *operators,
+		ScrollbackBytes:  *scrollback,
+		Logf:             logger.Printf,
 	})
 	if err != nil {
 		logger.Printf("%v", err)
