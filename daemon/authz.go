@@ -73,20 +73,19 @@ func (s *Service) lookupFor(c Caller, id string) (*session, error) {
 	return sess, nil
 }
 
-// lookupGroup resolves the operators group, by name or number.
+// lookupGroup resolves a group by name, or takes a number as the gid
+// itself: a gid needs no entry in /etc/group to be a process's group.
 func lookupGroup(name string) (uint32, error) {
+	if gid, err := strconv.ParseUint(name, 10, 32); err == nil {
+		return uint32(gid), nil
+	}
 	g, err := user.LookupGroup(name)
 	if err != nil {
-		if _, ok := err.(user.UnknownGroupError); !ok {
-			return 0, fmt.Errorf("operators group %q: %w", name, err)
-		}
-		if g, err = user.LookupGroupId(name); err != nil {
-			return 0, fmt.Errorf("operators group %q: no such group", name)
-		}
+		return 0, fmt.Errorf("group %q: %w", name, err)
 	}
 	gid, err := strconv.ParseUint(g.Gid, 10, 32)
 	if err != nil {
-		return 0, fmt.Errorf("operators group %q: gid %q: %w", name, g.Gid, err)
+		return 0, fmt.Errorf("group %q: gid %q: %w", name, g.Gid, err)
 	}
 	return uint32(gid), nil
 }

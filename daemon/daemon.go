@@ -44,6 +44,10 @@ type Config struct {
 	// SessionSocketDir is where the sockets of sessions that may have
 	// children are made. Empty means "sandboxd-sessions" beside SocketPath.
 	SessionSocketDir string
+	// SocketGroup names the group (or gid) the main socket belongs to, so
+	// its members may connect (the socket is 0660). Empty leaves the
+	// daemon's own group.
+	SocketGroup string
 	// OperatorsGroup names the group (or gid) whose members see and
 	// control every session on the main socket, as root does. Others see
 	// their own.
@@ -84,8 +88,9 @@ const DefaultSandboxID = 65533
 type Service struct {
 	cfg  Config
 	logf func(format string, args ...any)
-	// operators is the gid of Config.OperatorsGroup, nil when none.
-	operators *uint32
+	// operators and socketGID are the gids of Config.OperatorsGroup and
+	// Config.SocketGroup, nil when not set.
+	operators, socketGID *uint32
 	// socketInSandbox is where a sandbox finds its session socket.
 	socketInSandbox func(host string) string
 
@@ -148,9 +153,16 @@ func New(cfg Config) (*Service, error) {
 	if cfg.OperatorsGroup != "" {
 		gid, err := lookupGroup(cfg.OperatorsGroup)
 		if err != nil {
-			return nil, fmt.Errorf("daemon: %w", err)
+			return nil, fmt.Errorf("daemon: operators %w", err)
 		}
 		s.operators = &gid
+	}
+	if cfg.SocketGroup != "" {
+		gid, err := lookupGroup(cfg.SocketGroup)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: socket %w", err)
+		}
+		s.socketGID = &gid
 	}
 	for _, p := range []string{cfg.SocketPath, cfg.SessionSocketDir} {
 		if p != "" {

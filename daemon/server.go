@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -71,6 +72,12 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 	lis, err := Listen(s.cfg.SocketPath)
 	if err != nil {
 		return err
+	}
+	if s.socketGID != nil {
+		if err := os.Chown(s.cfg.SocketPath, -1, int(*s.socketGID)); err != nil {
+			lis.Close()
+			return fmt.Errorf("socket group: %w", err)
+		}
 	}
 	s.logf("listening on %s", s.cfg.SocketPath)
 	// Marked before serving, so no caller can see "not run" in between.

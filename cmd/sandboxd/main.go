@@ -36,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	uid := fs.Uint("sandbox-uid", daemon.DefaultSandboxID, "uid sandboxes run as when the caller is root (not 65534: that is the overflow id every unmapped owner shows as)")
 	gid := fs.Uint("sandbox-gid", daemon.DefaultSandboxID, "gid sandboxes run as when the caller is root")
 	mechanism := fs.String("mechanism", "", "mechanism `SET` to enforce every policy with: namespaces or landlock (default: chosen per policy)")
+	socketGroup := fs.String("socket-group", "", "`GROUP` (name or gid) whose members may connect to the 0660 socket (default: the daemon's group)")
 	operators := fs.String("operators-group", "", "`GROUP` (name or gid) whose members see and control every session, as root does; others see their own")
 	sessionDir := fs.String("session-socket-dir", "", "`DIR` for the sockets of sessions that may start children (default: sandboxd-sessions beside --socket)")
 	scrollback := fs.Int("scrollback", daemon.DefaultScrollback, "`BYTES` of each session's recent output kept for attach")
@@ -75,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		SocketPath:       *socket,
 		SessionSocketDir: *sessionDir,
 		OperatorsGroup:   *operators,
+		SocketGroup:      *socketGroup,
 		ScrollbackBytes:  *scrollback,
 		Logf:             logger.Printf,
 	})
