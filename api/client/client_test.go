@@ -601,3 +601,353 @@ func TestCapabilities(t *testing.T) {
 		t.Errorf("Capabilities error = %v (code %v)", err, status.Code(err))
 	}
 }
+
+func TestRunDetachReturnsAtStarted(t *testing.T) {
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		start, err := recvStart(stream)
+		if err != nil {
+			return err
+		}
+		if !start.GetDetach() {
+			return status.Error(codes.InvalidArgument, "not detached")
+		}
+		// As the daemon does: Started, then the stream ends with OK.
+		return stream.Send(started("det"))
+	}})
+	c := dial(t, sock)
+	start := runStart("sleep", "100")
+	start.Detach = true
+	stdin := &recordingReader{}
+	res, err := c.Run(context.Background(), RunOptions{Start: start, Stdin: stdin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SessionID != "det" || res.Digest != "d1" || res.Exit != nil || !res.Detached {
+		t.Errorf("result = %+v", res)
+	}
+	if code := ExitCode(res, err); code != 0 {
+		t.Errorf("ExitCode = %d, want 0", code)
+	}
+	if stdin.read.Load() {
+		t.Error("a detached Run read stdin")
+	}
+}
+
+func TestRunDetachCommandNotFound(t *testing.T) {
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		if _, err := recvStart(stream); err != nil {
+			return err
+		}
+		return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_FAILED_TO_START, ExitCode: 127, Reason: "exec nope: no such file"}))
+	}})
+	c := dial(t, sock)
+	start := runStart("nope")
+	start.Detach = true
+	res, err := c.Run(context.Background(), RunOptions{Start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Detached || ExitCode(res, err) != 127 {
+		t.Errorf("result = %+v, ExitCode %d; want 127", res, ExitCode(res, err))
+	}
+}
+
+// recordingReader is stdin that yields "secret" and remembers being read.
+type recordingReader struct{ read atomic.Bool }
+
+func (r *recordingReader) Read(p []byte) (int, error) {
+	r.read.Store(true)
+	return copy(p, "secret"), io.EOF
+}
+
+func recvAttach(stream sessionStream) (*sandboxdv1.Attach, error) {
+	req, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	if req.GetAttach() == nil {
+		return nil, status.Error(codes.InvalidArgument, "first message is not Attach")
+	}
+	return req.GetAttach(), nil
+}
+
+func TestAttachReplaysThenStreamsLive(t *testing.T) {
+	live := make(chan struct{})
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		att, err := recvAttach(stream)
+		if err != nil {
+			return err
+		}
+		if att.GetId() != "w1" || !att.GetReadOnly() {
+			return status.Errorf(codes.InvalidArgument, "attach %v", att)
+		}
+		for _, r := range []*sandboxdv1.SessionResponse{
+			started("w1"),
+			output(sandboxdv1.Output_STDOUT, "old out\n"),
+			output(sandboxdv1.Output_STDERR, "old err\n"),
+		} {
+			if err := stream.Send(r); err != nil {
+				return err
+			}
+		}
+		<-live
+		if err := stream.Send(output(sandboxdv1.Output_STDOUT, "new out\n")); err != nil {
+			return err
+		}
+		return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED, ExitCode: 4}))
+	}})
+	c := dial(t, sock)
+	stdout := &notifyingBuffer{want: "old out\n", reached: live}
+	var stderr bytes.Buffer
+	res, err := c.Attach(context.Background(), AttachOptions{ID: "w1", ReadOnly: true, Stdout: stdout, Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stdout.String(); got != "old out\nnew out\n" || stderr.String() != "old err\n" {
+		t.Errorf("stdout %q, stderr %q", got, stderr.String())
+	}
+	if res.SessionID != "w1" || res.Digest != "d1" || res.Detached {
+		t.Errorf("result = %+v", res)
+	}
+	if code := ExitCode(res, err); code != 4 {
+		t.Errorf("ExitCode = %d, want 4", code)
+	}
+}
+
+// notifyingBuffer closes reached once its content is want, so that a
+// scripted daemon sends live output only after the client has the replay.
+type notifyingBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	want    string
+	reached chan struct{}
+}
+
+func (b *notifyingBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	if b.buf.String() == b.want {
+		close(b.reached)
+	}
+	return n, err
+}
+
+func (b *notifyingBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestAttachSendsNothingAfterAttach(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		readOnly   bool
+		stdin      *recordingReader
+		wantWindow bool
+	}{
+		// A read-only client does not even read its stdin, and sends no
+		// resizes or signals.
+		{"read-only", true, &recordingReader{}, false},
+		// An interactive client without stdin leaves the session's stdin
+		// open: no EOF.
+		{"interactive without stdin", false, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, killed := killRecorder()
+			got := make(chan *sandboxdv1.SessionRequest, 8)
+			srv.session = func(stream sessionStream) error {
+				att, err := recvAttach(stream)
+				if err != nil {
+					return err
+				}
+				if att.GetReadOnly() != tc.readOnly || (att.GetWindow() != nil) != tc.wantWindow {
+					return status.Errorf(codes.InvalidArgument, "attach %v", att)
+				}
+				if err := stream.Send(started("ro")); err != nil {
+					return err
+				}
+				go func() {
+					for {
+						req, err := stream.Recv()
+						if err != nil {
+							return
+						}
+						got <- req
+					}
+				}()
+				// Long enough for what the client has ready (stdin, EOF,
+				// a resize, a signal) to arrive, were it sent.
+				time.Sleep(300 * time.Millisecond)
+				return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED}))
+			}
+			sock, _ := serve(t, srv)
+			c := dial(t, sock)
+			opts := AttachOptions{ID: "ro", ReadOnly: tc.readOnly, Window: &WindowSize{Rows: 1, Cols: 2}}
+			if tc.readOnly {
+				signals := make(chan int32, 1)
+				resize := make(chan WindowSize, 1)
+				signals <- 2
+				resize <- WindowSize{Rows: 10, Cols: 20}
+				opts.Stdin, opts.Signals, opts.Resize = tc.stdin, signals, resize
+			}
+			res, err := c.Attach(context.Background(), opts)
+			if err != nil || res.Exit == nil {
+				t.Fatalf("Attach = %+v, %v", res, err)
+			}
+			select {
+			case req := <-got:
+				t.Errorf("the client sent %v after Attach", req)
+			case k := <-killed:
+				t.Errorf("the client sent signal %v", k)
+			default:
+			}
+			if tc.stdin != nil && tc.stdin.read.Load() {
+				t.Error("stdin was read")
+			}
+		})
+	}
+}
+
+func TestAttachInteractiveForwardsStdinEOFAndSignals(t *testing.T) {
+	srv, killed := killRecorder()
+	srv.session = func(stream sessionStream) error {
+		att, err := recvAttach(stream)
+		if err != nil {
+			return err
+		}
+		if att.GetReadOnly() || att.GetWindow().GetRows() != 30 || att.GetWindow().GetCols() != 90 {
+			return status.Errorf(codes.InvalidArgument, "attach %v", att)
+		}
+		if err := stream.Send(started("i1")); err != nil {
+			return err
+		}
+		var in []byte
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				return err
+			}
+			in = append(in, req.GetStdin().GetData()...)
+			if req.GetStdin().GetEof() {
+				break
+			}
+		}
+		k := <-killed
+		if k.GetId() != "i1" || k.GetSignal() != 15 {
+			return status.Errorf(codes.InvalidArgument, "kill %v", k)
+		}
+		if err := stream.Send(output(sandboxdv1.Output_STDOUT, "got "+string(in))); err != nil {
+			return err
+		}
+		return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED, Signal: 15}))
+	}
+	sock, _ := serve(t, srv)
+	c := dial(t, sock)
+	signals := make(chan int32, 1)
+	signals <- 15
+	var stdout bytes.Buffer
+	res, err := c.Attach(context.Background(), AttachOptions{
+		ID:      "i1",
+		Stdin:   strings.NewReader("line\n"),
+		Stdout:  &stdout,
+		Signals: signals,
+		Window:  &WindowSize{Rows: 30, Cols: 90},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != "got line\n" {
+		t.Errorf("stdout = %q", stdout.String())
+	}
+	if code := ExitCode(res, err); code != 128+15 {
+		t.Errorf("ExitCode = %d, want 143", code)
+	}
+}
+
+// detachingReader yields data, then ErrDetach.
+type detachingReader struct{ data []byte }
+
+func (r *detachingReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, ErrDetach
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func TestAttachDetachLeavesWithoutEOF(t *testing.T) {
+	type seen struct {
+		in  string
+		eof bool
+	}
+	left := make(chan seen, 1)
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		if _, err := recvAttach(stream); err != nil {
+			return err
+		}
+		if err := stream.Send(started("d1")); err != nil {
+			return err
+		}
+		var s seen
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				// The client went away without a word, the session runs on.
+				left <- s
+				return err
+			}
+			s.in += string(req.GetStdin().GetData())
+			s.eof = s.eof || req.GetStdin().GetEof()
+		}
+	}})
+	c := dial(t, sock)
+	res, err := c.Attach(context.Background(), AttachOptions{ID: "d1", Stdin: &detachingReader{data: []byte("ls\r")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Detached || res.Exit != nil || res.SessionID != "d1" {
+		t.Errorf("result = %+v", res)
+	}
+	if code := ExitCode(res, err); code != 0 {
+		t.Errorf("ExitCode = %d, want 0", code)
+	}
+	select {
+	case s := <-left:
+		if s.in != "ls\r" || s.eof {
+			t.Errorf("daemon saw stdin %q, eof %v; want %q and no EOF", s.in, s.eof, "ls\r")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the stream did not end after detaching")
+	}
+}
+
+func TestAttachRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   *status.Status
+		want string
+	}{
+		{"interactive taken", status.New(codes.FailedPrecondition, "session x already has an interactive client (attach read-only instead)"),
+			"attach x: session x already has an interactive client (attach read-only instead)"},
+		{"not found", status.New(codes.NotFound, `no session "x"`), `attach x: no session "x"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+				if _, err := recvAttach(stream); err != nil {
+					return err
+				}
+				return tc.st.Err()
+			}})
+			c := dial(t, sock)
+			res, err := c.Attach(context.Background(), AttachOptions{ID: "x", Stdin: strings.NewReader("input")})
+			if status.Code(err) != tc.st.Code() || err.Error() != tc.want {
+				t.Errorf("err = %v (code %v); want %q", err, status.Code(err), tc.want)
+			}
+			if code := ExitCode(res, err); code != 125 {
+				t.Errorf("ExitCode = %d, want 125", code)
+			}
+		})
+	}
+}

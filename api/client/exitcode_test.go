@@ -29,6 +29,8 @@ func TestExitCode(t *testing.T) {
 		{"error wins over result", exit(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED}), errors.New("lost"), 125},
 		{"no result", nil, nil, 125},
 		{"no exit", &Result{}, nil, 125},
+		{"detached", &Result{SessionID: "s", Detached: true}, nil, 0},
+		{"detached but the error wins", &Result{SessionID: "s", Detached: true}, errors.New("lost"), 125},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ExitCode(tc.res, tc.err); got != tc.want {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc/codes"
@@ -18,15 +19,24 @@ type WindowSize struct {
 	Rows, Cols uint32
 }
 
+// ErrDetach, returned or wrapped by a session's Stdin, makes the client
+// leave the session without ending it: nothing more is sent, not even
+// EOF, and Run or Attach returns a Result with Detached set. A session
+// started without Start.Detach still ends, since the daemon ends such a
+// session with its starting stream.
+var ErrDetach = errors.New("detached from the session")
+
 // RunOptions says what to start and where its stdio goes.
 type RunOptions struct {
 	// Start is the first message of the session: policy, command, tty and
-	// the initial window size.
+	// the initial window size. With Start.Detach, Run returns once the
+	// daemon has started the session and let go of it; Stdin, Resize and
+	// Signals are then not used.
 	Start *sandboxdv1.Start
 	// Stdin is forwarded to the process once the session has started; at
-	// its end (EOF or a read error) the process's stdin is closed. Nil
-	// closes it at once. A Read blocked when the session ends is left
-	// behind: Run does not wait for it.
+	// its end (EOF or a read error other than ErrDetach) the process's
+	// stdin is closed. Nil closes it at once. A Read blocked when the
+	// session ends is left behind: Run does not wait for it.
 	Stdin io.Reader
 	// Stdout and Stderr receive the process's output; nil discards it. A
 	// write error ends the session.
@@ -38,45 +48,153 @@ type RunOptions struct {
 	Signals <-chan int32
 }
 
-// Result is how a session ended.
+// AttachOptions says which session to join and how.
+type AttachOptions struct {
+	// ID is the session to attach to.
+	ID string
+	// ReadOnly only watches: Stdin, Resize, Signals and Window are not
+	// used, and nothing is sent after the Attach message, so any number
+	// of read-only clients may watch. Otherwise the client is the
+	// session's one interactive client, and the daemon refuses it
+	// (FailedPrecondition) while another one is.
+	ReadOnly bool
+	// Stdin is forwarded to the process as in RunOptions, except that a
+	// nil Stdin sends nothing and leaves the process's stdin open.
+	Stdin io.Reader
+	// Stdout and Stderr receive the scrollback the daemon kept, then the
+	// live output; nil discards it. A write error ends the attach.
+	Stdout, Stderr io.Writer
+	// Resize and Signals are as in RunOptions.
+	Resize  <-chan WindowSize
+	Signals <-chan int32
+	// Window is the client's terminal size for a tty session; nil leaves
+	// the session's as it is.
+	Window *WindowSize
+}
+
+// Result is how a session ended, or how the client left it.
 type Result struct {
 	// SessionID, Digest and Enforcement come from Started; they are empty
 	// when the command failed to start.
 	SessionID   string
 	Digest      string
 	Enforcement *sandboxdv1.EnforcementReport
-	// Exit is the session's one Exit message.
+	// Exit is the session's one Exit message; nil when the client left a
+	// session that was still running (Detached).
 	Exit *sandboxdv1.Exit
+	// Detached is set when the client left the session without its Exit:
+	// Start.Detach, or ErrDetach from Stdin.
+	Detached bool
 }
 
-// Run starts one session and runs it to its Exit. The error is non-nil when
-// the daemon refused the session (its gRPC status is kept: see
-// UnenforceableFrom), the connection broke before Exit (the error wraps
-// ErrDaemonGone), ctx ended, or writing output failed. A command that could
-// not be executed is not an error: it is a Result whose Exit has state
-// FAILED_TO_START.
+// Run starts one session and runs it to its Exit, or, with Start.Detach,
+// until the daemon has started it. The error is non-nil when the daemon
+// refused the session (its gRPC status is kept: see UnenforceableFrom),
+// the connection broke before Exit (the error wraps ErrDaemonGone), ctx
+// ended, or writing output failed. A command that could not be executed is
+// not an error: it is a Result whose Exit has state FAILED_TO_START.
 func (c *Client) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 	if opts.Start == nil {
 		return nil, errors.New("run: RunOptions.Start is nil")
 	}
+	sc := sessionCall{
+		first:  &sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Start{Start: opts.Start}},
+		op:     "start session",
+		before: "before the session started",
+		stdout: opts.Stdout,
+		stderr: opts.Stderr,
+	}
+	if opts.Start.GetDetach() {
+		// The daemon ends the stream right after Started.
+		sc.detach = true
+	} else {
+		sc.stdin = opts.Stdin
+		if sc.stdin == nil {
+			sc.stdin = strings.NewReader("")
+		}
+		sc.resize = opts.Resize
+		sc.signals = opts.Signals
+	}
+	return c.session(ctx, sc)
+}
+
+// Attach joins a running or ended session: it writes the output the
+// daemon kept, then the live output, and returns at the session's Exit
+// (at once for a session that has already ended) or when Stdin returns
+// ErrDetach. Errors are as for Run; an unknown session, or one outside
+// this caller's view, is NotFound.
+func (c *Client) Attach(ctx context.Context, opts AttachOptions) (*Result, error) {
+	if opts.ID == "" {
+		return nil, errors.New("attach: AttachOptions.ID is empty")
+	}
+	att := &sandboxdv1.Attach{Id: opts.ID, ReadOnly: opts.ReadOnly}
+	sc := sessionCall{
+		first:  &sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Attach{Attach: att}},
+		op:     "attach " + opts.ID,
+		before: "before attaching to session " + opts.ID,
+		stdout: opts.Stdout,
+		stderr: opts.Stderr,
+	}
+	if !opts.ReadOnly {
+		if w := opts.Window; w != nil {
+			att.Window = &sandboxdv1.WindowSize{Rows: w.Rows, Cols: w.Cols}
+		}
+		sc.stdin = opts.Stdin
+		sc.resize = opts.Resize
+		sc.signals = opts.Signals
+	}
+	return c.session(ctx, sc)
+}
+
+// sessionCall is one Session stream as Run or Attach sets it up. Nil
+// stdin, resize or signals send nothing of that kind.
+type sessionCall struct {
+	first *sandboxdv1.SessionRequest
+	// op names the call in errors before Started; before says when the
+	// daemon went away in that phase.
+	op, before string
+	// detach: the daemon ends the stream after Started, and that is
+	// success rather than a lost daemon.
+	detach         bool
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	resize         <-chan WindowSize
+	signals        <-chan int32
+}
+
+func (c *Client) session(ctx context.Context, sc sessionCall) (*Result, error) {
 	// Cancelling the stream is how the daemon learns that nobody is
-	// listening any more, so every early return below ends the session.
+	// listening any more, so every early return below ends this client's
+	// part (and the session, unless it is detached or attached to).
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.rpc.Session(sctx)
 	if err != nil {
-		return nil, c.streamError(ctx, "", err)
+		return nil, c.streamError(ctx, sc, "", err)
 	}
 	s := &sender{stream: stream}
 	// A failed Send means the stream is already over; Recv below reports why.
-	_ = s.send(&sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Start{Start: opts.Start}})
+	_ = s.send(sc.first)
 
+	// Closed, before the stream is cancelled, when Stdin asked to detach,
+	// so that the cancelled Recv is read as leaving rather than failing.
+	detached := make(chan struct{})
 	res := &Result{}
 	started := false
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
-			return nil, c.streamError(ctx, res.SessionID, err)
+			select {
+			case <-detached:
+				res.Detached = true
+				return res, nil
+			default:
+			}
+			if sc.detach && started && errors.Is(err, io.EOF) {
+				res.Detached = true
+				return res, nil
+			}
+			return nil, c.streamError(ctx, sc, res.SessionID, err)
 		}
 		switch m := resp.Msg.(type) {
 		case *sandboxdv1.SessionResponse_Started:
@@ -87,13 +205,24 @@ func (c *Client) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 			res.SessionID = m.Started.GetSessionId()
 			res.Digest = m.Started.GetPolicyDigest()
 			res.Enforcement = m.Started.GetEnforcement()
-			go s.forwardStdin(sctx, opts.Stdin)
-			go s.forwardResizes(sctx, opts.Resize)
-			go c.forwardSignals(sctx, res.SessionID, opts.Signals)
+			if sc.stdin != nil {
+				go func() {
+					if s.forwardStdin(sctx, sc.stdin) {
+						close(detached)
+						cancel()
+					}
+				}()
+			}
+			if sc.resize != nil {
+				go s.forwardResizes(sctx, sc.resize)
+			}
+			if sc.signals != nil {
+				go c.forwardSignals(sctx, res.SessionID, sc.signals)
+			}
 		case *sandboxdv1.SessionResponse_Output:
-			w := opts.Stdout
+			w := sc.stdout
 			if m.Output.GetStream() == sandboxdv1.Output_STDERR {
-				w = opts.Stderr
+				w = sc.stderr
 			}
 			if w == nil {
 				continue
@@ -110,8 +239,8 @@ func (c *Client) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 
 // streamError explains why the stream of session id ("" before Started)
 // ended without an Exit.
-func (c *Client) streamError(ctx context.Context, id string, err error) error {
-	op, when := "start session", "before the session started"
+func (c *Client) streamError(ctx context.Context, sc sessionCall, id string, err error) error {
+	op, when := sc.op, sc.before
 	if id != "" {
 		op, when = "session "+id, "before session "+id+" ended"
 	}
@@ -146,26 +275,30 @@ func (s *sender) send(req *sandboxdv1.SessionRequest) error {
 	return s.stream.Send(req)
 }
 
-func (s *sender) forwardStdin(ctx context.Context, r io.Reader) {
-	if r != nil {
-		buf := make([]byte, 32<<10)
-		for ctx.Err() == nil {
-			n, err := r.Read(buf)
-			if n > 0 {
-				// grpc may read a sent message lazily, so each gets its own copy.
-				data := append([]byte(nil), buf[:n]...)
-				if s.send(&sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Stdin{Stdin: &sandboxdv1.Stdin{Data: data}}}) != nil {
-					return
-				}
+// forwardStdin sends what r yields, then EOF. It reports whether r asked
+// to detach, in which case it sends no EOF.
+func (s *sender) forwardStdin(ctx context.Context, r io.Reader) (detach bool) {
+	buf := make([]byte, 32<<10)
+	for ctx.Err() == nil {
+		n, err := r.Read(buf)
+		if n > 0 {
+			// grpc may read a sent message lazily, so each gets its own copy.
+			data := append([]byte(nil), buf[:n]...)
+			if s.send(&sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Stdin{Stdin: &sandboxdv1.Stdin{Data: data}}}) != nil {
+				return false
 			}
-			if err != nil {
-				break
-			}
+		}
+		if errors.Is(err, ErrDetach) {
+			return true
+		}
+		if err != nil {
+			break
 		}
 	}
 	if ctx.Err() == nil {
 		_ = s.send(&sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Stdin{Stdin: &sandboxdv1.Stdin{Eof: true}}})
 	}
+	return false
 }
 
 func (s *sender) forwardResizes(ctx context.Context, resize <-chan WindowSize) {

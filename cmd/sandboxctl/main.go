@@ -1,7 +1,7 @@
 // Command sandboxctl is the client and operator CLI of sandboxd: it runs
-// commands in sandboxes through the daemon, lists, inspects and kills
-// sessions, and reports what the daemon's host can enforce. One file per
-// verb.
+// commands in sandboxes through the daemon, attached or detached, attaches
+// to sessions, lists, inspects and kills them, and reports what the
+// daemon's host can enforce. One file per verb.
 package main
 
 import (
@@ -16,9 +16,11 @@ import (
 	"github.com/sandboxd/sandboxd/api/client"
 )
 
-// Exit codes of sandboxctl itself. run uses client.ExitCode; its own
-// failures, and those before a verb is known, are client.ExitDaemonFailed
-// (125) so that they never look like the command's exit code.
+// Exit codes of sandboxctl itself. run and attach use client.ExitCode;
+// their own failures, and those before a verb is known, are
+// client.ExitDaemonFailed (125) so that they never look like the
+// command's exit code. Only a missing session is exitFailed for attach
+// too, as for the other verbs that take a session id.
 const (
 	exitFailed = 1
 	exitUsage  = 2
@@ -38,7 +40,8 @@ type verb struct {
 }
 
 var verbs = map[string]verb{
-	"run":     {"run a command in a sandbox", runVerb},
+	"run":     {"run a command in a sandbox, or start it detached", runVerb},
+	"attach":  {"watch a session's output, or take over its input", attachVerb},
 	"ps":      {"list sessions", psVerb},
 	"inspect": {"show a session as JSON", inspectVerb},
 	"kill":    {"signal or kill a session", killVerb},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,12 +23,13 @@ import (
 type sessionStream = grpc.BidiStreamingServer[sandboxdv1.SessionRequest, sandboxdv1.SessionResponse]
 
 // fakeDaemon runs the session a test scripts and answers the operator calls
-// from a fixed session table.
+// from a fixed session table: sessions, or else fakeSession alone.
 type fakeDaemon struct {
 	sandboxdv1.UnimplementedSandboxdServer
-	session func(sessionStream) error
-	killed  chan *sandboxdv1.KillRequest
-	caps    *sandboxdv1.CapabilitiesReport
+	session  func(sessionStream) error
+	killed   chan *sandboxdv1.KillRequest
+	caps     *sandboxdv1.CapabilitiesReport
+	sessions []*sandboxdv1.SessionInfo
 }
 
 var fakeSession = &sandboxdv1.SessionInfo{
@@ -35,21 +37,31 @@ var fakeSession = &sandboxdv1.SessionInfo{
 	State:   sandboxdv1.State_WAITING_FOR_INPUT,
 	Argv:    []string{"python3", "-i"},
 	Pid:     4242,
+	Viewers: 1,
 	Created: timestamppb.New(time.Now().Add(-90 * time.Second)),
 	Policy:  &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}},
 }
 
 func (d *fakeDaemon) Session(s sessionStream) error { return d.session(s) }
 
+func (d *fakeDaemon) table() []*sandboxdv1.SessionInfo {
+	if d.sessions != nil {
+		return d.sessions
+	}
+	return []*sandboxdv1.SessionInfo{fakeSession}
+}
+
 func (d *fakeDaemon) List(context.Context, *sandboxdv1.ListRequest) (*sandboxdv1.ListResponse, error) {
-	return &sandboxdv1.ListResponse{Sessions: []*sandboxdv1.SessionInfo{fakeSession}}, nil
+	return &sandboxdv1.ListResponse{Sessions: d.table()}, nil
 }
 
 func (d *fakeDaemon) Inspect(_ context.Context, req *sandboxdv1.InspectRequest) (*sandboxdv1.SessionInfo, error) {
-	if req.GetId() != fakeSession.Id {
-		return nil, status.Errorf(codes.NotFound, "no session %q", req.GetId())
+	for _, s := range d.table() {
+		if s.GetId() == req.GetId() {
+			return s, nil
+		}
 	}
-	return fakeSession, nil
+	return nil, status.Errorf(codes.NotFound, "no session %q", req.GetId())
 }
 
 func (d *fakeDaemon) Kill(_ context.Context, req *sandboxdv1.KillRequest) (*sandboxdv1.KillResponse, error) {
@@ -208,7 +220,7 @@ func TestHelpListsVerbs(t *testing.T) {
 	if code := c.main(context.Background(), []string{"--help"}); code != 0 {
 		t.Errorf("code %d", code)
 	}
-	for _, v := range []string{"run", "ps", "inspect", "kill", "doctor", "--socket"} {
+	for _, v := range []string{"run", "attach", "ps", "inspect", "kill", "doctor", "--socket"} {
 		if !strings.Contains(out.String(), v) {
 			t.Errorf("help does not list %q:\n%s", v, out.String())
 		}
@@ -222,10 +234,10 @@ func TestPs(t *testing.T) {
 	if code != 0 || len(lines) != 2 {
 		t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "ID STATE PID AGE COMMAND" {
+	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "ID STATE PID AGE VIEWERS PARENT COMMAND" {
 		t.Errorf("header %q", lines[0])
 	}
-	if got := strings.Fields(lines[1]); strings.Join(got, " ") != "a1b2 waiting-for-input 4242 1m python3 -i" {
+	if got := strings.Fields(lines[1]); strings.Join(got, " ") != "a1b2 waiting-for-input 4242 1m 1 python3 -i" {
 		t.Errorf("row %q", lines[1])
 	}
 	code, stdout, _ = sandboxctl(t, "", "--socket", sock, "ps", "-q")
@@ -390,5 +402,90 @@ func TestDoctorErrors(t *testing.T) {
 	}
 	if code, _, stderr := sandboxctl(t, "", "doctor", "--help"); code != 0 || !strings.Contains(stderr, "usage: sandboxctl doctor [--json]") {
 		t.Errorf("--help: code %d, stderr %q", code, stderr)
+	}
+}
+
+func TestRunDetachPrintsOnlyTheID(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
+			sock := startDaemon(t, &fakeDaemon{session: func(s sessionStream) error {
+				req, err := s.Recv()
+				if err != nil {
+					return err
+				}
+				// stdin is a file here, not a terminal: no window to lend.
+				if st := req.GetStart(); !st.GetDetach() || st.GetTty() != tty || st.GetWindow() != nil {
+					return fmt.Errorf("start %v", st)
+				}
+				return s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{SessionId: "d9"}}})
+			}})
+			args := []string{"--socket", sock, "run", "--detach"}
+			if tty {
+				args = append(args, "--tty")
+			}
+			code, stdout, stderr := sandboxctl(t, "not for the session\n", append(args, "--", "sleep", "100")...)
+			if code != 0 || stdout != "d9\n" || stderr != "" {
+				t.Errorf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+			}
+		})
+	}
+}
+
+func TestRunDetachFailuresExitAsRunDoes(t *testing.T) {
+	refusal := func(s sessionStream) error {
+		st, err := status.New(codes.FailedPrecondition, "cannot enforce network.mode").WithDetails(&sandboxdv1.Unenforceable{
+			Field: "network.mode", Mechanism: "network namespace", Remedy: "run the daemon as root",
+		})
+		if err != nil {
+			return err
+		}
+		return st.Err()
+	}
+	notFound := func(s sessionStream) error {
+		if _, err := s.Recv(); err != nil {
+			return err
+		}
+		return s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: &sandboxdv1.Exit{
+			State: sandboxdv1.State_FAILED_TO_START, ExitCode: 127, Reason: "exec nope: no such file or directory",
+		}}})
+	}
+	for _, tc := range []struct {
+		name    string
+		session func(sessionStream) error
+		code    int
+		stderr  string
+	}{
+		{"refused", refusal, 125, "sandboxctl: refused: cannot enforce network.mode\n  needs: network namespace\n  remedy: run the daemon as root\n"},
+		{"not found", notFound, 127, "sandboxctl: failed to start: exec nope: no such file or directory\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sock := startDaemon(t, &fakeDaemon{session: tc.session})
+			code, stdout, stderr := sandboxctl(t, "", "--socket", sock, "run", "--detach", "--", "nope")
+			if code != tc.code || stdout != "" || stderr != tc.stderr {
+				t.Errorf("code %d, stdout %q, stderr %q; want %d, %q", code, stdout, stderr, tc.code, tc.stderr)
+			}
+		})
+	}
+}
+
+// TestRunWideningAChildPolicy is run inside a sandbox, on its own socket,
+// asking for more than the sandbox has.
+func TestRunWideningAChildPolicy(t *testing.T) {
+	sock := startDaemon(t, &fakeDaemon{session: func(s sessionStream) error {
+		if _, err := s.Recv(); err != nil {
+			return err
+		}
+		return status.Error(codes.PermissionDenied, "child policy: network.mode: HOST, but the parent allows only NONE")
+	}})
+	t.Setenv("SANDBOXD_SOCKET", sock)
+	for _, detach := range []bool{false, true} {
+		args := []string{"run", "--network", "host"}
+		if detach {
+			args = append(args, "--detach")
+		}
+		code, stdout, stderr := sandboxctl(t, "", append(args, "--", "curl", "example.com")...)
+		if code != 125 || stdout != "" || stderr != "sandboxctl: start session: child policy: network.mode: HOST, but the parent allows only NONE\n" {
+			t.Errorf("detach %v: code %d, stdout %q, stderr %q", detach, code, stdout, stderr)
+		}
 	}
 }

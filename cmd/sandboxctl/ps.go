@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,12 +13,24 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
+const psUsage = `usage: sandboxctl ps [-q] [--tree]
+
+Lists sessions: ID STATE PID AGE VIEWERS PARENT COMMAND. VIEWERS counts the
+clients attached to the session's output now, the one that started it
+included, and says "(detached)" for a session started with run --detach,
+which no client keeps alive. PARENT is the session whose sandbox started
+this one, empty for a session started from outside any sandbox.
+
+flags:
+`
+
 func psVerb(ctx context.Context, c *cli, args []string) int {
 	fs := flag.NewFlagSet("sandboxctl ps", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	quiet := fs.Bool("q", false, "print session ids only")
+	tree := fs.Bool("tree", false, "show child sessions under their parents, each level in the order they were created")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sandboxctl ps [-q]\n\nLists sessions: ID STATE PID AGE COMMAND.\n\nflags:\n")
+		fmt.Fprint(fs.Output(), psUsage)
 		fs.PrintDefaults()
 	}
 	if code, ok := parseVerb(fs, args, 0); !ok {
@@ -30,23 +43,103 @@ func psVerb(ctx context.Context, c *cli, args []string) int {
 	}); code != 0 {
 		return code
 	}
-	if *quiet {
+	rows := make([]psRow, 0, len(sessions))
+	if *tree {
+		rows = treeRows(sessions)
+	} else {
 		for _, s := range sessions {
-			fmt.Fprintln(c.stdout, s.GetId())
+			rows = append(rows, psRow{s: s})
+		}
+	}
+	if *quiet {
+		for _, r := range rows {
+			fmt.Fprintln(c.stdout, r.s.GetId())
 		}
 		return 0
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tPID\tAGE\tCOMMAND")
+	fmt.Fprintln(tw, "ID\tSTATE\tPID\tAGE\tVIEWERS\tPARENT\tCOMMAND")
 	now := time.Now()
-	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.GetId(), stateName(s.GetState()), s.GetPid(), age(s, now), command(s.GetArgv()))
+	for _, r := range rows {
+		s := r.s
+		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.branch, s.GetId(), stateName(s.GetState()), s.GetPid(), age(s, now),
+			viewers(s), s.GetParentId(), command(s.GetArgv()))
 	}
 	if err := tw.Flush(); err != nil {
 		fmt.Fprintf(c.stderr, "sandboxctl: %v\n", err)
 		return exitFailed
 	}
 	return 0
+}
+
+// psRow is one line of ps: a session and, with --tree, the branch drawn in
+// front of its id.
+type psRow struct {
+	s      *sandboxdv1.SessionInfo
+	branch string
+}
+
+// treeRows orders sessions depth first, each child under its parent and
+// siblings (roots too) in the order they were created. A session whose
+// parent is not in the list is a root, so a sandbox that sees only its own
+// subtree gets a tree rather than nothing.
+func treeRows(sessions []*sandboxdv1.SessionInfo) []psRow {
+	listed := make(map[string]bool, len(sessions))
+	for _, s := range sessions {
+		listed[s.GetId()] = true
+	}
+	children := map[string][]*sandboxdv1.SessionInfo{}
+	var roots []*sandboxdv1.SessionInfo
+	for _, s := range sessions {
+		if p := s.GetParentId(); p != "" && p != s.GetId() && listed[p] {
+			children[p] = append(children[p], s)
+		} else {
+			roots = append(roots, s)
+		}
+	}
+	byCreation := func(l []*sandboxdv1.SessionInfo) {
+		sort.SliceStable(l, func(i, j int) bool {
+			return l[i].GetCreated().AsTime().Before(l[j].GetCreated().AsTime())
+		})
+	}
+	byCreation(roots)
+	rows := make([]psRow, 0, len(sessions))
+	seen := make(map[string]bool, len(sessions))
+	var walk func(s *sandboxdv1.SessionInfo, branch, indent string)
+	walk = func(s *sandboxdv1.SessionInfo, branch, indent string) {
+		if seen[s.GetId()] {
+			return
+		}
+		seen[s.GetId()] = true
+		rows = append(rows, psRow{s: s, branch: branch})
+		kids := children[s.GetId()]
+		byCreation(kids)
+		for i, k := range kids {
+			if i == len(kids)-1 {
+				walk(k, indent+"└─ ", indent+"   ")
+			} else {
+				walk(k, indent+"├─ ", indent+"│  ")
+			}
+		}
+	}
+	for _, s := range roots {
+		walk(s, "", "")
+	}
+	// Parents that name each other in a loop leave no root to start from;
+	// the daemon should never report that, but every session still shows.
+	for _, s := range sessions {
+		walk(s, "", "")
+	}
+	return rows
+}
+
+// viewers is the VIEWERS cell: how many clients watch, and whether the
+// session lives on without any.
+func viewers(s *sandboxdv1.SessionInfo) string {
+	if s.GetDetached() {
+		return fmt.Sprintf("%d (detached)", s.GetViewers())
+	}
+	return fmt.Sprint(s.GetViewers())
 }
 
 // stateName is the state as DESIGN.md spells it: "waiting-for-input".

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -33,6 +34,18 @@ Relative paths given to --write, --read-only, --deny and --cwd are made
 absolute against the current directory. Paths in a --policy file must already
 be absolute. CMD runs in --cwd, by default the current directory.
 
+With --detach, run prints only the session's id once the daemon has started
+it, and exits 0; the session runs on until CMD exits, it is killed or its
+--timeout ends, and the daemon keeps the end of its output for 'sandboxctl
+attach ID'. No input is forwarded and no signals: attach for that. With --tty
+the session's terminal starts at the size of the local one, which stays as it
+is. A refusal or a CMD that cannot be started exits as without --detach.
+
+Inside a sandbox whose policy allows children, $SANDBOXD_SOCKET is its own
+socket: the daemon narrows the policy against the sandbox's own, and a flag
+that would widen it (say --network host under network none) is refused with
+the field named (exit 125).
+
 flags:
 `
 
@@ -47,7 +60,7 @@ type runFlags struct {
 	write, readOnly, deny, env stringList
 	network, cwd, policyFile   string
 	preset                     string
-	tty                        bool
+	tty, detach                bool
 	timeout                    time.Duration
 }
 
@@ -69,6 +82,7 @@ func parseRun(args []string, wd string, out io.Writer) (*sandboxdv1.Start, error
 	fs.StringVar(&f.cwd, "cwd", "", "working `DIR` of the command (default: the current directory)")
 	fs.Var(&f.env, "env", "environment variable `K=V` added to PATH, HOME, TERM and LANG (repeatable)")
 	fs.BoolVar(&f.tty, "tty", false, "run in a pseudo-terminal; a local terminal is put in raw mode")
+	fs.BoolVar(&f.detach, "detach", false, "start the session, print its id and exit; it runs on for 'sandboxctl attach'")
 	fs.StringVar(&f.policyFile, "policy", "", "Policy message as protojson `FILE`; flags add to it")
 	fs.StringVar(&f.preset, "preset", "", "start from a preset `NAME`: "+strings.Join(policy.PresetNames(), ", "))
 	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of the session as a Go `DURATION`, e.g. 30s or 5m")
@@ -187,6 +201,7 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 		Policy:  pol,
 		Command: &sandboxdv1.Command{Argv: argv, Env: env, Cwd: cwd},
 		Tty:     f.tty,
+		Detach:  f.detach,
 	}, nil
 }
 
@@ -219,6 +234,15 @@ func runVerb(ctx context.Context, c *cli, args []string) int {
 	defer cl.Close()
 
 	res, err := c.session(ctx, cl, start)
+	if err == nil && res.Detached {
+		fmt.Fprintln(c.stdout, res.SessionID)
+	}
+	return c.finish(res, err)
+}
+
+// finish prints why a session ended when that needs saying, and returns
+// sandboxctl's exit code for it.
+func (c *cli) finish(res *client.Result, err error) int {
 	switch {
 	case err != nil:
 		printError(c.stderr, err)
@@ -228,11 +252,24 @@ func runVerb(ctx context.Context, c *cli, args []string) int {
 	return client.ExitCode(res, err)
 }
 
+// runSignals are what run forwards to the command.
+var runSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
 // session runs start with the local terminal and signals wired to it. The
 // terminal is restored before it returns, so errors print on a sane tty.
 func (c *cli) session(ctx context.Context, cl *client.Client, start *sandboxdv1.Start) (*client.Result, error) {
+	if start.GetDetach() {
+		// Nothing typed here reaches a detached session, so the local
+		// terminal only lends it its size.
+		if fd := int(c.stdin.Fd()); start.GetTty() && isTerminal(fd) {
+			if ws, err := windowSize(fd); err == nil {
+				start.Window = &sandboxdv1.WindowSize{Rows: ws.Rows, Cols: ws.Cols}
+			}
+		}
+		return cl.Run(ctx, client.RunOptions{Start: start})
+	}
 	signals := make(chan int32, 4)
-	stopSignals := forwardSignals(signals)
+	stopSignals := forwardSignals(signals, runSignals...)
 	defer stopSignals()
 	opts := client.RunOptions{
 		Start:   start,
@@ -241,20 +278,49 @@ func (c *cli) session(ctx context.Context, cl *client.Client, start *sandboxdv1.
 		Stderr:  c.stderr,
 		Signals: signals,
 	}
-	fd := int(c.stdin.Fd())
-	if start.GetTty() && isTerminal(fd) {
-		restore, err := makeRaw(fd)
+	if start.GetTty() {
+		window, resize, restore, err := c.wireTerminal(true, true)
 		if err != nil {
 			return nil, fmt.Errorf("--tty: %w", err)
 		}
 		defer restore()
-		if ws, err := windowSize(fd); err == nil {
-			start.Window = &sandboxdv1.WindowSize{Rows: ws.Rows, Cols: ws.Cols}
+		if window != nil {
+			start.Window = &sandboxdv1.WindowSize{Rows: window.Rows, Cols: window.Cols}
 		}
-		resize := make(chan client.WindowSize, 1)
-		stopResize := watchResize(fd, resize)
-		defer stopResize()
 		opts.Resize = resize
 	}
 	return cl.Run(ctx, opts)
+}
+
+// wireTerminal readies the terminal on stdin, if stdin is one, for a PTY
+// session: raw mode when its keys go to the session, and following its
+// size when the session follows it. window is its size now, nil when stdin
+// is no terminal. restore undoes both; call it before printing.
+func (c *cli) wireTerminal(raw, follow bool) (window *client.WindowSize, resize <-chan client.WindowSize, restore func(), err error) {
+	fd := int(c.stdin.Fd())
+	restore = func() {}
+	if !isTerminal(fd) {
+		return nil, nil, restore, nil
+	}
+	if ws, err := windowSize(fd); err == nil {
+		window = &ws
+	}
+	var undo []func()
+	if raw {
+		r, err := makeRaw(fd)
+		if err != nil {
+			return nil, nil, restore, err
+		}
+		undo = append(undo, r)
+	}
+	if follow {
+		ch := make(chan client.WindowSize, 1)
+		undo = append(undo, watchResize(fd, ch))
+		resize = ch
+	}
+	return window, resize, func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}, nil
 }

@@ -87,6 +87,11 @@ func TestParseRun(t *testing.T) {
 			},
 		},
 		{
+			name: "a detached PTY session",
+			args: []string{"--detach", "--tty", "--", "bash"},
+			want: &sandboxdv1.Start{Policy: &sandboxdv1.Policy{}, Command: cmd(wd, "bash"), Tty: true, Detach: true},
+		},
+		{
 			name: "flags add to a policy file and override its scalars",
 			args: []string{"--policy", hostFile, "--write", "/data", "--network", "none", "--", "true"},
 			want: &sandboxdv1.Start{
@@ -168,7 +173,7 @@ func TestParseRunHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("err = %v, want flag.ErrHelp", err)
 	}
-	for _, want := range []string{"--write", "made\nabsolute", "--policy file must", "125"} {
+	for _, want := range []string{"--write", "made\nabsolute", "--policy file must", "125", "--detach", "sandboxctl\nattach ID"} {
 		if !strings.Contains(strings.ReplaceAll(out.String(), "\n", " "), strings.ReplaceAll(want, "\n", " ")) {
 			t.Errorf("help does not mention %q:\n%s", want, out.String())
 		}

@@ -30,14 +30,14 @@ func parseSignal(s string) (int32, error) {
 	return 0, fmt.Errorf("unknown signal %q", s)
 }
 
-// forwardSignals delivers SIGINT, SIGTERM and SIGHUP sent to sandboxctl to
-// out as wire numbers, so that interrupting the client interrupts the
-// sandboxed command (which runs in its own session and would not see them)
-// instead of killing the client and leaving the daemon to tear down. The
-// returned func stops forwarding.
-func forwardSignals(out chan<- int32) (stop func()) {
+// forwardSignals delivers the signals sigs (of SIGINT, SIGTERM and
+// SIGHUP) sent to sandboxctl to out as wire numbers, so that interrupting
+// the client interrupts the sandboxed command (which runs in its own
+// session and would not see them) instead of killing the client and
+// leaving the daemon to tear down. The returned func stops forwarding.
+func forwardSignals(out chan<- int32, sigs ...os.Signal) (stop func()) {
 	in := make(chan os.Signal, 4)
-	signal.Notify(in, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(in, sigs...)
 	done := make(chan struct{})
 	go func() {
 		for {

@@ -17,6 +17,14 @@ import (
 // for the user's terminal.
 func openPTY(t *testing.T) *os.File {
 	t.Helper()
+	_, replica := openPTYPair(t)
+	return replica
+}
+
+// openPTYPair returns both sides of a fresh pseudo-terminal: what is
+// written to master is what the user types on replica.
+func openPTYPair(t *testing.T) (master, replica *os.File) {
+	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
@@ -29,12 +37,12 @@ func openPTY(t *testing.T) *os.File {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replica, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	replica, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { replica.Close() })
-	return replica
+	return master, replica
 }
 
 func TestRawModeIsRestored(t *testing.T) {
@@ -151,6 +159,77 @@ func TestTTYSessionForwardsWindowAndSignals(t *testing.T) {
 	c := &cli{stdin: tty, stdout: io.Discard, stderr: &stderr}
 	if code := c.main(context.Background(), []string{"--socket", sock, "run", "--tty", "--", "sh"}); code != 128+2 {
 		t.Errorf("code %d, want 130; stderr %q", code, stderr.String())
+	}
+	after, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *after != *before {
+		t.Error("terminal left in raw mode")
+	}
+}
+
+// TestTTYAttachDetachKeys attaches to a PTY session from a pseudo-terminal
+// and types ctrl-p and ctrl-q in separate reads: the terminal is raw while
+// attached and restored after, and the session gets the input before the
+// keys, its window size and no EOF.
+func TestTTYAttachDetachKeys(t *testing.T) {
+	master, tty := openPTYPair(t)
+	fd := int(tty.Fd())
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &fakeDaemon{sessions: []*sandboxdv1.SessionInfo{ttySession}}
+	d.session = func(s sessionStream) error {
+		att, err := recvAttach(s, "t1", false)
+		if err != nil {
+			return err
+		}
+		if w := att.GetWindow(); w.GetRows() != 24 || w.GetCols() != 80 {
+			return fmt.Errorf("window %v", w)
+		}
+		if err := s.Send(startedMsg("t1")); err != nil {
+			return err
+		}
+		raw, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
+		if err != nil {
+			return err
+		}
+		if raw.Lflag&(unix.ICANON|unix.ISIG|unix.ECHO) != 0 || raw.Iflag&unix.IXON != 0 {
+			return fmt.Errorf("terminal not raw while attached: lflag %#x iflag %#x", raw.Lflag, raw.Iflag)
+		}
+		if _, err := master.Write([]byte("ls\r\x10")); err != nil {
+			return err
+		}
+		// The ctrl-p is held back until what follows it is known.
+		req, err := s.Recv()
+		if err != nil {
+			return err
+		}
+		if got := string(req.GetStdin().GetData()); got != "ls\r" {
+			return fmt.Errorf("stdin %q, want %q", got, "ls\r")
+		}
+		if _, err := master.Write([]byte("\x11")); err != nil {
+			return err
+		}
+		req, err = s.Recv()
+		if err == nil {
+			return fmt.Errorf("sent %v after the detach keys", req)
+		}
+		return nil
+	}
+	sock := startDaemon(t, d)
+	var stderr strings.Builder
+	c := &cli{stdin: tty, stdout: io.Discard, stderr: &stderr}
+	if code := c.main(context.Background(), []string{"--socket", sock, "attach", "t1"}); code != 0 {
+		t.Errorf("code %d, want 0; stderr %q", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "detached from session t1") {
+		t.Errorf("stderr %q", stderr.String())
 	}
 	after, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err != nil {
