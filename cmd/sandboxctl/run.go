@@ -60,7 +60,7 @@ type runFlags struct {
 	write, readOnly, deny, env stringList
 	network, cwd, policyFile   string
 	preset                     string
-	tty, detach                bool
+	tty, detach, children      bool
 	timeout                    time.Duration
 }
 
@@ -85,6 +85,7 @@ func parseRun(args []string, wd string, out io.Writer) (*sandboxdv1.Start, error
 	fs.BoolVar(&f.detach, "detach", false, "start the session, print its id and exit; it runs on for 'sandboxctl attach'")
 	fs.StringVar(&f.policyFile, "policy", "", "Policy message as protojson `FILE`; flags add to it")
 	fs.StringVar(&f.preset, "preset", "", "start from a preset `NAME`: "+strings.Join(policy.PresetNames(), ", "))
+	fs.BoolVar(&f.children, "allow-children", false, "let the sandbox start child sandboxes, each at most as wide as itself, through its own socket ($SANDBOXD_SOCKET inside)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of the session as a Go `DURATION`, e.g. 30s or 5m")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -177,6 +178,9 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 		return nil, fmt.Errorf("--timeout %v: must not be negative", f.timeout)
 	case f.timeout > 0:
 		extra.Limits = &sandboxdv1.Limits{Timeout: durationpb.New(f.timeout)}
+	}
+	if f.children {
+		extra.Children = &sandboxdv1.Children{Allow: true}
 	}
 	pol = policy.Merge(pol, extra)
 	// The daemon validates too; checking here names the offending flag's

@@ -87,6 +87,11 @@ func TestParseRun(t *testing.T) {
 			},
 		},
 		{
+			name: "children allowed",
+			args: []string{"--allow-children", "--", "worker"},
+			want: &sandboxdv1.Start{Policy: &sandboxdv1.Policy{Children: &sandboxdv1.Children{Allow: true}}, Command: cmd(wd, "worker")},
+		},
+		{
 			name: "a detached PTY session",
 			args: []string{"--detach", "--tty", "--", "bash"},
 			want: &sandboxdv1.Start{Policy: &sandboxdv1.Policy{}, Command: cmd(wd, "bash"), Tty: true, Detach: true},
