@@ -72,6 +72,11 @@ func (b *backend) Capabilities() *sandboxdv1.CapabilitiesReport {
 	return CapabilitiesOf(b.host, b.forced)
 }
 
+// SessionSocketPath is where every sandbox of this backend finds its
+// session socket: the landlock set, which could show it only at its host
+// path, refuses sessions that have one.
+func (b *backend) SessionSocketPath(string) string { return SessionSocketPath }
+
 func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Process, error) {
 	if spec.UID == 0 || spec.GID == 0 {
 		return nil, errors.New("refusing to start a sandbox as host root (uid or gid 0)")
@@ -82,7 +87,13 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if err := checkPaths(spec.Policy.GetFilesystem()); err != nil {
 		return nil, err
 	}
-	set, err := Choose(spec.Policy, b.host, b.forced)
+	if spec.SessionSocket != "" && !filepath.IsAbs(spec.SessionSocket) {
+		// The init binds it from the host's root, the daemon connects to
+		// it from its own working directory: only an absolute path is the
+		// same place for both.
+		return nil, fmt.Errorf("session socket %q is not an absolute path", spec.SessionSocket)
+	}
+	set, err := choose(spec.Policy, b.host, b.forced, spec.SessionSocket != "" || spec.Policy.GetChildren().GetAllow())
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +105,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		Policy: spec.Policy, Argv: spec.Argv, Env: spec.Env, Cwd: spec.Cwd,
 		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
 		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
-		HideSockets: spec.HideSockets,
+		HideSockets: spec.HideSockets, SessionSocket: spec.SessionSocket,
 	}, Host{Set: set, LandlockABI: b.host.LandlockABI, NoSeccomp: !b.host.Get(PrimSeccomp).OK, Exists: hostExists})
 	var held []string
 	if err == nil {
@@ -131,9 +142,9 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		ExtraFiles:  []*os.File{planR, repW},
 		SysProcAttr: sys,
 	}
-	var termParent *os.File
-	if spec.Stdio.Terminal {
-		parent, child, err := terminalSocket()
+	var passParent *os.File
+	if plan.Exec.Terminal || plan.Exec.NotifyConnect {
+		parent, child, err := passSocket()
 		if err != nil {
 			planR.Close()
 			planW.Close()
@@ -141,11 +152,12 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			repW.Close()
 			return nil, err
 		}
-		termParent = parent
-		defer termParent.Close()
+		passParent = parent
+		defer passParent.Close()
 		cmd.ExtraFiles = append(cmd.ExtraFiles, child)
 		defer child.Close()
-	} else {
+	}
+	if !spec.Stdio.Terminal {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdio.Stdin, spec.Stdio.Stdout, spec.Stdio.Stderr
 	}
 	startErr := cmd.Start()
@@ -184,10 +196,11 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	planW.Close()
 
-	if termParent != nil {
-		// Nothing arrives when the init fails before allocating; its report
-		// then says why.
-		p.terminal, _ = receiveTerminal(termParent)
+	var passErr error
+	if passParent != nil {
+		// Nothing arrives when the init fails first; its report then says
+		// why.
+		passErr = p.receivePassed(passParent, &plan.Exec, spec.SessionSocket)
 	}
 	m, err := p.next()
 	if err != nil {
@@ -200,9 +213,9 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			p.abort()
 			return nil, fmt.Errorf("sandbox setup abandoned: %w", err)
 		}
-		if spec.Stdio.Terminal && p.terminal == nil {
+		if passErr != nil {
 			p.abort()
-			return nil, errors.New("sandbox init started a terminal session without sending its terminal")
+			return nil, fmt.Errorf("sandbox init started: %w", passErr)
 		}
 		started = true
 		return p, nil
@@ -441,6 +454,9 @@ type process struct {
 	enforcement *sandboxdv1.EnforcementReport
 	terminal    *os.File
 	namespaces  bool
+	// connects performs the sandbox's connect() calls, nil unless the
+	// plan hands them to the daemon.
+	connects *connectSupervisor
 
 	waitOnce sync.Once
 	status   launcher.Status
@@ -474,35 +490,68 @@ func (p *process) abort() {
 
 func (p *process) Terminal() *os.File { return p.terminal }
 
-// terminalSocket is the channel on which a PTY session's init hands the
-// terminal's master to the daemon (SCM_RIGHTS), as runc's console socket.
-func terminalSocket() (parent, child *os.File, err error) {
+// passSocket is the channel on which the init hands the daemon a PTY
+// session's terminal master, as runc's console socket, and the seccomp
+// listener of a sandbox whose connects the daemon performs (SCM_RIGHTS).
+func passSocket() (parent, child *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("terminal socketpair: %w", err)
+		return nil, nil, fmt.Errorf("fd passing socketpair: %w", err)
 	}
-	return os.NewFile(uintptr(fds[0]), "terminal-parent"), os.NewFile(uintptr(fds[1]), "terminal-child"), nil
+	return os.NewFile(uintptr(fds[0]), "pass-parent"), os.NewFile(uintptr(fds[1]), "pass-child"), nil
 }
 
-func receiveTerminal(sock *os.File) (*os.File, error) {
+// receivePassed takes what the init sends on the pass socket, in the order
+// it sends them, and stops at the first that does not come.
+func (p *process) receivePassed(sock *os.File, e *ExecPlan, hostSocket string) error {
+	if e.Terminal {
+		fd, err := receiveFd(sock, passTerminal)
+		if err != nil {
+			return fmt.Errorf("terminal: %w", err)
+		}
+		if p.terminal, err = pty.Adopt(fd); err != nil {
+			return fmt.Errorf("terminal: %w", err)
+		}
+	}
+	if e.NotifyConnect {
+		fd, err := receiveFd(sock, passListener)
+		if err != nil {
+			return fmt.Errorf("seccomp listener: %w", err)
+		}
+		if p.connects, err = superviseConnects(fd, hostSocket); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// receiveFd receives one fd that must come with tag.
+func receiveFd(sock *os.File, tag byte) (int, error) {
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("receive terminal: %w", err)
+		return -1, fmt.Errorf("receive: %w", err)
 	}
 	if n == 0 {
-		return nil, errors.New("receive terminal: init closed the socket")
+		return -1, errors.New("init closed the socket")
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {
-		return nil, fmt.Errorf("receive terminal: bad control message: %v", err)
+		return -1, fmt.Errorf("bad control message: %v", err)
 	}
 	fds, err := unix.ParseUnixRights(&msgs[0])
 	if err != nil || len(fds) != 1 {
-		return nil, fmt.Errorf("receive terminal: %v", err)
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return -1, fmt.Errorf("bad SCM_RIGHTS: %v", err)
 	}
-	return pty.Adopt(fds[0])
+	if buf[0] != tag {
+		unix.Close(fds[0])
+		return -1, fmt.Errorf("fd tagged %q, want %q", buf[0], tag)
+	}
+	return fds[0], nil
 }
 
 func (p *process) Pid() int { return p.cmd.Process.Pid }
@@ -547,6 +596,11 @@ func (p *process) Wait() (launcher.Status, error) {
 		var exitErr *exec.ExitError
 		if werr != nil && !errors.As(werr, &exitErr) {
 			p.waitErr = werr
+		}
+		// The init is gone and with it its pid namespace: no process is
+		// left to connect.
+		if p.connects != nil {
+			p.connects.stop()
 		}
 		p.status = st
 		p.cleanup()

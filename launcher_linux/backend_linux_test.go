@@ -22,6 +22,9 @@ import (
 
 func TestMain(m *testing.M) {
 	RunInitIfRequested()
+	if mode := os.Getenv(envConnectProbe); mode != "" {
+		connectProbe(mode)
+	}
 	if dir := os.Getenv("SANDBOXD_TEST_LANDLOCK_DIR"); dir != "" {
 		landlockChild(dir)
 	}

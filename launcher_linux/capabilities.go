@@ -48,7 +48,17 @@ var features = []feature{
 	{"limits.cpu_millis", "limits.cpu_millis", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{CpuMillis: 1000} }},
 	{"limits.output_bytes", "limits.output_bytes", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{OutputBytes: 1 << 20} }},
 	{"children.allow", "children.allow", func(p *sandboxdv1.Policy) { p.Children = &sandboxdv1.Children{Allow: true} }},
+	// Under network HOST the sandbox connects to its session socket itself;
+	// under NONE the daemon does it for it, which needs more of the host.
+	{"children.allow with network.mode=HOST", "children.allow", func(p *sandboxdv1.Policy) {
+		p.Children = &sandboxdv1.Children{Allow: true}
+		p.Network.Mode = sandboxdv1.Network_HOST
+	}},
 }
+
+// exampleSessionSocket stands for the socket the daemon makes for a session
+// that may have children; where it lives does not change the plan.
+const exampleSessionSocket = "/run/sandboxd/sessions/session.sock"
 
 // CapabilitiesOf is the report for host h: the facts and probe results,
 // which mechanism sets work at all, and for each policy feature whether it
@@ -60,7 +70,7 @@ func CapabilitiesOf(h *HostProbe, forced MechanismSet) *sandboxdv1.CapabilitiesR
 	base := policy.Default()
 	for _, s := range MechanismSets {
 		ms := &sandboxdv1.MechanismSet{Name: string(s), Description: s.description(), Available: true}
-		if sf := s.check(base, h); sf != nil {
+		if sf := s.check(base, h, false); sf != nil {
 			ms.Available = false
 			ms.Missing = append(ms.Missing, sf.found+" ("+sf.mechanism+")")
 		}
@@ -74,8 +84,11 @@ func CapabilitiesOf(h *HostProbe, forced MechanismSet) *sandboxdv1.CapabilitiesR
 		set, err := Choose(p, h, forced)
 		var plan *Plan
 		if err == nil {
-			plan, err = BuildPlan(PlanInput{Policy: p, Argv: []string{"true"}, UID: 1, GID: 1, Cwd: "/"},
-				Host{Set: set, LandlockABI: h.LandlockABI, NoSeccomp: !h.Get(PrimSeccomp).OK, Exists: func(string) (bool, bool) { return true, true }})
+			in := PlanInput{Policy: p, Argv: []string{"true"}, UID: 1, GID: 1, Cwd: "/"}
+			if p.GetChildren().GetAllow() {
+				in.SessionSocket = exampleSessionSocket
+			}
+			plan, err = BuildPlan(in, Host{Set: set, LandlockABI: h.LandlockABI, NoSeccomp: !h.Get(PrimSeccomp).OK, Exists: func(string) (bool, bool) { return true, true }})
 		}
 		var u *launcher.Unenforceable
 		switch {

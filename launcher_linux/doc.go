@@ -8,6 +8,12 @@
 // a thread that has dropped every capability and restricted itself with
 // no_new_privs, Landlock and seccomp.
 //
+// A session that may have children gets its own daemon socket bound at
+// SessionSocketPath. In a private network namespace the command's seccomp
+// filter hands every connect() to the daemon, which performs it on a
+// duplicate of the command's socket (connect_linux.go): a unix socket
+// reaches the session socket and nothing else of the host's.
+//
 // Process tree inside the sandbox:
 //
 //	sandboxd-init (pid 1, the sandbox uid, setup capabilities, not dumpable)

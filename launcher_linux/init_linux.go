@@ -18,11 +18,19 @@ import (
 
 const (
 	initArg0 = "sandboxd-init"
-	// The init gets its plan on fd 3 and reports on fd 4; a PTY session's
-	// init sends the terminal's master on fd 5.
-	planFd     = 3
-	reportFd   = 4
-	terminalFd = 5
+	// The init gets its plan on fd 3 and reports on fd 4. On fd 5, a unix
+	// socket, it hands the daemon what the daemon must hold (SCM_RIGHTS):
+	// a PTY session's terminal master, then the seccomp listener of a
+	// sandbox whose connect() the daemon performs.
+	planFd   = 3
+	reportFd = 4
+	passFd   = 5
+)
+
+// The tag byte that comes with each fd on passFd.
+const (
+	passTerminal = 'T'
+	passListener = 'N'
 )
 
 // message is one JSON line from the init to the daemon.
@@ -126,7 +134,7 @@ func runInit() {
 			plan.Exec.Landlock.Rules = append(plan.Exec.Landlock.Rules, LandlockRule{Path: replica.Name(), Access: (llReadFile | llWriteFile | llIoctlDev) & plan.Exec.Landlock.HandledFS})
 		}
 	}
-	pid, err := startCommand(&plan.Exec, stdio, plan.Namespaces)
+	pid, listener, err := startCommand(&plan.Exec, stdio, plan.Namespaces)
 	if err != nil {
 		var ee *commandError
 		if errors.As(err, &ee) {
@@ -135,6 +143,18 @@ func runInit() {
 			send(report, message{Type: "setup-error", Field: "process", Op: "start command", Errno: errnoOf(err), Detail: err.Error()})
 		}
 		os.Exit(1)
+	}
+	if listener >= 0 {
+		// Not kept: with the daemon's copy the only one, its closing ends
+		// every notification still pending.
+		err := passToDaemon(passListener, listener)
+		unix.Close(listener)
+		if err != nil {
+			setupErr("children.allow", "send seccomp listener to daemon", "", err)
+		}
+	}
+	if plan.Exec.Terminal || plan.Exec.NotifyConnect {
+		unix.Close(passFd)
 	}
 	send(report, message{Type: "started"})
 	st := reapUntil(pid, sigs)
@@ -165,46 +185,48 @@ func (e *commandError) Error() string { return fmt.Sprintf("%s %s: %v", e.op, e.
 // every capability and restricts itself: no_new_privs, Landlock and seccomp
 // all act on the calling thread, and a forked child inherits that thread's
 // state. The goroutine never unlocks the thread, so the runtime destroys it
-// afterwards instead of reusing it.
-func startCommand(p *ExecPlan, stdio []uintptr, namespaces bool) (int, error) {
+// afterwards instead of reusing it. listener is the seccomp listener when
+// the plan asks for one, -1 otherwise.
+func startCommand(p *ExecPlan, stdio []uintptr, namespaces bool) (pid, listener int, err error) {
 	type result struct {
-		pid int
-		err error
+		pid, listener int
+		err           error
 	}
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		pid, err := restrictAndFork(p, stdio, namespaces)
-		done <- result{pid, err}
+		pid, listener, err := restrictAndFork(p, stdio, namespaces)
+		done <- result{pid, listener, err}
 	}()
 	r := <-done
-	return r.pid, r.err
+	return r.pid, r.listener, r.err
 }
 
-func restrictAndFork(p *ExecPlan, stdio []uintptr, namespaces bool) (int, error) {
+func restrictAndFork(p *ExecPlan, stdio []uintptr, namespaces bool) (int, int, error) {
 	setup := func(op string, err error) error {
 		return &commandError{typ: "setup-error", op: op, err: err}
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return 0, setup("prctl(PR_SET_NO_NEW_PRIVS)", err)
+		return 0, -1, setup("prctl(PR_SET_NO_NEW_PRIVS)", err)
 	}
 	if err := dropCapabilities(!namespaces); err != nil {
-		return 0, setup("drop capabilities", err)
+		return 0, -1, setup("drop capabilities", err)
 	}
 	// Checked as the command will be: without capabilities.
 	var st unix.Stat_t
 	if err := unix.Stat(p.Cwd, &st); err != nil {
-		return 0, &commandError{typ: "exec-error", op: "chdir", path: p.Cwd, err: err}
+		return 0, -1, &commandError{typ: "exec-error", op: "chdir", path: p.Cwd, err: err}
 	}
 	path, err := lookPath(p.Argv[0], p.Env)
 	if err != nil {
-		return 0, &commandError{typ: "exec-error", op: "execve", path: p.Argv[0], err: err}
+		return 0, -1, &commandError{typ: "exec-error", op: "execve", path: p.Argv[0], err: err}
 	}
 	if err := applyLandlock(p.Landlock); err != nil {
-		return 0, setup("landlock", err)
+		return 0, -1, setup("landlock", err)
 	}
-	if err := applySeccomp(p.Seccomp); err != nil {
-		return 0, setup("seccomp", err)
+	listener, err := applySeccomp(p.Seccomp, p.NotifyConnect)
+	if err != nil {
+		return 0, -1, setup("seccomp", err)
 	}
 	pid, err := syscall.ForkExec(path, p.Argv, &syscall.ProcAttr{
 		Dir:   p.Cwd,
@@ -213,9 +235,12 @@ func restrictAndFork(p *ExecPlan, stdio []uintptr, namespaces bool) (int, error)
 		Sys:   &syscall.SysProcAttr{Setsid: true, Setctty: p.Terminal, Ctty: 0},
 	})
 	if err != nil {
-		return 0, &commandError{typ: "exec-error", op: "execve", path: path, err: err}
+		if listener >= 0 {
+			unix.Close(listener)
+		}
+		return 0, -1, &commandError{typ: "exec-error", op: "execve", path: path, err: err}
 	}
-	return pid, nil
+	return pid, listener, nil
 }
 
 // dropCapabilities empties the calling thread's bounding, ambient,
@@ -264,7 +289,7 @@ func openTerminal(rows, cols uint16) (*os.File, error) {
 	}
 	var sendErr error
 	err = rc.Control(func(fd uintptr) {
-		sendErr = unix.Sendmsg(terminalFd, []byte{0}, unix.UnixRights(int(fd)), nil, 0)
+		sendErr = passToDaemon(passTerminal, int(fd))
 	})
 	if err == nil {
 		err = sendErr
@@ -272,8 +297,11 @@ func openTerminal(rows, cols uint16) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("send terminal to daemon: %w", err)
 	}
-	unix.Close(terminalFd)
 	return replica, nil
+}
+
+func passToDaemon(tag byte, fd int) error {
+	return unix.Sendmsg(passFd, []byte{tag}, unix.UnixRights(fd), nil, 0)
 }
 
 // forwardedSignals are the signals the init passes on to the command.

@@ -18,7 +18,7 @@ import (
 func landlockBackend(t *testing.T) *backend {
 	t.Helper()
 	b := backendFor(t, SetLandlock).(*backend)
-	if sf := SetLandlock.check(&sandboxdv1.Policy{}, b.host); sf != nil {
+	if sf := SetLandlock.check(&sandboxdv1.Policy{}, b.host, false); sf != nil {
 		t.Skipf("this host cannot run the landlock set: %s (%s)", sf.found, sf.mechanism)
 	}
 	return b

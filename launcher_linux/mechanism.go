@@ -83,6 +83,7 @@ const (
 	remedyMounts  = "allow mounts in a new user namespace (a container's seccomp or LSM profile may forbid them), or run sandboxd as root on the host"
 	remedyNetNone = "allow bringing up loopback in a new network namespace, or drop network NONE from the policy (use network HOST)"
 	remedySeccomp = "allow seccomp filters for the daemon (a container runtime or an outer sandbox may forbid them)"
+	remedyNotify  = "allow seccomp user notification, pidfd_open, pidfd_getfd and process_vm_readv for the daemon (a container runtime's seccomp profile may forbid them), or use network HOST, or set children.allow to false"
 )
 
 func remedyUserNS(root bool) string {
@@ -99,7 +100,9 @@ func remedyIDMap(root bool) string {
 	return "grant CAP_SETUID or a subuid range, or run sandboxd as root"
 }
 
-func (s MechanismSet) needs(p *sandboxdv1.Policy, h *HostProbe) ([]need, *shortfall) {
+// needs lists what s needs from the host for p; children says the session
+// gets a socket of its own.
+func (s MechanismSet) needs(p *sandboxdv1.Policy, h *HostProbe, children bool) ([]need, *shortfall) {
 	fs := p.GetFilesystem()
 	fsField := "filesystem.read"
 	if len(fs.GetWrite()) > 0 {
@@ -127,6 +130,9 @@ func (s MechanismSet) needs(p *sandboxdv1.Policy, h *HostProbe) ([]need, *shortf
 				need{field: "network.mode", mechanism: mech, prim: PrimLoopback, remedy: remedyNetNone, byPolicy: true},
 				need{field: "network.mode", mechanism: mech, prim: PrimSeccomp, remedy: remedySeccomp + ", or drop network NONE from the policy", byPolicy: true},
 			)
+			if children {
+				ns = append(ns, need{field: "children.allow", mechanism: "seccomp user notification, so that the daemon performs the sandbox's connect() to its session socket from the private network namespace", prim: PrimSeccompNotify, remedy: remedyNotify, byPolicy: true})
+			}
 		}
 	case SetLandlock:
 		if h.LandlockABI < landlockFSABI {
@@ -199,11 +205,22 @@ func landlockPolicyShortfall(fs *sandboxdv1.Filesystem) *shortfall {
 	return nil
 }
 
-// check returns why s cannot enforce p on host h, nil if it can. The host
-// comes before the policy: a policy change is no remedy where the set
-// cannot run at all.
-func (s MechanismSet) check(p *sandboxdv1.Policy, h *HostProbe) *shortfall {
-	ns, sf := s.needs(p, h)
+// childrenShortfall is why the landlock set cannot give a session its own
+// socket: without a mount namespace the socket cannot appear at a fixed
+// path, and nothing would hide the daemon's main socket and the other
+// sessions' sockets, which the sandbox could then connect to.
+var childrenShortfall = &shortfall{
+	field: "children.allow", byPolicy: true,
+	mechanism: "a mount namespace (the session socket at " + SessionSocketPath + ", the daemon's other sockets masked)",
+	found:     "the landlock set has no mount namespace",
+	remedy:    "allow user namespaces so the namespaces set can be used, or set children.allow to false",
+}
+
+// check returns why s cannot enforce p on host h, nil if it can; children
+// says the session gets a socket of its own. The host comes before the
+// policy: a policy change is no remedy where the set cannot run at all.
+func (s MechanismSet) check(p *sandboxdv1.Policy, h *HostProbe, children bool) *shortfall {
+	ns, sf := s.needs(p, h, children)
 	if sf != nil {
 		return sf
 	}
@@ -219,7 +236,12 @@ func (s MechanismSet) check(p *sandboxdv1.Policy, h *HostProbe) *shortfall {
 		return &shortfall{field: n.field, mechanism: n.mechanism, found: found, probe: r.Op, errno: r.Errno, remedy: n.remedy, byPolicy: n.byPolicy}
 	}
 	if s == SetLandlock {
-		return landlockPolicyShortfall(p.GetFilesystem())
+		if sf := landlockPolicyShortfall(p.GetFilesystem()); sf != nil {
+			return sf
+		}
+		if children {
+			return childrenShortfall
+		}
 	}
 	return nil
 }
@@ -228,6 +250,13 @@ func (s MechanismSet) check(p *sandboxdv1.Policy, h *HostProbe) *shortfall {
 // every field of p on host h. When none does, the refusal names the field
 // and, for each set, what it lacks.
 func Choose(p *sandboxdv1.Policy, h *HostProbe, forced MechanismSet) (MechanismSet, error) {
+	return choose(p, h, forced, p.GetChildren().GetAllow())
+}
+
+// choose is Choose for a session that gets a socket of its own when
+// children is set, whatever the policy says: what the daemon made is what
+// the sandbox must be given, and hidden from everyone else.
+func choose(p *sandboxdv1.Policy, h *HostProbe, forced MechanismSet, children bool) (MechanismSet, error) {
 	if err := refuseUnsupported(p); err != nil {
 		return "", err
 	}
@@ -237,7 +266,7 @@ func Choose(p *sandboxdv1.Policy, h *HostProbe, forced MechanismSet) (MechanismS
 	}
 	var shorts []*shortfall
 	for _, s := range sets {
-		sf := s.check(p, h)
+		sf := s.check(p, h, children)
 		if sf == nil {
 			return s, nil
 		}

@@ -46,6 +46,11 @@ func TestChoose(t *testing.T) {
 		p.Filesystem.Write = []string{"/w"}
 		p.Network.Mode = sandboxdv1.Network_HOST
 	})
+	children := pol(func(p *sandboxdv1.Policy) { p.Children.Allow = true })
+	hostNetChildren := pol(func(p *sandboxdv1.Policy) {
+		p.Network.Mode = sandboxdv1.Network_HOST
+		p.Children.Allow = true
+	})
 	for _, c := range []struct {
 		name   string
 		p      *sandboxdv1.Policy
@@ -66,6 +71,12 @@ func TestChoose(t *testing.T) {
 		{"no landlock", carveOut, probed(0, 0, PrimLandlock), "", "namespaces"},
 		{"root cannot switch, no map", readOnly, probed(0, 7, PrimIDMap, PrimSwitchID), "", "refused filesystem.read"},
 		{"root cannot switch, carve-out: the host is named, not the policy", carveOut, probed(0, 7, PrimIDMap, PrimSwitchID), "", "refused filesystem.write"},
+		{"children", children, probed(0, 7), "", "namespaces"},
+		{"children, forced landlock", children, probed(0, 7), SetLandlock, "refused children.allow"},
+		{"children, no userns", children, probed(1000, 7, PrimUserNS), "", "refused children.allow"},
+		{"children, network none, no user notification", children, probed(0, 7, PrimSeccompNotify), "", "refused children.allow"},
+		{"children, network host, no user notification", hostNetChildren, probed(0, 7, PrimSeccompNotify), "", "namespaces"},
+		{"no user notification, no children", readOnly, probed(0, 7, PrimSeccompNotify), "", "namespaces"},
 		{"listed reads", pol(func(p *sandboxdv1.Policy) {
 			p.Filesystem.Read = sandboxdv1.Filesystem_LISTED
 			p.Filesystem.ReadRoots = []string{"/usr"}
@@ -140,10 +151,48 @@ func TestCapabilitiesAgreeWithChoose(t *testing.T) {
 		"network.mode=ALLOWLIST":                   "refused network.allow",
 		"limits.timeout":                           "landlock",
 		"limits.memory_bytes":                      "refused limits.memory_bytes",
+		"children.allow":                           "refused children.allow",
+		"children.allow with network.mode=HOST":    "refused children.allow",
 	}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s: %s, want %s", k, got[k], v)
+		}
+	}
+}
+
+// A session socket counts whatever the policy says: the daemon made it, so
+// the sandbox must get it, and only where the other sockets are hidden.
+func TestSessionSocketDecidesLikeChildrenAllow(t *testing.T) {
+	p := pol(func(p *sandboxdv1.Policy) {})
+	if set, err := choose(p, probed(1000, 7, PrimUserNS), "", true); err == nil {
+		t.Errorf("choose with a session socket and no user namespaces = %s, want a refusal", set)
+	}
+	_, err := BuildPlan(PlanInput{Policy: p, Argv: []string{"sh"}, UID: 1, GID: 1, SessionSocket: "/run/s.sock"}, Host{Set: SetLandlock, LandlockABI: 7})
+	var u *launcher.Unenforceable
+	if !errors.As(err, &u) || u.Field != "children.allow" {
+		t.Errorf("landlock plan with a session socket: %v, want a refusal naming children.allow", err)
+	}
+	plan, err := BuildPlan(PlanInput{Policy: p, Argv: []string{"sh"}, UID: 1, GID: 1, SessionSocket: "/run/s.sock"}, fakeHost(7, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Exec.NotifyConnect {
+		t.Error("network NONE with a session socket: connects are not handed to the daemon")
+	}
+}
+
+// The capabilities report says how children are enforced where they are.
+func TestCapabilitiesReportChildren(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("seccomp tables exist for amd64 only; this is %s", runtime.GOARCH)
+	}
+	for _, f := range CapabilitiesOf(probed(0, 7), "").GetFeatures() {
+		if !strings.HasPrefix(f.GetFeature(), "children.allow") {
+			continue
+		}
+		if !f.GetEnforceable() || f.GetMechanismSet() != "namespaces" || len(f.GetEnforcement()) != 1 || !strings.Contains(f.GetEnforcement()[0].GetMechanism(), SessionSocketPath) {
+			t.Errorf("%s: %v", f.GetFeature(), f)
 		}
 	}
 }

@@ -97,6 +97,10 @@ type ExecPlan struct {
 	// TerminalRule grants the command its terminal's replica, a host
 	// device when no mount namespace gives the sandbox its own devpts.
 	TerminalRule bool `json:"terminal_rule,omitempty"`
+	// NotifyConnect installs Seccomp with a listener that the init hands
+	// to the daemon, which performs every connect() of the command: a
+	// filter cannot read the address a unix socket is connected to.
+	NotifyConnect bool `json:"notify_connect,omitempty"`
 }
 
 // Plan is everything the sandbox init applies. The applier never looks at the
@@ -139,7 +143,16 @@ type PlanInput struct {
 	Terminal    bool
 	Rows, Cols  uint16
 	HideSockets []string
+	// SessionSocket is the host path of the session's own daemon socket
+	// (launcher.Spec.SessionSocket). It, not the policy, says whether the
+	// sandbox gets one: the daemon makes it only for children.allow.
+	SessionSocket string
 }
+
+// SessionSocketPath is where a sandbox of the namespaces set finds its
+// session socket. The sandbox's /dev is always a tmpfs of its own, so the
+// path can be made whatever the host has there.
+const SessionSocketPath = "/dev/sandboxd.sock"
 
 // procReadOnly and procMasked follow the container runtimes' defaults: kernel
 // knobs stay readable but not writable, and files that leak host kernel state
@@ -158,6 +171,12 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	p := in.Policy
 	if err := refuseUnsupported(p); err != nil {
 		return nil, err
+	}
+	if p.GetChildren().GetAllow() && in.SessionSocket == "" {
+		return nil, &launcher.Unenforceable{
+			Field: "children.allow", Mechanism: "a socket the daemon makes for the session",
+			Found: "the daemon passed no session socket", Remedy: "start the session through a daemon that serves on a socket, or set children.allow to false",
+		}
 	}
 	if host.Set == SetLandlock {
 		return buildLandlockPlan(in, host)
@@ -222,6 +241,11 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	for _, l := range [][2]string{{"pts/ptmx", "/dev/ptmx"}, {"/proc/self/fd", "/dev/fd"}, {"/proc/self/fd/0", "/dev/stdin"}, {"/proc/self/fd/1", "/dev/stdout"}, {"/proc/self/fd/2", "/dev/stderr"}} {
 		add(MountStep{Kind: MountSymlink, Source: l[0], Target: l[1], Field: "process"})
 	}
+	if in.SessionSocket != "" {
+		// A bind of the socket inode: connecting to it reaches the
+		// daemon's listener, while its host directory stays masked below.
+		add(MountStep{Kind: MountBind, Source: in.SessionSocket, Target: SessionSocketPath, Field: "children.allow"})
+	}
 
 	privateTmp := !coveredBy("/tmp", writes)
 	if privateTmp {
@@ -267,10 +291,21 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		}
 	}
 
-	for _, s := range in.HideSockets {
-		if ok, _ := host.Exists(s); ok {
+	// Outermost first: a socket inside a directory already masked (the
+	// main socket beside or beneath the session sockets' directory) is
+	// gone from the sandbox's view and needs no mask of its own.
+	var masked []string
+	for _, s := range sortedByDepth(in.HideSockets) {
+		ok, isDir := host.Exists(s)
+		if !ok || coveredBy(s, masked) {
 			// The daemon passes absolute paths; one the sandbox's view does
 			// not have (under its private /tmp) needs no hiding.
+			continue
+		}
+		if isDir {
+			masked = append(masked, s)
+			add(MountStep{Kind: MountTmpfs, Target: s, Mode: 0, ReadOnly: true, Optional: true, Field: "process"})
+		} else {
 			add(MountStep{Kind: MountMaskFile, Target: s, Optional: true, Field: "process"})
 		}
 	}
@@ -284,10 +319,14 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		}
 	}
 	ll := planLandlock(host.LandlockABI, writes, privateTmp, plan.NetNS, denyRead)
+	// In a private network namespace a unix socket is the one way out, and
+	// the session socket must be reachable through one: the daemon performs
+	// each connect() itself, and only to that socket.
+	notify := plan.NetNS && in.SessionSocket != ""
 	var prog []SockFilter
 	if !host.NoSeccomp {
 		var err error
-		if prog, err = SeccompProgram(SeccompOptions{RestrictSocketFamilies: plan.NetNS}); err != nil {
+		if prog, err = SeccompProgram(SeccompOptions{RestrictSocketFamilies: plan.NetNS, NotifyConnect: notify}); err != nil {
 			return nil, err
 		}
 	} else if plan.NetNS {
@@ -300,9 +339,9 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	plan.Exec = ExecPlan{
 		Argv: in.Argv, Env: in.Env, Cwd: cwd,
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
-		Landlock: ll, Seccomp: prog,
+		Landlock: ll, Seccomp: prog, NotifyConnect: notify,
 	}
-	plan.Report = report(p, plan, len(fs.GetDeny()) > 0)
+	plan.Report = report(p, plan, len(fs.GetDeny()) > 0, in.SessionSocket != "")
 	return plan, nil
 }
 
@@ -381,7 +420,7 @@ func sortedByDepth(paths []string) []string {
 	return out
 }
 
-func report(p *sandboxdv1.Policy, plan *Plan, hasDeny bool) []*sandboxdv1.FieldEnforcement {
+func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sandboxdv1.FieldEnforcement {
 	ll := "landlock unavailable"
 	if plan.Exec.Landlock.ABI > 0 {
 		ll = fmt.Sprintf("landlock abi %d", plan.Exec.Landlock.ABI)
@@ -407,9 +446,12 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny bool) []*sandboxdv1.FieldE
 	} else {
 		out = append(out, f("filesystem.deny", "none requested"))
 	}
-	if plan.NetNS {
+	switch {
+	case plan.Exec.NotifyConnect:
+		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink and unix stream; unix connect only to the session socket, emulated by the daemon via seccomp user notification"))
+	case plan.NetNS:
 		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink"))
-	} else {
+	default:
 		out = append(out, f("network.mode", "host network"))
 	}
 	sc := "seccomp deny-list"
@@ -424,6 +466,13 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny bool) []*sandboxdv1.FieldE
 	)
 	if p.GetLimits().GetTimeout() != nil {
 		out = append(out, f("limits.timeout", "daemon wall-clock timer, SIGKILL of the sandbox"))
+	}
+	if sessionSocket {
+		mech := "session socket bound at " + SessionSocketPath + "; other daemon sockets masked"
+		if plan.Exec.NotifyConnect {
+			mech += "; the daemon performs each connect() (seccomp user notification): a unix socket reaches only " + SessionSocketPath + ", any other path is refused with ECONNREFUSED"
+		}
+		out = append(out, f("children.allow", mech))
 	}
 	return out
 }

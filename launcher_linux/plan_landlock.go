@@ -22,6 +22,9 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 	if sf := landlockPolicyShortfall(fs); sf != nil {
 		return nil, refusal([]MechanismSet{SetLandlock}, []*shortfall{sf})
 	}
+	if in.SessionSocket != "" {
+		return nil, refusal([]MechanismSet{SetLandlock}, []*shortfall{childrenShortfall})
+	}
 	if host.LandlockABI < landlockScopeABI || host.NoSeccomp {
 		return nil, &launcher.Unenforceable{
 			Field: "process", Mechanism: fmt.Sprintf("landlock ABI %d and seccomp", landlockScopeABI),

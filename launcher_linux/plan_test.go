@@ -38,13 +38,18 @@ func TestPlanGolden(t *testing.T) {
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("seccomp tables exist for amd64 only; this is %s", runtime.GOARCH)
 	}
+	const mainSocket = "/run/sandboxd/sandboxd.sock"
 	cases := []struct {
 		name string
 		pol  *sandboxdv1.Policy
 		host Host
 		tty  bool
+		// session is the session socket; hide replaces the main socket
+		// as what to hide.
+		session string
+		hide    []string
 	}{
-		{"default", nil, fakeHost(7, nil, nil), false},
+		{"default", nil, fakeHost(7, nil, nil), false, "", nil},
 		{"workspace-write", &sandboxdv1.Policy{
 			Filesystem: &sandboxdv1.Filesystem{
 				Write:    []string{"/work", "/tmp/cache"},
@@ -52,26 +57,41 @@ func TestPlanGolden(t *testing.T) {
 				Deny:     []string{"/home/u/.ssh", "/home/u/.netrc", "/work/.env", "/nonexistent"},
 			},
 			Limits: &sandboxdv1.Limits{Timeout: durationpb.New(30e9)},
-		}, fakeHost(7, []string{"/work", "/work/.git", "/home/u/.ssh", "/tmp/cache"}, []string{"/home/u/.netrc", "/run/sandboxd/sandboxd.sock"}), true},
+		}, fakeHost(7, []string{"/work", "/work/.git", "/home/u/.ssh", "/tmp/cache"}, []string{"/home/u/.netrc", mainSocket}), true, "", nil},
 		{"network-host-no-landlock", &sandboxdv1.Policy{
 			Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
-		}, fakeHost(0, nil, nil), false},
+		}, fakeHost(0, nil, nil), false, "", nil},
 		{"landlock-set", &sandboxdv1.Policy{
 			Filesystem: &sandboxdv1.Filesystem{
 				Write: []string{"/work"},
 				Deny:  []string{"/home/u/.ssh"},
 			},
-		}, func() Host { h := fakeHost(7, []string{"/work", "/home/u/.ssh"}, nil); h.Set = SetLandlock; return h }(), true},
+		}, func() Host { h := fakeHost(7, []string{"/work", "/home/u/.ssh"}, nil); h.Set = SetLandlock; return h }(), true, "", nil},
 		{"full-access", &sandboxdv1.Policy{
 			Filesystem: &sandboxdv1.Filesystem{Write: []string{"/"}},
 			Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
-		}, fakeHost(4, []string{"/"}, nil), false},
+		}, fakeHost(4, []string{"/"}, nil), false, "", nil},
+		// The sessions' directory beside the main socket: both masked.
+		{"network-host-session-socket", &sandboxdv1.Policy{
+			Network:  &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
+			Children: &sandboxdv1.Children{Allow: true},
+		}, fakeHost(7, []string{"/run/sandboxd/sessions"}, []string{mainSocket}), false,
+			"/run/sandboxd/sessions/s1.sock", []string{mainSocket, "/run/sandboxd/sessions"}},
+		// A directory holding the main socket too: its mask covers both.
+		{"network-none-session-socket", &sandboxdv1.Policy{
+			Children: &sandboxdv1.Children{Allow: true},
+		}, fakeHost(7, []string{"/run/sandboxd"}, []string{mainSocket}), true,
+			"/run/sandboxd/s1.sock", []string{mainSocket, "/run/sandboxd"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			hide := c.hide
+			if hide == nil {
+				hide = []string{mainSocket}
+			}
 			plan, err := BuildPlan(PlanInput{
 				Policy: policy.Normalize(c.pol), Argv: []string{"sh"}, Env: []string{"PATH=/bin"},
-				UID: 1000, GID: 1000, Terminal: c.tty, HideSockets: []string{"/run/sandboxd/sandboxd.sock"},
+				UID: 1000, GID: 1000, Terminal: c.tty, HideSockets: hide, SessionSocket: c.session,
 			}, c.host)
 			if err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -93,7 +94,7 @@ func ProbeHost(ctx context.Context, initPath string, uid, gid uint32) *HostProbe
 		fmt.Sscanf(ll.Detail, "abi %d", &h.LandlockABI)
 	}
 	run(PrimSeccomp, "seccomp(SECCOMP_SET_MODE_FILTER)", "seccomp", plain)
-	run(PrimSeccompNotify, "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER)", "seccomp-notify", plain)
+	run(PrimSeccompNotify, "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER) + pidfd_open + pidfd_getfd + process_vm_readv", "seccomp-notify", plain)
 	run(PrimCgroup, "mkdir + rmdir a child of the daemon's cgroup v2", "cgroup", nil)
 	run(PrimRlimits, "setrlimit(RLIMIT_NPROC, RLIMIT_AS, RLIMIT_CPU) lowered", "rlimit", plain)
 	return h
@@ -246,8 +247,31 @@ func probeSeccomp(notify bool) error {
 		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
 	}
 	if notify {
-		unix.Close(int(r))
+		defer unix.Close(int(r))
+		return probeConnectEmulation(int(r))
 	}
+	return nil
+}
+
+// probeConnectEmulation tries on this process the calls the daemon makes to
+// perform a sandbox's connect(): an outer seccomp profile may forbid them
+// even where user notification itself works.
+func probeConnectEmulation(listener int) error {
+	pidfd, err := targetPidfd(unix.Gettid())
+	if err != nil {
+		return fmt.Errorf("pidfd_open: %w", err)
+	}
+	defer unix.Close(pidfd)
+	fd, err := unix.PidfdGetfd(pidfd, listener, 0)
+	if err != nil {
+		return fmt.Errorf("pidfd_getfd: %w", err)
+	}
+	unix.Close(fd)
+	src, dst := []byte{1}, []byte{0}
+	if _, err := unix.ProcessVMReadv(os.Getpid(), []unix.Iovec{{Base: &dst[0], Len: 1}}, []unix.RemoteIovec{{Base: uintptr(unsafe.Pointer(&src[0])), Len: 1}}, 0); err != nil {
+		return fmt.Errorf("process_vm_readv: %w", err)
+	}
+	runtime.KeepAlive(src)
 	return nil
 }
 

@@ -27,8 +27,5 @@ func refuseUnsupported(p *sandboxdv1.Policy) error {
 	case l.GetOutputBytes() != 0:
 		return &launcher.Unenforceable{Field: "limits.output_bytes", Mechanism: "daemon output accounting", Found: found, Remedy: "drop limits.output_bytes from the policy"}
 	}
-	if p.GetChildren().GetAllow() {
-		return &launcher.Unenforceable{Field: "children.allow", Mechanism: "per-session daemon socket", Found: found, Remedy: "set children.allow to false"}
-	}
 	return nil
 }

@@ -158,23 +158,33 @@ func addLandlockRule(ruleset int, r LandlockRule) error {
 	return nil
 }
 
-// applySeccomp installs prog on the calling thread; no_new_privs must be set.
-func applySeccomp(prog []SockFilter) error {
+// applySeccomp installs prog on the calling thread; no_new_privs must be
+// set. With listener it returns the fd on which the filter's user
+// notifications arrive, -1 otherwise.
+func applySeccomp(prog []SockFilter, listener bool) (int, error) {
 	if len(prog) == 0 {
 		// Only the namespaces set plans no filter, on a host without
 		// seccomp, for policies no field of which rests on it.
-		return nil
+		return -1, nil
 	}
 	filters := make([]unix.SockFilter, len(prog))
 	for i, f := range prog {
 		filters[i] = unix.SockFilter{Code: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K}
 	}
 	fprog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
-		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
+	flags := uintptr(0)
+	if listener {
+		flags = unix.SECCOMP_FILTER_FLAG_NEW_LISTENER
 	}
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
 	runtime.KeepAlive(filters)
-	return nil
+	if errno != 0 {
+		return -1, fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
+	}
+	if !listener {
+		return -1, nil
+	}
+	return int(r), nil
 }
 
 // loopbackUp brings lo up in the sandbox's network namespace; the kernel

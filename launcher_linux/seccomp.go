@@ -31,6 +31,13 @@ type SeccompOptions struct {
 	// NoSysVIPC denies SysV IPC and POSIX message queues, which without an
 	// ipc namespace are the host's.
 	NoSysVIPC bool
+	// NotifyConnect, with RestrictSocketFamilies, also lets socket() make
+	// unix stream sockets and hands every connect() to the daemon
+	// (SECCOMP_RET_USER_NOTIF), which performs it: a unix socket reaches
+	// the session socket and nothing else. socket() still refuses the other
+	// unix types: a datagram socket reaches any path through sendto(), with
+	// no connect() to intercept.
+	NotifyConnect bool
 }
 
 const (
@@ -38,8 +45,10 @@ const (
 	bpfJeqK    = 0x15
 	bpfJgeK    = 0x35
 	bpfJsetK   = 0x45
+	bpfAndK    = 0x54
 	bpfRetK    = 0x06
 	retAllow   = 0x7fff0000
+	retNotify  = 0x7fc00000
 	retKill    = 0x80000000
 	retErrno   = 0x00050000
 	errEPERM   = 1
@@ -58,6 +67,10 @@ const (
 	afInet    = 2
 	afInet6   = 10
 	afNetlink = 16
+
+	sockStream = 1
+	// sockTypeFlags are the flags socket() takes in its type argument.
+	sockTypeFlags = 0x800 | 0x80000
 
 	// Every CLONE_NEW* flag: a sandbox must not make namespaces of its own
 	// (a new user namespace would hand it capabilities again).
@@ -94,10 +107,11 @@ var amd64Denied = []struct {
 var amd64SysVIPC = []uint32{29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245}
 
 const (
-	nrIoctl  = 16
-	nrSocket = 41
-	nrClone  = 56
-	nrClone3 = 435
+	nrIoctl   = 16
+	nrSocket  = 41
+	nrConnect = 42
+	nrClone   = 56
+	nrClone3  = 435
 )
 
 // SeccompProgram builds the filter the sandboxed command runs under.
@@ -164,7 +178,26 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		ret(retErrno | errEPERM)
 		ld(offNr)
 	}
-	if o.RestrictSocketFamilies {
+	switch {
+	case o.RestrictSocketFamilies && o.NotifyConnect:
+		ld(offNr)
+		jeq(nrConnect, 0, 1)
+		ret(retNotify)
+		jeq(nrSocket, 0, 11)
+		ld(offArg0)
+		jeq(afInet, 9, 0)
+		jeq(afInet6, 8, 0)
+		jeq(afNetlink, 7, 0)
+		jeq(afUnix, 0, 5)
+		// The kernel reads type and protocol as ints: the low words are
+		// all it acts on.
+		ld(offArg0 + 8)
+		p = append(p, SockFilter{Code: bpfAndK, K: ^uint32(sockTypeFlags)})
+		jeq(sockStream, 0, 2)
+		ld(offArg0 + 16)
+		jeq(0, 1, 0)
+		ret(retErrno | errEPERM)
+	case o.RestrictSocketFamilies:
 		ld(offNr)
 		jeq(nrSocket, 0, 5)
 		ld(offArg0)
