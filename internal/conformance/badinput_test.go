@@ -240,11 +240,6 @@ func TestUnenforceableIsRefused(t *testing.T) {
 			p.Filesystem.Read = sandboxdv1.Filesystem_LISTED
 			return p
 		}},
-		{"children", func(f *fixture) *sandboxdv1.Policy {
-			p := fsPolicy(list(f.dir), nil, nil)
-			p.Children = &sandboxdv1.Children{Allow: true}
-			return p
-		}},
 	} {
 		for _, path := range []string{"exec", "pty"} {
 			t.Run(path+"/"+c.name, func(t *testing.T) {

@@ -1,0 +1,479 @@
+//go:build linux
+
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
+)
+
+// supervisorPolicy may start children; it writes only write and has no
+// network.
+func supervisorPolicy(write string) *sandboxdv1.Policy {
+	return &sandboxdv1.Policy{
+		Filesystem: &sandboxdv1.Filesystem{Write: []string{write}},
+		Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE},
+		Limits:     &sandboxdv1.Limits{Timeout: durationpb.New(2 * time.Minute)},
+		Children:   &sandboxdv1.Children{Allow: true},
+	}
+}
+
+// childrenRefused handles a host where only the landlock set works: it has
+// no mount namespace to give a session socket its path and hide the
+// others', so children.allow must be refused, with its field.
+func childrenRefused(t *testing.T, err error) bool {
+	t.Helper()
+	u := client.UnenforceableFrom(err)
+	if u == nil || suite.namespaces {
+		return false
+	}
+	if u.GetField() != "children.allow" && suite.mechanism == "landlock" {
+		t.Fatalf("refused for %s, want children.allow: %v", u.GetField(), err)
+	}
+	t.Logf("refused, as this host allows: %s: %s", u.GetField(), u.GetRemedy())
+	return true
+}
+
+// sections splits a script's output at its "== NAME" lines.
+func sections(out string) map[string]string {
+	m := map[string]string{}
+	name := ""
+	for _, line := range strings.Split(strings.ReplaceAll(out, "\r\n", "\n"), "\n") {
+		if n, ok := strings.CutPrefix(line, "== "); ok {
+			name = strings.TrimSpace(n)
+			continue
+		}
+		m[name] += line + "\n"
+	}
+	return m
+}
+
+// rcOf is the "rc=N" a section's script printed last.
+func rcOf(section string) int {
+	i := strings.LastIndex(section, "rc=")
+	if i < 0 {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(section[i+3:], "\n", 2)[0]))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// envOf reads KEY from the environment an env probe step printed.
+func envOf(o outcome, key string) string {
+	list, _ := o.Detail.([]any)
+	for _, kv := range list {
+		s, _ := kv.(string)
+		if v, ok := strings.CutPrefix(s, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func findOp(list []outcome, op string) (outcome, bool) {
+	i := slices.IndexFunc(list, func(o outcome) bool { return o.Op == op })
+	if i < 0 {
+		return outcome{}, false
+	}
+	return list[i], true
+}
+
+// startDetached starts a detached session from the host and returns its id.
+func startDetached(t *testing.T, start *sandboxdv1.Start) (string, error) {
+	t.Helper()
+	start.Detach = true
+	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
+	defer cancel()
+	res, err := suite.client.Run(ctx, client.RunOptions{Start: start})
+	if err != nil {
+		return "", err
+	}
+	id := res.SessionID
+	t.Cleanup(func() { _ = suite.client.Kill(context.Background(), id, 0) })
+	return id, nil
+}
+
+func inspect(t *testing.T, id string) *sandboxdv1.SessionInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := suite.client.Inspect(ctx, id)
+	if err != nil {
+		t.Fatalf("inspect %s: %v", id, err)
+	}
+	return info
+}
+
+func waitState(t *testing.T, id string, want sandboxdv1.State) *sandboxdv1.SessionInfo {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info := inspect(t, id)
+		if info.GetState() == want {
+			return info
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s is %v, want %v", id, info.GetState(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestChildSandboxes runs a supervisor sandbox that uses sandboxctl, with
+// no flags, against its own session socket, on both paths.
+func TestChildSandboxes(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		t.Run(map[bool]string{false: "exec", true: "pty"}[tty], func(t *testing.T) {
+			testChildSandboxes(t, tty)
+		})
+	}
+}
+
+func testChildSandboxes(t *testing.T, tty bool) {
+	f := newFixture(t)
+	work := f.mkdir("work")
+	sub := f.mkdir("work/sub")
+	outside := f.mkdir("outside")
+	addr, token := tcpListener(t)
+
+	// Another session whose socket the supervisor must not reach.
+	other, err := startDetached(t, commandStart(false, supervisorPolicy(f.mkdir("other")), nil, "/bin/sleep", "60"))
+	if childrenRefused(t, err) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("start the other session: %v", err)
+	}
+	otherSocket := filepath.Join(filepath.Dir(suite.daemon.socket), "sandboxd-sessions", other+".sock")
+	if _, err := os.Stat(otherSocket); err != nil {
+		t.Fatalf("the other session's socket: %v", err)
+	}
+
+	script := fmt.Sprintf(`ctl=%[1]s; probe=%[2]s
+echo "== self"; $probe env
+echo "== widen-network"; $ctl run --network host -- $probe tcp-connect %[3]s 2>&1; echo "rc=$?"
+echo "== inherit"; $ctl run -- $probe tcp-connect %[3]s env 2>&1; echo "rc=$?"
+echo "== widen-write"; $ctl run --write %[4]s -- /bin/true 2>&1; echo "rc=$?"
+echo "== narrow-write"; $ctl run --write %[5]s -- $probe write %[5]s/a write %[6]s/b 2>&1; echo "rc=$?"
+echo "== grandchild"; $ctl run -- $ctl run -- $probe env 2>&1; echo "rc=$?"
+echo "== grandchild-widens"; $ctl run --write %[5]s -- $ctl run --write %[6]s -- /bin/true 2>&1; echo "rc=$?"
+echo "== main-socket"; $probe unix-connect %[7]s
+echo "== other-socket"; $probe unix-connect %[8]s
+echo "== ps"; $ctl ps 2>&1; echo "rc=$?"
+echo "== inspect-other"; $ctl inspect %[9]s 2>&1; echo "rc=$?"
+echo "== kill-other"; $ctl kill %[9]s 2>&1; echo "rc=$?"
+echo "== bad-request"; $ctl run --env SANDBOXD_SOCKET=/elsewhere -- /bin/true 2>&1; echo "rc=$?"
+echo "== end"
+`, suite.sandboxctl, suite.probe, addr, outside, sub, work, suite.daemon.socket, otherSocket, other)
+	s := run(t, commandStart(tty, supervisorPolicy(work), nil, "/bin/sh", "-c", script), nil)
+	if childrenRefused(t, s.err) {
+		return
+	}
+	exitedCleanly(t, s)
+	sec := sections(s.stdout + s.stderr)
+	if _, ok := sec["end"]; !ok {
+		t.Fatalf("the supervisor script did not finish:\n%s", s)
+	}
+	parentID, digest := s.res.SessionID, s.res.Digest
+
+	self, ok := findOp(parseOutcomes(sec["self"]), "env")
+	if !ok {
+		t.Fatalf("no env from the supervisor: %q", sec["self"])
+	}
+	if got := envOf(self, "SANDBOXD_SOCKET"); got != launcherlinux.SessionSocketPath {
+		t.Errorf("SANDBOXD_SOCKET=%q, want %q", got, launcherlinux.SessionSocketPath)
+	}
+	if envOf(self, "SANDBOXD_SESSION") != parentID || envOf(self, "SANDBOXD_POLICY_DIGEST") != digest {
+		t.Errorf("supervisor's environment says session %q digest %q; Started said %q %q", envOf(self, "SANDBOXD_SESSION"), envOf(self, "SANDBOXD_POLICY_DIGEST"), parentID, digest)
+	}
+
+	wantRefused := func(name, field string) {
+		t.Helper()
+		if rc := rcOf(sec[name]); rc != client.ExitDaemonFailed || !strings.Contains(sec[name], field) {
+			t.Errorf("%s: exit %d, want %d naming %s; output %q", name, rc, client.ExitDaemonFailed, field, sec[name])
+		}
+		if strings.Contains(sec[name], token) {
+			t.Errorf("%s: a refused child reached the host: %q", name, sec[name])
+		}
+	}
+	wantRefused("widen-network", "network.mode")
+	wantRefused("widen-write", "filesystem.write")
+	wantRefused("grandchild-widens", "filesystem.write")
+
+	// The child asked for nothing: it has the parent's policy, and the
+	// probe shows network none is what it runs under.
+	inherit := parseOutcomes(sec["inherit"])
+	if rcOf(sec["inherit"]) != 0 || len(inherit) != 2 {
+		t.Fatalf("inherit: %q", sec["inherit"])
+	}
+	if inherit[0].OK || strings.Contains(sec["inherit"], token) {
+		t.Errorf("a child of a network-none parent reached the host: %v", inherit[0])
+	}
+	childID := envOf(inherit[1], "SANDBOXD_SESSION")
+	if childID == "" || childID == parentID || envOf(inherit[1], "SANDBOXD_POLICY_DIGEST") != digest {
+		t.Errorf("child's environment: session %q digest %q, want a new session with digest %q", childID, envOf(inherit[1], "SANDBOXD_POLICY_DIGEST"), digest)
+	}
+	if info := inspect(t, childID); info.GetParentId() != parentID || info.GetPolicyDigest() != digest ||
+		info.GetPolicy().GetNetwork().GetMode() != sandboxdv1.Network_NONE {
+		t.Errorf("Inspect of the child: parent %q digest %q network %v", info.GetParentId(), info.GetPolicyDigest(), info.GetPolicy().GetNetwork().GetMode())
+	}
+
+	nw := parseOutcomes(sec["narrow-write"])
+	if rcOf(sec["narrow-write"]) != 0 || len(nw) != 2 || !nw[0].OK || nw[1].OK {
+		t.Errorf("a child narrowed to %s must write there and not in %s: %q", sub, work, sec["narrow-write"])
+	}
+	absent(t, work+"/b")
+
+	g, ok := findOp(parseOutcomes(sec["grandchild"]), "env")
+	if !ok || rcOf(sec["grandchild"]) != 0 {
+		t.Fatalf("grandchild: %q", sec["grandchild"])
+	}
+	gid := envOf(g, "SANDBOXD_SESSION")
+	gi := inspect(t, gid)
+	if gi.GetPolicyDigest() != digest || envOf(g, "SANDBOXD_POLICY_DIGEST") != digest {
+		t.Errorf("grandchild digest %q (env %q), want the supervisor's %q", gi.GetPolicyDigest(), envOf(g, "SANDBOXD_POLICY_DIGEST"), digest)
+	}
+	if mid := inspect(t, gi.GetParentId()); mid.GetParentId() != parentID {
+		t.Errorf("grandchild's parent %s has parent %q, want %s", gi.GetParentId(), mid.GetParentId(), parentID)
+	}
+
+	for _, name := range []string{"main-socket", "other-socket"} {
+		o, ok := findOp(parseOutcomes(sec[name]), "unix-connect")
+		if !ok || o.OK {
+			t.Errorf("%s: the supervisor reached it: %q", name, sec[name])
+		}
+	}
+	if ps := sec["ps"]; rcOf(ps) != 0 || !strings.Contains(ps, parentID) || !strings.Contains(ps, childID) || strings.Contains(ps, other) {
+		t.Errorf("ps on the session socket must list the subtree only: %q", ps)
+	}
+	for _, name := range []string{"inspect-other", "kill-other"} {
+		if rc := rcOf(sec[name]); rc == 0 || !strings.Contains(strings.ToLower(sec[name]), "not found") {
+			t.Errorf("%s: exit %d output %q, want not found", name, rc, sec[name])
+		}
+	}
+	if st := inspect(t, other).GetState(); st != sandboxdv1.State_RUNNING {
+		t.Errorf("the other session is %v after the supervisor tried to kill it", st)
+	}
+	if rc := rcOf(sec["bad-request"]); rc != client.ExitDaemonFailed || !strings.Contains(sec["bad-request"], "SANDBOXD_SOCKET") {
+		t.Errorf("bad request on the session socket: exit %d %q", rc, sec["bad-request"])
+	}
+}
+
+// TestDetachAttachAndSubtreeKill: a detached supervisor starts a detached
+// worker; the host attaches to both (scrollback, two viewers, one of them
+// typing), then kills the supervisor and with it the worker.
+func TestDetachAttachAndSubtreeKill(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		t.Run(map[bool]string{false: "exec", true: "pty"}[tty], func(t *testing.T) {
+			testDetachAttach(t, tty)
+		})
+	}
+}
+
+func testDetachAttach(t *testing.T, tty bool) {
+	f := newFixture(t)
+	work := f.mkdir("work")
+	marker := "worker-" + randomHex()
+	ttyFlag := ""
+	if tty {
+		ttyFlag = "--tty"
+	}
+	script := fmt.Sprintf(`w=$(%[1]s run --detach %[2]s -- /bin/sh -c 'echo %[3]s ready; read line; echo %[3]s got $line; exec sleep 60') || exit 1
+echo "worker=$w"
+exec sleep 60
+`, suite.sandboxctl, ttyFlag, marker)
+	sup, err := startDetached(t, commandStart(tty, supervisorPolicy(work), nil, "/bin/sh", "-c", script))
+	if childrenRefused(t, err) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("start the supervisor: %v", err)
+	}
+
+	// Attaching replays what the supervisor printed before anyone watched.
+	var worker string
+	deadline := time.Now().Add(20 * time.Second)
+	for worker == "" {
+		out := attachFor(t, sup, true, nil, 300*time.Millisecond)
+		if _, after, ok := strings.Cut(out, "worker="); ok {
+			worker = strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])
+		}
+		if worker == "" && time.Now().After(deadline) {
+			t.Fatalf("the supervisor never printed its worker: %q", out)
+		}
+	}
+	wi := inspect(t, worker)
+	if wi.GetParentId() != sup || !wi.GetDetached() || wi.GetTty() != tty {
+		t.Fatalf("worker: parent %q detached %v tty %v", wi.GetParentId(), wi.GetDetached(), wi.GetTty())
+	}
+
+	// Two viewers: one watches, one types.
+	watcher := newAttach(t, worker, true, nil)
+	in, typing := newPipe(t)
+	typist := newAttach(t, worker, false, in)
+	watcher.waitOutput(t, marker+" ready")
+	typist.waitOutput(t, marker+" ready")
+	if v := inspect(t, worker).GetViewers(); v != 2 {
+		t.Errorf("worker has %d viewers, want 2", v)
+	}
+	fmt.Fprintln(typing, "hello")
+	watcher.waitOutput(t, marker+" got hello")
+	typist.waitOutput(t, marker+" got hello")
+
+	// Kill of the supervisor takes its subtree.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := suite.client.Kill(ctx, sup, 0); err != nil {
+		t.Fatalf("kill supervisor: %v", err)
+	}
+	waitState(t, sup, sandboxdv1.State_KILLED)
+	waitState(t, worker, sandboxdv1.State_KILLED)
+	watcher.wait(t, 20*time.Second)
+	typist.wait(t, 20*time.Second)
+	for _, a := range []*background{watcher, typist} {
+		if a.err != nil || a.res.Exit.GetState() != sandboxdv1.State_KILLED {
+			t.Errorf("a viewer saw %v, %v; want the worker killed", a.res, a.err)
+		}
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for len(processesWith(marker)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("worker processes left after the kill: %v", processesWith(marker))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// newAttach attaches to session id in the background.
+func newAttach(t *testing.T, id string, readOnly bool, stdin *os.File) *background {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
+	b := &background{out: &syncBuffer{}, done: make(chan struct{})}
+	opts := client.AttachOptions{ID: id, ReadOnly: readOnly, Stdout: b.out, Stderr: b.out}
+	if stdin != nil {
+		opts.Stdin = stdin
+	}
+	go func() {
+		defer close(b.done)
+		defer cancel()
+		b.res, b.err = suite.client.Attach(ctx, opts)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-b.done
+	})
+	return b
+}
+
+// attachFor attaches for a while and returns what it saw.
+func attachFor(t *testing.T, id string, readOnly bool, stdin *os.File, d time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	out := &syncBuffer{}
+	opts := client.AttachOptions{ID: id, ReadOnly: readOnly, Stdout: out, Stderr: out}
+	if stdin != nil {
+		opts.Stdin = stdin
+	}
+	_, _ = suite.client.Attach(ctx, opts)
+	return out.String()
+}
+
+func newPipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+// TestCallersSeeTheirOwnSessions: on a root daemon's main socket, an
+// ordinary user's ps, inspect and kill reach only that user's sessions,
+// while root and the operators group see all.
+func TestCallersSeeTheirOwnSessions(t *testing.T) {
+	if !suite.asRoot {
+		t.Skip("needs root to act as two other users; the rootless run has one user")
+	}
+	const user, operator, socketGroup, operators = 4242, 4343, 4242, 4545
+	d, err := startDaemonWith(filepath.Join(suite.root, "authz"), suite.wrap, "--socket-group", strconv.Itoa(socketGroup), "--operators-group", strconv.Itoa(operators))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.stop()
+	as := func(uid int, groups string, args ...string) cliResult {
+		t.Helper()
+		argv := []string{"--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--groups", groups, "--", suite.sandboxctl, "--socket", d.socket}
+		cmd := exec.Command("setpriv", append(argv, args...)...)
+		cmd.Dir = "/"
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("setpriv: %v", err)
+		}
+		return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	}
+	start := func(uid int, groups string) string {
+		t.Helper()
+		r := as(uid, groups, "run", "--detach", "--", "/bin/sleep", "60")
+		id := strings.TrimSpace(r.stdout)
+		if r.code != 0 || id == "" {
+			t.Fatalf("run --detach as %d: exit %d %q %q", uid, r.code, r.stdout, r.stderr)
+		}
+		t.Cleanup(func() { as(0, "0", "kill", id) })
+		return id
+	}
+	rootSession := start(0, "0")
+	userSession := start(user, strconv.Itoa(socketGroup))
+
+	ps := as(user, strconv.Itoa(socketGroup), "ps")
+	if ps.code != 0 || !strings.Contains(ps.stdout, userSession) || strings.Contains(ps.stdout, rootSession) {
+		t.Errorf("uid %d's ps must show its session only: exit %d\n%s%s", user, ps.code, ps.stdout, ps.stderr)
+	}
+	for _, verb := range []string{"inspect", "kill"} {
+		if r := as(user, strconv.Itoa(socketGroup), verb, rootSession); r.code == 0 || !strings.Contains(strings.ToLower(r.stderr), "not found") {
+			t.Errorf("uid %d %s of root's session: exit %d %q, want not found", user, verb, r.code, r.stderr)
+		}
+	}
+	for name, who := range map[string]struct {
+		uid    int
+		groups string
+	}{"operator": {operator, fmt.Sprintf("%d,%d", socketGroup, operators)}, "root": {0, "0"}} {
+		ps := as(who.uid, who.groups, "ps")
+		if ps.code != 0 || !strings.Contains(ps.stdout, userSession) || !strings.Contains(ps.stdout, rootSession) {
+			t.Errorf("%s's ps must show every session: exit %d\n%s%s", name, ps.code, ps.stdout, ps.stderr)
+		}
+	}
+	if r := as(operator, fmt.Sprintf("%d,%d", socketGroup, operators), "kill", userSession); r.code != 0 {
+		t.Errorf("an operator's kill of another user's session: exit %d %q", r.code, r.stderr)
+	}
+	fi, err := os.Stat(d.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o660 {
+		t.Errorf("socket mode %v, want 0660", fi.Mode().Perm())
+	}
+}
