@@ -1,17 +1,10 @@
 package daemon
 
 import (
-	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
-
-	"google.golang.org/grpc"
 )
-
-// maxSocketPath is the size of sun_path on Linux, NUL included.
-const maxSocketPath = 108
 
 // sessionSocket is the socket the daemon makes for one session whose
 // policy allows children. Calls arriving on it are that session's: the
@@ -40,45 +33,6 @@ func (l scopedListener) Accept() (net.Conn, error) {
 type scopedConn struct {
 	net.Conn
 	session string
-}
-
-// openSessionSocket listens on a new socket for session id in dir and
-// serves srv on it. The socket belongs to the sandbox's identity with mode
-// 0600; the directory is 0711, so a sandbox whose mount namespace did not
-// hide it still could not list the other sessions' sockets.
-func openSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*sessionSocket, error) {
-	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return nil, fmt.Errorf("session socket directory: %w", err)
-	}
-	if err := checkOwnDir(dir); err != nil {
-		return nil, fmt.Errorf("session socket directory: %w", err)
-	}
-	path := filepath.Join(dir, id+".sock")
-	if len(path) >= maxSocketPath {
-		return nil, fmt.Errorf("session socket %s: longer than the %d bytes a unix socket address holds; use a shorter session socket directory", path, maxSocketPath-1)
-	}
-	lis, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("session socket: %w", err)
-	}
-	ss := &sessionSocket{path: path, lis: lis}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ss.close()
-		return nil, fmt.Errorf("session socket: %w", err)
-	}
-	if os.Geteuid() == 0 {
-		if err := os.Chown(path, int(uid), int(gid)); err != nil {
-			ss.close()
-			return nil, fmt.Errorf("session socket: %w", err)
-		}
-	}
-	go func() {
-		// Serve returns when the socket is closed at the session's end, or
-		// when the server stops; no call can come in after either.
-		_ = srv.Serve(scopedListener{Listener: lis, session: id})
-		ss.close()
-	}()
-	return ss, nil
 }
 
 // close stops accepting calls and removes the socket file.

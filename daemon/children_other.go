@@ -1,0 +1,17 @@
+//go:build !unix
+
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"google.golang.org/grpc"
+)
+
+// openSessionSocket fails: this OS's daemon listens on a named pipe, and
+// per-session pipes are its backend's to make.
+func openSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*sessionSocket, error) {
+	return nil, fmt.Errorf("session socket on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+}
