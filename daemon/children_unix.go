@@ -3,7 +3,9 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -54,3 +56,18 @@ func openSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*sess
 	return ss, nil
 }
 
+// removeStaleSessionSockets removes the session sockets a daemon that died
+// left behind. It runs once this daemon holds the main socket, so no other
+// daemon can be serving them.
+func removeStaleSessionSockets(dir string) error {
+	stale, err := filepath.Glob(filepath.Join(dir, "*.sock"))
+	if err != nil {
+		return err
+	}
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove stale session socket: %w", err)
+		}
+	}
+	return nil
+}

@@ -73,6 +73,12 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.SessionSocketDir != "" {
+		if err := removeStaleSessionSockets(s.cfg.SessionSocketDir); err != nil {
+			lis.Close()
+			return err
+		}
+	}
 	if s.socketGID != nil {
 		if err := os.Chown(s.cfg.SocketPath, -1, int(*s.socketGID)); err != nil {
 			lis.Close()

@@ -1,0 +1,59 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+func TestBroadcastCutsOffAWatcherThatFallsBehindButNotTheOwner(t *testing.T) {
+	b := newBroadcast(1 << 20)
+	owner, _, _ := b.join(true)
+	watcher, _, _ := b.join(false)
+	got := make(chan int)
+	go func() {
+		n := 0
+		for range owner.ch {
+			n++
+		}
+		got <- n
+	}()
+	const chunks = viewerQueue * 3
+	for i := range chunks {
+		b.publish(&sandboxdv1.Output{Stream: sandboxdv1.Output_STDOUT, Data: fmt.Appendf(nil, "%d\n", i)})
+	}
+	if n := b.count(); n != 1 {
+		t.Fatalf("%d viewers after the watcher fell behind, want only the owner", n)
+	}
+	b.end(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED})
+	if n := <-got; n != chunks {
+		t.Fatalf("owner got %d of %d chunks", n, chunks)
+	}
+	if exit, err := b.result(owner); err != nil || exit.GetState() != sandboxdv1.State_EXITED {
+		t.Fatalf("owner's result %v, %v", exit, err)
+	}
+	n := 0
+	for range watcher.ch {
+		n++
+	}
+	if _, err := b.result(watcher); !errors.Is(err, errViewerBehind) || n != viewerQueue {
+		t.Fatalf("watcher got %d chunks and %v, want %d and errViewerBehind", n, err, viewerQueue)
+	}
+	// The scrollback has everything the watcher missed.
+	late, replay, exit := b.join(false)
+	if late != nil || len(replay) != chunks || exit.GetState() != sandboxdv1.State_EXITED {
+		t.Fatalf("join after the end: viewer %v, %d chunks, exit %v", late, len(replay), exit)
+	}
+}
+
+func TestBroadcastDoesNotWaitForAnOwnerThatLeft(t *testing.T) {
+	b := newBroadcast(1 << 10)
+	owner, _, _ := b.join(true)
+	b.leave(owner)
+	for range viewerQueue * 2 {
+		b.publish(&sandboxdv1.Output{Data: []byte("x")})
+	}
+	b.end(&sandboxdv1.Exit{})
+}
