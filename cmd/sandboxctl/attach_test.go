@@ -153,7 +153,9 @@ func TestAttachDetachKeys(t *testing.T) {
 	}})
 	// A lone ctrl-p is input; ctrl-p ctrl-q leaves, and what follows stays here.
 	code, stdout, stderr := sandboxctl(t, "ls\r\x10x\x10\x11exit\r", "--socket", sock, "attach", "t1")
-	if code != 0 || stdout != "$ " || !strings.Contains(stderr, "detached from session t1") {
+	// The keys are all there from the start, so the client may leave
+	// before or after the prompt arrives; either way nothing else shows.
+	if code != 0 || (stdout != "$ " && stdout != "") || !strings.Contains(stderr, "detached from session t1") {
 		t.Errorf("code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	select {
