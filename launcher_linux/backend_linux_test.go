@@ -164,9 +164,21 @@ func run(t *testing.T, pol *sandboxdv1.Policy, argv ...string) (string, string, 
 
 func runWith(t *testing.T, b launcher.Backend, pol *sandboxdv1.Policy, argv ...string) (string, string, launcher.Status) {
 	t.Helper()
+	out, serr, _, st, err := runSpec(t, b, testSpec(t, pol, argv...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, serr, st
+}
+
+// runSpec starts spec on b with its output piped back and waits for it:
+// what it printed, the process, and how it ended.
+func runSpec(t *testing.T, b launcher.Backend, spec launcher.Spec) (stdout, stderr string, p launcher.Process, st launcher.Status, waitErr error) {
+	t.Helper()
 	outR, outW, _ := os.Pipe()
 	errR, errW, _ := os.Pipe()
-	spec := testSpec(t, pol, argv...)
+	defer outR.Close()
+	defer errR.Close()
 	spec.Stdio.Stdout, spec.Stdio.Stderr = outW, errW
 	p, err := b.Start(context.Background(), spec)
 	outW.Close()
@@ -179,11 +191,8 @@ func runWith(t *testing.T, b launcher.Backend, pol *sandboxdv1.Policy, argv ...s
 	go func() { out.ReadFrom(outR); close(done) }()
 	serr.ReadFrom(errR)
 	<-done
-	st, err := p.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), serr.String(), st
+	st, waitErr = p.Wait()
+	return out.String(), serr.String(), p, st, waitErr
 }
 
 func TestStartsConfinedCommand(t *testing.T) {

@@ -317,28 +317,12 @@ func (f *sessionFixture) spec(t *testing.T, mode sandboxdv1.Network_Mode, probeM
 // runProbe runs the connect probe and returns its lines as a map.
 func runConnectProbe(t *testing.T, spec launcher.Spec) (map[string]string, launcher.Process) {
 	t.Helper()
-	outR, outW, _ := os.Pipe()
-	errR, errW, _ := os.Pipe()
-	spec.Stdio.Stdout, spec.Stdio.Stderr = outW, errW
-	p, err := newBackend(t).Start(context.Background(), spec)
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	var out, serr bytes.Buffer
-	done := make(chan struct{})
-	go func() { out.ReadFrom(outR); close(done) }()
-	serr.ReadFrom(errR)
-	<-done
-	outR.Close()
-	errR.Close()
-	st, err := p.Wait()
+	out, serr, p, st, err := runSpec(t, newBackend(t), spec)
 	if err != nil || st.ExitCode != 0 || st.Signal != 0 {
-		t.Fatalf("probe: %+v, %v\nstdout:\n%s\nstderr:\n%s", st, err, &out, &serr)
+		t.Fatalf("probe: %+v, %v\nstdout:\n%s\nstderr:\n%s", st, err, out, serr)
 	}
-	t.Logf("probe:\n%s%s", &out, &serr)
-	return probeLines(out.String()), p
+	t.Logf("probe:\n%s%s", out, serr)
+	return probeLines(out), p
 }
 
 func probeLines(s string) map[string]string {
