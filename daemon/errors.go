@@ -14,12 +14,11 @@ import (
 // Sentinels the Service wraps with context; toStatus turns them into gRPC
 // codes at the edge, so nothing inside the daemon speaks gRPC codes.
 var (
-	ErrNotFound         = errors.New("not found")
-	ErrNotRunning       = errors.New("session is not running")
-	ErrPermissionDenied = errors.New("permission denied")
-	ErrUnauthenticated  = errors.New("caller identity unknown")
-	ErrShuttingDown     = errors.New("daemon is shutting down")
-	ErrBusy             = errors.New("busy")
+	ErrNotFound        = errors.New("not found")
+	ErrNotRunning      = errors.New("session is not running")
+	ErrUnauthenticated = errors.New("caller identity unknown")
+	ErrShuttingDown    = errors.New("daemon is shutting down")
+	ErrBusy            = errors.New("busy")
 )
 
 // RequestError says that a field of a request outside the policy is invalid
@@ -60,8 +59,6 @@ func toStatus(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrBusy):
 		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, ErrPermissionDenied):
-		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, ErrUnauthenticated):
 		return status.Error(codes.Unauthenticated, err.Error())
 	case errors.Is(err, ErrShuttingDown):

@@ -77,10 +77,12 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		// Joined before any output is read, so the client gets all of it.
 		owner, _, _ = sess.out.join(true)
 	}
+	// Started, Inspect and every attach show the one report the session
+	// recorded.
 	sendErr := stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{
 		SessionId:    sess.id,
 		PolicyDigest: sess.digest,
-		Enforcement:  proc.Enforcement(),
+		Enforcement:  sess.enforcementReport(),
 	}}})
 	go s.supervise(sess, proc, sio)
 	if sess.detached {
