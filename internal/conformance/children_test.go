@@ -477,3 +477,83 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 		t.Errorf("socket mode %v, want 0660", fi.Mode().Perm())
 	}
 }
+
+// TestSessionSocketIsTheOnlyWayToTheDaemon: with children.allow a sandbox
+// reaches its own session socket and no other daemon socket, under either
+// network mode (NONE: the daemon performs its connects; HOST: mounts mask
+// the rest); without it, there is no session socket at all.
+func TestSessionSocketIsTheOnlyWayToTheDaemon(t *testing.T) {
+	f := newFixture(t)
+	other, err := startDetached(t, commandStart(false, supervisorPolicy(f.mkdir("other")), nil, "/bin/sleep", "60"))
+	if childrenRefused(t, err) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("start the other session: %v", err)
+	}
+	otherSocket := filepath.Join(filepath.Dir(suite.daemon.socket), "sandboxd-sessions", other+".sock")
+	// Open to everyone for the test, so that only the sandbox, never the
+	// socket's mode, keeps the sandbox's uid out of the main socket.
+	if err := os.Chmod(suite.daemon.socket, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(suite.daemon.socket, 0o660) })
+	for _, c := range []struct {
+		name     string
+		mode     sandboxdv1.Network_Mode
+		children bool
+	}{
+		{"network none", sandboxdv1.Network_NONE, true},
+		{"network host", sandboxdv1.Network_HOST, true},
+		{"children not allowed", sandboxdv1.Network_NONE, false},
+		{"children not allowed, network host", sandboxdv1.Network_HOST, false},
+	} {
+		for _, tty := range []bool{false, true} {
+			t.Run(c.name+"/"+map[bool]string{false: "exec", true: "pty"}[tty], func(t *testing.T) {
+				f := newFixture(t)
+				pol := supervisorPolicy(f.mkdir("work"))
+				pol.Network.Mode = c.mode
+				pol.Children.Allow = c.children
+				script := fmt.Sprintf(`echo "== env"; %[2]s env
+echo "== session"; %[2]s unix-connect-only %[3]s
+echo "== ps"; %[1]s --socket %[3]s ps 2>&1; echo "rc=$?"
+echo "== main"; %[2]s unix-connect-only %[4]s
+echo "== other"; %[2]s unix-connect-only %[5]s
+echo "== end"
+`, suite.sandboxctl, suite.probe, launcherlinux.SessionSocketPath, suite.daemon.socket, otherSocket)
+				s := run(t, commandStart(tty, pol, nil, "/bin/sh", "-c", script), nil)
+				if c.children && childrenRefused(t, s.err) {
+					return
+				}
+				exitedCleanly(t, s)
+				sec := sections(s.stdout + s.stderr)
+				if _, ok := sec["end"]; !ok {
+					t.Fatalf("the script did not finish:\n%s", s)
+				}
+				env, _ := findOp(parseOutcomes(sec["env"]), "env")
+				session, _ := findOp(parseOutcomes(sec["session"]), "unix-connect-only")
+				ps := sec["ps"]
+				if c.children {
+					if got := envOf(env, "SANDBOXD_SOCKET"); got != launcherlinux.SessionSocketPath {
+						t.Errorf("SANDBOXD_SOCKET=%q, want %q", got, launcherlinux.SessionSocketPath)
+					}
+					if !session.OK || rcOf(ps) != 0 || !strings.Contains(ps, s.res.SessionID) || strings.Contains(ps, other) {
+						t.Errorf("the session socket must answer with this session's subtree: connect %v\nps: %q", session, ps)
+					}
+				} else {
+					if got := envOf(env, "SANDBOXD_SOCKET"); got != "" {
+						t.Errorf("SANDBOXD_SOCKET=%q without children.allow", got)
+					}
+					if session.OK || rcOf(ps) == 0 {
+						t.Errorf("without children.allow the sandbox reached a session socket: connect %v\nps: %q", session, ps)
+					}
+				}
+				for _, name := range []string{"main", "other"} {
+					if o, ok := findOp(parseOutcomes(sec[name]), "unix-connect-only"); !ok || o.OK {
+						t.Errorf("%s daemon socket reached from the sandbox: %q", name, sec[name])
+					}
+				}
+			})
+		}
+	}
+}

@@ -60,15 +60,18 @@ func ops() map[string]op {
 		"tcp-connect":   {1, tcpConnect},
 		"udp-send":      {1, udpSend},
 		"unix-connect":  {1, unixConnect},
-		"loopback":      {0, loopback},
-		"net-ifaces":    {0, netIfaces},
-		"env":           {0, env},
-		"stdin":         {0, stdinLine},
-		"write-knob":    {1, writeKnob},
-		"hold":          {1, hold},
-		"spawn":         {1, spawn},
-		"argc":          {-1, argc},
-		"no-extra-fds":  {0, noExtraFds},
+		// unix-connect-only succeeds once connected, reading nothing: for
+		// servers that wait for the client to speak first.
+		"unix-connect-only": {1, unixConnectOnly},
+		"loopback":          {0, loopback},
+		"net-ifaces":        {0, netIfaces},
+		"env":               {0, env},
+		"stdin":             {0, stdinLine},
+		"write-knob":        {1, writeKnob},
+		"hold":              {1, hold},
+		"spawn":             {1, spawn},
+		"argc":              {-1, argc},
+		"no-extra-fds":      {0, noExtraFds},
 	}
 	for name, o := range platformOps() {
 		m[name] = o
@@ -249,6 +252,14 @@ func unixConnect(args []string) Result {
 	_ = c.SetReadDeadline(time.Now().Add(ioTimeout))
 	buf, _ := io.ReadAll(io.LimitReader(c, 256))
 	return outcome(nil, string(buf))
+}
+
+func unixConnectOnly(args []string) Result {
+	c, err := net.DialTimeout("unix", args[0], ioTimeout)
+	if err != nil {
+		return outcome(err, nil)
+	}
+	return outcome(c.Close(), nil)
 }
 
 // loopback listens and connects on 127.0.0.1 inside the sandbox: tools run
