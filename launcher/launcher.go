@@ -41,6 +41,11 @@ type Spec struct {
 	// (its host path where the OS has no mount namespaces), and nothing
 	// else of the daemon's.
 	SessionSocket string
+	// OnDenial, when set, is called for each operation the sandbox refused
+	// that the backend observes (see EnforcementReport.denial_sources). It
+	// is called from the backend's own goroutines, possibly concurrently,
+	// and must not block: the refused call waits for it.
+	OnDenial func(*sandboxdv1.Denial)
 }
 
 // Stdio says how the process's fds 0, 1 and 2 are wired.

@@ -745,7 +745,9 @@ type Exit struct {
 	ExitCode int32 `protobuf:"varint,2,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	// Signal that killed the command, 0 if none.
 	Signal int32 `protobuf:"varint,3,opt,name=signal,proto3" json:"signal,omitempty"`
-	// Why the session ended when the daemon ended it (timeout, operator).
+	// Why the session ended when the daemon ended it: "timeout", "operator",
+	// "parent" (its parent session ended), "limit", "client disconnected" or
+	// "daemon shutdown"; for a session that failed to start, why.
 	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -915,7 +917,9 @@ type EnforcementReport struct {
 	Fields  []*FieldEnforcement    `protobuf:"bytes,2,rep,name=fields,proto3" json:"fields,omitempty"`
 	// The set of mechanisms the backend chose for this session, e.g.
 	// "namespaces" or "landlock" on Linux.
-	MechanismSet  string `protobuf:"bytes,3,opt,name=mechanism_set,json=mechanismSet,proto3" json:"mechanism_set,omitempty"`
+	MechanismSet string `protobuf:"bytes,3,opt,name=mechanism_set,json=mechanismSet,proto3" json:"mechanism_set,omitempty"`
+	// Which denials the daemon records for this session, and how.
+	DenialSources []*DenialSource `protobuf:"bytes,4,rep,name=denial_sources,json=denialSources,proto3" json:"denial_sources,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -971,6 +975,78 @@ func (x *EnforcementReport) GetMechanismSet() string {
 	return ""
 }
 
+func (x *EnforcementReport) GetDenialSources() []*DenialSource {
+	if x != nil {
+		return x.DenialSources
+	}
+	return nil
+}
+
+// DenialSource says whether and how the daemon observes one kind of denial
+// for this session. A kind that is not observed is still enforced; only
+// the record of each refusal is missing.
+type DenialSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The kind, e.g. "filesystem.write", "network.mode", "process".
+	Kind     string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Observed bool   `protobuf:"varint,2,opt,name=observed,proto3" json:"observed,omitempty"`
+	// How it is observed, or why it cannot be here.
+	How           string `protobuf:"bytes,3,opt,name=how,proto3" json:"how,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DenialSource) Reset() {
+	*x = DenialSource{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DenialSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DenialSource) ProtoMessage() {}
+
+func (x *DenialSource) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DenialSource.ProtoReflect.Descriptor instead.
+func (*DenialSource) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DenialSource) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *DenialSource) GetObserved() bool {
+	if x != nil {
+		return x.Observed
+	}
+	return false
+}
+
+func (x *DenialSource) GetHow() string {
+	if x != nil {
+		return x.How
+	}
+	return ""
+}
+
 type FieldEnforcement struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Policy field path, e.g. "filesystem.write".
@@ -983,7 +1059,7 @@ type FieldEnforcement struct {
 
 func (x *FieldEnforcement) Reset() {
 	*x = FieldEnforcement{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[12]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1071,7 @@ func (x *FieldEnforcement) String() string {
 func (*FieldEnforcement) ProtoMessage() {}
 
 func (x *FieldEnforcement) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[12]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1084,7 @@ func (x *FieldEnforcement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldEnforcement.ProtoReflect.Descriptor instead.
 func (*FieldEnforcement) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{12}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FieldEnforcement) GetField() string {
@@ -1041,7 +1117,7 @@ type Unenforceable struct {
 
 func (x *Unenforceable) Reset() {
 	*x = Unenforceable{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[13]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +1129,7 @@ func (x *Unenforceable) String() string {
 func (*Unenforceable) ProtoMessage() {}
 
 func (x *Unenforceable) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[13]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,7 +1142,7 @@ func (x *Unenforceable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Unenforceable.ProtoReflect.Descriptor instead.
 func (*Unenforceable) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{13}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Unenforceable) GetField() string {
@@ -1137,14 +1213,18 @@ type SessionInfo struct {
 	Detached bool `protobuf:"varint,17,opt,name=detached,proto3" json:"detached,omitempty"`
 	// Clients attached to the session's output right now, the one that
 	// started it included.
-	Viewers       uint32 `protobuf:"varint,18,opt,name=viewers,proto3" json:"viewers,omitempty"`
+	Viewers uint32 `protobuf:"varint,18,opt,name=viewers,proto3" json:"viewers,omitempty"`
+	// The most recent denials, oldest first, at most 32.
+	RecentDenials []*Denial `protobuf:"bytes,19,rep,name=recent_denials,json=recentDenials,proto3" json:"recent_denials,omitempty"`
+	// Every denial recorded for the session.
+	DenialCount   uint64 `protobuf:"varint,20,opt,name=denial_count,json=denialCount,proto3" json:"denial_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[14]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1236,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[14]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1249,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{14}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SessionInfo) GetId() string {
@@ -1298,6 +1378,404 @@ func (x *SessionInfo) GetViewers() uint32 {
 	return 0
 }
 
+func (x *SessionInfo) GetRecentDenials() []*Denial {
+	if x != nil {
+		return x.RecentDenials
+	}
+	return nil
+}
+
+func (x *SessionInfo) GetDenialCount() uint64 {
+	if x != nil {
+		return x.DenialCount
+	}
+	return 0
+}
+
+// Denial is one operation the sandbox refused.
+type Denial struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Time  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// The policy field that caused it: "filesystem.write",
+	// "filesystem.read_only", "filesystem.deny", "network.mode", "process".
+	Field string `protobuf:"bytes,2,opt,name=field,proto3" json:"field,omitempty"`
+	// The operation, e.g. "open", "mkdir", "connect", "socket", "ptrace".
+	Operation string `protobuf:"bytes,3,opt,name=operation,proto3" json:"operation,omitempty"`
+	// What it was aimed at: a path inside the sandbox, "address:port",
+	// "unix:PATH", or empty for a syscall with no target.
+	Target string `protobuf:"bytes,4,opt,name=target,proto3" json:"target,omitempty"`
+	// The process, as the sandbox sees its pid, and as the host does.
+	Pid     int32 `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
+	HostPid int32 `protobuf:"varint,6,opt,name=host_pid,json=hostPid,proto3" json:"host_pid,omitempty"`
+	// Its command name (comm).
+	Command string `protobuf:"bytes,7,opt,name=command,proto3" json:"command,omitempty"`
+	// What the operation got, e.g. "EROFS", "ECONNREFUSED".
+	Errno         string `protobuf:"bytes,8,opt,name=errno,proto3" json:"errno,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Denial) Reset() {
+	*x = Denial{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Denial) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Denial) ProtoMessage() {}
+
+func (x *Denial) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Denial.ProtoReflect.Descriptor instead.
+func (*Denial) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Denial) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Denial) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *Denial) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *Denial) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *Denial) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *Denial) GetHostPid() int32 {
+	if x != nil {
+		return x.HostPid
+	}
+	return 0
+}
+
+func (x *Denial) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *Denial) GetErrno() string {
+	if x != nil {
+		return x.Errno
+	}
+	return ""
+}
+
+type StateChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	From  State                  `protobuf:"varint,1,opt,name=from,proto3,enum=sandboxd.v1.State" json:"from,omitempty"`
+	To    State                  `protobuf:"varint,2,opt,name=to,proto3,enum=sandboxd.v1.State" json:"to,omitempty"`
+	// Why, for KILLED and FAILED_TO_START; see Exit.reason.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	ExitCode      int32  `protobuf:"varint,4,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Signal        int32  `protobuf:"varint,5,opt,name=signal,proto3" json:"signal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateChange) Reset() {
+	*x = StateChange{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateChange) ProtoMessage() {}
+
+func (x *StateChange) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateChange.ProtoReflect.Descriptor instead.
+func (*StateChange) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *StateChange) GetFrom() State {
+	if x != nil {
+		return x.From
+	}
+	return State_STATE_UNSPECIFIED
+}
+
+func (x *StateChange) GetTo() State {
+	if x != nil {
+		return x.To
+	}
+	return State_STATE_UNSPECIFIED
+}
+
+func (x *StateChange) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *StateChange) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *StateChange) GetSignal() int32 {
+	if x != nil {
+		return x.Signal
+	}
+	return 0
+}
+
+type Event struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Increases by one for every event the daemon records.
+	Seq       uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Time      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	SessionId string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session's parent, empty for a root session.
+	ParentId string `protobuf:"bytes,4,opt,name=parent_id,json=parentId,proto3" json:"parent_id,omitempty"`
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*Event_State
+	//	*Event_Denial
+	Kind isEvent_Kind `protobuf_oneof:"kind"`
+	// Set on the events a Watch starts with: the session's state when the
+	// watch began, not a transition (from is unset).
+	Snapshot bool `protobuf:"varint,7,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// The session's command, on snapshots and on the transition to RUNNING.
+	Argv          []string `protobuf:"bytes,8,rep,name=argv,proto3" json:"argv,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Event) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Event) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Event) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Event) GetParentId() string {
+	if x != nil {
+		return x.ParentId
+	}
+	return ""
+}
+
+func (x *Event) GetKind() isEvent_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *Event) GetState() *StateChange {
+	if x != nil {
+		if x, ok := x.Kind.(*Event_State); ok {
+			return x.State
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetDenial() *Denial {
+	if x != nil {
+		if x, ok := x.Kind.(*Event_Denial); ok {
+			return x.Denial
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSnapshot() bool {
+	if x != nil {
+		return x.Snapshot
+	}
+	return false
+}
+
+func (x *Event) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+type isEvent_Kind interface {
+	isEvent_Kind()
+}
+
+type Event_State struct {
+	State *StateChange `protobuf:"bytes,5,opt,name=state,proto3,oneof"`
+}
+
+type Event_Denial struct {
+	Denial *Denial `protobuf:"bytes,6,opt,name=denial,proto3,oneof"`
+}
+
+func (*Event_State) isEvent_Kind() {}
+
+func (*Event_Denial) isEvent_Kind() {}
+
+type WatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this session and the sessions in its subtree; empty for all the
+	// caller may see.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Leave out state changes, or denials.
+	NoStates      bool `protobuf:"varint,2,opt,name=no_states,json=noStates,proto3" json:"no_states,omitempty"`
+	NoDenials     bool `protobuf:"varint,3,opt,name=no_denials,json=noDenials,proto3" json:"no_denials,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *WatchRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *WatchRequest) GetNoStates() bool {
+	if x != nil {
+		return x.NoStates
+	}
+	return false
+}
+
+func (x *WatchRequest) GetNoDenials() bool {
+	if x != nil {
+		return x.NoDenials
+	}
+	return false
+}
+
 type ListRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1306,7 +1784,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[15]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1796,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[15]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1809,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{15}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{20}
 }
 
 type ListResponse struct {
@@ -1343,7 +1821,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1833,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1846,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{16}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListResponse) GetSessions() []*SessionInfo {
@@ -1387,7 +1865,7 @@ type InspectRequest struct {
 
 func (x *InspectRequest) Reset() {
 	*x = InspectRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1877,7 @@ func (x *InspectRequest) String() string {
 func (*InspectRequest) ProtoMessage() {}
 
 func (x *InspectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1890,7 @@ func (x *InspectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectRequest.ProtoReflect.Descriptor instead.
 func (*InspectRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{17}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *InspectRequest) GetId() string {
@@ -1434,7 +1912,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1924,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1937,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{18}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *KillRequest) GetId() string {
@@ -1484,7 +1962,7 @@ type KillResponse struct {
 
 func (x *KillResponse) Reset() {
 	*x = KillResponse{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1496,7 +1974,7 @@ func (x *KillResponse) String() string {
 func (*KillResponse) ProtoMessage() {}
 
 func (x *KillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1509,7 +1987,7 @@ func (x *KillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillResponse.ProtoReflect.Descriptor instead.
 func (*KillResponse) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{19}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{24}
 }
 
 type CapabilitiesRequest struct {
@@ -1520,7 +1998,7 @@ type CapabilitiesRequest struct {
 
 func (x *CapabilitiesRequest) Reset() {
 	*x = CapabilitiesRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +2010,7 @@ func (x *CapabilitiesRequest) String() string {
 func (*CapabilitiesRequest) ProtoMessage() {}
 
 func (x *CapabilitiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +2023,7 @@ func (x *CapabilitiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilitiesRequest.ProtoReflect.Descriptor instead.
 func (*CapabilitiesRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{20}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{25}
 }
 
 type HostFacts struct {
@@ -1567,7 +2045,7 @@ type HostFacts struct {
 
 func (x *HostFacts) Reset() {
 	*x = HostFacts{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +2057,7 @@ func (x *HostFacts) String() string {
 func (*HostFacts) ProtoMessage() {}
 
 func (x *HostFacts) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +2070,7 @@ func (x *HostFacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostFacts.ProtoReflect.Descriptor instead.
 func (*HostFacts) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{21}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HostFacts) GetOs() string {
@@ -1661,7 +2139,7 @@ type ProbeResult struct {
 
 func (x *ProbeResult) Reset() {
 	*x = ProbeResult{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1673,7 +2151,7 @@ func (x *ProbeResult) String() string {
 func (*ProbeResult) ProtoMessage() {}
 
 func (x *ProbeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1686,7 +2164,7 @@ func (x *ProbeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
 func (*ProbeResult) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{22}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ProbeResult) GetName() string {
@@ -1740,7 +2218,7 @@ type MechanismSet struct {
 
 func (x *MechanismSet) Reset() {
 	*x = MechanismSet{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1752,7 +2230,7 @@ func (x *MechanismSet) String() string {
 func (*MechanismSet) ProtoMessage() {}
 
 func (x *MechanismSet) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1765,7 +2243,7 @@ func (x *MechanismSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MechanismSet.ProtoReflect.Descriptor instead.
 func (*MechanismSet) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{23}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MechanismSet) GetName() string {
@@ -1813,7 +2291,7 @@ type FeatureSupport struct {
 
 func (x *FeatureSupport) Reset() {
 	*x = FeatureSupport{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1825,7 +2303,7 @@ func (x *FeatureSupport) String() string {
 func (*FeatureSupport) ProtoMessage() {}
 
 func (x *FeatureSupport) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1838,7 +2316,7 @@ func (x *FeatureSupport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeatureSupport.ProtoReflect.Descriptor instead.
 func (*FeatureSupport) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{24}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FeatureSupport) GetFeature() string {
@@ -1887,7 +2365,7 @@ type SelfTestCheck struct {
 
 func (x *SelfTestCheck) Reset() {
 	*x = SelfTestCheck{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +2377,7 @@ func (x *SelfTestCheck) String() string {
 func (*SelfTestCheck) ProtoMessage() {}
 
 func (x *SelfTestCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +2390,7 @@ func (x *SelfTestCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelfTestCheck.ProtoReflect.Descriptor instead.
 func (*SelfTestCheck) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{25}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SelfTestCheck) GetName() string {
@@ -1950,7 +2428,7 @@ type SelfTest struct {
 
 func (x *SelfTest) Reset() {
 	*x = SelfTest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2440,7 @@ func (x *SelfTest) String() string {
 func (*SelfTest) ProtoMessage() {}
 
 func (x *SelfTest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2453,7 @@ func (x *SelfTest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelfTest.ProtoReflect.Descriptor instead.
 func (*SelfTest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{26}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SelfTest) GetPassed() bool {
@@ -2022,7 +2500,7 @@ type CapabilitiesReport struct {
 
 func (x *CapabilitiesReport) Reset() {
 	*x = CapabilitiesReport{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[27]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2034,7 +2512,7 @@ func (x *CapabilitiesReport) String() string {
 func (*CapabilitiesReport) ProtoMessage() {}
 
 func (x *CapabilitiesReport) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[27]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2047,7 +2525,7 @@ func (x *CapabilitiesReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilitiesReport.ProtoReflect.Descriptor instead.
 func (*CapabilitiesReport) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{27}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CapabilitiesReport) GetBackend() string {
@@ -2160,11 +2638,16 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\astarted\x18\x01 \x01(\v2\x14.sandboxd.v1.StartedH\x00R\astarted\x12-\n" +
 	"\x06output\x18\x02 \x01(\v2\x13.sandboxd.v1.OutputH\x00R\x06output\x12'\n" +
 	"\x04exit\x18\x03 \x01(\v2\x11.sandboxd.v1.ExitH\x00R\x04exitB\x05\n" +
-	"\x03msg\"\x89\x01\n" +
+	"\x03msg\"\xcb\x01\n" +
 	"\x11EnforcementReport\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x125\n" +
 	"\x06fields\x18\x02 \x03(\v2\x1d.sandboxd.v1.FieldEnforcementR\x06fields\x12#\n" +
-	"\rmechanism_set\x18\x03 \x01(\tR\fmechanismSet\"F\n" +
+	"\rmechanism_set\x18\x03 \x01(\tR\fmechanismSet\x12@\n" +
+	"\x0edenial_sources\x18\x04 \x03(\v2\x19.sandboxd.v1.DenialSourceR\rdenialSources\"P\n" +
+	"\fDenialSource\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1a\n" +
+	"\bobserved\x18\x02 \x01(\bR\bobserved\x12\x10\n" +
+	"\x03how\x18\x03 \x01(\tR\x03how\"F\n" +
 	"\x10FieldEnforcement\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x1c\n" +
 	"\tmechanism\x18\x02 \x01(\tR\tmechanism\"\x9d\x01\n" +
@@ -2174,7 +2657,7 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x05found\x18\x03 \x01(\tR\x05found\x12\x14\n" +
 	"\x05errno\x18\x04 \x01(\tR\x05errno\x12\x14\n" +
 	"\x05probe\x18\x05 \x01(\tR\x05probe\x12\x16\n" +
-	"\x06remedy\x18\x06 \x01(\tR\x06remedy\"\xca\x04\n" +
+	"\x06remedy\x18\x06 \x01(\tR\x06remedy\"\xa9\x05\n" +
 	"\vSessionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x12.sandboxd.v1.StateR\x05state\x12\x12\n" +
@@ -2194,7 +2677,41 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\towner_uid\x18\x0f \x01(\rR\bownerUid\x12\x1b\n" +
 	"\tparent_id\x18\x10 \x01(\tR\bparentId\x12\x1a\n" +
 	"\bdetached\x18\x11 \x01(\bR\bdetached\x12\x18\n" +
-	"\aviewers\x18\x12 \x01(\rR\aviewers\"\r\n" +
+	"\aviewers\x18\x12 \x01(\rR\aviewers\x12:\n" +
+	"\x0erecent_denials\x18\x13 \x03(\v2\x13.sandboxd.v1.DenialR\rrecentDenials\x12!\n" +
+	"\fdenial_count\x18\x14 \x01(\x04R\vdenialCount\"\xe1\x01\n" +
+	"\x06Denial\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
+	"\x05field\x18\x02 \x01(\tR\x05field\x12\x1c\n" +
+	"\toperation\x18\x03 \x01(\tR\toperation\x12\x16\n" +
+	"\x06target\x18\x04 \x01(\tR\x06target\x12\x10\n" +
+	"\x03pid\x18\x05 \x01(\x05R\x03pid\x12\x19\n" +
+	"\bhost_pid\x18\x06 \x01(\x05R\ahostPid\x12\x18\n" +
+	"\acommand\x18\a \x01(\tR\acommand\x12\x14\n" +
+	"\x05errno\x18\b \x01(\tR\x05errno\"\xa6\x01\n" +
+	"\vStateChange\x12&\n" +
+	"\x04from\x18\x01 \x01(\x0e2\x12.sandboxd.v1.StateR\x04from\x12\"\n" +
+	"\x02to\x18\x02 \x01(\x0e2\x12.sandboxd.v1.StateR\x02to\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1b\n" +
+	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x12\x16\n" +
+	"\x06signal\x18\x05 \x01(\x05R\x06signal\"\x9e\x02\n" +
+	"\x05Event\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\tparent_id\x18\x04 \x01(\tR\bparentId\x120\n" +
+	"\x05state\x18\x05 \x01(\v2\x18.sandboxd.v1.StateChangeH\x00R\x05state\x12-\n" +
+	"\x06denial\x18\x06 \x01(\v2\x13.sandboxd.v1.DenialH\x00R\x06denial\x12\x1a\n" +
+	"\bsnapshot\x18\a \x01(\bR\bsnapshot\x12\x12\n" +
+	"\x04argv\x18\b \x03(\tR\x04argvB\x06\n" +
+	"\x04kind\"i\n" +
+	"\fWatchRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\tno_states\x18\x02 \x01(\bR\bnoStates\x12\x1d\n" +
+	"\n" +
+	"no_denials\x18\x03 \x01(\bR\tnoDenials\"\r\n" +
 	"\vListRequest\"D\n" +
 	"\fListResponse\x124\n" +
 	"\bsessions\x18\x01 \x03(\v2\x18.sandboxd.v1.SessionInfoR\bsessions\" \n" +
@@ -2256,13 +2773,14 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x06EXITED\x10\x04\x12\x13\n" +
 	"\x0fFAILED_TO_START\x10\x05\x12\n" +
 	"\n" +
-	"\x06KILLED\x10\x062\xe3\x02\n" +
+	"\x06KILLED\x10\x062\x9d\x03\n" +
 	"\bSandboxd\x12H\n" +
 	"\aSession\x12\x1b.sandboxd.v1.SessionRequest\x1a\x1c.sandboxd.v1.SessionResponse(\x010\x01\x12;\n" +
 	"\x04List\x12\x18.sandboxd.v1.ListRequest\x1a\x19.sandboxd.v1.ListResponse\x12@\n" +
 	"\aInspect\x12\x1b.sandboxd.v1.InspectRequest\x1a\x18.sandboxd.v1.SessionInfo\x12;\n" +
 	"\x04Kill\x12\x18.sandboxd.v1.KillRequest\x1a\x19.sandboxd.v1.KillResponse\x12Q\n" +
-	"\fCapabilities\x12 .sandboxd.v1.CapabilitiesRequest\x1a\x1f.sandboxd.v1.CapabilitiesReportB9Z7github.com/sandboxd/sandboxd/api/sandboxd/v1;sandboxdv1b\x06proto3"
+	"\fCapabilities\x12 .sandboxd.v1.CapabilitiesRequest\x1a\x1f.sandboxd.v1.CapabilitiesReport\x128\n" +
+	"\x05Watch\x12\x19.sandboxd.v1.WatchRequest\x1a\x12.sandboxd.v1.Event0\x01B9Z7github.com/sandboxd/sandboxd/api/sandboxd/v1;sandboxdv1b\x06proto3"
 
 var (
 	file_sandboxd_v1_sandboxd_proto_rawDescOnce sync.Once
@@ -2277,7 +2795,7 @@ func file_sandboxd_v1_sandboxd_proto_rawDescGZIP() []byte {
 }
 
 var file_sandboxd_v1_sandboxd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_sandboxd_v1_sandboxd_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_sandboxd_v1_sandboxd_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_sandboxd_v1_sandboxd_proto_goTypes = []any{
 	(State)(0),                    // 0: sandboxd.v1.State
 	(Output_Stream)(0),            // 1: sandboxd.v1.Output.Stream
@@ -2293,29 +2811,34 @@ var file_sandboxd_v1_sandboxd_proto_goTypes = []any{
 	(*Exit)(nil),                  // 11: sandboxd.v1.Exit
 	(*SessionResponse)(nil),       // 12: sandboxd.v1.SessionResponse
 	(*EnforcementReport)(nil),     // 13: sandboxd.v1.EnforcementReport
-	(*FieldEnforcement)(nil),      // 14: sandboxd.v1.FieldEnforcement
-	(*Unenforceable)(nil),         // 15: sandboxd.v1.Unenforceable
-	(*SessionInfo)(nil),           // 16: sandboxd.v1.SessionInfo
-	(*ListRequest)(nil),           // 17: sandboxd.v1.ListRequest
-	(*ListResponse)(nil),          // 18: sandboxd.v1.ListResponse
-	(*InspectRequest)(nil),        // 19: sandboxd.v1.InspectRequest
-	(*KillRequest)(nil),           // 20: sandboxd.v1.KillRequest
-	(*KillResponse)(nil),          // 21: sandboxd.v1.KillResponse
-	(*CapabilitiesRequest)(nil),   // 22: sandboxd.v1.CapabilitiesRequest
-	(*HostFacts)(nil),             // 23: sandboxd.v1.HostFacts
-	(*ProbeResult)(nil),           // 24: sandboxd.v1.ProbeResult
-	(*MechanismSet)(nil),          // 25: sandboxd.v1.MechanismSet
-	(*FeatureSupport)(nil),        // 26: sandboxd.v1.FeatureSupport
-	(*SelfTestCheck)(nil),         // 27: sandboxd.v1.SelfTestCheck
-	(*SelfTest)(nil),              // 28: sandboxd.v1.SelfTest
-	(*CapabilitiesReport)(nil),    // 29: sandboxd.v1.CapabilitiesReport
-	nil,                           // 30: sandboxd.v1.Command.EnvEntry
-	(*Policy)(nil),                // 31: sandboxd.v1.Policy
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
+	(*DenialSource)(nil),          // 14: sandboxd.v1.DenialSource
+	(*FieldEnforcement)(nil),      // 15: sandboxd.v1.FieldEnforcement
+	(*Unenforceable)(nil),         // 16: sandboxd.v1.Unenforceable
+	(*SessionInfo)(nil),           // 17: sandboxd.v1.SessionInfo
+	(*Denial)(nil),                // 18: sandboxd.v1.Denial
+	(*StateChange)(nil),           // 19: sandboxd.v1.StateChange
+	(*Event)(nil),                 // 20: sandboxd.v1.Event
+	(*WatchRequest)(nil),          // 21: sandboxd.v1.WatchRequest
+	(*ListRequest)(nil),           // 22: sandboxd.v1.ListRequest
+	(*ListResponse)(nil),          // 23: sandboxd.v1.ListResponse
+	(*InspectRequest)(nil),        // 24: sandboxd.v1.InspectRequest
+	(*KillRequest)(nil),           // 25: sandboxd.v1.KillRequest
+	(*KillResponse)(nil),          // 26: sandboxd.v1.KillResponse
+	(*CapabilitiesRequest)(nil),   // 27: sandboxd.v1.CapabilitiesRequest
+	(*HostFacts)(nil),             // 28: sandboxd.v1.HostFacts
+	(*ProbeResult)(nil),           // 29: sandboxd.v1.ProbeResult
+	(*MechanismSet)(nil),          // 30: sandboxd.v1.MechanismSet
+	(*FeatureSupport)(nil),        // 31: sandboxd.v1.FeatureSupport
+	(*SelfTestCheck)(nil),         // 32: sandboxd.v1.SelfTestCheck
+	(*SelfTest)(nil),              // 33: sandboxd.v1.SelfTest
+	(*CapabilitiesReport)(nil),    // 34: sandboxd.v1.CapabilitiesReport
+	nil,                           // 35: sandboxd.v1.Command.EnvEntry
+	(*Policy)(nil),                // 36: sandboxd.v1.Policy
+	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
 }
 var file_sandboxd_v1_sandboxd_proto_depIdxs = []int32{
-	30, // 0: sandboxd.v1.Command.env:type_name -> sandboxd.v1.Command.EnvEntry
-	31, // 1: sandboxd.v1.Start.policy:type_name -> sandboxd.v1.Policy
+	35, // 0: sandboxd.v1.Command.env:type_name -> sandboxd.v1.Command.EnvEntry
+	36, // 1: sandboxd.v1.Start.policy:type_name -> sandboxd.v1.Policy
 	2,  // 2: sandboxd.v1.Start.command:type_name -> sandboxd.v1.Command
 	3,  // 3: sandboxd.v1.Start.window:type_name -> sandboxd.v1.WindowSize
 	3,  // 4: sandboxd.v1.Attach.window:type_name -> sandboxd.v1.WindowSize
@@ -2330,37 +2853,47 @@ var file_sandboxd_v1_sandboxd_proto_depIdxs = []int32{
 	9,  // 13: sandboxd.v1.SessionResponse.started:type_name -> sandboxd.v1.Started
 	10, // 14: sandboxd.v1.SessionResponse.output:type_name -> sandboxd.v1.Output
 	11, // 15: sandboxd.v1.SessionResponse.exit:type_name -> sandboxd.v1.Exit
-	14, // 16: sandboxd.v1.EnforcementReport.fields:type_name -> sandboxd.v1.FieldEnforcement
-	0,  // 17: sandboxd.v1.SessionInfo.state:type_name -> sandboxd.v1.State
-	31, // 18: sandboxd.v1.SessionInfo.policy:type_name -> sandboxd.v1.Policy
-	13, // 19: sandboxd.v1.SessionInfo.enforcement:type_name -> sandboxd.v1.EnforcementReport
-	32, // 20: sandboxd.v1.SessionInfo.created:type_name -> google.protobuf.Timestamp
-	32, // 21: sandboxd.v1.SessionInfo.ended:type_name -> google.protobuf.Timestamp
-	16, // 22: sandboxd.v1.ListResponse.sessions:type_name -> sandboxd.v1.SessionInfo
-	14, // 23: sandboxd.v1.FeatureSupport.enforcement:type_name -> sandboxd.v1.FieldEnforcement
-	15, // 24: sandboxd.v1.FeatureSupport.refusal:type_name -> sandboxd.v1.Unenforceable
-	27, // 25: sandboxd.v1.SelfTest.checks:type_name -> sandboxd.v1.SelfTestCheck
-	32, // 26: sandboxd.v1.SelfTest.ran:type_name -> google.protobuf.Timestamp
-	23, // 27: sandboxd.v1.CapabilitiesReport.host:type_name -> sandboxd.v1.HostFacts
-	24, // 28: sandboxd.v1.CapabilitiesReport.probes:type_name -> sandboxd.v1.ProbeResult
-	25, // 29: sandboxd.v1.CapabilitiesReport.mechanism_sets:type_name -> sandboxd.v1.MechanismSet
-	26, // 30: sandboxd.v1.CapabilitiesReport.features:type_name -> sandboxd.v1.FeatureSupport
-	28, // 31: sandboxd.v1.CapabilitiesReport.self_test:type_name -> sandboxd.v1.SelfTest
-	8,  // 32: sandboxd.v1.Sandboxd.Session:input_type -> sandboxd.v1.SessionRequest
-	17, // 33: sandboxd.v1.Sandboxd.List:input_type -> sandboxd.v1.ListRequest
-	19, // 34: sandboxd.v1.Sandboxd.Inspect:input_type -> sandboxd.v1.InspectRequest
-	20, // 35: sandboxd.v1.Sandboxd.Kill:input_type -> sandboxd.v1.KillRequest
-	22, // 36: sandboxd.v1.Sandboxd.Capabilities:input_type -> sandboxd.v1.CapabilitiesRequest
-	12, // 37: sandboxd.v1.Sandboxd.Session:output_type -> sandboxd.v1.SessionResponse
-	18, // 38: sandboxd.v1.Sandboxd.List:output_type -> sandboxd.v1.ListResponse
-	16, // 39: sandboxd.v1.Sandboxd.Inspect:output_type -> sandboxd.v1.SessionInfo
-	21, // 40: sandboxd.v1.Sandboxd.Kill:output_type -> sandboxd.v1.KillResponse
-	29, // 41: sandboxd.v1.Sandboxd.Capabilities:output_type -> sandboxd.v1.CapabilitiesReport
-	37, // [37:42] is the sub-list for method output_type
-	32, // [32:37] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	15, // 16: sandboxd.v1.EnforcementReport.fields:type_name -> sandboxd.v1.FieldEnforcement
+	14, // 17: sandboxd.v1.EnforcementReport.denial_sources:type_name -> sandboxd.v1.DenialSource
+	0,  // 18: sandboxd.v1.SessionInfo.state:type_name -> sandboxd.v1.State
+	36, // 19: sandboxd.v1.SessionInfo.policy:type_name -> sandboxd.v1.Policy
+	13, // 20: sandboxd.v1.SessionInfo.enforcement:type_name -> sandboxd.v1.EnforcementReport
+	37, // 21: sandboxd.v1.SessionInfo.created:type_name -> google.protobuf.Timestamp
+	37, // 22: sandboxd.v1.SessionInfo.ended:type_name -> google.protobuf.Timestamp
+	18, // 23: sandboxd.v1.SessionInfo.recent_denials:type_name -> sandboxd.v1.Denial
+	37, // 24: sandboxd.v1.Denial.time:type_name -> google.protobuf.Timestamp
+	0,  // 25: sandboxd.v1.StateChange.from:type_name -> sandboxd.v1.State
+	0,  // 26: sandboxd.v1.StateChange.to:type_name -> sandboxd.v1.State
+	37, // 27: sandboxd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	19, // 28: sandboxd.v1.Event.state:type_name -> sandboxd.v1.StateChange
+	18, // 29: sandboxd.v1.Event.denial:type_name -> sandboxd.v1.Denial
+	17, // 30: sandboxd.v1.ListResponse.sessions:type_name -> sandboxd.v1.SessionInfo
+	15, // 31: sandboxd.v1.FeatureSupport.enforcement:type_name -> sandboxd.v1.FieldEnforcement
+	16, // 32: sandboxd.v1.FeatureSupport.refusal:type_name -> sandboxd.v1.Unenforceable
+	32, // 33: sandboxd.v1.SelfTest.checks:type_name -> sandboxd.v1.SelfTestCheck
+	37, // 34: sandboxd.v1.SelfTest.ran:type_name -> google.protobuf.Timestamp
+	28, // 35: sandboxd.v1.CapabilitiesReport.host:type_name -> sandboxd.v1.HostFacts
+	29, // 36: sandboxd.v1.CapabilitiesReport.probes:type_name -> sandboxd.v1.ProbeResult
+	30, // 37: sandboxd.v1.CapabilitiesReport.mechanism_sets:type_name -> sandboxd.v1.MechanismSet
+	31, // 38: sandboxd.v1.CapabilitiesReport.features:type_name -> sandboxd.v1.FeatureSupport
+	33, // 39: sandboxd.v1.CapabilitiesReport.self_test:type_name -> sandboxd.v1.SelfTest
+	8,  // 40: sandboxd.v1.Sandboxd.Session:input_type -> sandboxd.v1.SessionRequest
+	22, // 41: sandboxd.v1.Sandboxd.List:input_type -> sandboxd.v1.ListRequest
+	24, // 42: sandboxd.v1.Sandboxd.Inspect:input_type -> sandboxd.v1.InspectRequest
+	25, // 43: sandboxd.v1.Sandboxd.Kill:input_type -> sandboxd.v1.KillRequest
+	27, // 44: sandboxd.v1.Sandboxd.Capabilities:input_type -> sandboxd.v1.CapabilitiesRequest
+	21, // 45: sandboxd.v1.Sandboxd.Watch:input_type -> sandboxd.v1.WatchRequest
+	12, // 46: sandboxd.v1.Sandboxd.Session:output_type -> sandboxd.v1.SessionResponse
+	23, // 47: sandboxd.v1.Sandboxd.List:output_type -> sandboxd.v1.ListResponse
+	17, // 48: sandboxd.v1.Sandboxd.Inspect:output_type -> sandboxd.v1.SessionInfo
+	26, // 49: sandboxd.v1.Sandboxd.Kill:output_type -> sandboxd.v1.KillResponse
+	34, // 50: sandboxd.v1.Sandboxd.Capabilities:output_type -> sandboxd.v1.CapabilitiesReport
+	20, // 51: sandboxd.v1.Sandboxd.Watch:output_type -> sandboxd.v1.Event
+	46, // [46:52] is the sub-list for method output_type
+	40, // [40:46] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_sandboxd_v1_sandboxd_proto_init() }
@@ -2381,13 +2914,17 @@ func file_sandboxd_v1_sandboxd_proto_init() {
 		(*SessionResponse_Output)(nil),
 		(*SessionResponse_Exit)(nil),
 	}
+	file_sandboxd_v1_sandboxd_proto_msgTypes[18].OneofWrappers = []any{
+		(*Event_State)(nil),
+		(*Event_Denial)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sandboxd_v1_sandboxd_proto_rawDesc), len(file_sandboxd_v1_sandboxd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   29,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	Sandboxd_Inspect_FullMethodName      = "/sandboxd.v1.Sandboxd/Inspect"
 	Sandboxd_Kill_FullMethodName         = "/sandboxd.v1.Sandboxd/Kill"
 	Sandboxd_Capabilities_FullMethodName = "/sandboxd.v1.Sandboxd/Capabilities"
+	Sandboxd_Watch_FullMethodName        = "/sandboxd.v1.Sandboxd/Watch"
 )
 
 // SandboxdClient is the client API for Sandboxd service.
@@ -50,6 +51,12 @@ type SandboxdClient interface {
 	// host probe found, which mechanism sets work, per policy feature whether
 	// and by what it is enforced, and the result of the daemon's self-test.
 	Capabilities(ctx context.Context, in *CapabilitiesRequest, opts ...grpc.CallOption) (*CapabilitiesReport, error)
+	// Watch streams session events as they happen: state transitions and
+	// denials, in the order the daemon recorded them. It first describes
+	// every matching live session (Event.snapshot), so a watcher needs no
+	// List to know where things stand. A watcher that falls too far behind
+	// is ended with RESOURCE_EXHAUSTED rather than silently skipped ahead.
+	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error)
 }
 
 type sandboxdClient struct {
@@ -113,6 +120,25 @@ func (c *sandboxdClient) Capabilities(ctx context.Context, in *CapabilitiesReque
 	return out, nil
 }
 
+func (c *sandboxdClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Sandboxd_ServiceDesc.Streams[1], Sandboxd_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchRequest, Event]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sandboxd_WatchClient = grpc.ServerStreamingClient[Event]
+
 // SandboxdServer is the server API for Sandboxd service.
 // All implementations must embed UnimplementedSandboxdServer
 // for forward compatibility.
@@ -137,6 +163,12 @@ type SandboxdServer interface {
 	// host probe found, which mechanism sets work, per policy feature whether
 	// and by what it is enforced, and the result of the daemon's self-test.
 	Capabilities(context.Context, *CapabilitiesRequest) (*CapabilitiesReport, error)
+	// Watch streams session events as they happen: state transitions and
+	// denials, in the order the daemon recorded them. It first describes
+	// every matching live session (Event.snapshot), so a watcher needs no
+	// List to know where things stand. A watcher that falls too far behind
+	// is ended with RESOURCE_EXHAUSTED rather than silently skipped ahead.
+	Watch(*WatchRequest, grpc.ServerStreamingServer[Event]) error
 	mustEmbedUnimplementedSandboxdServer()
 }
 
@@ -161,6 +193,9 @@ func (UnimplementedSandboxdServer) Kill(context.Context, *KillRequest) (*KillRes
 }
 func (UnimplementedSandboxdServer) Capabilities(context.Context, *CapabilitiesRequest) (*CapabilitiesReport, error) {
 	return nil, status.Error(codes.Unimplemented, "method Capabilities not implemented")
+}
+func (UnimplementedSandboxdServer) Watch(*WatchRequest, grpc.ServerStreamingServer[Event]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
 }
 func (UnimplementedSandboxdServer) mustEmbedUnimplementedSandboxdServer() {}
 func (UnimplementedSandboxdServer) testEmbeddedByValue()                  {}
@@ -262,6 +297,17 @@ func _Sandboxd_Capabilities_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Sandboxd_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SandboxdServer).Watch(m, &grpc.GenericServerStream[WatchRequest, Event]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Sandboxd_WatchServer = grpc.ServerStreamingServer[Event]
+
 // Sandboxd_ServiceDesc is the grpc.ServiceDesc for Sandboxd service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -292,6 +338,11 @@ var Sandboxd_ServiceDesc = grpc.ServiceDesc{
 			Handler:       _Sandboxd_Session_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "Watch",
+			Handler:       _Sandboxd_Watch_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "sandboxd/v1/sandboxd.proto",
