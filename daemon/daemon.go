@@ -104,6 +104,8 @@ type Service struct {
 
 	selfTest        *sandboxdv1.SelfTest // the latest finished one
 	selfTestRunning int
+
+	events *eventBus
 }
 
 // New returns a Service starting sandboxes with cfg.Backend.
@@ -147,6 +149,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.SessionSocketDir = abs
 	}
 	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), socketInSandbox: func(h string) string { return h }}
+	s.events = newEventBus()
 	if p, ok := cfg.Backend.(launcher.SessionSocketPlacer); ok {
 		s.socketInSandbox = p.SessionSocketPath
 	}
@@ -215,6 +218,9 @@ func (s *Service) add(sess *session) error {
 	}
 	s.sessions[sess.id] = sess
 	s.live.Add(1)
+	// Under s.mu, so that a watch starting now either finds the session
+	// in the registry with this event reflected, or gets the event.
+	sess.announce()
 	return nil
 }
 

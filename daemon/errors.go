@@ -61,6 +61,8 @@ func toStatus(err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ErrUnauthenticated):
 		return status.Error(codes.Unauthenticated, err.Error())
+	case errors.Is(err, ErrWatcherBehind):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, ErrShuttingDown):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, context.Canceled):

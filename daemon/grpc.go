@@ -54,3 +54,11 @@ func (g *grpcServer) Kill(ctx context.Context, req *sandboxdv1.KillRequest) (*sa
 func (g *grpcServer) Capabilities(ctx context.Context, _ *sandboxdv1.CapabilitiesRequest) (*sandboxdv1.CapabilitiesReport, error) {
 	return g.svc.Capabilities(ctx), nil
 }
+
+func (g *grpcServer) Watch(req *sandboxdv1.WatchRequest, stream grpc.ServerStreamingServer[sandboxdv1.Event]) error {
+	caller, err := callerFrom(stream.Context())
+	if err != nil {
+		return toStatus(err)
+	}
+	return toStatus(g.svc.Watch(stream.Context(), caller, req, stream.Send))
+}

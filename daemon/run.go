@@ -152,6 +152,8 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		policy:     pol,
 		digest:     digest,
 		created:    time.Now(),
+		caller:     caller,
+		events:     s.events,
 		state:      sandboxdv1.State_STARTING,
 		out:        newBroadcast(s.cfg.ScrollbackBytes),
 		// The starting client holds the input until it leaves; a detached
@@ -180,6 +182,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		UID:         uid,
 		GID:         gid,
 		HideSockets: s.hiddenSockets(),
+		OnDenial:    sess.denied,
 	}
 	if sess.socket != nil {
 		spec.SessionSocket = sess.socket.path

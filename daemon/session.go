@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -19,8 +20,11 @@ const (
 	reasonOperator     = "operator"
 	reasonDisconnected = "client disconnected"
 	reasonShutdown     = "daemon shutdown"
-	reasonParentEnded  = "parent session ended"
+	reasonParentEnded  = "parent"
 )
+
+// recentDenials is how many of a session's denials Inspect shows.
+const recentDenials = 32
 
 // session is the registry's record of one session. Fields above mu never
 // change after creation.
@@ -44,6 +48,12 @@ type session struct {
 	// socket is the session's own socket when its policy allows children.
 	socket *sessionSocket
 
+	// caller started the session (for a child: the connection on its
+	// parent's socket).
+	caller Caller
+	// events records the session's transitions and denials.
+	events *eventBus
+
 	// closed is set, under the Service's mu, once the session has ended
 	// and its subtree is being killed; no child may be added after.
 	closed bool
@@ -61,29 +71,36 @@ type session struct {
 	ended       time.Time
 	input       *stdio // set while RUNNING: where stdin and resizes go
 	interactive bool   // a client holds the input
+	// lastSeq is the sequence number of the session's latest event.
+	lastSeq uint64
+	// denials are the most recent ones, oldest first; denialCount all.
+	denials     []*sandboxdv1.Denial
+	denialCount uint64
 }
 
 func (s *session) info() *sandboxdv1.SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in := &sandboxdv1.SessionInfo{
-		Id:           s.id,
-		State:        s.state,
-		Argv:         s.argv,
-		Cwd:          s.cwd,
-		Tty:          s.tty,
-		Policy:       s.policy,
-		PolicyDigest: s.digest,
-		Enforcement:  s.enforcement,
-		ExitCode:     s.exitCode,
-		Signal:       s.exitSignal,
-		Reason:       s.reason,
-		Pid:          int32(s.pid),
-		Created:      timestamppb.New(s.created),
-		OwnerUid:     s.ownerUID,
-		ParentId:     s.parentID,
-		Detached:     s.detached,
-		Viewers:      uint32(s.out.count()),
+		Id:            s.id,
+		State:         s.state,
+		Argv:          s.argv,
+		Cwd:           s.cwd,
+		Tty:           s.tty,
+		Policy:        s.policy,
+		PolicyDigest:  s.digest,
+		Enforcement:   s.enforcement,
+		ExitCode:      s.exitCode,
+		Signal:        s.exitSignal,
+		Reason:        s.reason,
+		Pid:           int32(s.pid),
+		Created:       timestamppb.New(s.created),
+		OwnerUid:      s.ownerUID,
+		ParentId:      s.parentID,
+		Detached:      s.detached,
+		Viewers:       uint32(s.out.count()),
+		RecentDenials: slices.Clone(s.denials),
+		DenialCount:   s.denialCount,
 	}
 	if !s.ended.IsZero() {
 		in.Ended = timestamppb.New(s.ended)
@@ -91,29 +108,103 @@ func (s *session) info() *sandboxdv1.SessionInfo {
 	return in
 }
 
-// moveLocked changes the state after checking the transition; s.mu is held.
-func (s *session) moveLocked(to sandboxdv1.State) error {
+// moveLocked changes the state after checking the transition and records
+// the change as an event; s.mu is held. The caller has set the fields the
+// event reports (reason, exit code, signal) before.
+func (s *session) moveLocked(to sandboxdv1.State, d *eventDetail) error {
 	if err := checkTransition(s.state, to); err != nil {
 		return fmt.Errorf("session %s: %w", s.id, err)
 	}
+	from := s.state
 	s.state = to
 	if terminal(to) {
 		s.ended = time.Now()
 	}
+	ch := &sandboxdv1.StateChange{From: from, To: to}
+	if terminal(to) {
+		ch.Reason, ch.ExitCode, ch.Signal = s.reason, s.exitCode, s.exitSignal
+	}
+	ev := &sandboxdv1.Event{Kind: &sandboxdv1.Event_State{State: ch}}
+	if to == sandboxdv1.State_RUNNING && from == sandboxdv1.State_STARTING {
+		ev.Argv = s.argv
+	}
+	s.publishLocked(ev, d)
 	return nil
+}
+
+// publishLocked records an event of the session; s.mu is held, so the
+// session's events are numbered in the order they happened.
+func (s *session) publishLocked(ev *sandboxdv1.Event, d *eventDetail) {
+	if s.events == nil {
+		return
+	}
+	ev.SessionId, ev.ParentId = s.id, s.parentID
+	s.lastSeq = s.events.publish(ev, d)
+}
+
+// announce records that the session exists, before it is launched.
+func (s *session) announce() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.publishLocked(&sandboxdv1.Event{
+		Kind: &sandboxdv1.Event_State{State: &sandboxdv1.StateChange{To: s.state}},
+		Argv: s.argv,
+	}, &eventDetail{caller: &s.caller, policy: s.policy, digest: s.digest, cwd: s.cwd, tty: s.tty})
+}
+
+// snapshot is the event a watch starts with for this session, and the
+// sequence number of the latest event it reflects.
+func (s *session) snapshot() (*sandboxdv1.Event, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &sandboxdv1.Event{
+		SessionId: s.id,
+		ParentId:  s.parentID,
+		Kind:      &sandboxdv1.Event_State{State: &sandboxdv1.StateChange{To: s.state, Reason: s.reason, ExitCode: s.exitCode, Signal: s.exitSignal}},
+		Snapshot:  true,
+		Argv:      s.argv,
+	}, s.lastSeq
 }
 
 func (s *session) running(p launcher.Process, enforcement *sandboxdv1.EnforcementReport, input *stdio) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.moveLocked(sandboxdv1.State_RUNNING); err != nil {
-		return err
-	}
 	s.proc = p
 	s.pid = p.Pid()
 	s.enforcement = enforcement
 	s.input = input
-	return nil
+	return s.moveLocked(sandboxdv1.State_RUNNING, &eventDetail{enforcement: enforcement, launchLatency: time.Since(s.created)})
+}
+
+// setWaiting moves a running session to WAITING_FOR_INPUT and back as its
+// processes block on and return from reading their input. A session that
+// has ended, or whose process has been reaped, stays as it is.
+func (s *session) setWaiting(waiting bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !live(s.state) || s.waited {
+		return nil
+	}
+	to := sandboxdv1.State_RUNNING
+	if waiting {
+		to = sandboxdv1.State_WAITING_FOR_INPUT
+	}
+	if s.state == to {
+		return nil
+	}
+	return s.moveLocked(to, nil)
+}
+
+// denied records one operation the sandbox refused.
+func (s *session) denied(d *sandboxdv1.Denial) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.denialCount++
+	if len(s.denials) == recentDenials {
+		s.denials = slices.Delete(s.denials, 0, 1)
+	}
+	s.denials = append(s.denials, d)
+	s.publishLocked(&sandboxdv1.Event{Time: d.GetTime(), Kind: &sandboxdv1.Event_Denial{Denial: d}}, nil)
 }
 
 // claimInput makes the caller the session's one interactive client.
@@ -144,15 +235,15 @@ func (s *session) stdin() (*stdio, error) {
 	return s.input, nil
 }
 
-func (s *session) failedToStart(exitCode int, reason string) error {
+func (s *session) failedToStart(exitCode int, reason, refusedField string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.moveLocked(sandboxdv1.State_FAILED_TO_START); err != nil {
-		return err
+	if err := checkTransition(s.state, sandboxdv1.State_FAILED_TO_START); err != nil {
+		return fmt.Errorf("session %s: %w", s.id, err)
 	}
 	s.exitCode = int32(exitCode)
 	s.reason = reason
-	return nil
+	return s.moveLocked(sandboxdv1.State_FAILED_TO_START, &eventDetail{refusedField: refusedField})
 }
 
 // markWaited records that the process has been reaped, so no later kill or
@@ -179,8 +270,8 @@ func (s *session) finish(st launcher.Status, waitErr error) (*sandboxdv1.Exit, e
 	if s.killReason != "" {
 		to = sandboxdv1.State_KILLED
 	}
-	if err := s.moveLocked(to); err != nil {
-		return nil, err
+	if err := checkTransition(s.state, to); err != nil {
+		return nil, fmt.Errorf("session %s: %w", s.id, err)
 	}
 	s.reason = s.killReason
 	s.exitCode = int32(st.ExitCode)
@@ -191,6 +282,9 @@ func (s *session) finish(st launcher.Status, waitErr error) (*sandboxdv1.Exit, e
 		s.exitCode, s.exitSignal = 125, 0
 		s.reason = fmt.Sprintf("wait for sandbox: %v", waitErr)
 	}
+	if err := s.moveLocked(to, nil); err != nil {
+		return nil, err
+	}
 	s.proc = nil
 	return &sandboxdv1.Exit{State: s.state, ExitCode: s.exitCode, Signal: s.exitSignal, Reason: s.reason}, nil
 }
@@ -199,7 +293,7 @@ func (s *session) finish(st launcher.Status, waitErr error) (*sandboxdv1.Exit, e
 // ends KILLED with that reason.
 func (s *session) kill(reason string) error {
 	s.mu.Lock()
-	if s.state != sandboxdv1.State_RUNNING || s.waited {
+	if !live(s.state) || s.waited {
 		s.mu.Unlock()
 		return fmt.Errorf("kill session %s: %w", s.id, ErrNotRunning)
 	}
@@ -216,7 +310,7 @@ func (s *session) kill(reason string) error {
 
 func (s *session) signal(sig syscall.Signal) error {
 	s.mu.Lock()
-	if s.state != sandboxdv1.State_RUNNING || s.waited {
+	if !live(s.state) || s.waited {
 		s.mu.Unlock()
 		return fmt.Errorf("signal session %s: %w", s.id, ErrNotRunning)
 	}
@@ -234,12 +328,17 @@ func (s *session) signal(sig syscall.Signal) error {
 func (s *session) startFailure(err error) (*sandboxdv1.Exit, error) {
 	var ee *launcher.ExecError
 	if errors.As(err, &ee) {
-		if ferr := s.failedToStart(ee.ExitCode(), ee.Error()); ferr != nil {
+		if ferr := s.failedToStart(ee.ExitCode(), ee.Error(), ""); ferr != nil {
 			return nil, ferr
 		}
 		return &sandboxdv1.Exit{State: sandboxdv1.State_FAILED_TO_START, ExitCode: int32(ee.ExitCode()), Reason: ee.Error()}, nil
 	}
-	if ferr := s.failedToStart(0, err.Error()); ferr != nil {
+	var field string
+	var u *launcher.Unenforceable
+	if errors.As(err, &u) {
+		field = u.Field
+	}
+	if ferr := s.failedToStart(0, err.Error(), field); ferr != nil {
 		return nil, errors.Join(err, ferr)
 	}
 	return nil, fmt.Errorf("start session %s: %w", s.id, err)

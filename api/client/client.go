@@ -166,3 +166,26 @@ func wrap(op string, err error) error {
 	}
 	return newRPCError(op+": "+st.Message(), st, nil)
 }
+
+// Watch follows the daemon's session events: first a snapshot of every
+// matching live session, then each state change and denial as it happens.
+// It calls fn for each, in the daemon's order, until ctx ends (nil), fn
+// returns an error (that error), or the daemon ends the stream.
+func (c *Client) Watch(ctx context.Context, req *sandboxdv1.WatchRequest, fn func(*sandboxdv1.Event) error) error {
+	stream, err := c.rpc.Watch(ctx, req)
+	if err != nil {
+		return wrap("watch", err)
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return wrap("watch", err)
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+}

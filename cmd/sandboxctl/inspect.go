@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 
@@ -27,13 +28,30 @@ func inspectVerb(ctx context.Context, c *cli, args []string) int {
 	}); code != 0 {
 		return code
 	}
-	// Proto field names and unpopulated fields, so that "exit_code": 0 is
-	// there for scripts to read rather than absent.
-	out, err := protojson.MarshalOptions{Multiline: true, Indent: "  ", UseProtoNames: true, EmitUnpopulated: true}.Marshal(info)
+	out, err := inspectJSON(info)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "sandboxctl: encoding session %s: %v\n", fs.Arg(0), err)
 		return exitFailed
 	}
 	fmt.Fprintf(c.stdout, "%s\n", out)
 	return 0
+}
+
+// inspectJSON is the session as indented JSON with proto field names and
+// unpopulated fields, so that "exit_code": 0 is there for scripts to read
+// rather than absent, and with the state named as DESIGN.md spells it
+// ("waiting-for-input") rather than as the enum constant.
+func inspectJSON(info *sandboxdv1.SessionInfo) ([]byte, error) {
+	raw, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	if fields["state"], err = json.Marshal(client.StateName(info.GetState())); err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(fields, "", "  ")
 }

@@ -46,6 +46,8 @@ var verbs = map[string]verb{
 	"inspect": {"show a session as JSON", inspectVerb},
 	"kill":    {"signal or kill a session", killVerb},
 	"doctor":  {"show what the host can enforce and the self-test", doctorVerb},
+	"events":  {"follow session state changes and denials", eventsVerb},
+	"top":     {"ps, refreshed as sessions change", topVerb},
 }
 
 func main() {

@@ -234,10 +234,10 @@ func TestPs(t *testing.T) {
 	if code != 0 || len(lines) != 2 {
 		t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "ID STATE PID AGE VIEWERS PARENT COMMAND" {
+	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "ID STATE PID AGE DENIALS VIEWERS PARENT COMMAND" {
 		t.Errorf("header %q", lines[0])
 	}
-	if got := strings.Fields(lines[1]); strings.Join(got, " ") != "a1b2 waiting-for-input 4242 1m 1 python3 -i" {
+	if got := strings.Fields(lines[1]); strings.Join(got, " ") != "a1b2 waiting-for-input 4242 1m 0 1 python3 -i" {
 		t.Errorf("row %q", lines[1])
 	}
 	code, stdout, _ = sandboxctl(t, "", "--socket", sock, "ps", "-q")
@@ -261,7 +261,7 @@ func TestInspectShowsZeroExitCode(t *testing.T) {
 			t.Errorf("no %q in\n%s", key, stdout)
 		}
 	}
-	if got["exit_code"] != 0.0 || got["state"] != "WAITING_FOR_INPUT" {
+	if got["exit_code"] != 0.0 || got["state"] != "waiting-for-input" {
 		t.Errorf("exit_code %v, state %v", got["exit_code"], got["state"])
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +16,10 @@ import (
 
 const psUsage = `usage: sandboxctl ps [-q] [--tree]
 
-Lists sessions: ID STATE PID AGE VIEWERS PARENT COMMAND. VIEWERS counts the
+Lists sessions: ID STATE PID AGE DENIALS VIEWERS PARENT COMMAND. STATE is
+starting, running, waiting-for-input (blocked reading its terminal or
+stdin), exited, failed-to-start or killed. DENIALS counts the operations
+the sandbox refused (sandboxctl inspect shows the latest). VIEWERS counts the
 clients attached to the session's output now, the one that started it
 included, and says "(detached)" for a session started with run --detach,
 which no client keeps alive. PARENT is the session whose sandbox started
@@ -43,33 +47,40 @@ func psVerb(ctx context.Context, c *cli, args []string) int {
 	}); code != 0 {
 		return code
 	}
-	rows := make([]psRow, 0, len(sessions))
-	if *tree {
-		rows = treeRows(sessions)
-	} else {
-		for _, s := range sessions {
-			rows = append(rows, psRow{s: s})
-		}
-	}
 	if *quiet {
-		for _, r := range rows {
+		for _, r := range psRows(sessions, *tree) {
 			fmt.Fprintln(c.stdout, r.s.GetId())
 		}
 		return 0
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tPID\tAGE\tVIEWERS\tPARENT\tCOMMAND")
-	now := time.Now()
-	for _, r := range rows {
-		s := r.s
-		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.branch, s.GetId(), stateName(s.GetState()), s.GetPid(), age(s, now),
-			viewers(s), s.GetParentId(), command(s.GetArgv()))
-	}
-	if err := tw.Flush(); err != nil {
+	if err := writePS(c.stdout, sessions, *tree, time.Now()); err != nil {
 		fmt.Fprintf(c.stderr, "sandboxctl: %v\n", err)
 		return exitFailed
 	}
 	return 0
+}
+
+func psRows(sessions []*sandboxdv1.SessionInfo, tree bool) []psRow {
+	if tree {
+		return treeRows(sessions)
+	}
+	rows := make([]psRow, 0, len(sessions))
+	for _, s := range sessions {
+		rows = append(rows, psRow{s: s})
+	}
+	return rows
+}
+
+// writePS writes the ps table.
+func writePS(w io.Writer, sessions []*sandboxdv1.SessionInfo, tree bool, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tPID\tAGE\tDENIALS\tVIEWERS\tPARENT\tCOMMAND")
+	for _, r := range psRows(sessions, tree) {
+		s := r.s
+		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", r.branch, s.GetId(), client.StateName(s.GetState()), s.GetPid(), age(s, now),
+			s.GetDenialCount(), viewers(s), s.GetParentId(), command(s.GetArgv()))
+	}
+	return tw.Flush()
 }
 
 // psRow is one line of ps: a session and, with --tree, the branch drawn in
@@ -140,11 +151,6 @@ func viewers(s *sandboxdv1.SessionInfo) string {
 		return fmt.Sprintf("%d (detached)", s.GetViewers())
 	}
 	return fmt.Sprint(s.GetViewers())
-}
-
-// stateName is the state as DESIGN.md spells it: "waiting-for-input".
-func stateName(s sandboxdv1.State) string {
-	return strings.ReplaceAll(strings.ToLower(s.String()), "_", "-")
 }
 
 func age(s *sandboxdv1.SessionInfo, now time.Time) string {
