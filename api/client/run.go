@@ -46,6 +46,10 @@ type RunOptions struct {
 	// Signals carries signals to deliver to the process, as Linux signal
 	// numbers (the wire numbering on every OS).
 	Signals <-chan int32
+	// OnStarted, when set, is called with the session's id once the
+	// daemon has started it, before any output: a supervisor can inspect
+	// or watch the session while Run is still waiting for its end.
+	OnStarted func(id string)
 }
 
 // AttachOptions says which session to join and how.
@@ -115,6 +119,7 @@ func (c *Client) Run(ctx context.Context, opts RunOptions) (*Result, error) {
 		sc.resize = opts.Resize
 		sc.signals = opts.Signals
 	}
+	sc.onStarted = opts.OnStarted
 	return c.session(ctx, sc)
 }
 
@@ -160,6 +165,7 @@ type sessionCall struct {
 	stdout, stderr io.Writer
 	resize         <-chan WindowSize
 	signals        <-chan int32
+	onStarted      func(id string)
 }
 
 func (c *Client) session(ctx context.Context, sc sessionCall) (*Result, error) {
@@ -205,6 +211,9 @@ func (c *Client) session(ctx context.Context, sc sessionCall) (*Result, error) {
 			res.SessionID = m.Started.GetSessionId()
 			res.Digest = m.Started.GetPolicyDigest()
 			res.Enforcement = m.Started.GetEnforcement()
+			if sc.onStarted != nil {
+				sc.onStarted(res.SessionID)
+			}
 			if sc.stdin != nil {
 				go func() {
 					if s.forwardStdin(sctx, sc.stdin) {
