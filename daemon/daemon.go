@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/auditlog"
 	"github.com/sandboxd/sandboxd/launcher"
 	"google.golang.org/grpc"
 )
@@ -55,6 +56,15 @@ type Config struct {
 	// ScrollbackBytes bounds the output kept per session for attach. Zero
 	// means DefaultScrollback.
 	ScrollbackBytes int
+	// StateDir is where the audit log is kept (audit.log, rotated by
+	// size); empty keeps none. Two daemons cannot share one.
+	StateDir string
+	// AuditMaxBytes is the audit log's rotation size; zero means the
+	// auditlog package's default.
+	AuditMaxBytes int64
+	// MetricsAddr, when set, is the TCP address ListenAndServe serves
+	// Prometheus metrics on, at /metrics.
+	MetricsAddr string
 }
 
 // DefaultScrollback is how much of a session's recent output an attaching
@@ -105,7 +115,9 @@ type Service struct {
 	selfTest        *sandboxdv1.SelfTest // the latest finished one
 	selfTestRunning int
 
-	events *eventBus
+	events  *eventBus
+	audit   *auditlog.Log // nil without Config.StateDir
+	metrics *metrics
 }
 
 // New returns a Service starting sandboxes with cfg.Backend.
@@ -149,7 +161,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.SessionSocketDir = abs
 	}
 	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), socketInSandbox: func(h string) string { return h }}
-	s.events = newEventBus()
+
 	if p, ok := cfg.Backend.(launcher.SessionSocketPlacer); ok {
 		s.socketInSandbox = p.SessionSocketPath
 	}
@@ -172,6 +184,18 @@ func New(cfg Config) (*Service, error) {
 			s.hidden = append(s.hidden, p)
 		}
 	}
+	// Last: the audit log holds a lock that nothing after may leak.
+	s.metrics = newMetrics(s)
+	sinks := []eventSink{s.metrics.sink}
+	if cfg.StateDir != "" {
+		log, err := auditlog.Open(auditlog.Options{Dir: cfg.StateDir, MaxBytes: cfg.AuditMaxBytes})
+		if err != nil {
+			return nil, fmt.Errorf("daemon: audit log: %w", err)
+		}
+		s.audit = log
+		sinks = append(sinks, auditSink(log, logf))
+	}
+	s.events = newEventBus(sinks...)
 	return s, nil
 }
 
@@ -356,6 +380,15 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("shutdown: sessions still running: %w", ctx.Err())
 	}
+}
+
+// Close releases what New acquired: the audit log. Call it once the
+// Service serves no more.
+func (s *Service) Close() error {
+	if s.audit == nil {
+		return nil
+	}
+	return s.audit.Close()
 }
 
 // maxSignal is the highest Linux signal number (SIGRTMAX).

@@ -51,6 +51,7 @@ func (s *Service) Session(caller Caller, stream SessionStream) error {
 func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.Start) error {
 	sess, spec, err := s.prepare(caller, start)
 	if err != nil {
+		s.metrics.refused(err)
 		return err
 	}
 	if err := s.add(sess); err != nil {
@@ -154,6 +155,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		created:    time.Now(),
 		caller:     caller,
 		events:     s.events,
+		activity:   make(chan struct{}, 1),
 		state:      sandboxdv1.State_STARTING,
 		out:        newBroadcast(s.cfg.ScrollbackBytes),
 		// The starting client holds the input until it leaves; a detached
@@ -259,12 +261,22 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 		t := time.AfterFunc(d, func() { s.end(sess, reasonTimeout) })
 		defer t.Stop()
 	}
+	stopInput := make(chan struct{})
+	var watchers sync.WaitGroup
+	watchers.Go(func() { s.watchInput(sess, sio, stopInput) })
 	var pumps sync.WaitGroup
 	for _, o := range sio.outputs {
-		pumps.Go(func() { sio.pump(o, sess.out.publish) })
+		pumps.Go(func() {
+			sio.pump(o, func(out *sandboxdv1.Output) {
+				sess.out.publish(out)
+				sess.active()
+			})
+		})
 	}
 	st, waitErr := proc.Wait()
 	sess.markWaited()
+	close(stopInput)
+	watchers.Wait()
 	sio.drain()
 	pumps.Wait()
 	exit, err := sess.finish(st, waitErr)
@@ -380,6 +392,7 @@ func (s *Service) withInput(sess *session, f func(*stdio) error) {
 	in, err := sess.stdin()
 	if err == nil {
 		err = f(in)
+		sess.active()
 	}
 	s.report(sess, err)
 }

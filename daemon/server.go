@@ -86,6 +86,25 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 		}
 	}
 	s.logf("listening on %s", s.cfg.SocketPath)
+	if s.audit != nil {
+		s.logf("audit log %s", s.audit.Path())
+	}
+	mctx, stopMetrics := context.WithCancel(context.Background())
+	defer stopMetrics()
+	if s.cfg.MetricsAddr != "" {
+		addr, done, err := s.serveMetrics(mctx, s.cfg.MetricsAddr)
+		if err != nil {
+			lis.Close()
+			return err
+		}
+		defer func() {
+			stopMetrics()
+			<-done
+		}()
+		s.logf("metrics on http://%s/metrics", addr)
+	}
+	s.auditDaemon("started")
+	defer s.auditDaemon("stopped")
 	// Marked before serving, so no caller can see "not run" in between.
 	s.selfTestStarting()
 	stctx, cancel := context.WithCancel(ctx)

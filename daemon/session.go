@@ -47,6 +47,8 @@ type session struct {
 	out *broadcast
 	// socket is the session's own socket when its policy allows children.
 	socket *sessionSocket
+	// activity wakes the input-state poller (see watchInput).
+	activity chan struct{}
 
 	// caller started the session (for a child: the connection on its
 	// parent's socket).
@@ -177,22 +179,38 @@ func (s *session) running(p launcher.Process, enforcement *sandboxdv1.Enforcemen
 }
 
 // setWaiting moves a running session to WAITING_FOR_INPUT and back as its
-// processes block on and return from reading their input. A session that
-// has ended, or whose process has been reaped, stays as it is.
-func (s *session) setWaiting(waiting bool) error {
+// processes block on and return from reading their input, and says
+// whether the state changed. A session that has ended, or whose process
+// has been reaped, stays as it is.
+func (s *session) setWaiting(waiting bool) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !live(s.state) || s.waited {
-		return nil
+		return false, nil
 	}
 	to := sandboxdv1.State_RUNNING
 	if waiting {
 		to = sandboxdv1.State_WAITING_FOR_INPUT
 	}
 	if s.state == to {
-		return nil
+		return false, nil
 	}
-	return s.moveLocked(to, nil)
+	return true, s.moveLocked(to, nil)
+}
+
+// active notes output or input, after which the input state is checked
+// again soon.
+func (s *session) active() {
+	select {
+	case s.activity <- struct{}{}:
+	default:
+	}
+}
+
+func (s *session) pidOf() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pid
 }
 
 // denied records one operation the sandbox refused.

@@ -25,7 +25,7 @@ trap cleanup EXIT
 go build -o "$work/sandboxd" ./cmd/sandboxd
 go build -o "$work/sandboxctl" ./cmd/sandboxctl
 sock="$work/sandboxd.sock"
-"$work/sandboxd" --socket "$sock" 2>"$work/sandboxd.log" &
+"$work/sandboxd" --socket "$sock" --state-dir "$work/state" 2>"$work/sandboxd.log" &
 daemon=$!
 for _ in $(seq 100); do
 	"$work/sandboxctl" --socket "$sock" ps >/dev/null 2>&1 && break

@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/internal/doctor"
 	"github.com/sandboxd/sandboxd/internal/socketpath"
+	"github.com/sandboxd/sandboxd/internal/statedir"
 	"github.com/sandboxd/sandboxd/selftest"
 )
 
@@ -40,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	operators := fs.String("operators-group", "", "`GROUP` (name or gid) whose members see and control every session, as root does; others see their own")
 	sessionDir := fs.String("session-socket-dir", "", "`DIR` for the sockets of sessions that may start children (default: sandboxd-sessions beside --socket)")
 	scrollback := fs.Int("scrollback", daemon.DefaultScrollback, "`BYTES` of each session's recent output kept for attach")
+	stateDir := fs.String("state-dir", statedir.Default(), "`DIR` the audit log is kept in (audit.log, JSON lines, rotated by size; env "+statedir.Env+")")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics, e.g. 127.0.0.1:9464 (default: none)")
 	selfTest := fs.Bool("self-test", false, "start no server: run the self-test, print what this host can enforce (as sandboxctl doctor does), exit 0 if the self-test passed and 1 if not")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -63,6 +66,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := log.New(stderr, "sandboxd: ", log.LstdFlags)
+	if *selfTest {
+		// A check of the host, not a daemon: it keeps no audit trail and
+		// must not take the state directory from a running daemon.
+		*stateDir, *metricsAddr = "", ""
+	}
 
 	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism})
 	if err != nil {
@@ -78,12 +86,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		OperatorsGroup:   *operators,
 		SocketGroup:      *socketGroup,
 		ScrollbackBytes:  *scrollback,
+		StateDir:         *stateDir,
+		MetricsAddr:      *metricsAddr,
 		Logf:             logger.Printf,
 	})
 	if err != nil {
 		logger.Printf("%v", err)
 		return 1
 	}
+	defer svc.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, os.Interrupt)
 	defer stop()
 	if *selfTest {

@@ -210,6 +210,8 @@ type daemonProc struct {
 	cmd    *exec.Cmd
 	socket string
 	log    string
+	// state is its --state-dir, where its audit log is.
+	state  string
 	exited chan struct{}
 }
 
@@ -232,9 +234,11 @@ func startDaemonWith(dir string, wrap []string, extra ...string) (*daemonProc, e
 	d := &daemonProc{
 		socket: filepath.Join(dir, "sandboxd.sock"),
 		log:    filepath.Join(dir, "sandboxd.log"),
+		state:  filepath.Join(dir, "state"),
 		exited: make(chan struct{}),
 	}
-	args := []string{"--socket", d.socket}
+	// Port 0: the daemon logs the address it got (see metricsURL).
+	args := []string{"--socket", d.socket, "--state-dir", d.state, "--metrics", "127.0.0.1:0"}
 	if suite.asRoot {
 		args = append(args, "--sandbox-uid", strconv.Itoa(sandboxUID), "--sandbox-gid", strconv.Itoa(sandboxUID))
 	}

@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/auditlog"
+)
+
+// auditRecord is one line of the audit log: the event as watchers see it
+// (client.EventRecord), plus what an auditor needs and a watcher does not:
+// who started the session, the full policy and what enforced it. Never the
+// session's output.
+type auditRecord struct {
+	*client.EventRecord
+	Caller        *auditCaller    `json:"caller,omitempty"`
+	Policy        json.RawMessage `json:"policy,omitempty"`
+	PolicyDigest  string          `json:"policy_digest,omitempty"`
+	Cwd           string          `json:"cwd,omitempty"`
+	TTY           bool            `json:"tty,omitempty"`
+	Enforcement   json.RawMessage `json:"enforcement,omitempty"`
+	LaunchSeconds float64         `json:"launch_seconds,omitempty"`
+	RefusedField  string          `json:"refused_field,omitempty"`
+}
+
+type auditCaller struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+	PID int32  `json:"pid"`
+	// Session is the parent session on whose socket a child was asked for.
+	Session string `json:"session,omitempty"`
+}
+
+// daemonRecord marks the daemon starting and stopping, so that a reader
+// can tell a session the log never saw end from one that ended with the
+// daemon.
+type daemonRecord struct {
+	Time   time.Time `json:"time"`
+	Type   string    `json:"type"` // "daemon"
+	Event  string    `json:"event"`
+	PID    int       `json:"pid"`
+	Socket string    `json:"socket,omitempty"`
+}
+
+// auditSink writes every event to log. A failed write is reported through
+// logf, once until writes succeed again: the sessions go on, and the
+// daemon's own log says the trail has a gap. A failed rotation loses
+// nothing (the record is appended anyway) and is reported once too.
+func auditSink(log *auditlog.Log, logf func(string, ...any)) eventSink {
+	var failing error
+	return func(ev *sandboxdv1.Event, d *eventDetail) {
+		rec := &auditRecord{EventRecord: client.Record(ev), PolicyDigest: d.digest, Cwd: d.cwd, TTY: d.tty, RefusedField: d.refusedField}
+		if c := d.caller; c != nil {
+			rec.Caller = &auditCaller{UID: c.UID, GID: c.GID, PID: c.PID, Session: c.Session}
+		}
+		rec.Policy = protoJSON(d.policy)
+		rec.Enforcement = protoJSON(d.enforcement)
+		if d.launchLatency > 0 {
+			rec.LaunchSeconds = d.launchLatency.Seconds()
+		}
+		err := log.Write(rec)
+		switch {
+		case err != nil && failing == nil && errors.Is(err, auditlog.ErrRotate):
+			logf("audit log: %v; the file grows past its size limit until rotation works again", err)
+		case err != nil && failing == nil:
+			logf("audit log: %v; events are missing from it until writes succeed again", err)
+		case err == nil && failing != nil:
+			logf("audit log: writing again")
+		}
+		failing = err
+	}
+}
+
+func protoJSON(m proto.Message) json.RawMessage {
+	if m == nil || !m.ProtoReflect().IsValid() {
+		return nil
+	}
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// auditDaemon records the daemon starting or stopping.
+func (s *Service) auditDaemon(event string) {
+	if s.audit == nil {
+		return
+	}
+	if err := s.audit.Write(&daemonRecord{Time: time.Now().UTC(), Type: "daemon", Event: event, PID: os.Getpid(), Socket: s.cfg.SocketPath}); err != nil {
+		s.logf("audit log: %v", err)
+	}
+}

@@ -1,0 +1,137 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/promtext"
+	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
+)
+
+// launchBuckets bound the launch latency histogram, in seconds: a launch
+// takes milliseconds when the host is well, and seconds when it is not.
+var launchBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+
+// metrics are the daemon's Prometheus metrics. Counters are fed by the
+// event bus, so they count exactly what the audit log records; sessions by
+// state are counted from the registry when scraped.
+type metrics struct {
+	reg      *promtext.Registry
+	launches *promtext.CounterVec
+	latency  *promtext.HistogramVec
+	refusals *promtext.CounterVec
+	denials  *promtext.CounterVec
+}
+
+func newMetrics(s *Service) *metrics {
+	reg := promtext.NewRegistry()
+	m := &metrics{
+		reg: reg,
+		launches: reg.Counter("sandboxd_launches_total",
+			"Sessions the daemon tried to launch, by result: started, or failed_to_start (refused, or the command could not be executed).", "result"),
+		latency: reg.Histogram("sandboxd_launch_duration_seconds",
+			"Time from a Start request to its command running in the sandbox.", launchBuckets),
+		refusals: reg.Counter("sandboxd_refusals_total",
+			"Sessions refused, by the policy field that could not be enforced on this host or that would widen a parent's policy.", "field"),
+		denials: reg.Counter("sandboxd_denials_total",
+			"Operations sandboxes tried and were refused, by the policy field that refused them.", "field"),
+	}
+	reg.GaugeFunc("sandboxd_sessions", "Sessions the daemon holds, by state (ended ones until they are forgotten).", []string{"state"}, s.sessionsByState)
+	return m
+}
+
+// sink counts one event; it runs under the event bus's lock.
+func (m *metrics) sink(ev *sandboxdv1.Event, d *eventDetail) {
+	if st := ev.GetState(); st != nil {
+		switch {
+		case st.GetFrom() == sandboxdv1.State_STARTING && st.GetTo() == sandboxdv1.State_RUNNING:
+			m.launches.With("started").Inc()
+			m.latency.With().Observe(d.launchLatency.Seconds())
+		case st.GetTo() == sandboxdv1.State_FAILED_TO_START:
+			m.launches.With("failed_to_start").Inc()
+			if d.refusedField != "" {
+				m.refusals.With(d.refusedField).Inc()
+			}
+		}
+	}
+	if dn := ev.GetDenial(); dn != nil {
+		m.denials.With(dn.GetField()).Inc()
+	}
+}
+
+// refused counts a Start refused before it became a session: a child
+// asking for more than its parent has, or a policy the daemon cannot give
+// what it needs.
+func (m *metrics) refused(err error) {
+	var we *policy.WidenError
+	var ue *launcher.Unenforceable
+	switch {
+	case errors.As(err, &we):
+		m.refusals.With(we.Field).Inc()
+	case errors.As(err, &ue):
+		m.refusals.With(ue.Field).Inc()
+	}
+}
+
+func (s *Service) sessionsByState() []promtext.GaugeValue {
+	counts := map[sandboxdv1.State]float64{}
+	for st := range sandboxdv1.State_name {
+		if st != 0 {
+			counts[sandboxdv1.State(st)] = 0
+		}
+	}
+	s.mu.Lock()
+	all := make([]*session, 0, len(s.sessions))
+	for _, sess := range s.sessions {
+		all = append(all, sess)
+	}
+	s.mu.Unlock()
+	for _, sess := range all {
+		sess.mu.Lock()
+		counts[sess.state]++
+		sess.mu.Unlock()
+	}
+	out := make([]promtext.GaugeValue, 0, len(counts))
+	for st, n := range counts {
+		out = append(out, promtext.GaugeValue{LabelValues: []string{client.StateName(st)}, Value: n})
+	}
+	return out
+}
+
+// MetricsHandler serves the metrics in the Prometheus text format.
+func (s *Service) MetricsHandler() http.Handler {
+	return s.metrics.reg.Handler()
+}
+
+// serveMetrics serves /metrics on addr until ctx ends. It returns once
+// listening, with the address actually bound (addr may ask for port 0).
+func (s *Service) serveMetrics(ctx context.Context, addr string) (string, <-chan struct{}, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", s.MetricsHandler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logf("metrics: %v", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), stopWait)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	return lis.Addr().String(), done, nil
+}

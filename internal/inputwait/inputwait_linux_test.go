@@ -1,0 +1,560 @@
+//go:build amd64
+
+package inputwait
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandboxd/sandboxd/pty"
+)
+
+// The test binary doubles as the programs under test: with helperEnv set it
+// runs helper(os.Args[1:]) instead of the tests.
+const helperEnv = "INPUTWAIT_TEST_HELPER"
+
+var self string
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		if err := helper(os.Args[1], os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "helper %s: %v\n", os.Args[1], err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	var err error
+	if self, err = os.Executable(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// waitModes block on their input with one system call each, read a line
+// once it is readable, then sleep without reading.
+var waitModes = []string{
+	"read", "readv", "preadv2",
+	"poll", "ppoll", "select", "pselect6",
+	"epoll_wait", "epoll_pwait", "epoll_pwait2",
+	"devtty", "devtty-epoll_wait",
+}
+
+func helper(mode string, args []string) error {
+	switch mode {
+	case "spawn":
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		return cmd.Run()
+	case "undumpable":
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			return err
+		}
+		_, err := unix.Read(0, make([]byte, 1))
+		return err
+	case "background":
+		return backgroundHelper()
+	}
+	fd := 0
+	if rest, ok := strings.CutPrefix(mode, "devtty"); ok {
+		var err error
+		if fd, err = unix.Open("/dev/tty", unix.O_RDONLY, 0); err != nil {
+			return err
+		}
+		mode = strings.TrimPrefix(rest, "-")
+		if mode == "" {
+			mode = "read"
+		}
+	}
+	consumed, err := block(mode, fd)
+	if err != nil {
+		return err
+	}
+	if !consumed {
+		if _, err := unix.Read(fd, make([]byte, 4096)); err != nil {
+			return err
+		}
+	}
+	time.Sleep(time.Hour)
+	return nil
+}
+
+// block returns once fd is readable, having waited for it in the system
+// call that mode names, and tells whether it consumed the input doing so.
+func block(mode string, fd int) (consumed bool, err error) {
+	buf := make([]byte, 4096)
+	iov := unix.Iovec{Base: &buf[0]}
+	iov.SetLen(len(buf))
+	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	var set unix.FdSet
+	set.Set(fd)
+	var ev [1]unix.EpollEvent
+	var epfd int
+	if strings.HasPrefix(mode, "epoll") {
+		if epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
+			return false, err
+		}
+		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			return false, err
+		}
+	}
+	consumed = strings.Contains(mode, "read")
+	for {
+		var errno syscall.Errno
+		switch mode {
+		case "read":
+			_, _, errno = unix.Syscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+		case "readv":
+			_, _, errno = unix.Syscall(unix.SYS_READV, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1)
+		case "preadv2":
+			// Offset -1: the current position, which is what lets it read a
+			// pipe or a terminal at all.
+			_, _, errno = unix.Syscall6(unix.SYS_PREADV2, uintptr(fd), uintptr(unsafe.Pointer(&iov)), 1, ^uintptr(0), 0, 0)
+		case "poll":
+			_, _, errno = unix.Syscall(unix.SYS_POLL, uintptr(unsafe.Pointer(&pfd)), 1, ^uintptr(0))
+		case "ppoll":
+			_, _, errno = unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, 0, 0, 0, 0)
+		case "select":
+			_, _, errno = unix.Syscall6(unix.SYS_SELECT, uintptr(fd+1), uintptr(unsafe.Pointer(&set)), 0, 0, 0, 0)
+		case "pselect6":
+			_, _, errno = unix.Syscall6(unix.SYS_PSELECT6, uintptr(fd+1), uintptr(unsafe.Pointer(&set)), 0, 0, 0, 0)
+		case "epoll_wait":
+			_, _, errno = unix.Syscall6(unix.SYS_EPOLL_WAIT, uintptr(epfd), uintptr(unsafe.Pointer(&ev[0])), 1, ^uintptr(0), 0, 0)
+		case "epoll_pwait":
+			_, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&ev[0])), 1, ^uintptr(0), 0, 0)
+		case "epoll_pwait2":
+			_, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd), uintptr(unsafe.Pointer(&ev[0])), 1, 0, 0, 0)
+		default:
+			return false, fmt.Errorf("unknown mode %q", mode)
+		}
+		if errno != unix.EINTR {
+			if errno != 0 {
+				return false, errno
+			}
+			return consumed, nil
+		}
+	}
+}
+
+// backgroundHelper runs as a session leader on the terminal (its fd 0). It
+// starts a reader of the terminal as the foreground group and reports its
+// pid on fd 3; on SIGUSR1 it makes a sleeper the foreground group, leaving
+// the reader blocked in its read, and reports the sleeper's pid.
+func backgroundHelper() error {
+	report := os.NewFile(3, "report")
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	start := func(name string, args ...string) (*exec.Cmd, error) {
+		cmd := exec.Command(name, args...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		// The child makes its group the foreground one before exec, with
+		// signals blocked, so the kernel does not stop it with SIGTTOU.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Foreground: true, Ctty: 0}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		_, err := fmt.Fprintln(report, cmd.Process.Pid)
+		return cmd, err
+	}
+	reader, err := start("sh", "-c", "read x")
+	if err != nil {
+		return err
+	}
+	<-usr1
+	sleeper, err := start("sleep", "60")
+	if err != nil {
+		return err
+	}
+	reader.Wait()
+	return sleeper.Wait()
+}
+
+func helperCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	return cmd
+}
+
+// session is a started command with its input and a probe on it.
+type session struct {
+	cmd   *exec.Cmd
+	probe *Probe
+	input *os.File // pipe write end or PTY master
+}
+
+// startPipe starts cmd with a pipe as its stdin. Unless cmd has its own
+// SysProcAttr, it gets a process group of its own, killed on cleanup.
+func startPipe(t testing.TB, cmd *exec.Cmd) *session {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = r
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	killOnCleanup(t, cmd)
+	probe, err := ForPipe(cmd.Process.Pid, w)
+	if err != nil {
+		t.Fatalf("ForPipe: %v", err)
+	}
+	t.Cleanup(func() { probe.Close() })
+	return &session{cmd: cmd, probe: probe, input: w}
+}
+
+// startTerminal starts cmd as a session leader on a new terminal, whose
+// master is non-blocking as the daemon's is.
+func startTerminal(t testing.TB, cmd *exec.Cmd) *session {
+	t.Helper()
+	master, replica, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = replica, replica, replica
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
+	cmd.SysProcAttr.Setctty = true
+	err = cmd.Start()
+	replica.Close()
+	if err != nil {
+		master.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { master.Close() })
+	killOnCleanup(t, cmd)
+	probe, err := ForTerminal(cmd.Process.Pid, master)
+	if err != nil {
+		t.Fatalf("ForTerminal: %v", err)
+	}
+	t.Cleanup(func() { probe.Close() })
+	return &session{cmd: cmd, probe: probe, input: master}
+}
+
+// killOnCleanup kills cmd's process group: it leads one, by Setpgid or
+// Setsid, or is the init of a pid namespace, whose end ends the rest.
+func killOnCleanup(t testing.TB, cmd *exec.Cmd) {
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+}
+
+func (s *session) write(t testing.TB, line string) {
+	t.Helper()
+	if _, err := s.input.Write([]byte(line)); err != nil {
+		t.Fatalf("write input: %v", err)
+	}
+}
+
+// waitFor polls until Waiting reports want, for up to a few seconds.
+func (s *session) waitFor(t testing.TB, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := s.probe.Waiting()
+		if err != nil {
+			t.Fatalf("Waiting: %v", err)
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Waiting stayed %v for 5s, want %v", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stays checks that Waiting keeps reporting want over a short while.
+func (s *session) stays(t testing.TB, want bool) {
+	t.Helper()
+	for range 20 {
+		got, err := s.probe.Waiting()
+		if err != nil {
+			t.Fatalf("Waiting: %v", err)
+		}
+		if got != want {
+			t.Fatalf("Waiting = %v, want %v", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var starts = []struct {
+	name  string
+	start func(testing.TB, *exec.Cmd) *session
+}{
+	{"pipe", startPipe},
+	{"terminal", startTerminal},
+}
+
+func TestReadThenSleep(t *testing.T) {
+	for _, st := range starts {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, exec.Command("sh", "-c", "read x; sleep 30"))
+			s.waitFor(t, true)
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+			s.stays(t, false)
+		})
+	}
+}
+
+func TestTerminalMasterStaysNonBlocking(t *testing.T) {
+	s := startTerminal(t, exec.Command("sh", "-c", "read x; sleep 30"))
+	s.waitFor(t, true)
+	raw, err := s.input.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	var flagsErr error
+	if err := raw.Control(func(fd uintptr) { flags, flagsErr = unix.FcntlInt(fd, unix.F_GETFL, 0) }); err != nil {
+		t.Fatal(err)
+	}
+	if flagsErr != nil {
+		t.Fatal(flagsErr)
+	}
+	if flags&unix.O_NONBLOCK == 0 {
+		t.Fatal("the probe made the master blocking")
+	}
+}
+
+func TestSystemCalls(t *testing.T) {
+	for _, st := range starts {
+		for _, mode := range waitModes {
+			if st.name == "pipe" && strings.HasPrefix(mode, "devtty") {
+				continue
+			}
+			t.Run(st.name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				s := st.start(t, helperCmd(mode))
+				s.waitFor(t, true)
+				s.write(t, "hello\n")
+				s.waitFor(t, false)
+				s.stays(t, false)
+			})
+		}
+	}
+}
+
+// TestTerminalBackgroundReader checks that a task blocked reading the
+// terminal counts only while its group is the foreground one.
+func TestTerminalBackgroundReader(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := helperCmd("background")
+	cmd.ExtraFiles = []*os.File{w}
+	s := startTerminal(t, cmd)
+	w.Close()
+	report := bufio.NewScanner(r)
+	readPid := func() int {
+		t.Helper()
+		if !report.Scan() {
+			t.Fatalf("helper reported nothing: %v", report.Err())
+		}
+		pid, err := strconv.Atoi(report.Text())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		return pid
+	}
+	reader := readPid()
+	s.waitFor(t, true)
+
+	s.cmd.Process.Signal(syscall.SIGUSR1)
+	readPid()
+	s.waitFor(t, false)
+	s.stays(t, false)
+	// Without this the test would also pass if the reader had simply left
+	// its read.
+	sc, err := os.ReadFile(fmt.Sprintf("/proc/%d/syscall", reader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(sc, []byte("0 ")) {
+		t.Fatalf("background reader not blocked in read any more: %q", sc)
+	}
+}
+
+// TestNamespaces runs the session in a child user and pid namespace, as a
+// sandbox does: root is a helper that is pid 1 there, and the reader is its
+// child, with other pids inside than outside. The poll and epoll readers
+// have their memory and their epoll set inspected across the namespaces.
+func TestNamespaces(t *testing.T) {
+	readers := map[string][]string{
+		"sh":         {"sh", "-c", "read x; sleep 30"},
+		"poll":       {self, "poll"},
+		"epoll_wait": {self, "epoll_wait"},
+	}
+	for _, st := range starts {
+		for name, reader := range readers {
+			t.Run(st.name+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				testNamespaces(t, st.start, reader)
+			})
+		}
+	}
+}
+
+func testNamespaces(t *testing.T, start func(testing.TB, *exec.Cmd) *session, reader []string) {
+	cmd := helperCmd(append([]string{"spawn"}, reader...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+	}
+	s := start(t, cmd)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("NSpid:\t%d\t1\n", cmd.Process.Pid); !bytes.Contains(status, []byte(want)) {
+		t.Fatalf("root is not the init of a child pid namespace: status has no %q", want)
+	}
+	s.waitFor(t, true)
+	s.write(t, "hello\n")
+	s.waitFor(t, false)
+}
+
+func TestBusyLoop(t *testing.T) {
+	for _, st := range starts {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, exec.Command("sh", "-c", "read x; while :; do :; done"))
+			s.waitFor(t, true)
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+			s.stays(t, false)
+		})
+	}
+}
+
+// TestOddCommandName runs the reader under a name that fools a parser of
+// /proc/PID/stat that stops at the first ')': it would take 2 for the
+// process group.
+func TestOddCommandName(t *testing.T) {
+	odd := filepath.Join(t.TempDir(), "a) S 1 2 3 (b")
+	if err := os.Symlink(self, odd); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range starts {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := helperCmd("read")
+			cmd.Path = odd
+			s := st.start(t, cmd)
+			s.waitFor(t, true)
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+		})
+	}
+}
+
+// TestUninspectableProcessIsSkipped needs a process of the session that the
+// caller may not ptrace (root may ptrace every process): it is left out of
+// the check rather than failing it, so the session's other processes are
+// still seen.
+func TestUninspectableProcessIsSkipped(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root may inspect every process; run as another user")
+	}
+	s := startPipe(t, helperCmd("spawn", self, "undumpable"))
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if waiting, err := s.probe.Waiting(); err != nil || waiting {
+			t.Fatalf("Waiting: %v, %v; want false, nil", waiting, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	s := startPipe(t, exec.Command("sh", "-c", "read x"))
+	s.waitFor(t, true)
+	if err := s.probe.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.probe.Waiting(); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("Waiting after Close: %v, want os.ErrClosed", err)
+	}
+}
+
+func TestVanishedRoot(t *testing.T) {
+	s := startPipe(t, exec.Command("sh", "-c", "read x"))
+	s.waitFor(t, true)
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	s.waitFor(t, false)
+}
+
+// BenchmarkWaiting measures one check: of a session whose one process is
+// reading, and of one whose eight children sleep (the whole tree walked).
+func BenchmarkWaiting(b *testing.B) {
+	tree := "for i in 1 2 3 4 5 6 7 8; do sleep 60 & done; wait"
+	for _, st := range starts {
+		b.Run(st.name+"/reading", func(b *testing.B) {
+			s := st.start(b, exec.Command("sh", "-c", "read x"))
+			s.waitFor(b, true)
+			benchWaiting(b, s, true)
+		})
+		b.Run(st.name+"/tree", func(b *testing.B) {
+			s := st.start(b, exec.Command("sh", "-c", tree))
+			childrenFile := fmt.Sprintf("/proc/%d/task/%[1]d/children", s.cmd.Process.Pid)
+			for deadline := time.Now().Add(5 * time.Second); ; {
+				c, _ := os.ReadFile(childrenFile)
+				if len(strings.Fields(string(c))) == 8 {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("no 8 children: %q", c)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			benchWaiting(b, s, false)
+		})
+	}
+}
+
+func benchWaiting(b *testing.B, s *session, want bool) {
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := s.probe.Waiting()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got != want {
+			b.Fatalf("Waiting = %v, want %v", got, want)
+		}
+	}
+}

@@ -1,0 +1,38 @@
+//go:build !linux || !amd64
+
+package inputwait
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+)
+
+// Probe tells whether one session is blocked reading its input. Nothing can
+// construct one on this platform.
+type Probe struct{}
+
+// ForTerminal is not implemented on this platform.
+func ForTerminal(root int, master *os.File) (*Probe, error) {
+	return nil, unsupported()
+}
+
+// ForPipe is not implemented on this platform.
+func ForPipe(root int, stdin *os.File) (*Probe, error) {
+	return nil, unsupported()
+}
+
+// Waiting is not implemented on this platform.
+func (p *Probe) Waiting() (bool, error) {
+	return false, unsupported()
+}
+
+// Close does nothing: there is nothing to release.
+func (p *Probe) Close() error {
+	return nil
+}
+
+func unsupported() error {
+	return fmt.Errorf("input-wait detection on %s/%s: %w", runtime.GOOS, runtime.GOARCH, errors.ErrUnsupported)
+}
