@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -106,7 +107,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
 		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
 		HideSockets: spec.HideSockets, SessionSocket: spec.SessionSocket,
-	}, Host{Set: set, LandlockABI: b.host.LandlockABI, NoSeccomp: !b.host.Get(PrimSeccomp).OK, Exists: hostExists})
+	}, b.host.planHost(set, hostExists))
 	var held []string
 	if err == nil {
 		held = b.holdPlaceholders(plan, spec.Policy.GetFilesystem())
@@ -143,7 +144,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		SysProcAttr: sys,
 	}
 	var passParent *os.File
-	if plan.Exec.Terminal || plan.Exec.NotifyConnect {
+	if plan.Exec.Terminal || plan.Exec.Listener {
 		parent, child, err := passSocket()
 		if err != nil {
 			planR.Close()
@@ -177,7 +178,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		return nil, namespaceRefusal(startErr, plan.NetNS)
 	}
 	p := &process{cmd: cmd, report: bufio.NewReaderSize(repR, 64<<10), reportFile: repR, cleanup: cleanup, namespaces: plan.Namespaces,
-		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set)}}
+		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources}}
 	// Setup can block (a mount on a dead network filesystem); a caller that
 	// gives up must not leave the init behind.
 	setupDone := make(chan struct{})
@@ -200,7 +201,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if passParent != nil {
 		// Nothing arrives when the init fails first; its report then says
 		// why.
-		passErr = p.receivePassed(passParent, &plan.Exec, spec.SessionSocket)
+		passErr = p.receivePassed(passParent, plan, spec)
 	}
 	m, err := p.next()
 	if err != nil {
@@ -454,9 +455,9 @@ type process struct {
 	enforcement *sandboxdv1.EnforcementReport
 	terminal    *os.File
 	namespaces  bool
-	// connects performs the sandbox's connect() calls, nil unless the
-	// plan hands them to the daemon.
-	connects *connectSupervisor
+	// supervisor answers the sandbox's seccomp notifications, nil when
+	// it has no listener.
+	supervisor *supervisor
 
 	waitOnce sync.Once
 	status   launcher.Status
@@ -492,7 +493,7 @@ func (p *process) Terminal() *os.File { return p.terminal }
 
 // passSocket is the channel on which the init hands the daemon a PTY
 // session's terminal master, as runc's console socket, and the seccomp
-// listener of a sandbox whose connects the daemon performs (SCM_RIGHTS).
+// listener of the command's filter (SCM_RIGHTS).
 func passSocket() (parent, child *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -503,22 +504,37 @@ func passSocket() (parent, child *os.File, err error) {
 
 // receivePassed takes what the init sends on the pass socket, in the order
 // it sends them, and stops at the first that does not come.
-func (p *process) receivePassed(sock *os.File, e *ExecPlan, hostSocket string) error {
-	if e.Terminal {
+func (p *process) receivePassed(sock *os.File, plan *Plan, spec launcher.Spec) error {
+	writes := plan.Supervise.GetWrites()
+	if plan.Exec.Terminal {
 		fd, err := receiveFd(sock, passTerminal)
 		if err != nil {
 			return fmt.Errorf("terminal: %w", err)
+		}
+		if plan.Exec.TerminalRule && writes != nil {
+			// The init grants the replica of this master to the command.
+			n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+			if err != nil {
+				unix.Close(fd)
+				return fmt.Errorf("terminal: TIOCGPTN: %w", err)
+			}
+			writes = writes.withTerminal("/dev/pts/" + strconv.FormatUint(uint64(n), 10))
 		}
 		if p.terminal, err = pty.Adopt(fd); err != nil {
 			return fmt.Errorf("terminal: %w", err)
 		}
 	}
-	if e.NotifyConnect {
+	if plan.Exec.Listener {
 		fd, err := receiveFd(sock, passListener)
 		if err != nil {
 			return fmt.Errorf("seccomp listener: %w", err)
 		}
-		if p.connects, err = superviseConnects(fd, hostSocket); err != nil {
+		root, err := receiveFd(sock, passRootDir)
+		if err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("sandbox root: %w", err)
+		}
+		if p.supervisor, err = supervise(fd, root, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
 			return err
 		}
 	}
@@ -597,10 +613,10 @@ func (p *process) Wait() (launcher.Status, error) {
 		if werr != nil && !errors.As(werr, &exitErr) {
 			p.waitErr = werr
 		}
-		// The init is gone and with it its pid namespace: no process is
-		// left to connect.
-		if p.connects != nil {
-			p.connects.stop()
+		// The init is gone and with it every process of the sandbox:
+		// nothing is left to call.
+		if p.supervisor != nil {
+			p.supervisor.stop()
 		}
 		p.status = st
 		p.cleanup()

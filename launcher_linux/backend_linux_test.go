@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envConnectProbe); mode != "" {
 		connectProbe(mode)
 	}
+	if mode := os.Getenv(envDenialProbe); mode != "" {
+		denialProbe(mode)
+	}
 	if dir := os.Getenv("SANDBOXD_TEST_LANDLOCK_DIR"); dir != "" {
 		landlockChild(dir)
 	}

@@ -88,7 +88,7 @@ func CapabilitiesOf(h *HostProbe, forced MechanismSet) *sandboxdv1.CapabilitiesR
 			if p.GetChildren().GetAllow() {
 				in.SessionSocket = exampleSessionSocket
 			}
-			plan, err = BuildPlan(in, Host{Set: set, LandlockABI: h.LandlockABI, NoSeccomp: !h.Get(PrimSeccomp).OK, Exists: func(string) (bool, bool) { return true, true }})
+			plan, err = BuildPlan(in, h.planHost(set, func(string) (bool, bool) { return true, true }))
 		}
 		var u *launcher.Unenforceable
 		switch {

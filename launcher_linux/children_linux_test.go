@@ -353,14 +353,14 @@ func enforcementOf(p launcher.Process, field string) string {
 	return ""
 }
 
-// noSupervisorLeft fails if a goroutine of a connect supervisor outlived
-// the Wait that should have ended it.
+// noSupervisorLeft fails if a goroutine of a notification supervisor
+// outlived the Wait that should have ended it.
 func noSupervisorLeft(t *testing.T) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
-	if bytes.Contains(buf, []byte("(*connectSupervisor)")) {
-		t.Errorf("connect supervisor goroutines left after Wait:\n%s", buf)
+	if bytes.Contains(buf, []byte("(*supervisor)")) {
+		t.Errorf("supervisor goroutines left after Wait:\n%s", buf)
 	}
 }
 
@@ -540,22 +540,25 @@ func TestLandlockSetRefusesChildren(t *testing.T) {
 	}
 }
 
-func TestThreadGroupOf(t *testing.T) {
+func TestReadTaskStatus(t *testing.T) {
 	got := make(chan [2]int)
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		tgid, err := threadGroupOf(unix.Gettid())
+		st, err := readTaskStatus(unix.Gettid())
 		if err != nil {
 			t.Error(err)
 		}
-		got <- [2]int{unix.Gettid(), tgid}
+		if st.nsTid != unix.Gettid() || st.nsTgid != os.Getpid() {
+			t.Errorf("in its own pid namespace, thread %d of %d reads as %+v", unix.Gettid(), os.Getpid(), st)
+		}
+		got <- [2]int{unix.Gettid(), st.tgid}
 	}()
 	r := <-got
 	if r[1] != os.Getpid() {
 		t.Errorf("thread %d: thread group %d, want %d", r[0], r[1], os.Getpid())
 	}
-	if _, err := threadGroupOf(1 << 30); err == nil {
+	if _, err := readTaskStatus(1 << 30); err == nil {
 		t.Error("no error for a thread that does not exist")
 	}
 }

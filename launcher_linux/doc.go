@@ -8,14 +8,20 @@
 // a thread that has dropped every capability and restricted itself with
 // no_new_privs, Landlock and seccomp.
 //
-// A session that may have children gets its own daemon socket bound at
-// SessionSocketPath. In a private network namespace the command's seccomp
-// filter hands every connect() to the daemon, which performs it on a
-// duplicate of the command's socket (connect_linux.go): a unix socket
-// reaches the session socket and nothing else of the host's.
+// Where the host has seccomp user notification, the init hands the
+// listener of the command's filter to the daemon (notify_linux.go), which
+// answers three kinds of call: what the policy refuses (always EPERM,
+// recorded as a denial), connect() in a private network namespace (the
+// daemon performs it on a duplicate of the command's socket,
+// connect_linux.go: a unix socket reaches the session socket, bound at
+// SessionSocketPath for a session that may have children, and nothing else
+// of the host's), and calls that may write a name, which the daemon judges
+// against the plan's model of the filesystem (writemodel.go,
+// fswrite_linux.go) to record a refusal before it lets the kernel carry
+// them out.
 //
 // Process tree inside the sandbox:
 //
 //	sandboxd-init (pid 1, the sandbox uid, setup capabilities, not dumpable)
-//	└── command (pid 2, the sandbox uid, no capabilities, restricted)
+//	└── command (the sandbox uid, no capabilities, restricted)
 package launcherlinux

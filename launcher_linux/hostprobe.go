@@ -62,6 +62,24 @@ func (h *HostProbe) Get(name string) ProbeResult {
 	return ProbeResult{Name: name, Detail: "not probed"}
 }
 
+// planHost is what the planner needs to know of h for mechanism set s;
+// exists looks at host paths.
+func (h *HostProbe) planHost(s MechanismSet, exists func(string) (bool, bool)) Host {
+	host := Host{Set: s, LandlockABI: h.LandlockABI, NoSeccomp: !h.Get(PrimSeccomp).OK, Exists: exists}
+	if r := h.Get(PrimSeccompNotify); r.OK {
+		host.Notify = true
+	} else {
+		host.NotifyMissing = r.Op
+		switch {
+		case r.Errno != 0:
+			host.NotifyMissing += ": " + (&launcher.Unenforceable{Errno: r.Errno}).Proto().GetErrno()
+		case r.Detail != "":
+			host.NotifyMissing += ": " + r.Detail
+		}
+	}
+	return host
+}
+
 func (h *HostProbe) facts() *sandboxdv1.HostFacts {
 	return &sandboxdv1.HostFacts{
 		Os: "linux", Kernel: h.Kernel, Euid: uint32(h.EUID), Root: h.Root,

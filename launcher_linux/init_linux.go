@@ -20,8 +20,9 @@ const (
 	initArg0 = "sandboxd-init"
 	// The init gets its plan on fd 3 and reports on fd 4. On fd 5, a unix
 	// socket, it hands the daemon what the daemon must hold (SCM_RIGHTS):
-	// a PTY session's terminal master, then the seccomp listener of a
-	// sandbox whose connect() the daemon performs.
+	// a PTY session's terminal master, then the seccomp listener of the
+	// command's filter and the sandbox's root directory, from which the
+	// daemon resolves the paths the command passes.
 	planFd   = 3
 	reportFd = 4
 	passFd   = 5
@@ -31,6 +32,7 @@ const (
 const (
 	passTerminal = 'T'
 	passListener = 'N'
+	passRootDir  = 'R'
 )
 
 // message is one JSON line from the init to the daemon.
@@ -150,10 +152,16 @@ func runInit() {
 		err := passToDaemon(passListener, listener)
 		unix.Close(listener)
 		if err != nil {
-			setupErr("children.allow", "send seccomp listener to daemon", "", err)
+			setupErr("process", "send seccomp listener to daemon", "", err)
+		}
+		// The command's root is the init's: nothing in the sandbox may
+		// chroot or pivot_root. Sent rather than opened by the daemon as
+		// /proc/PID/root, as the init may be gone by the time it would.
+		if err := passRoot(); err != nil {
+			setupErr("process", "send root directory to daemon", "/", err)
 		}
 	}
-	if plan.Exec.Terminal || plan.Exec.NotifyConnect {
+	if plan.Exec.Terminal || plan.Exec.Listener {
 		unix.Close(passFd)
 	}
 	send(report, message{Type: "started"})
@@ -224,7 +232,13 @@ func restrictAndFork(p *ExecPlan, stdio []uintptr, namespaces bool) (int, int, e
 	if err := applyLandlock(p.Landlock); err != nil {
 		return 0, -1, setup("landlock", err)
 	}
-	listener, err := applySeccomp(p.Seccomp, p.NotifyConnect)
+	// From here until the daemon holds the listener, this thread and any
+	// the runtime starts from it (which inherit the filter) must make no
+	// call the filter notifies: nothing would answer it. The fork and exec
+	// below make none, nor does what the init does until it has sent the
+	// listener (sendmsg, close, an O_PATH open); the command's own calls
+	// wait for the daemon, which they may.
+	listener, err := applySeccomp(p.Seccomp, p.Listener)
 	if err != nil {
 		return 0, -1, setup("seccomp", err)
 	}
@@ -298,6 +312,15 @@ func openTerminal(rows, cols uint16) (*os.File, error) {
 		return nil, fmt.Errorf("send terminal to daemon: %w", err)
 	}
 	return replica, nil
+}
+
+func passRoot() error {
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(root)
+	return passToDaemon(passRootDir, root)
 }
 
 func passToDaemon(tag byte, fd int) error {

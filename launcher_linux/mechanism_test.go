@@ -177,7 +177,7 @@ func TestSessionSocketDecidesLikeChildrenAllow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !plan.Exec.NotifyConnect {
+	if !plan.Exec.Listener || !plan.Supervise.Connect {
 		t.Error("network NONE with a session socket: connects are not handed to the daemon")
 	}
 }

@@ -97,10 +97,9 @@ type ExecPlan struct {
 	// TerminalRule grants the command its terminal's replica, a host
 	// device when no mount namespace gives the sandbox its own devpts.
 	TerminalRule bool `json:"terminal_rule,omitempty"`
-	// NotifyConnect installs Seccomp with a listener that the init hands
-	// to the daemon, which performs every connect() of the command: a
-	// filter cannot read the address a unix socket is connected to.
-	NotifyConnect bool `json:"notify_connect,omitempty"`
+	// Listener installs Seccomp with a listener that the init hands to
+	// the daemon, which answers the calls the filter notifies.
+	Listener bool `json:"listener,omitempty"`
 }
 
 // Plan is everything the sandbox init applies. The applier never looks at the
@@ -117,6 +116,29 @@ type Plan struct {
 	Exec       ExecPlan    `json:"exec"`
 	// Report is derived from the same decisions as the steps above.
 	Report []*sandboxdv1.FieldEnforcement `json:"-"`
+	// Supervise is what the daemon needs to answer the seccomp listener's
+	// notifications, nil when there is no listener. The init never sees
+	// it.
+	Supervise *Supervision `json:"-"`
+	// DenialSources says which refusals the daemon records, and how.
+	DenialSources []*sandboxdv1.DenialSource `json:"-"`
+}
+
+// Supervision is the daemon's side of a sandbox's seccomp listener.
+type Supervision struct {
+	// Connect: the sandbox has a private network namespace, and the
+	// daemon performs each of its connect() calls.
+	Connect bool `json:"connect,omitempty"`
+	// Writes judges the write-intent calls the filter notifies.
+	Writes *WriteModel `json:"writes"`
+}
+
+// GetWrites is sv's write model, nil for a nil sv.
+func (sv *Supervision) GetWrites() *WriteModel {
+	if sv == nil {
+		return nil
+	}
+	return sv.Writes
 }
 
 // Host is what the planner needs to know about the machine; Start fills it
@@ -129,6 +151,11 @@ type Host struct {
 	// set runs without them, and only for policies whose fields do not
 	// rest on seccomp (Choose sees to that).
 	NoSeccomp bool
+	// Notify says seccomp user notification works here, with what the
+	// daemon does with a listener (pidfd_getfd, process_vm_readv);
+	// NotifyMissing says why not.
+	Notify        bool
+	NotifyMissing string
 	// Exists reports whether a host path exists and is a directory.
 	Exists func(path string) (exists, isDir bool)
 }
@@ -322,15 +349,25 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	// In a private network namespace a unix socket is the one way out, and
 	// the session socket must be reachable through one: the daemon performs
 	// each connect() itself, and only to that socket.
-	notify := plan.NetNS && in.SessionSocket != ""
+	unixStream := plan.NetNS && in.SessionSocket != ""
+	notify := host.Notify && !host.NoSeccomp
+	if unixStream && !notify {
+		return nil, &launcher.Unenforceable{
+			Field: "children.allow", Mechanism: "seccomp user notification, so that the daemon performs the sandbox's connect() to its session socket",
+			Found: "seccomp user notification does not work here: " + host.NotifyMissing, Remedy: remedyNotify,
+		}
+	}
 	var prog []SockFilter
 	if !host.NoSeccomp {
 		var err error
-		if prog, err = SeccompProgram(SeccompOptions{RestrictSocketFamilies: plan.NetNS, NotifyConnect: notify}); err != nil {
+		if prog, err = SeccompProgram(SeccompOptions{RestrictSocketFamilies: plan.NetNS, Notify: notify, NotifyConnect: notify && plan.NetNS, UnixStream: unixStream}); err != nil {
 			return nil, err
 		}
 	} else if plan.NetNS {
 		return nil, &launcher.Unenforceable{Field: "network.mode", Mechanism: "seccomp for unix sockets", Found: "seccomp filters do not work here", Remedy: remedySeccomp}
+	}
+	if notify {
+		plan.Supervise = &Supervision{Connect: plan.NetNS, Writes: buildWriteModel(plan.Mounts, ll, fs.GetReadOnly(), fs.GetDeny())}
 	}
 	cwd := in.Cwd
 	if cwd == "" {
@@ -339,9 +376,10 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	plan.Exec = ExecPlan{
 		Argv: in.Argv, Env: in.Env, Cwd: cwd,
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
-		Landlock: ll, Seccomp: prog, NotifyConnect: notify,
+		Landlock: ll, Seccomp: prog, Listener: notify,
 	}
 	plan.Report = report(p, plan, len(fs.GetDeny()) > 0, in.SessionSocket != "")
+	plan.DenialSources = denialSources(plan, host, p.GetNetwork().GetMode() != sandboxdv1.Network_HOST)
 	return plan, nil
 }
 
@@ -446,8 +484,9 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sa
 	} else {
 		out = append(out, f("filesystem.deny", "none requested"))
 	}
+	unixStream := plan.NetNS && sessionSocket
 	switch {
-	case plan.Exec.NotifyConnect:
+	case unixStream:
 		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink and unix stream; unix connect only to the session socket, emulated by the daemon via seccomp user notification"))
 	case plan.NetNS:
 		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink"))
@@ -469,7 +508,7 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sa
 	}
 	if sessionSocket {
 		mech := "session socket bound at " + SessionSocketPath + "; other daemon sockets masked"
-		if plan.Exec.NotifyConnect {
+		if unixStream {
 			mech += "; the daemon performs each connect() (seccomp user notification): a unix socket reaches only " + SessionSocketPath + ", any other path is refused with ECONNREFUSED"
 		}
 		out = append(out, f("children.allow", mech))

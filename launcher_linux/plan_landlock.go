@@ -32,7 +32,7 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 		}
 	}
 	none := p.GetNetwork().GetMode() != sandboxdv1.Network_HOST
-	prog, err := SeccompProgram(SeccompOptions{NoSockets: none, NoUnixSockets: !none, NoSysVIPC: true})
+	prog, err := SeccompProgram(SeccompOptions{NoSockets: none, NoUnixSockets: !none, NoSysVIPC: true, Notify: host.Notify})
 	if err != nil {
 		return nil, err
 	}
@@ -41,13 +41,18 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 		cwd = "/"
 	}
 	plan := &Plan{Set: SetLandlock}
+	ll := planLandlockOnly(host.LandlockABI, fs.GetWrite(), fs.GetDeny())
 	plan.Exec = ExecPlan{
 		Argv: in.Argv, Env: in.Env, Cwd: cwd,
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
-		Landlock: planLandlockOnly(host.LandlockABI, fs.GetWrite(), fs.GetDeny()), Seccomp: prog,
-		TerminalRule: in.Terminal,
+		Landlock: ll, Seccomp: prog, TerminalRule: in.Terminal, Listener: host.Notify,
+	}
+	if host.Notify {
+		// No mounts of its own: Landlock alone decides.
+		plan.Supervise = &Supervision{Writes: buildWriteModel(nil, ll, fs.GetReadOnly(), fs.GetDeny())}
 	}
 	plan.Report = reportLandlock(p, plan)
+	plan.DenialSources = denialSources(plan, host, none)
 	return plan, nil
 }
 

@@ -17,9 +17,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// fakeHost is a host where only the listed paths exist.
+// fakeHost is a host with seccomp user notification where only the listed
+// paths exist.
 func fakeHost(abi int, dirs, files []string) Host {
-	return Host{LandlockABI: abi, Exists: func(p string) (bool, bool) {
+	return Host{LandlockABI: abi, Notify: true, Exists: func(p string) (bool, bool) {
 		for _, d := range dirs {
 			if d == p {
 				return true, true
@@ -82,6 +83,14 @@ func TestPlanGolden(t *testing.T) {
 			Children: &sandboxdv1.Children{Allow: true},
 		}, fakeHost(7, []string{"/run/sandboxd"}, []string{mainSocket}), true,
 			"/run/sandboxd/s1.sock", []string{mainSocket, "/run/sandboxd"}},
+		// The filter refuses by itself, and nothing is recorded.
+		{"no-user-notification", &sandboxdv1.Policy{
+			Filesystem: &sandboxdv1.Filesystem{Write: []string{"/work"}},
+		}, func() Host {
+			h := fakeHost(7, []string{"/work"}, nil)
+			h.Notify, h.NotifyMissing = false, "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER): EBUSY"
+			return h
+		}(), false, "", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,9 +106,11 @@ func TestPlanGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := json.MarshalIndent(struct {
-				Plan   *Plan
-				Report []*sandboxdv1.FieldEnforcement
-			}{plan, plan.Report}, "", "  ")
+				Plan          *Plan
+				Report        []*sandboxdv1.FieldEnforcement
+				Supervise     *Supervision
+				DenialSources []*sandboxdv1.DenialSource
+			}{plan, plan.Report, plan.Supervise, plan.DenialSources}, "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,13 +31,24 @@ type SeccompOptions struct {
 	// NoSysVIPC denies SysV IPC and POSIX message queues, which without an
 	// ipc namespace are the host's.
 	NoSysVIPC bool
-	// NotifyConnect, with RestrictSocketFamilies, also lets socket() make
-	// unix stream sockets and hands every connect() to the daemon
-	// (SECCOMP_RET_USER_NOTIF), which performs it: a unix socket reaches
-	// the session socket and nothing else. socket() still refuses the other
-	// unix types: a datagram socket reaches any path through sendto(), with
-	// no connect() to intercept.
+	// Notify installs the filter with a listener that the daemon holds
+	// (SECCOMP_RET_USER_NOTIF): each refusal above reaches the daemon,
+	// which always answers EPERM and records it, and every write-intent
+	// filesystem call reaches it too, which it lets the kernel carry out
+	// (SECCOMP_USER_NOTIF_FLAG_CONTINUE) after recording whether the
+	// mounts and Landlock will refuse it. Without a listener, notified
+	// calls fail with ENOSYS: refused all the same.
+	Notify bool
+	// NotifyConnect, with Notify, hands every connect() to the daemon,
+	// which performs it: a filter cannot read the address a unix socket is
+	// connected to, nor learn what an inet connect got.
 	NotifyConnect bool
+	// UnixStream, with RestrictSocketFamilies and NotifyConnect, also lets
+	// socket() make unix stream sockets, whose connects reach the session
+	// socket and nothing else. socket() still refuses the other unix
+	// types: a datagram socket reaches any path through sendto(), with no
+	// connect() to intercept.
+	UnixStream bool
 }
 
 const (
@@ -75,15 +86,24 @@ const (
 	// Every CLONE_NEW* flag: a sandbox must not make namespaces of its own
 	// (a new user namespace would hand it capabilities again).
 	cloneNewFlags = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
+
+	// openWriteFlags are the open() flags that can change the filesystem:
+	// O_WRONLY, O_RDWR, O_CREAT, O_TRUNC. O_TMPFILE carries O_WRONLY or
+	// O_RDWR by rule.
+	openWriteFlags = 0x1 | 0x2 | 0x40 | 0x200
 )
+
+// syscallName is an amd64 syscall number with its name, which denial
+// records carry.
+type syscallName struct {
+	name string
+	nr   uint32
+}
 
 // amd64 syscall numbers of what the filter denies. The filter is built for the
 // architecture the daemon runs on; other architectures are refused rather
 // than left unfiltered.
-var amd64Denied = []struct {
-	name string
-	nr   uint32
-}{
+var amd64Denied = []syscallName{
 	{"ptrace", 101}, {"syslog", 103}, {"uselib", 134},
 	{"ustat", 136}, {"sysfs", 139}, {"vhangup", 153}, {"pivot_root", 155},
 	{"_sysctl", 156}, {"acct", 163}, {"settimeofday", 164}, {"mount", 165},
@@ -104,7 +124,12 @@ var amd64Denied = []struct {
 }
 
 // amd64SysVIPC are SysV IPC and POSIX message queue syscalls.
-var amd64SysVIPC = []uint32{29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245}
+var amd64SysVIPC = []syscallName{
+	{"shmget", 29}, {"shmat", 30}, {"shmctl", 31}, {"semget", 64}, {"semop", 65},
+	{"semctl", 66}, {"shmdt", 67}, {"msgget", 68}, {"msgsnd", 69}, {"msgrcv", 70},
+	{"msgctl", 71}, {"semtimedop", 220}, {"mq_open", 240}, {"mq_unlink", 241},
+	{"mq_timedsend", 242}, {"mq_timedreceive", 243}, {"mq_notify", 244}, {"mq_getsetattr", 245},
+}
 
 const (
 	nrIoctl   = 16
@@ -112,7 +137,42 @@ const (
 	nrConnect = 42
 	nrClone   = 56
 	nrClone3  = 435
+
+	nrOpen      = 2
+	nrTruncate  = 76
+	nrRename    = 82
+	nrMkdir     = 83
+	nrRmdir     = 84
+	nrCreat     = 85
+	nrLink      = 86
+	nrUnlink    = 87
+	nrSymlink   = 88
+	nrMknod     = 133
+	nrOpenat    = 257
+	nrMkdirat   = 258
+	nrMknodat   = 259
+	nrUnlinkat  = 263
+	nrRenameat  = 264
+	nrLinkat    = 265
+	nrSymlinkat = 266
+	nrRenameat2 = 316
+	nrOpenat2   = 437
+	nrUnshare   = 272
+	nrSetns     = 308
+	nrPtrace    = 101
 )
+
+// amd64WriteCalls are the filesystem calls that create, change or remove a
+// name, besides open and openat, which are notified only when their flags
+// ask to write: a read-only open, the commonest call there is, never
+// waits for the daemon.
+var amd64WriteCalls = []syscallName{
+	{"creat", nrCreat}, {"truncate", nrTruncate}, {"mkdir", nrMkdir}, {"mkdirat", nrMkdirat},
+	{"mknod", nrMknod}, {"mknodat", nrMknodat}, {"unlink", nrUnlink}, {"unlinkat", nrUnlinkat},
+	{"rmdir", nrRmdir}, {"rename", nrRename}, {"renameat", nrRenameat}, {"renameat2", nrRenameat2},
+	{"link", nrLink}, {"linkat", nrLinkat}, {"symlink", nrSymlink}, {"symlinkat", nrSymlinkat},
+	{"openat2", nrOpenat2},
+}
 
 // SeccompProgram builds the filter the sandboxed command runs under.
 func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
@@ -125,29 +185,39 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 	var p []SockFilter
 	ld := func(off uint32) { p = append(p, SockFilter{Code: bpfLdAbsW, K: off}) }
 	jeq := func(k uint32, jt, jf uint8) { p = append(p, SockFilter{Code: bpfJeqK, Jt: jt, Jf: jf, K: k}) }
+	jset := func(k uint32, jt, jf uint8) { p = append(p, SockFilter{Code: bpfJsetK, Jt: jt, Jf: jf, K: k}) }
 	ret := func(k uint32) { p = append(p, SockFilter{Code: bpfRetK, K: k}) }
+	// What the policy refuses: the daemon answers EPERM when it holds the
+	// listener, the filter itself when there is none.
+	deny := uint32(retErrno | errEPERM)
+	if o.Notify {
+		deny = retNotify
+	}
 
 	ld(offArch)
 	jeq(auditX8664, 1, 0)
 	ret(retKill)
 	ld(offNr)
 	// x32 syscalls reach the same kernel entry points under other numbers.
+	// Refused by the filter itself: no program uses them by accident, and
+	// the daemon could not name them.
 	p = append(p, SockFilter{Code: bpfJgeK, Jt: 0, Jf: 1, K: x32Bit})
 	ret(retErrno | errEPERM)
 
 	for _, s := range amd64Denied {
 		jeq(s.nr, 0, 1)
-		ret(retErrno | errEPERM)
+		ret(deny)
 	}
 	// clone3 passes its flags in memory the filter cannot read; ENOSYS makes
-	// libc fall back to clone, whose flags it can.
+	// libc fall back to clone, whose flags it can. Not a refusal of the
+	// policy, so never notified.
 	jeq(nrClone3, 0, 1)
 	ret(retErrno | errENOSYS)
 
 	jeq(nrClone, 0, 3)
 	ld(offArg0)
-	p = append(p, SockFilter{Code: bpfJsetK, Jt: 0, Jf: 1, K: cloneNewFlags})
-	ret(retErrno | errEPERM)
+	jset(cloneNewFlags, 0, 1)
+	ret(deny)
 
 	// TIOCSTI and TIOCLINUX push input into a terminal. The kernel reads the
 	// command as 32 bits, so compare only the low word: that also catches
@@ -157,32 +227,36 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 	ld(offArg0 + 8)
 	jeq(tiocsti, 1, 0)
 	jeq(tioclinux, 0, 1)
-	ret(retErrno | errEPERM)
+	ret(deny)
 
 	// The terminal check above leaves an argument in the accumulator.
 	ld(offNr)
 	if o.NoSysVIPC {
-		for _, nr := range amd64SysVIPC {
-			jeq(nr, 0, 1)
-			ret(retErrno | errEPERM)
+		for _, s := range amd64SysVIPC {
+			jeq(s.nr, 0, 1)
+			ret(deny)
 		}
 	}
 	if o.NoSockets {
 		jeq(nrSocket, 0, 1)
-		ret(retErrno | errEPERM)
+		ret(deny)
 	}
 	if o.NoUnixSockets {
 		jeq(nrSocket, 0, 4)
 		ld(offArg0)
 		jeq(afUnix, 0, 1)
-		ret(retErrno | errEPERM)
+		ret(deny)
 		ld(offNr)
 	}
+	// What follows the socket checks needs the syscall number again.
+	reload := func() {
+		if o.NotifyConnect || o.Notify {
+			ld(offNr)
+		}
+	}
 	switch {
-	case o.RestrictSocketFamilies && o.NotifyConnect:
+	case o.RestrictSocketFamilies && o.UnixStream:
 		ld(offNr)
-		jeq(nrConnect, 0, 1)
-		ret(retNotify)
 		jeq(nrSocket, 0, 11)
 		ld(offArg0)
 		jeq(afInet, 9, 0)
@@ -196,7 +270,8 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		jeq(sockStream, 0, 2)
 		ld(offArg0 + 16)
 		jeq(0, 1, 0)
-		ret(retErrno | errEPERM)
+		ret(deny)
+		reload()
 	case o.RestrictSocketFamilies:
 		ld(offNr)
 		jeq(nrSocket, 0, 5)
@@ -204,7 +279,27 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		jeq(afInet, 3, 0)
 		jeq(afInet6, 2, 0)
 		jeq(afNetlink, 1, 0)
-		ret(retErrno | errEPERM)
+		ret(deny)
+		reload()
+	}
+	if o.NotifyConnect {
+		jeq(nrConnect, 0, 1)
+		ret(retNotify)
+	}
+	if o.Notify {
+		for _, s := range amd64WriteCalls {
+			jeq(s.nr, 0, 1)
+			ret(retNotify)
+		}
+		// open takes its flags as the second argument, openat as the
+		// third; both as ints.
+		for _, c := range []struct{ nr, off uint32 }{{nrOpen, offArg0 + 8}, {nrOpenat, offArg0 + 16}} {
+			jeq(c.nr, 0, 4)
+			ld(c.off)
+			jset(openWriteFlags, 0, 1)
+			ret(retNotify)
+			ret(retAllow)
+		}
 	}
 	ret(retAllow)
 	if len(p) > 4096 {

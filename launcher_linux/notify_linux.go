@@ -1,0 +1,474 @@
+package launcherlinux
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Where the host has seccomp user notification, the command's filter
+// hands three kinds of call to the daemon (SECCOMP_RET_USER_NOTIF), which
+// answers them here:
+//
+//   - what the policy refuses outright: the daemon answers EPERM, always,
+//     and records the refusal. A daemon that is slow only delays the
+//     answer; one that is gone leaves the call failing with ENOSYS.
+//   - connect() in a private network namespace: the daemon performs it
+//     (connect_linux.go) and records what the namespace refused.
+//   - calls that may write a name: the daemon judges them against the
+//     plan's model of the filesystem (fswrite_linux.go), records a
+//     refusal, and lets the kernel carry the call out
+//     (SECCOMP_USER_NOTIF_FLAG_CONTINUE). That is safe exactly because the
+//     decision is not the daemon's: the mounts and Landlock make it, and
+//     the sandbox changing its arguments after the daemon looked changes
+//     only what is recorded.
+
+// seccompNotif is struct seccomp_notif.
+type seccompNotif struct {
+	ID    uint64
+	Pid   uint32
+	Flags uint32
+	Data  seccompData
+}
+
+// seccompData is struct seccomp_data.
+type seccompData struct {
+	Nr   int32
+	Arch uint32
+	IP   uint64
+	Args [6]uint64
+}
+
+// seccompNotifResp is struct seccomp_notif_resp.
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// maxConnectsInFlight bounds the connects performed at once for one
+// sandbox: a blocking connect holds one of the daemon's threads until it
+// completes, and a sandbox must not exhaust them.
+const maxConnectsInFlight = 64
+
+// errSandboxGone ends the receive loop: no task uses the filter any more.
+var errSandboxGone = errors.New("no process left under the seccomp filter")
+
+// supervisor answers the notifications of one sandbox's seccomp listener.
+type supervisor struct {
+	listener *os.File
+	rc       syscall.RawConn
+	// connect says the daemon performs connect(); hostSocket is where
+	// SessionSocketPath leads, "" when the sandbox has no session socket.
+	connect    bool
+	hostSocket string
+	// writes judges write-intent calls, whose names are resolved from
+	// root, an fd of the sandbox's root directory.
+	writes *WriteModel
+	root   int
+	// onDenial records a refusal; nil when nobody asked.
+	onDenial func(*sandboxdv1.Denial)
+
+	connectSlots chan struct{}
+	done         chan struct{}
+	wg           sync.WaitGroup
+
+	mu       sync.Mutex
+	stopped  bool
+	inFlight map[int]bool
+}
+
+// supervise takes over listener, the seccomp listener the init sent for
+// a sandbox planned with sv, and root, an fd of the sandbox's root
+// directory, and answers the listener's notifications until stop.
+func supervise(listener, root int, sv *Supervision, writes *WriteModel, hostSocket string, onDenial func(*sandboxdv1.Denial)) (*supervisor, error) {
+	// Non-blocking so that the runtime's poller waits for notifications and
+	// closing the file ends the wait; the ioctls ignore the flag.
+	if err := unix.SetNonblock(listener, true); err != nil {
+		unix.Close(listener)
+		unix.Close(root)
+		return nil, fmt.Errorf("seccomp listener: %w", err)
+	}
+	s := &supervisor{
+		listener:     os.NewFile(uintptr(listener), "seccomp-listener"),
+		connect:      sv.Connect,
+		hostSocket:   hostSocket,
+		writes:       writes,
+		root:         root,
+		onDenial:     onDenial,
+		connectSlots: make(chan struct{}, maxConnectsInFlight),
+		done:         make(chan struct{}),
+		inFlight:     map[int]bool{},
+	}
+	rc, err := s.listener.SyscallConn()
+	if err != nil {
+		s.listener.Close()
+		unix.Close(root)
+		return nil, fmt.Errorf("seccomp listener: %w", err)
+	}
+	s.rc = rc
+	// Wake each side on the CPU the other ran on: the round trip is the
+	// cost of every notified call (Linux 6.6; older kernels refuse the
+	// flag and wake the usual way).
+	unix.Syscall(unix.SYS_IOCTL, uintptr(listener), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
+	s.wg.Add(1)
+	go s.receive()
+	return s, nil
+}
+
+// stop ends the supervision once the sandbox is gone: it aborts connects
+// still in progress (an inet connect waiting for an answer that cannot come
+// now) and waits for every answer to finish, so that no refusal is
+// recorded after it returns. A connect to the session socket waits until
+// the daemon accepts it or closes that socket.
+func (s *supervisor) stop() {
+	s.mu.Lock()
+	if !s.stopped {
+		s.stopped = true
+		close(s.done)
+		for fd := range s.inFlight {
+			unix.Shutdown(fd, unix.SHUT_RDWR)
+		}
+	}
+	s.mu.Unlock()
+	s.listener.Close()
+	s.wg.Wait()
+	unix.Close(s.root)
+}
+
+func (s *supervisor) receive() {
+	defer s.wg.Done()
+	// Whatever ends the loop, nothing answers afterwards: with the
+	// listener closed, a call still waiting fails (ENOSYS) instead of
+	// waiting forever.
+	defer s.listener.Close()
+	for {
+		var n seccompNotif
+		var recvErr error
+		err := s.rc.Read(func(fd uintptr) bool {
+			// SECCOMP_IOCTL_NOTIF_RECV blocks whatever the file's flags;
+			// it is called only once a notification is pending.
+			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			for {
+				_, err := unix.Poll(pfd, 0)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, unix.EINTR) {
+					recvErr = fmt.Errorf("poll seccomp listener: %w", err)
+					return true
+				}
+			}
+			switch {
+			case pfd[0].Revents&unix.POLLIN != 0:
+				recvErr = ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n))
+				return true
+			case pfd[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0:
+				recvErr = errSandboxGone
+				return true
+			}
+			return false
+		})
+		switch {
+		case err != nil, errors.Is(recvErr, errSandboxGone):
+			return
+		case errors.Is(recvErr, unix.ENOENT), errors.Is(recvErr, unix.EINTR):
+			// The target died (or was interrupted) before its
+			// notification could be received.
+			continue
+		case recvErr != nil:
+			return
+		}
+		at := time.Now()
+		if n.Data.Nr != nrConnect {
+			// Answered at once, on this thread: refusals and the
+			// judgement of a write take microseconds, and a goroutine
+			// would add its scheduling to every write-intent call.
+			s.answer(n, at)
+			continue
+		}
+		// A connect may block as long as the sandbox makes it: it gets a
+		// goroutine of its own, within a bound.
+		select {
+		case s.connectSlots <- struct{}{}:
+		case <-s.done:
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() { <-s.connectSlots }()
+			s.answer(n, at)
+		}()
+	}
+}
+
+// answer answers notification n, received at at, and records the refusal
+// it was, if any, once the target has the answer.
+func (s *supervisor) answer(n seccompNotif, at time.Time) {
+	resp := seccompNotifResp{ID: n.ID}
+	var d *sandboxdv1.Denial
+	switch {
+	case n.Data.Arch != auditX8664:
+		resp.Error = -int32(unix.ENOSYS)
+	case n.Data.Nr == nrConnect && s.connect:
+		var errno syscall.Errno
+		errno, d = s.emulateConnect(n)
+		resp.Error = -int32(errno)
+	case writeCallNames[n.Data.Nr] != "":
+		// The kernel decides; the daemon only looks, and only when
+		// someone wants the record.
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		if s.onDenial != nil {
+			d = s.judgeWrite(&n)
+		}
+	default:
+		if d = refusedCall(n.Data); d != nil {
+			resp.Error = -int32(unix.EPERM)
+		} else {
+			resp.Error = -int32(unix.ENOSYS)
+		}
+	}
+	if d != nil && s.onDenial != nil && !s.identify(d, n) {
+		d = nil
+	}
+	var sendErr error
+	// Fails when the target has died meanwhile (ENOENT) or the listener
+	// is closed: nobody waits for the answer then, and nothing was
+	// refused.
+	if err := s.rc.Control(func(fd uintptr) {
+		sendErr = ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
+	}); err != nil || sendErr != nil || d == nil || s.onDenial == nil {
+		return
+	}
+	d.Time = timestamppb.New(at)
+	s.onDenial(d)
+}
+
+// identify fills in who made the call of n; false when that cannot be
+// told for sure: the target is gone, and its thread id may name another
+// process now.
+func (s *supervisor) identify(d *sandboxdv1.Denial, n seccompNotif) bool {
+	st, err := readTaskStatus(int(n.Pid))
+	if err != nil {
+		return false
+	}
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(st.tgid) + "/comm")
+	if err != nil {
+		return false
+	}
+	// Still pending means the target was alive throughout: what was read
+	// under its thread id is its own.
+	if !notificationValid(s.rc, n.ID) {
+		return false
+	}
+	d.Pid, d.HostPid, d.Command = int32(st.nsTgid), int32(st.tgid), strings.TrimSuffix(string(comm), "\n")
+	return true
+}
+
+// taskStatus is what /proc/TID/status says of a thread's process.
+type taskStatus struct {
+	// tgid is the process's id on the host (in the daemon's pid
+	// namespace), nsTgid as the sandbox sees it, and nsTid the thread's.
+	tgid, nsTgid, nsTid int
+}
+
+func readTaskStatus(tid int) (taskStatus, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return taskStatus{}, err
+	}
+	defer f.Close()
+	var st taskStatus
+	last := func(v string) (int, error) {
+		fs := strings.Fields(v)
+		if len(fs) == 0 {
+			return 0, fmt.Errorf("/proc/%d/status: empty %q", tid, v)
+		}
+		return strconv.Atoi(fs[len(fs)-1])
+	}
+	var seen int
+	sc := bufio.NewScanner(f)
+	for sc.Scan() && seen < 3 {
+		k, v, _ := strings.Cut(sc.Text(), ":")
+		var p *int
+		switch k {
+		case "Tgid":
+			p = &st.tgid
+		case "NStgid":
+			p = &st.nsTgid
+		case "NSpid":
+			p = &st.nsTid
+		default:
+			continue
+		}
+		if *p, err = last(v); err != nil {
+			return st, err
+		}
+		seen++
+	}
+	if seen < 3 {
+		return st, fmt.Errorf("/proc/%d/status: no Tgid, NStgid or NSpid", tid)
+	}
+	return st, nil
+}
+
+// refusedCall is the record of a call the filter notifies only to refuse it,
+// nil for a call it should not have notified.
+func refusedCall(data seccompData) *sandboxdv1.Denial {
+	nr := uint32(data.Nr)
+	a := data.Args
+	d := &sandboxdv1.Denial{Field: "process", Operation: refusedNames[nr], Errno: "EPERM"}
+	switch nr {
+	case nrClone, nrUnshare:
+		d.Target = cloneFlagNames(a[0])
+	case nrSetns:
+		d.Target = cloneFlagNames(a[1])
+	case nrIoctl:
+		d.Target = map[uint32]string{tiocsti: "TIOCSTI", tioclinux: "TIOCLINUX"}[uint32(a[1])]
+	case nrPtrace:
+		d.Target = ptraceRequests[a[0]]
+	case nrSocket:
+		d.Field, d.Target = "network.mode", socketTarget(a[0], a[1], a[2])
+	}
+	if d.Operation == "" {
+		return nil
+	}
+	return d
+}
+
+// refusedNames names every syscall the filter may refuse through the
+// listener.
+var refusedNames = func() map[uint32]string {
+	m := map[uint32]string{nrClone: "clone", nrIoctl: "ioctl", nrSocket: "socket"}
+	for _, s := range append(append([]syscallName(nil), amd64Denied...), amd64SysVIPC...) {
+		m[s.nr] = s.name
+	}
+	return m
+}()
+
+// writeCallNames names the write-intent calls the filter notifies.
+var writeCallNames = func() map[int32]string {
+	m := map[int32]string{nrOpen: "open", nrOpenat: "openat"}
+	for _, s := range amd64WriteCalls {
+		m[int32(s.nr)] = s.name
+	}
+	return m
+}()
+
+var cloneFlags = []struct {
+	flag uint64
+	name string
+}{
+	{unix.CLONE_NEWNS, "CLONE_NEWNS"}, {unix.CLONE_NEWCGROUP, "CLONE_NEWCGROUP"}, {unix.CLONE_NEWUTS, "CLONE_NEWUTS"},
+	{unix.CLONE_NEWIPC, "CLONE_NEWIPC"}, {unix.CLONE_NEWUSER, "CLONE_NEWUSER"}, {unix.CLONE_NEWPID, "CLONE_NEWPID"},
+	{unix.CLONE_NEWNET, "CLONE_NEWNET"}, {unix.CLONE_NEWTIME, "CLONE_NEWTIME"},
+}
+
+// cloneFlagNames names the namespace flags among flags, which is what the
+// policy refuses of them.
+func cloneFlagNames(flags uint64) string {
+	var names []string
+	for _, f := range cloneFlags {
+		if flags&f.flag != 0 {
+			names = append(names, f.name)
+		}
+	}
+	return strings.Join(names, "|")
+}
+
+var ptraceRequests = map[uint64]string{
+	unix.PTRACE_TRACEME: "PTRACE_TRACEME", unix.PTRACE_ATTACH: "PTRACE_ATTACH", unix.PTRACE_SEIZE: "PTRACE_SEIZE",
+}
+
+var socketFamilies = map[uint32]string{
+	unix.AF_UNIX: "AF_UNIX", unix.AF_INET: "AF_INET", unix.AF_INET6: "AF_INET6", unix.AF_NETLINK: "AF_NETLINK",
+	unix.AF_PACKET: "AF_PACKET", unix.AF_VSOCK: "AF_VSOCK", unix.AF_ALG: "AF_ALG", unix.AF_KEY: "AF_KEY",
+	unix.AF_BLUETOOTH: "AF_BLUETOOTH", unix.AF_CAN: "AF_CAN", unix.AF_TIPC: "AF_TIPC", unix.AF_XDP: "AF_XDP",
+	unix.AF_RDS: "AF_RDS", unix.AF_QIPCRTR: "AF_QIPCRTR", unix.AF_APPLETALK: "AF_APPLETALK", unix.AF_X25: "AF_X25",
+}
+
+var socketTypes = map[uint32]string{
+	unix.SOCK_STREAM: "SOCK_STREAM", unix.SOCK_DGRAM: "SOCK_DGRAM", unix.SOCK_RAW: "SOCK_RAW",
+	unix.SOCK_SEQPACKET: "SOCK_SEQPACKET", unix.SOCK_RDM: "SOCK_RDM", unix.SOCK_PACKET: "SOCK_PACKET",
+}
+
+// socketTarget names what socket() was asked for: the family, and for a
+// unix socket, whose family may be allowed where its type is not, the
+// type and a protocol other than 0.
+func socketTarget(family, typ, proto uint64) string {
+	f := socketFamilies[uint32(family)]
+	if f == "" {
+		f = "family " + strconv.FormatUint(uint64(uint32(family)), 10)
+	}
+	if uint32(family) != unix.AF_UNIX {
+		return f
+	}
+	t := socketTypes[uint32(typ)&^sockTypeFlags]
+	if t == "" {
+		t = "type " + strconv.FormatUint(uint64(uint32(typ)&^sockTypeFlags), 10)
+	}
+	f += " " + t
+	if p := uint32(proto); p != 0 {
+		f += " protocol " + strconv.FormatUint(uint64(p), 10)
+	}
+	return f
+}
+
+func notificationValid(rc syscall.RawConn, id uint64) bool {
+	var err error
+	if cerr := rc.Control(func(fd uintptr) {
+		err = ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id))
+	}); cerr != nil {
+		return false
+	}
+	return err == nil
+}
+
+// targetPidfd opens the thread that made the call: its fd table is the one
+// the call's fd number refers to.
+func targetPidfd(tid int) (int, error) {
+	fd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+	if !errors.Is(err, unix.EINVAL) {
+		return fd, err
+	}
+	// Before Linux 6.9 a pidfd names a whole thread group; its leader
+	// shares the fd table of the threads it started.
+	st, err := readTaskStatus(tid)
+	if err != nil {
+		return -1, err
+	}
+	return unix.PidfdOpen(st.tgid, 0)
+}
+
+func ioctlPtr(fd uintptr, req uint, arg unsafe.Pointer) error {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, fd, uintptr(req), uintptr(arg))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// errnoOrEPERM is err's errno, EPERM for an error that carries none.
+func errnoOrEPERM(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return unix.EPERM
+}

@@ -1,0 +1,120 @@
+package launcherlinux
+
+import (
+	"encoding/binary"
+	"runtime"
+	"testing"
+)
+
+// runFilter runs a classic BPF program over a struct seccomp_data, with
+// only the instructions SeccompProgram emits.
+func runFilter(t *testing.T, prog []SockFilter, arch, nr uint32, args ...uint64) uint32 {
+	t.Helper()
+	data := make([]byte, 64)
+	binary.LittleEndian.PutUint32(data[offNr:], nr)
+	binary.LittleEndian.PutUint32(data[offArch:], arch)
+	for i, a := range args {
+		binary.LittleEndian.PutUint64(data[offArg0+8*i:], a)
+	}
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		f := prog[pc]
+		jump := func(cond bool) {
+			if cond {
+				pc += int(f.Jt)
+			} else {
+				pc += int(f.Jf)
+			}
+		}
+		switch f.Code {
+		case bpfLdAbsW:
+			acc = binary.LittleEndian.Uint32(data[f.K:])
+		case bpfJeqK:
+			jump(acc == f.K)
+		case bpfJgeK:
+			jump(acc >= f.K)
+		case bpfJsetK:
+			jump(acc&f.K != 0)
+		case bpfAndK:
+			acc &= f.K
+		case bpfRetK:
+			return f.K
+		default:
+			t.Fatalf("instruction %d: unknown code %#x", pc, f.Code)
+		}
+	}
+	t.Fatal("the program ran off its end")
+	return 0
+}
+
+func TestSeccompProgramNotifies(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skipf("seccomp tables exist for amd64 only; this is %s", runtime.GOARCH)
+	}
+	const (
+		read, openat, socketpair = 0, nrOpenat, 53
+		oRdonly, oWronly, oCreat = 0, 1, 0x40
+		sockDgram                = 2
+		eperm                    = retErrno | errEPERM
+	)
+	type call struct {
+		name string
+		nr   uint32
+		args []uint64
+	}
+	cases := []struct {
+		opts  SeccompOptions
+		calls map[uint32][]call // the answer each call gets
+	}{
+		{SeccompOptions{RestrictSocketFamilies: true, Notify: true, NotifyConnect: true}, map[uint32][]call{
+			retAllow: {
+				{"read", read, nil}, {"open read-only", nrOpen, []uint64{0, oRdonly}}, {"openat read-only", openat, []uint64{0, 0, oRdonly}},
+				{"inet socket", nrSocket, []uint64{afInet, sockStream}}, {"socketpair", socketpair, []uint64{afUnix, sockStream}},
+				{"clone of a thread", nrClone, []uint64{0x3d0f00}},
+				// The kernel reads the flags as an int.
+				{"openat with flags in the high word only", openat, []uint64{0, 0, 1 << 32}},
+			},
+			retNotify: {
+				{"open for writing", nrOpen, []uint64{0, oWronly}}, {"openat creating", openat, []uint64{0, 0, oCreat}},
+				{"mkdir", nrMkdir, nil}, {"renameat2", nrRenameat2, nil}, {"openat2", nrOpenat2, nil},
+				{"ptrace", nrPtrace, nil}, {"unshare", nrUnshare, nil}, {"clone of a user namespace", nrClone, []uint64{0x10000000}},
+				{"TIOCSTI", nrIoctl, []uint64{0, tiocsti}}, {"TIOCSTI with high bits", nrIoctl, []uint64{0, 1<<32 | tiocsti}},
+				{"unix socket", nrSocket, []uint64{afUnix, sockStream}}, {"connect", nrConnect, nil},
+			},
+			retErrno | errENOSYS: {{"clone3", nrClone3, nil}},
+			eperm:                {{"x32", x32Bit | read, nil}},
+		}},
+		{SeccompOptions{RestrictSocketFamilies: true, Notify: true, NotifyConnect: true, UnixStream: true}, map[uint32][]call{
+			retAllow:  {{"unix stream socket", nrSocket, []uint64{afUnix, sockStream | sockTypeFlags}}},
+			retNotify: {{"unix datagram socket", nrSocket, []uint64{afUnix, sockDgram}}, {"unix stream socket, protocol 1", nrSocket, []uint64{afUnix, sockStream, 1}}},
+		}},
+		// Without a listener: the filter refuses by itself and notifies
+		// nothing.
+		{SeccompOptions{RestrictSocketFamilies: true}, map[uint32][]call{
+			retAllow: {{"open for writing", nrOpen, []uint64{0, oWronly}}, {"mkdir", nrMkdir, nil}, {"connect", nrConnect, nil}},
+			eperm:    {{"ptrace", nrPtrace, nil}, {"unix socket", nrSocket, []uint64{afUnix, sockStream}}, {"clone of a user namespace", nrClone, []uint64{0x10000000}}},
+		}},
+		// The landlock set: no network namespace, so connect is not
+		// notified, but socket() is refused through the listener.
+		{SeccompOptions{NoSockets: true, NoSysVIPC: true, Notify: true}, map[uint32][]call{
+			retAllow:  {{"connect", nrConnect, nil}, {"socketpair", socketpair, nil}},
+			retNotify: {{"inet socket", nrSocket, []uint64{afInet, sockStream}}, {"shmget", 29, nil}, {"creat", nrCreat, nil}},
+		}},
+	}
+	for _, c := range cases {
+		prog, err := SeccompProgram(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for want, calls := range c.calls {
+			for _, call := range calls {
+				if got := runFilter(t, prog, auditX8664, call.nr, call.args...); got != want {
+					t.Errorf("%+v: %s gets %#x, want %#x", c.opts, call.name, got, want)
+				}
+			}
+		}
+		if got := runFilter(t, prog, 0x40000003, read); got != retKill {
+			t.Errorf("%+v: another architecture gets %#x, want the kill", c.opts, got)
+		}
+	}
+}
