@@ -154,18 +154,24 @@ func (s *session) announce() {
 	}, &eventDetail{caller: &s.caller, policy: s.policy, digest: s.digest, cwd: s.cwd, tty: s.tty})
 }
 
-// snapshot is the event a watch starts with for this session, and the
-// sequence number of the latest event it reflects.
-func (s *session) snapshot() (*sandboxdv1.Event, uint64) {
+// snapshot is what a watch starts with for this session: its state, then
+// the denials it still holds (the latest recentDenials), all marked as
+// snapshot; and the sequence number of the latest event they reflect.
+func (s *session) snapshot() ([]*sandboxdv1.Event, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &sandboxdv1.Event{
+	out := []*sandboxdv1.Event{{
+		Time:      timestamppb.Now(),
 		SessionId: s.id,
 		ParentId:  s.parentID,
 		Kind:      &sandboxdv1.Event_State{State: &sandboxdv1.StateChange{To: s.state, Reason: s.reason, ExitCode: s.exitCode, Signal: s.exitSignal}},
 		Snapshot:  true,
 		Argv:      s.argv,
-	}, s.lastSeq
+	}}
+	for _, d := range s.denials {
+		out = append(out, &sandboxdv1.Event{Time: d.GetTime(), SessionId: s.id, ParentId: s.parentID, Kind: &sandboxdv1.Event_Denial{Denial: d}, Snapshot: true})
+	}
+	return out, s.lastSeq
 }
 
 func (s *session) running(p launcher.Process, enforcement *sandboxdv1.EnforcementReport, input *stdio) error {

@@ -11,8 +11,8 @@ import (
 
 // Watch sends the caller the events of the sessions it may see, filtered
 // by req, until ctx ends or send fails. It starts with a snapshot of every
-// matching live session, then follows live events, none of which the
-// snapshot already reflects.
+// matching live session (its state and the denials it keeps for Inspect),
+// then follows live events, none of which the snapshot already reflects.
 func (s *Service) Watch(ctx context.Context, caller Caller, req *sandboxdv1.WatchRequest, send func(*sandboxdv1.Event) error) error {
 	if id := req.GetSessionId(); id != "" {
 		if _, err := s.lookupFor(caller, id); err != nil {
@@ -42,14 +42,16 @@ func (s *Service) Watch(ctx context.Context, caller Caller, req *sandboxdv1.Watc
 	// their parent.
 	members := map[string]bool{req.GetSessionId(): true}
 	for _, sess := range live {
-		ev, seq := sess.snapshot()
+		evs, seq := sess.snapshot()
 		reflected[sess.id] = seq
 		members[sess.id] = true
-		if req.GetNoStates() {
-			continue
-		}
-		if err := send(ev); err != nil {
-			return err
+		for _, ev := range evs {
+			if (req.GetNoStates() && ev.GetState() != nil) || (req.GetNoDenials() && ev.GetDenial() != nil) {
+				continue
+			}
+			if err := send(ev); err != nil {
+				return err
+			}
 		}
 	}
 	for {

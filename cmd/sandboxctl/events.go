@@ -130,6 +130,9 @@ func writeEvent(w io.Writer, ev *sandboxdv1.Event) error {
 		if e := d.GetErrno(); e != "" {
 			fmt.Fprintf(&b, " (%s)", e)
 		}
+		if ev.GetSnapshot() {
+			b.WriteString(" (snapshot)")
+		}
 	}
 	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())

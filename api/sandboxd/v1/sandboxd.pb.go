@@ -1591,8 +1591,10 @@ type Event struct {
 	//	*Event_State
 	//	*Event_Denial
 	Kind isEvent_Kind `protobuf_oneof:"kind"`
-	// Set on the events a Watch starts with: the session's state when the
-	// watch began, not a transition (from is unset).
+	// Set on the events a Watch starts with, which describe a session as
+	// the watch found it rather than a change: its state (from is unset),
+	// then the denials it keeps for Inspect, with their own times. Their
+	// seq is 0.
 	Snapshot bool `protobuf:"varint,7,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	// The session's command, on snapshots and on the transition to RUNNING.
 	Argv          []string `protobuf:"bytes,8,rep,name=argv,proto3" json:"argv,omitempty"`
