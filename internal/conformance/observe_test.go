@@ -136,16 +136,6 @@ func inOrder(got, want []sandboxdv1.State) bool {
 	return i == len(want)
 }
 
-func denialsOf(evs []*sandboxdv1.Event) []*sandboxdv1.Denial {
-	var out []*sandboxdv1.Denial
-	for _, ev := range evs {
-		if d := ev.GetDenial(); d != nil {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 // TestWaitingForInput: a session blocked reading its terminal (PTY) or
 // its stdin (pipes) is waiting-for-input, by the kernel's view of the
 // reader, and running again once it has its line; every transition is an
