@@ -131,14 +131,13 @@ func newProbe(root int, dev, ino uint64) (*Probe, error) {
 	}
 	p := &Probe{procfd: procfd, root: root, dev: dev, ino: ino, buf: make([]byte, 4096)}
 	// Fail here rather than on the first check when the kernel lacks
-	// CONFIG_PROC_CHILDREN or the caller may not ptrace the sandbox (which
-	// reading a task's syscall needs).
-	for _, name := range []string{"children", "syscall"} {
-		p.path = appendPath(p.path[:0], root, root, name, -1)
-		if _, err := p.read(name == "syscall"); err != nil {
-			p.Close()
-			return nil, err
-		}
+	// CONFIG_PROC_CHILDREN. Whether the caller may read it is another
+	// matter: a sandbox's init is not dumpable, and a daemon without
+	// CAP_SYS_PTRACE over it finds its children by their parent instead.
+	p.path = appendPath(p.path[:0], root, root, "children", -1)
+	if err := p.stat(p.path); err != nil {
+		p.Close()
+		return nil, err
 	}
 	return p, nil
 }
@@ -240,7 +239,13 @@ func (p *Probe) process(pid, pgrp int) (bool, error) {
 		}
 		// A child forked by a thread other than the leader is listed only
 		// under that thread.
-		if err := p.pushChildren(pid, tid); err != nil && !gone(err) && !denied(err) {
+		err := p.pushChildren(pid, tid)
+		if err != nil && denied(err) {
+			// The children are found by their parent, for all threads at
+			// once.
+			return false, p.pushChildrenByParent(pid)
+		}
+		if err != nil && !gone(err) {
 			return false, err
 		}
 	}
@@ -484,6 +489,35 @@ func (p *Probe) pushChildren(pid, tid int) error {
 		}
 		p.stack = append(p.stack, int(child))
 	}
+}
+
+// pushChildrenByParent pushes the children of pid found by the parent
+// field of every process's stat, which anyone may read: the way to a
+// process's children when its children files are closed to the caller. It
+// reads all of /proc, so it is kept for that case.
+func (p *Probe) pushChildrenByParent(pid int) error {
+	dir, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("list /proc: %w", err)
+	}
+	for _, e := range dir {
+		child, ok := parseUint([]byte(e.Name()), 10)
+		if !ok || int(child) == pid {
+			continue
+		}
+		p.path = appendPath(p.path[:0], int(child), -1, "stat", -1)
+		n, err := p.read(true)
+		if err != nil {
+			if gone(err) {
+				continue
+			}
+			return err
+		}
+		if ppid, ok := parsePpid(p.buf[:n]); ok && ppid == pid {
+			p.stack = append(p.stack, int(child))
+		}
+	}
+	return nil
 }
 
 // denied tells whether err means the caller may not inspect the task.

@@ -115,6 +115,23 @@ func parseStat(b []byte) (state byte, pgrp, threads int, ok bool) {
 	return state, pgrp, threads, true
 }
 
+// parsePpid reads the parent's pid from /proc/PID/stat.
+func parsePpid(b []byte) (int, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	rest := b[i+1:]
+	var f []byte
+	for range 2 {
+		if f, rest = nextField(rest); len(f) == 0 {
+			return 0, false
+		}
+	}
+	v, ok := parseUint(f, 10)
+	return int(v), ok
+}
+
 // parseSyscall parses /proc/PID/task/TID/syscall: "NR ARG0 ... ARG5 SP PC"
 // (decimal number, hex arguments) for a task blocked in a system call,
 // "-1 SP PC" for one blocked elsewhere, "running" for one on a CPU.
