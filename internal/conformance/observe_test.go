@@ -275,6 +275,12 @@ func TestDenialsAreRecorded(t *testing.T) {
 						t.Fatalf("session: %v", s.err)
 					}
 					id := s.res.SessionID
+					if c.want.Operation == "connect" && s.res.Enforcement.GetMechanismSet() == "landlock" {
+						// Without a network namespace there is no private
+						// loopback to connect in: socket() itself is
+						// refused, before any address is named.
+						c.want = &sandboxdv1.Denial{Field: "network.mode", Operation: "socket", Target: "AF_INET", Command: c.want.Command}
+					}
 					match := func(d *sandboxdv1.Denial) bool {
 						return d.GetField() == c.want.Field && d.GetTarget() == c.want.Target && d.GetCommand() == c.want.Command &&
 							(c.want.Operation == "" || d.GetOperation() == c.want.Operation) && d.GetPid() > 0 && d.GetHostPid() > 0 && d.GetTime() != nil
