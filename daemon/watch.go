@@ -40,7 +40,10 @@ func (s *Service) Watch(ctx context.Context, caller Caller, req *sandboxdv1.Watc
 	reflected := make(map[string]uint64, len(live))
 	// members is the watched subtree; sessions started later join it by
 	// their parent.
-	members := map[string]bool{req.GetSessionId(): true}
+	members := map[string]bool{}
+	if id := req.GetSessionId(); id != "" {
+		members[id] = true
+	}
 	for _, sess := range live {
 		evs, seq := sess.snapshot()
 		reflected[sess.id] = seq
