@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/auditlog"
+	"github.com/sandboxd/sandboxd/internal/signum"
 	"github.com/sandboxd/sandboxd/launcher"
 	"google.golang.org/grpc"
 )
@@ -348,10 +348,11 @@ func (s *Service) Kill(ctx context.Context, caller Caller, id string, sig int32)
 		}
 		return sess.kill(reasonOperator)
 	}
-	if sig < 0 || sig > maxSignal {
-		return &RequestError{Field: "signal", Msg: fmt.Sprintf("no such signal %d", sig)}
+	host, ok := signum.ToHost(sig)
+	if !ok {
+		return &RequestError{Field: "signal", Msg: fmt.Sprintf("no such signal %d here", sig)}
 	}
-	return sess.signal(syscall.Signal(sig))
+	return sess.signal(host)
 }
 
 // Shutdown refuses new sessions, kills every running sandbox and waits until
@@ -390,9 +391,6 @@ func (s *Service) Close() error {
 	}
 	return s.audit.Close()
 }
-
-// maxSignal is the highest Linux signal number (SIGRTMAX).
-const maxSignal = 64
 
 func newSessionID() (string, error) {
 	var b [8]byte

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/signum"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 )
@@ -375,12 +376,12 @@ func (s *Service) forwardInput(stream SessionStream, sess *session, interactive,
 		case *sandboxdv1.SessionRequest_Resize:
 			s.withInput(sess, func(in *stdio) error { return in.resize(m.Resize) })
 		case *sandboxdv1.SessionRequest_Signal:
-			sig := m.Signal.GetSignal()
-			if sig <= 0 || sig > maxSignal {
-				s.logf("session %s: ignoring signal %d", sess.id, sig)
+			sig, ok := signum.ToHost(m.Signal.GetSignal())
+			if !ok {
+				s.logf("session %s: ignoring signal %d, which this host does not have", sess.id, m.Signal.GetSignal())
 				continue
 			}
-			s.report(sess, sess.signal(syscall.Signal(sig)))
+			s.report(sess, sess.signal(sig))
 		case *sandboxdv1.SessionRequest_Start, *sandboxdv1.SessionRequest_Attach:
 			s.logf("session %s: ignoring a second Start or Attach", sess.id)
 		}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/signum"
 	"github.com/sandboxd/sandboxd/launcher"
 )
 
@@ -299,7 +300,7 @@ func (s *session) finish(st launcher.Status, waitErr error) (*sandboxdv1.Exit, e
 	}
 	s.reason = s.killReason
 	s.exitCode = int32(st.ExitCode)
-	s.exitSignal = int32(st.Signal)
+	s.exitSignal = signum.ToWire(st.Signal)
 	if waitErr != nil {
 		// The outcome is unknown; report the daemon's failure code rather
 		// than a success the command may not have had.
