@@ -93,7 +93,7 @@ var sysctlNames = []string{
 	"hw.activecpu", "hw.byteorder", "hw.cachelinesize", "hw.cpufamily", "hw.cputype",
 	"hw.l1dcachesize", "hw.l2cachesize", "hw.logicalcpu", "hw.logicalcpu_max", "hw.machine",
 	"hw.memsize", "hw.model", "hw.ncpu", "hw.nperflevels", "hw.pagesize", "hw.physicalcpu",
-	"hw.physicalcpu_max", "kern.argmax", "kern.boottime", "kern.hostname", "kern.maxfiles",
+	"hw.physicalcpu_max", "kern.argmax", "kern.boottime", "kern.devname", "kern.hostname", "kern.maxfiles",
 	"kern.maxfilesperproc", "kern.maxproc", "kern.ngroups", "kern.osproductversion",
 	"kern.osrelease", "kern.ostype", "kern.osvariant_status", "kern.osversion",
 	"kern.secure_kernel", "kern.usrstack64", "kern.version", "sysctl.proc_cputype",
@@ -203,6 +203,10 @@ func (p *Plan) Classify(operation, target string) string {
 			return "filesystem.deny"
 		}
 		return "filesystem.read"
+	case operation == "file-ioctl":
+		// Only devices take the ioctls a profile refuses: a terminal or
+		// device that is not the session's.
+		return "process"
 	case strings.HasPrefix(operation, "file-"):
 		switch {
 		case withinAny(target, p.deny):

@@ -437,6 +437,7 @@ func TestClassify(t *testing.T) {
 		{"network-outbound", "/private/var/run/sandboxd/sandboxd.sock", "network.mode"},
 		{"system-socket", "", "network.mode"},
 		{"signal", "", "process"},
+		{"file-ioctl", "/dev/ttys005", "process"},
 		{"mach-lookup", "com.apple.coreservicesd", "process"},
 	} {
 		if got := pl.Classify(c.op, c.target); got != c.want {

@@ -1,0 +1,182 @@
+package launcherdarwin
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// What the backend tries when it starts.
+const (
+	// ProbeSandboxExec runs sandbox-exec with a profile that allows
+	// everything: the tool is there and may apply a profile at all.
+	ProbeSandboxExec = "sandbox-exec"
+	// ProbeProfile runs sandbox-exec with profiles this package plans, as
+	// the sandbox identity: this macOS accepts every construct they use.
+	ProbeProfile = "seatbelt profile"
+	// ProbeLog looks for the log tool denials are read with.
+	ProbeLog = "unified log"
+)
+
+// ProbeResult is the outcome of one probe.
+type ProbeResult struct {
+	Name string
+	OK   bool
+	// Op is what was tried.
+	Op     string
+	Errno  syscall.Errno
+	Detail string
+}
+
+// Host is what the backend found about this Mac when it started.
+type Host struct {
+	EUID int
+	// Kernel names the OS release, e.g. "macOS 15.5 (Darwin 24.5.0)".
+	Kernel string
+	Probes []ProbeResult
+}
+
+// Get returns the result of a probe; one that was not run did not work.
+func (h *Host) Get(name string) ProbeResult {
+	for _, r := range h.Probes {
+		if r.Name == name {
+			return r
+		}
+	}
+	return ProbeResult{Name: name, Detail: "not probed"}
+}
+
+// Refusal is what every Start returns when Seatbelt cannot be applied on
+// this host, nil when it can: without it nothing of a policy is enforced.
+func (h *Host) Refusal() *launcher.Unenforceable {
+	u := &launcher.Unenforceable{Field: "process", Mechanism: "Seatbelt via /usr/bin/sandbox-exec"}
+	if r := h.Get(ProbeSandboxExec); !r.OK {
+		u.Found = "sandbox-exec does not apply a profile: " + r.Detail
+		u.Errno, u.Probe = r.Errno, r.Op
+		u.Remedy = "sandbox-exec ships with macOS at /usr/bin/sandbox-exec: restore it if it is missing; run sandboxd outside any sandbox (a sandboxed process cannot apply a profile of its own) and check that no security software blocks it"
+		return u
+	}
+	if r := h.Get(ProbeProfile); !r.OK {
+		u.Found = "sandbox-exec refuses the profiles this sandboxd writes: " + r.Detail
+		u.Errno, u.Probe = r.Errno, r.Op
+		u.Remedy = "this macOS release does not accept a construct of the profile; use a sandboxd release that supports it, and report the probe's output"
+		return u
+	}
+	return nil
+}
+
+func (h *Host) facts() *sandboxdv1.HostFacts {
+	return &sandboxdv1.HostFacts{Os: "darwin", Kernel: h.Kernel, Euid: uint32(h.EUID), Root: h.EUID == 0, Rootless: h.EUID != 0}
+}
+
+func (h *Host) probes() []*sandboxdv1.ProbeResult {
+	out := make([]*sandboxdv1.ProbeResult, 0, len(h.Probes))
+	for _, r := range h.Probes {
+		p := &sandboxdv1.ProbeResult{Name: r.Name, Ok: r.OK, Operation: r.Op, Detail: r.Detail}
+		if r.Errno != 0 {
+			p.Errno = (&launcher.Unenforceable{Errno: r.Errno}).Proto().GetErrno()
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// feature is one policy feature the capabilities report answers for, with
+// a representative policy that uses it and the field it is about. The list
+// is the Linux backend's, so that reports compare across OSes.
+type feature struct {
+	name, field string
+	policy      func(p *sandboxdv1.Policy)
+}
+
+var features = []feature{
+	{"filesystem.read=ALL, nothing writable", "filesystem.read", func(p *sandboxdv1.Policy) {}},
+	{"filesystem.write", "filesystem.write", func(p *sandboxdv1.Policy) { p.Filesystem.Write = []string{"/workspace"} }},
+	{"filesystem.read_only inside a write root", "filesystem.read_only", func(p *sandboxdv1.Policy) {
+		p.Filesystem.Write = []string{"/workspace"}
+		p.Filesystem.ReadOnly = []string{"/workspace/.git"}
+	}},
+	{"filesystem.deny outside the write roots", "filesystem.deny", func(p *sandboxdv1.Policy) {
+		p.Filesystem.Write = []string{"/workspace"}
+		p.Filesystem.Deny = []string{"/home/user/.ssh"}
+	}},
+	{"filesystem.deny inside a write root", "filesystem.deny", func(p *sandboxdv1.Policy) {
+		p.Filesystem.Write = []string{"/workspace"}
+		p.Filesystem.Deny = []string{"/workspace/.env"}
+	}},
+	{"filesystem.read=LISTED", "filesystem.read", func(p *sandboxdv1.Policy) {
+		p.Filesystem.Read = sandboxdv1.Filesystem_LISTED
+		p.Filesystem.ReadRoots = []string{"/usr"}
+	}},
+	{"network.mode=NONE", "network.mode", func(p *sandboxdv1.Policy) {}},
+	{"network.mode=HOST", "network.mode", func(p *sandboxdv1.Policy) { p.Network.Mode = sandboxdv1.Network_HOST }},
+	{"network.mode=ALLOWLIST", "network.allow", func(p *sandboxdv1.Policy) {
+		p.Network.Mode = sandboxdv1.Network_ALLOWLIST
+		p.Network.Allow = []*sandboxdv1.NetworkAllow{{Host: "example.com", Port: 443}}
+	}},
+	{"limits.timeout", "limits.timeout", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Timeout: durationpb.New(60e9)} }},
+	{"limits.memory_bytes", "limits.memory_bytes", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{MemoryBytes: 1 << 30} }},
+	{"limits.pids", "limits.pids", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Pids: 256} }},
+	{"limits.cpu_millis", "limits.cpu_millis", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{CpuMillis: 1000} }},
+	{"limits.output_bytes", "limits.output_bytes", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{OutputBytes: 1 << 20} }},
+	{"children.allow", "children.allow", func(p *sandboxdv1.Policy) { p.Children = &sandboxdv1.Children{Allow: true} }},
+	{"children.allow with network.mode=HOST", "children.allow", func(p *sandboxdv1.Policy) {
+		p.Children = &sandboxdv1.Children{Allow: true}
+		p.Network.Mode = sandboxdv1.Network_HOST
+	}},
+}
+
+// exampleSessionSocket stands for the socket the daemon makes for a session
+// that may have children; where it lives does not change the plan.
+const exampleSessionSocket = "/private/var/run/sandboxd/sessions/session.sock"
+
+// CapabilitiesOf is the report for host h: the facts and probe results,
+// whether Seatbelt works, and for each policy feature whether it is
+// enforced and how, planned exactly as Start plans it.
+func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
+	r := &sandboxdv1.CapabilitiesReport{Backend: BackendName, Host: h.facts(), Probes: h.probes()}
+	refusal := h.Refusal()
+	set := &sandboxdv1.MechanismSet{
+		Name:        MechanismSet,
+		Description: "a Seatbelt profile, denying by default, applied by /usr/bin/sandbox-exec before the command's first instruction and inherited by every process it starts",
+		Available:   refusal == nil,
+	}
+	if refusal != nil {
+		set.Missing = append(set.Missing, refusal.Found+" ("+refusal.Mechanism+")")
+	}
+	r.MechanismSets = append(r.MechanismSets, set)
+	for _, f := range features {
+		p := policy.Default()
+		f.policy(p)
+		p = policy.Normalize(p)
+		fs := &sandboxdv1.FeatureSupport{Feature: f.name}
+		in := Input{Policy: p, SessionID: "capabilities"}
+		if p.GetChildren().GetAllow() {
+			in.SessionSocket = exampleSessionSocket
+		}
+		plan, err := NewPlan(in)
+		var u *launcher.Unenforceable
+		switch {
+		case err == nil && refusal != nil:
+			fs.Refusal = refusal.Proto()
+		case err == nil:
+			fs.Enforceable, fs.MechanismSet = true, MechanismSet
+			for _, e := range plan.Report {
+				if e.GetField() == f.field {
+					fs.Enforcement = append(fs.Enforcement, e)
+				}
+			}
+		case errors.As(err, &u):
+			fs.Refusal = u.Proto()
+		default:
+			fs.Refusal = &sandboxdv1.Unenforceable{Field: f.field, Found: strings.TrimSpace(err.Error())}
+		}
+		r.Features = append(r.Features, fs)
+	}
+	return r
+}
