@@ -44,6 +44,7 @@ system-packages:
 	command -v protoc >/dev/null || missing+=(protobuf-compiler); \
 	[ -f /usr/include/google/protobuf/duration.proto ] || missing+=(libprotobuf-dev); \
 	command -v bwrap >/dev/null || missing+=(bubblewrap); \
+	python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 		if [ "$$(id -u)" -ne 0 ]; then \
 			echo "make deps: missing $${missing[*]}; run as root to install them" >&2; exit 1; \
@@ -81,6 +82,7 @@ lint: deps
 	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 	staticcheck ./...
+	scripts/check-deploy.sh
 
 # The macOS and Windows backends must at least build and vet here, cgo off,
 # as their own CI jobs are the only place they run.

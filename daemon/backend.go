@@ -6,7 +6,7 @@ type BackendOptions struct {
 	// backend probes the host for that identity.
 	SandboxUID, SandboxGID uint32
 	// MechanismSet forces one of the backend's mechanism sets (on Linux
-	// "namespaces" or "landlock"); empty lets the backend choose per
+	// "namespaces" or "landlock", on macOS only "seatbelt"); empty lets the backend choose per
 	// policy. A forced set that cannot enforce a policy refuses it.
 	MechanismSet string
 }

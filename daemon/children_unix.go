@@ -13,10 +13,6 @@ import (
 	"google.golang.org/grpc"
 )
 
-// maxSocketPath is the size of sun_path on Linux, NUL included (104 on
-// the BSDs, where the kernel's own check takes over).
-const maxSocketPath = 108
-
 // openSessionSocket listens on a new socket for session id in dir and
 // serves srv on it. The socket belongs to the sandbox's identity with mode
 // 0600; the directory is 0711, so a sandbox whose mount namespace did not

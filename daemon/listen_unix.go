@@ -9,9 +9,16 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 )
+
+// maxSocketPath is the size of sun_path: 108 bytes on Linux, 104 on macOS
+// and the BSDs. Socket paths are held to it with room for the NUL, which
+// every client can dial; a longer one would fail to bind with a bare
+// EINVAL.
+const maxSocketPath = len(syscall.RawSockaddrUnix{}.Path)
 
 // Listen listens on the unix socket at path. It creates the parent
 // directory, replaces a stale socket left by a daemon that died, refuses to
@@ -20,6 +27,9 @@ import (
 func Listen(path string) (net.Listener, error) {
 	if path == "" {
 		return nil, errors.New("listen: no socket path")
+	}
+	if len(path) >= maxSocketPath {
+		return nil, fmt.Errorf("listen %s: %d bytes, longer than the %d a unix socket address holds on %s; use a shorter socket path", path, len(path), maxSocketPath-1, runtime.GOOS)
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

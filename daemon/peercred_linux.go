@@ -3,46 +3,23 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"net"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// peerCaller reads SO_PEERCRED and SO_PEERGROUPS: the credentials the peer
-// had when it connected, recorded by the kernel, which a client cannot
-// forge. A connection accepted on a session's socket also carries that
-// session.
-func peerCaller(conn net.Conn) (Caller, error) {
-	var scope string
-	if sc, ok := conn.(*scopedConn); ok {
-		scope, conn = sc.session, sc.Conn
+// socketPeer reads SO_PEERCRED and SO_PEERGROUPS of the connected socket
+// fd.
+func socketPeer(fd int) (Caller, error) {
+	cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		return Caller{}, fmt.Errorf("getsockopt SO_PEERCRED: %w", err)
 	}
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return Caller{}, fmt.Errorf("%T is not a unix socket connection", conn)
-	}
-	rc, err := uc.SyscallConn()
+	groups, err := peerGroups(fd)
 	if err != nil {
 		return Caller{}, err
 	}
-	var (
-		cred    *unix.Ucred
-		groups  []uint32
-		credErr error
-	)
-	if err := rc.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-		if credErr == nil {
-			groups, credErr = peerGroups(int(fd))
-		}
-	}); err != nil {
-		return Caller{}, err
-	}
-	if credErr != nil {
-		return Caller{}, credErr
-	}
-	return Caller{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Groups: groups, Session: scope}, nil
+	return Caller{UID: cred.Uid, GID: cred.Gid, PID: cred.Pid, Groups: groups}, nil
 }
 
 // peerGroups reads SO_PEERGROUPS (Linux 4.13): the peer's supplementary

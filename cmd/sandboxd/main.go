@@ -36,7 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	socket := fs.String("socket", socketpath.Default(), "unix socket to listen on (env "+socketpath.Env+")")
 	uid := fs.Uint("sandbox-uid", daemon.DefaultSandboxID, "uid sandboxes run as when the caller is root (not 65534: that is the overflow id every unmapped owner shows as)")
 	gid := fs.Uint("sandbox-gid", daemon.DefaultSandboxID, "gid sandboxes run as when the caller is root")
-	mechanism := fs.String("mechanism", "", "mechanism `SET` to enforce every policy with: namespaces or landlock (default: chosen per policy)")
+	mechanism := fs.String("mechanism", "", "mechanism `SET` to enforce every policy with: namespaces or landlock on Linux, seatbelt on macOS (default: chosen per policy)")
 	socketGroup := fs.String("socket-group", "", "`GROUP` (name or gid) whose members may connect to the 0660 socket (default: the daemon's group)")
 	operators := fs.String("operators-group", "", "`GROUP` (name or gid) whose members see and control every session, as root does; others see their own")
 	sessionDir := fs.String("session-socket-dir", "", "`DIR` for the sockets of sessions that may start children (default: sandboxd-sessions beside --socket)")
