@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin
 
 package conformance
 
@@ -78,14 +78,16 @@ func TestAuditLog(t *testing.T) {
 	id := s.res.SessionID
 	observed := denialsObserved(t)
 	var lines []auditLine
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10*time.Second + denialLag)
 	for {
 		lines = readAudit(t, suite.daemon.state)
-		var ended bool
+		var ended, denied bool
 		for _, l := range lines {
 			ended = ended || (l.Session == id && l.To == "exited")
+			denied = denied || (l.Session == id && blockedDenial(l))
 		}
-		if ended || time.Now().After(deadline) {
+		// A denial that arrives late may follow the end.
+		if ended && (denialLag == 0 || denied || !observed) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -105,7 +107,7 @@ func TestAuditLog(t *testing.T) {
 		case l.Type == "state" && l.To == "running":
 			running = bytes.Contains(l.Enforcement, []byte(`"filesystem.write"`)) && bytes.Contains(l.Enforcement, []byte(`"denial_sources"`))
 		case l.Type == "denial":
-			denial = denial || (l.Denial != nil && l.Denial.Target == "/etc/audit-blocked" && l.Denial.Field == "filesystem.write")
+			denial = denial || blockedDenial(l)
 		case l.Type == "state" && l.To == "exited":
 			exited = l.ExitCode != nil && *l.ExitCode == 3
 		}
@@ -122,6 +124,12 @@ func TestAuditLog(t *testing.T) {
 	}
 }
 
+// blockedDenial says whether l records TestAuditLog's write to
+// /etc/audit-blocked.
+func blockedDenial(l auditLine) bool {
+	return l.Type == "denial" && l.Denial != nil && sameTarget(l.Denial.Target, "/etc/audit-blocked") && l.Denial.Field == "filesystem.write"
+}
+
 // TestAuditLogSurvivesRestart: a daemon restarted on the same state
 // directory appends to the log its predecessor wrote.
 func TestAuditLogSurvivesRestart(t *testing.T) {
@@ -134,7 +142,7 @@ func TestAuditLogSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := dialDaemon(t, d)
-		res := runOn(t, c, commandStart(false, nil, nil, "/bin/true"))
+		res := runOn(t, c, commandStart(false, nil, nil, trueCmd))
 		ids = append(ids, res.SessionID)
 		c.Close()
 		d.stop()
@@ -175,18 +183,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("session: %v", s.err)
 	}
 	url := metricsURL(t, suite.daemon)
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
-		t.Errorf("content type %q", ct)
-	}
-	fams, err := promtext.Parse(resp.Body)
-	if err != nil {
-		t.Fatalf("parse %s: %v", url, err)
-	}
+	fams := scrape(t, url)
 	for name, typ := range map[string]string{
 		"sandboxd_sessions": "gauge", "sandboxd_launches_total": "counter", "sandboxd_launch_duration_seconds": "histogram",
 		"sandboxd_refusals_total": "counter", "sandboxd_denials_total": "counter",
@@ -220,10 +217,37 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("no waiting-for-input series")
 	}
 	if denialsObserved(t) {
-		if v := value("sandboxd_denials_total", "sandboxd_denials_total", map[string]string{"field": "filesystem.write"}); v < 1 {
+		denials := func() float64 {
+			return value("sandboxd_denials_total", "sandboxd_denials_total", map[string]string{"field": "filesystem.write"})
+		}
+		// A denial may be counted late.
+		for deadline := time.Now().Add(denialLag); denials() < 1 && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+			fams = scrape(t, url)
+		}
+		if v := denials(); v < 1 {
 			t.Errorf("filesystem.write denials %v", v)
 		}
 	}
+}
+
+// scrape reads the metrics at url, which must be in the Prometheus text
+// format.
+func scrape(t *testing.T, url string) map[string]*promtext.Family {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("content type %q", ct)
+	}
+	fams, err := promtext.Parse(resp.Body)
+	if err != nil {
+		t.Fatalf("parse %s: %v", url, err)
+	}
+	return fams
 }
 
 var metricsLine = regexp.MustCompile(`metrics on (http://\S+/metrics)`)

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin
 
 package conformance
 
@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,14 @@ type conformanceCase struct {
 	// enforces the policy by other means with a visible difference (no
 	// loopback under network NONE).
 	landlockWants []want
+	// darwinWants replaces the steps' wants on macOS, where the seatbelt
+	// set enforces the policy without namespaces, with a visible difference
+	// (no private loopback under network NONE).
+	darwinWants []want
+	// linuxOnly says why the case does not apply on macOS: it tries
+	// something only Linux has. darwinOnly says why it applies on macOS
+	// alone.
+	linuxOnly, darwinOnly string
 }
 
 // TestConformance runs every case on the plain exec path and the PTY path.
@@ -77,6 +86,12 @@ func TestConformance(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			for _, c := range cases() {
 				t.Run(c.name, func(t *testing.T) {
+					if c.linuxOnly != "" && runtime.GOOS != "linux" {
+						t.Skipf("linux only: %s", c.linuxOnly)
+					}
+					if c.darwinOnly != "" && runtime.GOOS != "darwin" {
+						t.Skipf("macOS only: %s", c.darwinOnly)
+					}
 					tty := path == "pty"
 					if c.custom != nil {
 						c.custom(t, tty)
@@ -117,15 +132,17 @@ func runCase(t *testing.T, c conformanceCase, tty bool) []bool {
 	}
 	exitedCleanly(t, s)
 	set := s.res.Enforcement.GetMechanismSet()
-	if suite.mechanism != "" && set != suite.mechanism {
-		t.Fatalf("session ran on mechanism set %q, the daemon was forced to %q", set, suite.mechanism)
+	checkMechanismSet(t, set)
+	var wants []want
+	switch {
+	case set == "landlock":
+		wants = c.landlockWants
+	case runtime.GOOS == "darwin":
+		wants = c.darwinWants
 	}
-	if suite.namespaces && suite.mechanism == "" && set != "namespaces" {
-		t.Fatalf("session ran on mechanism set %q on a host where namespaces work", set)
-	}
-	if set == "landlock" && c.landlockWants != nil {
+	if wants != nil {
 		for i := range sp.steps {
-			sp.steps[i].want = c.landlockWants[i]
+			sp.steps[i].want = wants[i]
 		}
 	}
 	if len(s.outcomes) != len(sp.steps) {
@@ -151,13 +168,13 @@ func runCase(t *testing.T, c conformanceCase, tty bool) []bool {
 
 // refusalExpected reports whether the session's refusal is what the case
 // allows here, failing the test when it is a refusal it does not allow.
-// Only a host without complete namespaces may refuse: with the landlock
-// set forced, exactly for the case's field; on a degraded host, for any
-// field, as long as the refusal is structured and names a remedy.
+// Only a Linux host without complete namespaces may refuse: with the
+// landlock set forced, exactly for the case's field; on a degraded host,
+// for any field, as long as the refusal is structured and names a remedy.
 func refusalExpected(t *testing.T, c conformanceCase, s *session) bool {
 	t.Helper()
 	u := client.UnenforceableFrom(s.err)
-	if u == nil || suite.namespaces {
+	if u == nil || !refusalsAllowed() {
 		return false
 	}
 	if u.GetField() == "" || u.GetRemedy() == "" {
@@ -419,42 +436,48 @@ func cases() []conformanceCase {
 		{name: "cannot connect to host unix socket under network none", setup: func(f *fixture) spec {
 			path := f.path("host.sock")
 			unixListener(f.t, path)
-			abstract := "@sandboxd-conformance-" + randomHex()
-			unixListener(f.t, abstract)
+			steps := []step{deny("unix-connect", path)}
+			// Linux's abstract sockets have no path for a mount or a file
+			// mode to hide; macOS has none.
+			if runtime.GOOS == "linux" {
+				abstract := "@sandboxd-conformance-" + randomHex()
+				unixListener(f.t, abstract)
+				steps = append(steps, deny("unix-connect", abstract))
+			}
 			return spec{
 				policy: netPolicy(sandboxdv1.Network_NONE),
-				steps: []step{
-					deny("unix-connect", path),
-					deny("unix-connect", abstract),
-				},
+				steps:  steps,
 			}
 		}},
 		{name: "cannot reach the daemon socket", setup: func(f *fixture) spec {
 			// Network host: nothing else stands between the probe and a
-			// unix socket on the host, so only hiding the socket can.
+			// unix socket on the host, so only hiding the socket (on
+			// macOS, a rule denying it) can.
 			return spec{
 				policy: netPolicy(sandboxdv1.Network_HOST),
 				steps:  []step{deny("unix-connect", suite.daemon.socket)},
 			}
 		}},
-		{name: "cannot see host processes or devices even with write to /", landlockRefuses: "filesystem.write", setup: func(f *fixture) spec {
-			sleep := hostSleep(f.t)
-			pid := strconv.Itoa(sleep.Process.Pid)
-			return spec{
-				// The widest policy there is: its write root covers /proc
-				// and /dev, which must still be the sandbox's own.
-				policy: &sandboxdv1.Policy{
-					Filesystem: &sandboxdv1.Filesystem{Write: list("/")},
-					Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
-				},
-				steps: []step{
-					deny("read", "/proc/"+pid+"/cmdline"),
-					deny("read", "/dev/kmsg"),
-					deny("read", "/dev/mem"),
-					allow("read", "/dev/null"),
-				},
-			}
-		}},
+		{name: "cannot see host processes or devices even with write to /", landlockRefuses: "filesystem.write",
+			linuxOnly: "/proc and /dev/kmsg, /dev/mem are Linux's; on macOS process visibility is covered by 'cannot read host process arguments or environment'",
+			setup: func(f *fixture) spec {
+				sleep := hostSleep(f.t)
+				pid := strconv.Itoa(sleep.Process.Pid)
+				return spec{
+					// The widest policy there is: its write root covers /proc
+					// and /dev, which must still be the sandbox's own.
+					policy: &sandboxdv1.Policy{
+						Filesystem: &sandboxdv1.Filesystem{Write: list("/")},
+						Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
+					},
+					steps: []step{
+						deny("read", "/proc/"+pid+"/cmdline"),
+						deny("read", "/dev/kmsg"),
+						deny("read", "/dev/mem"),
+						allow("read", "/dev/null"),
+					},
+				}
+			}},
 		{name: "cannot signal host process", setup: func(f *fixture) spec {
 			sleep := hostSleep(f.t)
 			pid := strconv.Itoa(sleep.Process.Pid)
@@ -471,34 +494,50 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
-		{name: "cannot read host process environment or memory", setup: func(f *fixture) spec {
-			// The host process runs as the suite's user: for a rootless
-			// daemon that is the sandbox's uid too, so file modes allow
-			// it and only the sandbox (pid namespace, or Landlock's ptrace
-			// scope) can deny it.
-			sleep := hostSleep(f.t)
-			pid := strconv.Itoa(sleep.Process.Pid)
-			return spec{
-				policy: netPolicy(sandboxdv1.Network_HOST),
-				steps: []step{
-					deny("read", "/proc/"+pid+"/environ"),
-					deny("read", "/proc/"+pid+"/mem"),
-					deny("read", "/proc/"+pid+"/root/etc/hostname"),
-				},
-			}
-		}},
-		{name: "cannot write kernel knobs", setup: func(f *fixture) spec {
-			return spec{
-				policy: netPolicy(sandboxdv1.Network_HOST),
-				steps: []step{
-					deny("write-knob", "/proc/sys/kernel/hostname"),
-					deny("write-knob", "/proc/sys/kernel/core_pattern"),
-					deny("write-knob", "/proc/sys/vm/drop_caches"),
-					deny("write-knob", "/proc/sys/net/ipv4/ip_forward"),
-					deny("write-knob", "/proc/sysrq-trigger"),
-				},
-			}
-		}},
+		{name: "cannot read host process environment or memory",
+			linuxOnly: "it reads /proc, which is Linux's; on macOS 'cannot read host process arguments or environment' reads kern.procargs2",
+			setup: func(f *fixture) spec {
+				// The host process runs as the suite's user: for a rootless
+				// daemon that is the sandbox's uid too, so file modes allow
+				// it and only the sandbox (pid namespace, or Landlock's ptrace
+				// scope) can deny it.
+				sleep := hostSleep(f.t)
+				pid := strconv.Itoa(sleep.Process.Pid)
+				return spec{
+					policy: netPolicy(sandboxdv1.Network_HOST),
+					steps: []step{
+						deny("read", "/proc/"+pid+"/environ"),
+						deny("read", "/proc/"+pid+"/mem"),
+						deny("read", "/proc/"+pid+"/root/etc/hostname"),
+					},
+				}
+			}},
+		{name: "cannot read host process arguments or environment",
+			darwinOnly: "kern.procargs2 is macOS's; on Linux 'cannot read host process environment or memory' reads /proc",
+			setup: func(f *fixture) spec {
+				// As for /proc on Linux: for a rootless daemon the host
+				// process has the sandbox's uid, so only the sandbox can
+				// deny it.
+				sleep := hostSleep(f.t)
+				return spec{
+					policy: netPolicy(sandboxdv1.Network_HOST),
+					steps:  []step{deny("procargs", strconv.Itoa(sleep.Process.Pid))},
+				}
+			}},
+		{name: "cannot write kernel knobs",
+			linuxOnly: "/proc/sys is Linux's; macOS has sysctl, whose writes need root and which the profile does not allow",
+			setup: func(f *fixture) spec {
+				return spec{
+					policy: netPolicy(sandboxdv1.Network_HOST),
+					steps: []step{
+						deny("write-knob", "/proc/sys/kernel/hostname"),
+						deny("write-knob", "/proc/sys/kernel/core_pattern"),
+						deny("write-knob", "/proc/sys/vm/drop_caches"),
+						deny("write-knob", "/proc/sys/net/ipv4/ip_forward"),
+						deny("write-knob", "/proc/sysrq-trigger"),
+					},
+				}
+			}},
 		{name: "daemon environment does not leak", setup: func(f *fixture) spec {
 			return spec{
 				env:   map[string]string{"SANDBOXD_CONFORMANCE_ADDED": "yes"},
@@ -517,10 +556,12 @@ func cases() []conformanceCase {
 				},
 			}
 		}},
-		{name: "TIOCSTI is blocked", setup: func(f *fixture) spec {
-			return spec{steps: []step{deny("tiocsti")}}
-		}},
-		{name: "loopback is up under network none", landlockWants: []want{denied, denied}, setup: func(f *fixture) spec {
+		{name: "TIOCSTI is blocked",
+			linuxOnly: "Seatbelt cannot filter ioctl requests; on macOS a PTY session's terminal is its own, allocated by the daemon, so injected input reaches only the session itself",
+			setup: func(f *fixture) spec {
+				return spec{steps: []step{deny("tiocsti")}}
+			}},
+		{name: "loopback is up under network none", landlockWants: []want{denied, denied}, darwinWants: []want{denied, denied}, setup: func(f *fixture) spec {
 			return spec{
 				policy: netPolicy(sandboxdv1.Network_NONE),
 				steps:  []step{allow("net-ifaces"), allow("loopback")},
@@ -608,8 +649,8 @@ func checkEnvironment(t *testing.T, s *session) {
 }
 
 // notHostRoot looks at a running sandboxed process from the host: its uids,
-// as the host's /proc reports them, must not be root, and must be the
-// identity the daemon was given. (The sandbox's own uid_map cannot tell: it
+// as the host reports them (/proc on Linux, ps on macOS), must not be root,
+// and must be the identity the daemon was given. (The sandbox's own uid_map cannot tell: it
 // is relative to the parent user namespace, which need not be the host's.)
 func notHostRoot(t *testing.T, tty bool) {
 	requireDaemon(t)

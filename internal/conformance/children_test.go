@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin
 
 package conformance
 
@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +19,6 @@ import (
 
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
-	launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
 )
 
 // supervisorPolicy may start children; it writes only write and has no
@@ -32,13 +32,13 @@ func supervisorPolicy(write string) *sandboxdv1.Policy {
 	}
 }
 
-// childrenRefused handles a host where only the landlock set works: it has
-// no mount namespace to give a session socket its path and hide the
+// childrenRefused handles a Linux host where only the landlock set works:
+// it has no mount namespace to give a session socket its path and hide the
 // others', so children.allow must be refused, with its field.
 func childrenRefused(t *testing.T, err error) bool {
 	t.Helper()
 	u := client.UnenforceableFrom(err)
-	if u == nil || suite.namespaces {
+	if u == nil || !refusalsAllowed() {
 		return false
 	}
 	if u.GetField() != "children.allow" && suite.mechanism == "landlock" {
@@ -93,6 +93,11 @@ func findOp(list []outcome, op string) (outcome, bool) {
 		return outcome{}, false
 	}
 	return list[i], true
+}
+
+// hostSessionSocket is where the suite's daemon makes session id's socket.
+func hostSessionSocket(id string) string {
+	return filepath.Join(filepath.Dir(suite.daemon.socket), "sandboxd-sessions", id+".sock")
 }
 
 // startDetached starts a detached session from the host and returns its id.
@@ -161,7 +166,7 @@ func testChildSandboxes(t *testing.T, tty bool) {
 	if err != nil {
 		t.Fatalf("start the other session: %v", err)
 	}
-	otherSocket := filepath.Join(filepath.Dir(suite.daemon.socket), "sandboxd-sessions", other+".sock")
+	otherSocket := hostSessionSocket(other)
 	if _, err := os.Stat(otherSocket); err != nil {
 		t.Fatalf("the other session's socket: %v", err)
 	}
@@ -170,18 +175,18 @@ func testChildSandboxes(t *testing.T, tty bool) {
 echo "== self"; $probe env
 echo "== widen-network"; $ctl run --network host -- $probe tcp-connect %[3]s 2>&1; echo "rc=$?"
 echo "== inherit"; $ctl run -- $probe tcp-connect %[3]s env 2>&1; echo "rc=$?"
-echo "== widen-write"; $ctl run --write %[4]s -- /bin/true 2>&1; echo "rc=$?"
+echo "== widen-write"; $ctl run --write %[4]s -- %[10]s 2>&1; echo "rc=$?"
 echo "== narrow-write"; $ctl run --write %[5]s -- $probe write %[5]s/a write %[6]s/b 2>&1; echo "rc=$?"
 echo "== grandchild"; $ctl run -- $ctl run -- $probe env 2>&1; echo "rc=$?"
-echo "== grandchild-widens"; $ctl run --write %[5]s -- $ctl run --write %[6]s -- /bin/true 2>&1; echo "rc=$?"
+echo "== grandchild-widens"; $ctl run --write %[5]s -- $ctl run --write %[6]s -- %[10]s 2>&1; echo "rc=$?"
 echo "== main-socket"; $probe unix-connect %[7]s
 echo "== other-socket"; $probe unix-connect %[8]s
 echo "== ps"; $ctl ps 2>&1; echo "rc=$?"
 echo "== inspect-other"; $ctl inspect %[9]s 2>&1; echo "rc=$?"
 echo "== kill-other"; $ctl kill %[9]s 2>&1; echo "rc=$?"
-echo "== bad-request"; $ctl run --env SANDBOXD_SOCKET=/elsewhere -- /bin/true 2>&1; echo "rc=$?"
+echo "== bad-request"; $ctl run --env SANDBOXD_SOCKET=/elsewhere -- %[10]s 2>&1; echo "rc=$?"
 echo "== end"
-`, suite.sandboxctl, suite.probe, addr, outside, sub, work, suite.daemon.socket, otherSocket, other)
+`, suite.sandboxctl, suite.probe, addr, outside, sub, work, suite.daemon.socket, otherSocket, other, trueCmd)
 	s := run(t, commandStart(tty, supervisorPolicy(work), nil, "/bin/sh", "-c", script), nil)
 	if childrenRefused(t, s.err) {
 		return
@@ -197,8 +202,8 @@ echo "== end"
 	if !ok {
 		t.Fatalf("no env from the supervisor: %q", sec["self"])
 	}
-	if got := envOf(self, "SANDBOXD_SOCKET"); got != launcherlinux.SessionSocketPath {
-		t.Errorf("SANDBOXD_SOCKET=%q, want %q", got, launcherlinux.SessionSocketPath)
+	if got, want := envOf(self, "SANDBOXD_SOCKET"), sessionSocketIn(parentID); got != want {
+		t.Errorf("SANDBOXD_SOCKET=%q, want %q", got, want)
 	}
 	if envOf(self, "SANDBOXD_SESSION") != parentID || envOf(self, "SANDBOXD_POLICY_DIGEST") != digest {
 		t.Errorf("supervisor's environment says session %q digest %q; Started said %q %q", envOf(self, "SANDBOXD_SESSION"), envOf(self, "SANDBOXD_POLICY_DIGEST"), parentID, digest)
@@ -419,10 +424,11 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.stop()
-	as := func(uid int, groups string, args ...string) cliResult {
+	userGroups, operatorGroups, rootGroups := []uint32{socketGroup}, []uint32{socketGroup, operators}, []uint32{0}
+	as := func(uid int, groups []uint32, args ...string) cliResult {
 		t.Helper()
-		argv := []string{"--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--groups", groups, "--", suite.sandboxctl, "--socket", d.socket}
-		cmd := exec.Command("setpriv", append(argv, args...)...)
+		cmd := exec.Command(suite.sandboxctl, append([]string{"--socket", d.socket}, args...)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: groups}}
 		cmd.Dir = "/"
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -431,42 +437,42 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
 		} else if err != nil {
-			t.Fatalf("setpriv: %v", err)
+			t.Fatalf("sandboxctl as uid %d: %v", uid, err)
 		}
 		return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
 	}
-	start := func(uid int, groups string) string {
+	start := func(uid int, groups []uint32) string {
 		t.Helper()
 		r := as(uid, groups, "run", "--detach", "--", "/bin/sleep", "60")
 		id := strings.TrimSpace(r.stdout)
 		if r.code != 0 || id == "" {
 			t.Fatalf("run --detach as %d: exit %d %q %q", uid, r.code, r.stdout, r.stderr)
 		}
-		t.Cleanup(func() { as(0, "0", "kill", id) })
+		t.Cleanup(func() { as(0, rootGroups, "kill", id) })
 		return id
 	}
-	rootSession := start(0, "0")
-	userSession := start(user, strconv.Itoa(socketGroup))
+	rootSession := start(0, rootGroups)
+	userSession := start(user, userGroups)
 
-	ps := as(user, strconv.Itoa(socketGroup), "ps")
+	ps := as(user, userGroups, "ps")
 	if ps.code != 0 || !strings.Contains(ps.stdout, userSession) || strings.Contains(ps.stdout, rootSession) {
 		t.Errorf("uid %d's ps must show its session only: exit %d\n%s%s", user, ps.code, ps.stdout, ps.stderr)
 	}
 	for _, verb := range []string{"inspect", "kill"} {
-		if r := as(user, strconv.Itoa(socketGroup), verb, rootSession); r.code == 0 || !strings.Contains(strings.ToLower(r.stderr), "not found") {
+		if r := as(user, userGroups, verb, rootSession); r.code == 0 || !strings.Contains(strings.ToLower(r.stderr), "not found") {
 			t.Errorf("uid %d %s of root's session: exit %d %q, want not found", user, verb, r.code, r.stderr)
 		}
 	}
 	for name, who := range map[string]struct {
 		uid    int
-		groups string
-	}{"operator": {operator, fmt.Sprintf("%d,%d", socketGroup, operators)}, "root": {0, "0"}} {
+		groups []uint32
+	}{"operator": {operator, operatorGroups}, "root": {0, rootGroups}} {
 		ps := as(who.uid, who.groups, "ps")
 		if ps.code != 0 || !strings.Contains(ps.stdout, userSession) || !strings.Contains(ps.stdout, rootSession) {
 			t.Errorf("%s's ps must show every session: exit %d\n%s%s", name, ps.code, ps.stdout, ps.stderr)
 		}
 	}
-	if r := as(operator, fmt.Sprintf("%d,%d", socketGroup, operators), "kill", userSession); r.code != 0 {
+	if r := as(operator, operatorGroups, "kill", userSession); r.code != 0 {
 		t.Errorf("an operator's kill of another user's session: exit %d %q", r.code, r.stderr)
 	}
 	fi, err := os.Stat(d.socket)
@@ -480,8 +486,9 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 
 // TestSessionSocketIsTheOnlyWayToTheDaemon: with children.allow a sandbox
 // reaches its own session socket and no other daemon socket, under either
-// network mode (NONE: the daemon performs its connects; HOST: mounts mask
-// the rest); without it, there is no session socket at all.
+// network mode (on Linux, NONE: the daemon performs its connects; HOST:
+// mounts mask the rest; on macOS the profile allows that one socket's
+// path); without it, there is no session socket at all.
 func TestSessionSocketIsTheOnlyWayToTheDaemon(t *testing.T) {
 	f := newFixture(t)
 	// Another session's socket, when this host gives sessions sockets; the
@@ -490,9 +497,9 @@ func TestSessionSocketIsTheOnlyWayToTheDaemon(t *testing.T) {
 	if err != nil && !childrenRefused(t, err) {
 		t.Fatalf("start the other session: %v", err)
 	}
-	otherSocket := filepath.Join(filepath.Dir(suite.daemon.socket), "sandboxd-sessions", other+".sock")
+	otherSocket := hostSessionSocket(other)
 	if other == "" {
-		otherSocket = filepath.Join(filepath.Dir(suite.daemon.socket), "sandboxd-sessions", "none.sock")
+		otherSocket = hostSessionSocket("none")
 	}
 	// Open to everyone for the test, so that only the sandbox, never the
 	// socket's mode, keeps the sandbox's uid out of the main socket.
@@ -522,7 +529,7 @@ echo "== ps"; %[1]s --socket %[3]s ps 2>&1; echo "rc=$?"
 echo "== main"; %[2]s unix-connect-only %[4]s
 echo "== other"; %[2]s unix-connect-only %[5]s
 echo "== end"
-`, suite.sandboxctl, suite.probe, launcherlinux.SessionSocketPath, suite.daemon.socket, otherSocket)
+`, suite.sandboxctl, suite.probe, sessionSocketInScript(), suite.daemon.socket, otherSocket)
 				s := run(t, commandStart(tty, pol, nil, "/bin/sh", "-c", script), nil)
 				if c.children && childrenRefused(t, s.err) {
 					return
@@ -536,8 +543,8 @@ echo "== end"
 				session, _ := findOp(parseOutcomes(sec["session"]), "unix-connect-only")
 				ps := sec["ps"]
 				if c.children {
-					if got := envOf(env, "SANDBOXD_SOCKET"); got != launcherlinux.SessionSocketPath {
-						t.Errorf("SANDBOXD_SOCKET=%q, want %q", got, launcherlinux.SessionSocketPath)
+					if got, want := envOf(env, "SANDBOXD_SOCKET"), sessionSocketIn(s.res.SessionID); got != want {
+						t.Errorf("SANDBOXD_SOCKET=%q, want %q", got, want)
 					}
 					if !session.OK || rcOf(ps) != 0 || !strings.Contains(ps, s.res.SessionID) || (other != "" && strings.Contains(ps, other)) {
 						t.Errorf("the session socket must answer with this session's subtree: connect %v\nps: %q", session, ps)

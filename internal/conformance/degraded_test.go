@@ -109,7 +109,7 @@ func all(v string) map[string]string {
 }
 
 func hostsimWrap(deny string) func() []string {
-	return func() []string { return []string{suite.hostsim, "--deny", deny, "--"} }
+	return func() []string { return []string{linuxHost.hostsim, "--deny", deny, "--"} }
 }
 
 func degradedHosts() []degradedHost {

@@ -5,24 +5,44 @@
 // after what must not happen ("cannot write outside write roots"), the way
 // bubblewrap names its tests.
 //
+// The suite runs on Linux and on macOS. On macOS the daemon's one mechanism
+// set is seatbelt: no namespaces, so sandboxes see the host's paths, pids
+// and network interfaces, and the suite builds its fixtures at their
+// resolved paths (/var/tmp is /private/var/tmp there). A case whose
+// outcome differs there says so (darwinWants: no private loopback under
+// network NONE); a case that tries what only one OS has (/proc, TIOCSTI,
+// kern.procargs2) is skipped on the other with the reason; denials, which
+// macOS reports through the unified log, may be recorded seconds after
+// the attempt. The macOS suite runs natively in CI only; elsewhere it is
+// compiled: CGO_ENABLED=0 GOOS=darwin go vet ./internal/conformance/...
+//
 // The suite needs no root: run as an unprivileged user, it starts the daemon
-// as that user, which then builds sandboxes from unprivileged user
-// namespaces. scripts/rootless-test.sh runs it that way.
+// as that user, which then builds its sandboxes (on Linux from unprivileged
+// user namespaces). scripts/rootless-test.sh runs it that way on Linux.
 //
 // Environment:
 //
 //	SANDBOXD_CONFORMANCE_BIN       directory with prebuilt sandboxd, sandboxctl,
-//	                               probe and hostsim (otherwise go build)
+//	                               probe and, on Linux, hostsim (otherwise
+//	                               go build)
 //	SANDBOXD_CONFORMANCE_DIR       where fixtures live (default /var/tmp:
-//	                               sandboxes get a private /tmp)
+//	                               Linux sandboxes get a private /tmp)
+//	SANDBOXD_CONFORMANCE_ROOT_OWNED_DIR
+//	                               run as an unprivileged user, a directory
+//	                               prepared by root for the cases about
+//	                               root-owned files (see rootOwnedEnv)
 //	SANDBOXD_CONFORMANCE_MECHANISM force the daemon's mechanism set
-//	                               (--mechanism namespaces|landlock)
+//	                               (--mechanism namespaces|landlock; Linux
+//	                               only, macOS has one)
 //	SANDBOXD_CONFORMANCE_WRAP      command the daemon runs under, to simulate
 //	                               a degraded host, e.g. "hostsim --deny
-//	                               userns --" (hostsim is the built one)
-//	SANDBOXD_DEGRADED_TABLE        file TestDegradedHosts writes its table to
+//	                               userns --" (hostsim, Linux's, is the
+//	                               built one)
+//	SANDBOXD_DEGRADED_TABLE        file TestDegradedHosts (Linux) writes its
+//	                               table to
 //
-// On a host where the namespaces set is incomplete, a case's policy may be
-// refused with a structured reason instead of run; with the landlock set
-// forced, exactly the cases that name a landlockRefuses field must be.
+// On a Linux host where the namespaces set is incomplete, a case's policy
+// may be refused with a structured reason instead of run; with the landlock
+// set forced, exactly the cases that name a landlockRefuses field must be.
+// On macOS no case's policy may be refused.
 package conformance

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin
 
 package conformance
 
@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +44,8 @@ func newFixture(t *testing.T) *fixture {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Short: unix socket paths in fixtures must stay under 108 bytes.
+	// Short: unix socket paths in fixtures must stay under 104 bytes
+	// (macOS; Linux allows 108).
 	name := unsafeName.ReplaceAllString(t.Name(), "-")
 	if len(name) > 24 {
 		name = name[len(name)-24:]
@@ -305,48 +305,6 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// processesWith lists host pids whose command line contains marker, so the
-// suite can find sandboxed processes from outside their pid namespace.
-func processesWith(marker string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	self := os.Getpid()
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(marker)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// hostUIDs is the Uid line of /proc/PID/status: real, effective, saved and
-// file-system uid as the host sees them.
-func hostUIDs(pid int) ([]int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
-			var ids []int
-			for _, f := range strings.Fields(rest) {
-				id, err := strconv.Atoi(f)
-				if err != nil {
-					return nil, err
-				}
-				ids = append(ids, id)
-			}
-			return ids, nil
-		}
-	}
-	return nil, fmt.Errorf("no Uid line in /proc/%d/status", pid)
 }
 
 // tcpListener listens on the host's loopback and greets every connection

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin
 
 package conformance
 
@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
-	launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
 )
 
 // leakVar is set in the daemon's and the client's environment; its value
@@ -33,7 +33,7 @@ const leakVar = "SANDBOXD_CONFORMANCE_LEAK"
 const sandboxUID = 65533
 
 var suite struct {
-	sandboxd, sandboxctl, probe, hostsim string
+	sandboxd, sandboxctl, probe string
 	// root holds the binaries the sandboxes run and every fixture.
 	root   string
 	asRoot bool
@@ -48,9 +48,6 @@ var suite struct {
 	mechanism string
 	wrap      []string
 	caps      *sandboxdv1.CapabilitiesReport
-	// namespaces says the namespaces set can enforce every case here;
-	// when it cannot, a case's policy may be refused, never run weaker.
-	namespaces bool
 }
 
 func TestMain(m *testing.M) {
@@ -78,6 +75,12 @@ func setUp() error {
 	if base == "" {
 		base = "/var/tmp"
 	}
+	// Fixture paths must be the ones the sandbox and the daemon report: on
+	// macOS /var and /tmp are links into /private.
+	base, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		return err
+	}
 	root, err := os.MkdirTemp(base, "sbd-conf-")
 	if err != nil {
 		return err
@@ -97,8 +100,8 @@ func setUp() error {
 	}
 	suite.mechanism = os.Getenv("SANDBOXD_CONFORMANCE_MECHANISM")
 	suite.wrap = strings.Fields(os.Getenv("SANDBOXD_CONFORMANCE_WRAP"))
-	if len(suite.wrap) > 0 && suite.wrap[0] == "hostsim" {
-		suite.wrap[0] = suite.hostsim
+	if err := hostOptions(); err != nil {
+		return err
 	}
 	suite.leak = "leak-" + randomHex()
 	if err := os.Setenv(leakVar, suite.leak); err != nil {
@@ -119,27 +122,13 @@ func setUp() error {
 	if err != nil {
 		return fmt.Errorf("capabilities: %w", err)
 	}
-	suite.namespaces = suite.mechanism != "landlock" && namespacesComplete(suite.caps)
-	fmt.Fprintf(os.Stderr, "conformance: daemon mechanism set %q (empty: its choice), wrapped in %q; namespaces set complete here: %v\n",
-		suite.mechanism, suite.wrap, suite.namespaces)
+	hostCapabilities()
 	for _, p := range suite.caps.GetProbes() {
 		if !p.GetOk() {
 			fmt.Fprintf(os.Stderr, "conformance: host probe failed: %s: %s %s\n", p.GetName(), p.GetOperation(), p.GetErrno())
 		}
 	}
 	return nil
-}
-
-// namespacesComplete: every probe the namespaces set rests on worked.
-func namespacesComplete(r *sandboxdv1.CapabilitiesReport) bool {
-	need := []string{launcherlinux.PrimUserNS, launcherlinux.PrimIDMap, launcherlinux.PrimMountNS, launcherlinux.PrimPIDNS, launcherlinux.PrimIPCNS,
-		launcherlinux.PrimUTSNS, launcherlinux.PrimCgroupNS, launcherlinux.PrimNetNS, launcherlinux.PrimLoopback, launcherlinux.PrimMounts, launcherlinux.PrimSeccomp}
-	for _, p := range r.GetProbes() {
-		if slices.Contains(need, p.GetName()) && !p.GetOk() {
-			return false
-		}
-	}
-	return len(r.GetProbes()) > 0
 }
 
 func tearDown() {
@@ -154,18 +143,18 @@ func tearDown() {
 	}
 }
 
-// buildBinaries puts sandboxd, sandboxctl and the probe in bin, from
-// SANDBOXD_CONFORMANCE_BIN when set (the rootless run, whose user cannot use
-// root's Go caches) or else with go build.
+// buildBinaries puts sandboxd, sandboxctl, the probe and the host's own
+// tools (hostBinaries) in bin, from SANDBOXD_CONFORMANCE_BIN when set (the
+// rootless run, whose user cannot use root's Go caches) or else with go
+// build.
 func buildBinaries(bin string) error {
 	suite.sandboxd = filepath.Join(bin, "sandboxd")
 	suite.sandboxctl = filepath.Join(bin, "sandboxctl")
 	suite.probe = filepath.Join(bin, "probe")
-	suite.hostsim = filepath.Join(bin, "hostsim")
 	if pre := os.Getenv("SANDBOXD_CONFORMANCE_BIN"); pre != "" {
 		suite.sandboxd = filepath.Join(pre, "sandboxd")
 		suite.sandboxctl = filepath.Join(pre, "sandboxctl")
-		suite.hostsim = filepath.Join(pre, "hostsim")
+		hostBinaries(pre)
 		// The probe is copied: it must be where sandboxes can see it.
 		return copyFile(filepath.Join(pre, "probe"), suite.probe, 0o755)
 	}
@@ -173,12 +162,13 @@ func buildBinaries(bin string) error {
 	if err != nil {
 		return fmt.Errorf("go not found to build the binaries (or set SANDBOXD_CONFORMANCE_BIN): %w", err)
 	}
-	for out, pkg := range map[string]string{
+	pkgs := map[string]string{
 		suite.sandboxd:   "github.com/sandboxd/sandboxd/cmd/sandboxd",
 		suite.sandboxctl: "github.com/sandboxd/sandboxd/cmd/sandboxctl",
 		suite.probe:      "github.com/sandboxd/sandboxd/internal/conformance/probe",
-		suite.hostsim:    "github.com/sandboxd/sandboxd/internal/hostsim/cmd/hostsim",
-	} {
+	}
+	maps.Copy(pkgs, hostBinaries(bin))
+	for out, pkg := range pkgs {
 		cmd := exec.Command(gobin, "build", "-buildvcs=false", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
@@ -252,8 +242,7 @@ func startDaemonWith(dir string, wrap []string, extra ...string) (*daemonProc, e
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = os.Environ()
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	// A test binary that dies must not leave daemons behind.
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	d.cmd.SysProcAttr = daemonProcAttr()
 	if err := d.cmd.Start(); err != nil {
 		return nil, err
 	}

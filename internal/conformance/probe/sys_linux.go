@@ -11,9 +11,10 @@ import (
 
 func platformOps() map[string]op {
 	return map[string]op{
-		"kill":    {2, kill},
-		"uid":     {0, uid},
-		"tiocsti": {0, tiocsti},
+		"kill":         {2, kill},
+		"uid":          {0, uid},
+		"tiocsti":      {0, tiocsti},
+		"no-extra-fds": {0, noExtraFds},
 	}
 }
 
