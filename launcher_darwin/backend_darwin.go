@@ -48,12 +48,16 @@ type Config struct {
 	// run as; the profile probe runs as it when the daemon is root. Zero
 	// means the daemon's own.
 	SandboxUID, SandboxGID uint32
+	// GuardPath is the binary started as each session's guard; it must
+	// call RunGuardIfRequested. Empty means this binary.
+	GuardPath string
 }
 
 type backend struct {
-	host  *Host
-	log   *logStream
-	procs *procWatch
+	host      *Host
+	log       *logStream
+	procs     *procWatch
+	guardPath string
 }
 
 // New probes the host and returns the macOS backend. A host where
@@ -62,8 +66,16 @@ type backend struct {
 func New(cfg Config) (launcher.Backend, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	guardPath := cfg.GuardPath
+	if guardPath == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("darwin backend: the daemon's own binary, to guard sessions with: %w", err)
+		}
+		guardPath = self
+	}
 	h := probeHost(ctx, cfg)
-	return &backend{host: h, log: newLogStream(h.Get(ProbeLog)), procs: &procWatch{members: map[*process]bool{}}}, nil
+	return &backend{host: h, log: newLogStream(h.Get(ProbeLog)), procs: &procWatch{members: map[*process]bool{}}, guardPath: guardPath}, nil
 }
 
 func (b *backend) Name() string { return BackendName }
@@ -299,6 +311,18 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		b: b, cmd: cmd, pid: cmd.Process.Pid, terminal: master, tracker: NewTracker(cmd.Process.Pid), release: release,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: BackendName, MechanismSet: MechanismSet, Fields: plan.Report, DenialSources: sources},
 	}
+	// Without its guard the sandbox would outlive a daemon that dies.
+	g, err := startGuard(b.guardPath, p.pid)
+	if err != nil {
+		_ = unix.Kill(-p.pid, unix.SIGKILL)
+		_ = cmd.Wait()
+		release(0)
+		if master != nil {
+			master.Close()
+		}
+		return nil, err
+	}
+	p.guard = g
 	// The first snapshot fixes the leader's start time while it cannot
 	// have been reaped yet.
 	if snap, err := snapshot(); err == nil {
@@ -441,6 +465,7 @@ type process struct {
 	terminal    *os.File
 	enforcement *sandboxdv1.EnforcementReport
 	release     func(grace time.Duration)
+	guard       *guard
 
 	mu      sync.Mutex
 	tracker *Tracker
@@ -532,6 +557,9 @@ func (p *process) Wait() (launcher.Status, error) {
 		// The command has ended; like the end of a pid namespace's init,
 		// that ends the sandbox.
 		if err := p.reap(); err != nil && p.waitErr == nil {
+			p.waitErr = err
+		}
+		if err := p.guard.stop(); err != nil && p.waitErr == nil {
 			p.waitErr = err
 		}
 		p.b.procs.remove(p)

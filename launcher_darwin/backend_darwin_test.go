@@ -26,6 +26,8 @@ import (
 const helperEnv = "SANDBOXD_DARWIN_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	// The backend guards every session with this binary.
+	RunGuardIfRequested()
 	switch os.Getenv(helperEnv) {
 	case "":
 		os.Exit(m.Run())

@@ -6,10 +6,10 @@ import (
 	launcherdarwin "github.com/sandboxd/sandboxd/launcher_darwin"
 )
 
-// runInitIfRequested has nothing to do: sandbox-exec applies the profile
-// and executes the command itself, so the daemon is never re-executed as a
-// sandbox's init on macOS.
-func runInitIfRequested() {}
+// runInitIfRequested runs the daemon's binary as a session's guard when
+// the backend started it as one (sandbox-exec applies the profile and
+// executes the command itself, so there is no init on macOS).
+func runInitIfRequested() { launcherdarwin.RunGuardIfRequested() }
 
 // checkMechanism rejects a --mechanism the backend does not have before
 // anything is probed, as a usage error.
