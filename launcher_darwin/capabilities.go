@@ -8,7 +8,6 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // What the backend tries when it starts.
@@ -86,51 +85,6 @@ func (h *Host) probes() []*sandboxdv1.ProbeResult {
 	return out
 }
 
-// feature is one policy feature the capabilities report answers for, with
-// a representative policy that uses it and the field it is about. The list
-// is the Linux backend's, so that reports compare across OSes.
-type feature struct {
-	name, field string
-	policy      func(p *sandboxdv1.Policy)
-}
-
-var features = []feature{
-	{"filesystem.read=ALL, nothing writable", "filesystem.read", func(p *sandboxdv1.Policy) {}},
-	{"filesystem.write", "filesystem.write", func(p *sandboxdv1.Policy) { p.Filesystem.Write = []string{"/workspace"} }},
-	{"filesystem.read_only inside a write root", "filesystem.read_only", func(p *sandboxdv1.Policy) {
-		p.Filesystem.Write = []string{"/workspace"}
-		p.Filesystem.ReadOnly = []string{"/workspace/.git"}
-	}},
-	{"filesystem.deny outside the write roots", "filesystem.deny", func(p *sandboxdv1.Policy) {
-		p.Filesystem.Write = []string{"/workspace"}
-		p.Filesystem.Deny = []string{"/home/user/.ssh"}
-	}},
-	{"filesystem.deny inside a write root", "filesystem.deny", func(p *sandboxdv1.Policy) {
-		p.Filesystem.Write = []string{"/workspace"}
-		p.Filesystem.Deny = []string{"/workspace/.env"}
-	}},
-	{"filesystem.read=LISTED", "filesystem.read", func(p *sandboxdv1.Policy) {
-		p.Filesystem.Read = sandboxdv1.Filesystem_LISTED
-		p.Filesystem.ReadRoots = []string{"/usr"}
-	}},
-	{"network.mode=NONE", "network.mode", func(p *sandboxdv1.Policy) {}},
-	{"network.mode=HOST", "network.mode", func(p *sandboxdv1.Policy) { p.Network.Mode = sandboxdv1.Network_HOST }},
-	{"network.mode=ALLOWLIST", "network.allow", func(p *sandboxdv1.Policy) {
-		p.Network.Mode = sandboxdv1.Network_ALLOWLIST
-		p.Network.Allow = []*sandboxdv1.NetworkAllow{{Host: "example.com", Port: 443}}
-	}},
-	{"limits.timeout", "limits.timeout", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Timeout: durationpb.New(60e9)} }},
-	{"limits.memory_bytes", "limits.memory_bytes", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{MemoryBytes: 1 << 30} }},
-	{"limits.pids", "limits.pids", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Pids: 256} }},
-	{"limits.cpu_millis", "limits.cpu_millis", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{CpuMillis: 1000} }},
-	{"limits.output_bytes", "limits.output_bytes", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{OutputBytes: 1 << 20} }},
-	{"children.allow", "children.allow", func(p *sandboxdv1.Policy) { p.Children = &sandboxdv1.Children{Allow: true} }},
-	{"children.allow with network.mode=HOST", "children.allow", func(p *sandboxdv1.Policy) {
-		p.Children = &sandboxdv1.Children{Allow: true}
-		p.Network.Mode = sandboxdv1.Network_HOST
-	}},
-}
-
 // exampleSessionSocket stands for the socket the daemon makes for a session
 // that may have children; where it lives does not change the plan.
 const exampleSessionSocket = "/private/var/run/sandboxd/sessions/session.sock"
@@ -150,11 +104,11 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 		set.Missing = append(set.Missing, refusal.Found+" ("+refusal.Mechanism+")")
 	}
 	r.MechanismSets = append(r.MechanismSets, set)
-	for _, f := range features {
+	for _, f := range launcher.Features {
 		p := policy.Default()
-		f.policy(p)
+		f.Apply(p)
 		p = policy.Normalize(p)
-		fs := &sandboxdv1.FeatureSupport{Feature: f.name}
+		fs := &sandboxdv1.FeatureSupport{Feature: f.Name}
 		in := Input{Policy: p, SessionID: "capabilities"}
 		if p.GetChildren().GetAllow() {
 			in.SessionSocket = exampleSessionSocket
@@ -167,14 +121,14 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 		case err == nil:
 			fs.Enforceable, fs.MechanismSet = true, MechanismSet
 			for _, e := range plan.Report {
-				if e.GetField() == f.field {
+				if e.GetField() == f.Field {
 					fs.Enforcement = append(fs.Enforcement, e)
 				}
 			}
 		case errors.As(err, &u):
 			fs.Refusal = u.Proto()
 		default:
-			fs.Refusal = &sandboxdv1.Unenforceable{Field: f.field, Found: strings.TrimSpace(err.Error())}
+			fs.Refusal = &sandboxdv1.Unenforceable{Field: f.Field, Found: strings.TrimSpace(err.Error())}
 		}
 		r.Features = append(r.Features, fs)
 	}

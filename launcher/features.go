@@ -1,0 +1,56 @@
+package launcher
+
+import (
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Feature is one policy feature a capabilities report answers for, with a
+// representative policy that uses it and the field it is about. Every
+// backend answers for the same list, so reports compare across OSes.
+type Feature struct {
+	Name, Field string
+	// Apply turns the default policy into one that uses the feature.
+	Apply func(p *sandboxdv1.Policy)
+}
+
+// Features are what Capabilities reports on, in order.
+var Features = []Feature{
+	{"filesystem.read=ALL, nothing writable", "filesystem.read", func(p *sandboxdv1.Policy) {}},
+	{"filesystem.write", "filesystem.write", func(p *sandboxdv1.Policy) { p.Filesystem.Write = []string{"/workspace"} }},
+	{"filesystem.read_only inside a write root", "filesystem.read_only", func(p *sandboxdv1.Policy) {
+		p.Filesystem.Write = []string{"/workspace"}
+		p.Filesystem.ReadOnly = []string{"/workspace/.git"}
+	}},
+	{"filesystem.deny outside the write roots", "filesystem.deny", func(p *sandboxdv1.Policy) {
+		p.Filesystem.Write = []string{"/workspace"}
+		p.Filesystem.Deny = []string{"/home/user/.ssh"}
+	}},
+	{"filesystem.deny inside a write root", "filesystem.deny", func(p *sandboxdv1.Policy) {
+		p.Filesystem.Write = []string{"/workspace"}
+		p.Filesystem.Deny = []string{"/workspace/.env"}
+	}},
+	{"filesystem.read=LISTED", "filesystem.read", func(p *sandboxdv1.Policy) {
+		p.Filesystem.Read = sandboxdv1.Filesystem_LISTED
+		p.Filesystem.ReadRoots = []string{"/usr"}
+	}},
+	{"network.mode=NONE", "network.mode", func(p *sandboxdv1.Policy) {}},
+	{"network.mode=HOST", "network.mode", func(p *sandboxdv1.Policy) { p.Network.Mode = sandboxdv1.Network_HOST }},
+	{"network.mode=ALLOWLIST", "network.allow", func(p *sandboxdv1.Policy) {
+		p.Network.Mode = sandboxdv1.Network_ALLOWLIST
+		p.Network.Allow = []*sandboxdv1.NetworkAllow{{Host: "example.com", Port: 443}}
+	}},
+	{"limits.timeout", "limits.timeout", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Timeout: durationpb.New(60e9)} }},
+	{"limits.memory_bytes", "limits.memory_bytes", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{MemoryBytes: 1 << 30} }},
+	{"limits.pids", "limits.pids", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Pids: 256} }},
+	{"limits.cpu_millis", "limits.cpu_millis", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{CpuMillis: 1000} }},
+	{"limits.output_bytes", "limits.output_bytes", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{OutputBytes: 1 << 20} }},
+	{"children.allow", "children.allow", func(p *sandboxdv1.Policy) { p.Children = &sandboxdv1.Children{Allow: true} }},
+	// On Linux under network HOST the sandbox connects to its session
+	// socket itself; under NONE the daemon does it for it, which needs more
+	// of the host.
+	{"children.allow with network.mode=HOST", "children.allow", func(p *sandboxdv1.Policy) {
+		p.Children = &sandboxdv1.Children{Allow: true}
+		p.Network.Mode = sandboxdv1.Network_HOST
+	}},
+}
