@@ -76,6 +76,10 @@ type conformanceCase struct {
 	// something only Linux has. darwinOnly says why it applies on macOS
 	// alone.
 	linuxOnly, darwinOnly string
+	// linuxRefuses is the field the Linux backend refuses this case's
+	// policy for on every host and mechanism set: it has no mechanism for
+	// it, so there the case asserts the structured refusal instead.
+	linuxRefuses string
 }
 
 // TestConformance runs every case on the plain exec path and the PTY path.
@@ -127,6 +131,13 @@ func runCase(t *testing.T, c conformanceCase, tty bool) []bool {
 		stdin = strings.NewReader(sp.stdin)
 	}
 	s := run(t, probeStart(tty, sp.policy, sp.env, args...), stdin)
+	if c.linuxRefuses != "" && runtime.GOOS == "linux" {
+		u := client.UnenforceableFrom(s.err)
+		if u == nil || u.GetField() != c.linuxRefuses || u.GetRemedy() == "" {
+			t.Fatalf("want a refusal for %s with a remedy, got %v", c.linuxRefuses, s.err)
+		}
+		return nil
+	}
 	if s.err != nil && refusalExpected(t, c, s) {
 		return nil
 	}
@@ -392,6 +403,31 @@ func cases() []conformanceCase {
 					unchanged(t, file, "{}\n")
 					absent(t, w+"/creds/new")
 					absent(t, w+"/not-yet/file")
+				},
+			}
+		}},
+		{name: "cannot read outside listed read roots", linuxRefuses: "filesystem.read", setup: func(f *fixture) spec {
+			r := f.mkdir("r")
+			f.file("r/file", "listed\n")
+			outside := f.file("outside/secret", "secret\n")
+			w := f.mkdir("w")
+			return spec{
+				policy: &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{
+					Read: sandboxdv1.Filesystem_LISTED,
+					// The probe itself must stay readable to run.
+					ReadRoots: list(filepath.Dir(suite.probe), r),
+					Write:     list(w),
+				}},
+				steps: []step{
+					allow("read", r+"/file"),
+					allow("write", w+"/new"),
+					allow("read", w+"/new"),
+					deny("read", outside),
+					deny("read", f.path("outside")),
+					deny("write", f.path("outside/new")),
+				},
+				after: func(t *testing.T, _ *session) {
+					absent(t, f.path("outside/new"))
 				},
 			}
 		}},
