@@ -48,16 +48,16 @@ type Config struct {
 	// run as; the profile probe runs as it when the daemon is root. Zero
 	// means the daemon's own.
 	SandboxUID, SandboxGID uint32
-	// GuardPath is the binary started as each session's guard; it must
+	// GuardPath is the binary started as the sessions' guard; it must
 	// call RunGuardIfRequested. Empty means this binary.
 	GuardPath string
 }
 
 type backend struct {
-	host      *Host
-	log       *logStream
-	procs     *procWatch
-	guardPath string
+	host  *Host
+	log   *logStream
+	procs *procWatch
+	guard *guard
 }
 
 // New probes the host and returns the macOS backend. A host where
@@ -75,7 +75,7 @@ func New(cfg Config) (launcher.Backend, error) {
 		guardPath = self
 	}
 	h := probeHost(ctx, cfg)
-	return &backend{host: h, log: newLogStream(h.Get(ProbeLog)), procs: &procWatch{members: map[*process]bool{}}, guardPath: guardPath}, nil
+	return &backend{host: h, log: newLogStream(h.Get(ProbeLog)), procs: &procWatch{members: map[*process]bool{}}, guard: newGuard(guardPath)}, nil
 }
 
 func (b *backend) Name() string { return BackendName }
@@ -311,9 +311,13 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		b: b, cmd: cmd, pid: cmd.Process.Pid, terminal: master, tracker: NewTracker(cmd.Process.Pid), release: release,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: BackendName, MechanismSet: MechanismSet, Fields: plan.Report, DenialSources: sources},
 	}
-	// Without its guard the sandbox would outlive a daemon that dies.
-	g, err := startGuard(b.guardPath, p.pid)
-	if err != nil {
+	// The first snapshot fixes the leader's start time while it cannot
+	// have been reaped yet.
+	if snap, err := snapshot(); err == nil {
+		p.update(snap)
+	}
+	// Without the guard the sandbox would outlive a daemon that dies.
+	if err := b.guard.add(p.pid, p.tracker.members[p.pid].Start); err != nil {
 		_ = unix.Kill(-p.pid, unix.SIGKILL)
 		_ = cmd.Wait()
 		release(0)
@@ -321,12 +325,6 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			master.Close()
 		}
 		return nil, err
-	}
-	p.guard = g
-	// The first snapshot fixes the leader's start time while it cannot
-	// have been reaped yet.
-	if snap, err := snapshot(); err == nil {
-		p.update(snap)
 	}
 	b.procs.add(p)
 	return p, nil
@@ -465,7 +463,6 @@ type process struct {
 	terminal    *os.File
 	enforcement *sandboxdv1.EnforcementReport
 	release     func(grace time.Duration)
-	guard       *guard
 
 	mu      sync.Mutex
 	tracker *Tracker
@@ -559,9 +556,7 @@ func (p *process) Wait() (launcher.Status, error) {
 		if err := p.reap(); err != nil && p.waitErr == nil {
 			p.waitErr = err
 		}
-		if err := p.guard.stop(); err != nil && p.waitErr == nil {
-			p.waitErr = err
-		}
+		p.b.guard.remove(p.pid)
 		p.b.procs.remove(p)
 		p.release(denialGrace)
 	})
