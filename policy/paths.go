@@ -8,9 +8,9 @@ import (
 
 // within reports whether path p is root itself or lies below it. Both must
 // be clean. The comparison is on whole components, so "/a-b" is not within
-// "/a".
+// "/a", and ignores case where the host's file systems do (Windows).
 func within(p, root string) bool {
-	if !strings.HasPrefix(p, root) {
+	if len(p) < len(root) || !sameNames(p[:len(root)], root) {
 		return false
 	}
 	if len(p) == len(root) {

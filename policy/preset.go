@@ -39,7 +39,7 @@ func Preset(name, workspace string) (*sandboxdv1.Policy, error) {
 		p.Filesystem.Write = []string{ws}
 		p.Filesystem.ReadOnly = []string{filepath.Join(ws, ".git")}
 	case "full-access":
-		p.Filesystem.Write = []string{string(filepath.Separator)}
+		p.Filesystem.Write = everything()
 		p.Network.Mode = sandboxdv1.Network_HOST
 	default:
 		return nil, fmt.Errorf("unknown preset %q (valid: %s)", name, strings.Join(presetNames, ", "))
