@@ -1,0 +1,504 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/socketpath"
+)
+
+// payload is what the probe writes (probe.Payload).
+const payload = "written by sandboxd conformance probe\n"
+
+type want int
+
+const (
+	allowed want = iota
+	denied
+	either
+)
+
+type step struct {
+	args []string
+	want want
+}
+
+func allow(args ...string) step   { return step{args, allowed} }
+func deny(args ...string) step    { return step{args, denied} }
+func prepare(args ...string) step { return step{args, either} }
+
+type winSpec struct {
+	policy *sandboxdv1.Policy
+	stdin  string
+	steps  []step
+	after  func(t *testing.T, out []outcome)
+}
+
+// winCase is one of cases() made concrete with Windows fixtures; its name
+// must be a key of windowsMechanisms, so the two lists cannot drift apart.
+type winCase struct {
+	name string
+	// refuses is the field the backend must refuse the policy for.
+	refuses string
+	setup   func(f *fixture) winSpec
+}
+
+func fsPolicy(write, readOnly, deny []string) *sandboxdv1.Policy {
+	return &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: write, ReadOnly: readOnly, Deny: deny}}
+}
+
+func netPolicy(mode sandboxdv1.Network_Mode) *sandboxdv1.Policy {
+	return &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: mode}}
+}
+
+func list(p ...string) []string { return p }
+
+func tcpListener(t *testing.T) (addr, token string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	token = "tcp-" + randomHex()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte(token + "\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), token
+}
+
+func udpEcho(t *testing.T) (addr, token string) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	token = "udp-" + randomHex()
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			_, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = pc.WriteTo([]byte(token), from)
+		}
+	}()
+	return pc.LocalAddr().String(), token
+}
+
+func windowsCases() []winCase {
+	return []winCase{
+		{name: "can write inside write root", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			f.file("w/existing", "old\n")
+			return winSpec{
+				policy: fsPolicy(list(w), nil, nil),
+				steps: []step{
+					allow("write", w+`\new`),
+					allow("write", w+`\existing`),
+					allow("mkdir", w+`\dir`),
+					allow("write", w+`\dir\nested`),
+					allow("rename", w+`\new`, w+`\renamed`),
+				},
+				after: func(t *testing.T, _ []outcome) {
+					unchanged(t, w+`\existing`, payload)
+					unchanged(t, w+`\renamed`, payload)
+					unchanged(t, w+`\dir\nested`, payload)
+				},
+			}
+		}},
+		{name: "cannot write outside write roots", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			o := f.file("outside/file", "host\n")
+			return winSpec{
+				policy: fsPolicy(list(w), nil, nil),
+				steps: []step{
+					deny("write", o),
+					deny("write", f.path("outside/new")),
+					deny("mkdir", f.path("outside/dir")),
+					deny("remove", o),
+					deny("rename", o, w+`\stolen`),
+					deny("write", f.path("beside-w")),
+				},
+				after: func(t *testing.T, _ []outcome) {
+					unchanged(t, o, "host\n")
+					absent(t, f.path("outside/new"))
+					absent(t, f.path("beside-w"))
+				},
+			}
+		}},
+		{name: "cannot write via hardlink to file outside", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			o := f.file("outside/target", "host\n")
+			return winSpec{
+				policy: fsPolicy(list(w), nil, nil),
+				steps:  []step{prepare("link", o, w+`\hardlink`), prepare("write", w+`\hardlink`)},
+				after: func(t *testing.T, _ []outcome) {
+					unchanged(t, o, "host\n")
+				},
+			}
+		}},
+		{name: "cannot write existing read-only carve-out", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			cfg := f.file("w/.git/config", "[core]\n")
+			return winSpec{
+				policy: fsPolicy(list(w), list(w+`\.git`), nil),
+				steps: []step{
+					deny("write", cfg),
+					deny("write", w+`\.git\new`),
+					deny("mkdir", w+`\.git\hooks`),
+					deny("remove", cfg),
+					prepare("link", cfg, w+`\hardlink-to-config`),
+					prepare("write", w+`\hardlink-to-config`),
+					allow("write", w+`\beside-carve-out`),
+				},
+				after: func(t *testing.T, _ []outcome) {
+					unchanged(t, cfg, "[core]\n")
+					absent(t, w+`\.git\new`)
+				},
+			}
+		}},
+		{name: "cannot create not-yet-existing read-only carve-out", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			return winSpec{
+				policy: fsPolicy(list(w), list(w+`\.git`, w+`\.env`), nil),
+				steps: []step{
+					prepare("mkdir", w+`\.git`),
+					deny("write", w+`\.git\config`),
+					deny("write", w+`\.env`),
+					allow("write", w+`\beside-carve-out`),
+				},
+				after: func(t *testing.T, _ []outcome) {
+					absent(t, w+`\.git\config`)
+					// The placeholders are gone once the session is.
+					absent(t, w+`\.git`)
+					absent(t, w+`\.env`)
+				},
+			}
+		}},
+		{name: "cannot rename read-only carve-out", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			cfg := f.file("w/.git/config", "[core]\n")
+			return winSpec{
+				policy: fsPolicy(list(w), list(w+`\.git`), nil),
+				steps: []step{
+					deny("rename", w+`\.git`, w+`\moved`),
+					prepare("mkdir", w+`\.git`),
+					deny("write", w+`\.git\config`),
+				},
+				after: func(t *testing.T, _ []outcome) {
+					unchanged(t, cfg, "[core]\n")
+					absent(t, w+`\moved\config`)
+				},
+			}
+		}},
+		{name: "cannot rename ancestor of carve-out then recreate it", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			cfg := f.file("w/repo/sub/.git/config", "[core]\n")
+			return winSpec{
+				policy: fsPolicy(list(w), list(w+`\repo\sub\.git`), nil),
+				steps: []step{
+					deny("rename", w+`\repo`, w+`\moved`),
+					deny("rename", w+`\repo\sub`, w+`\repo\moved`),
+					prepare("mkdir", w+`\repo`),
+					prepare("mkdir", w+`\repo\sub`),
+					prepare("mkdir", w+`\repo\sub\.git`),
+					deny("write", w+`\repo\sub\.git\config`),
+				},
+				after: func(t *testing.T, _ []outcome) {
+					unchanged(t, cfg, "[core]\n")
+				},
+			}
+		}},
+		{name: "cannot move deny path in write root out from under its mask", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			secret := f.file("w/config/secrets.json", "{\"token\":\"x\"}\n")
+			return winSpec{
+				policy: fsPolicy(list(w), nil, list(secret)),
+				steps: []step{
+					deny("rename", w+`\config`, w+`\moved`),
+					deny("read", w+`\moved\secrets.json`),
+					deny("read", secret),
+				},
+				after: func(t *testing.T, _ []outcome) {
+					unchanged(t, secret, "{\"token\":\"x\"}\n")
+				},
+			}
+		}},
+		{name: "cannot read deny path", setup: func(f *fixture) winSpec {
+			secret := f.file("data/secret", "password\n")
+			dir := f.mkdir("data/secret-dir")
+			inner := f.file("data/secret-dir/key", "key\n")
+			return winSpec{
+				policy: fsPolicy(nil, nil, list(secret, dir)),
+				steps: []step{
+					deny("read", secret),
+					deny("read", inner),
+					deny("read", dir),
+					allow("read", f.path("data")),
+				},
+			}
+		}},
+		{name: "cannot write deny path in write root", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			token := f.file("w/creds/token", "secret\n")
+			file := f.file("w/creds.json", "{}\n")
+			return winSpec{
+				policy: fsPolicy(list(w), nil, list(w+`\creds`, file, w+`\not-yet`)),
+				steps: []step{
+					deny("write", token),
+					deny("read", token),
+					deny("write", w+`\creds\new`),
+					deny("write", file),
+					deny("read", file),
+					deny("remove", file),
+					deny("rename", w+`\creds`, w+`\moved`),
+					deny("write", w+`\not-yet\file`),
+					allow("write", w+`\allowed`),
+				},
+				after: func(t *testing.T, _ []outcome) {
+					unchanged(t, token, "secret\n")
+					unchanged(t, file, "{}\n")
+					absent(t, w+`\creds\new`)
+					absent(t, w+`\not-yet\file`)
+				},
+			}
+		}},
+		{name: "cannot read outside listed read roots", refuses: "filesystem.read", setup: func(f *fixture) winSpec {
+			return winSpec{
+				policy: &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{
+					Read:      sandboxdv1.Filesystem_LISTED,
+					ReadRoots: list(f.mkdir("r")),
+				}},
+				steps: []step{allow("env")},
+			}
+		}},
+		{name: "cannot connect TCP to host listener under network none", setup: func(f *fixture) winSpec {
+			addr, _ := tcpListener(f.t)
+			return winSpec{policy: netPolicy(sandboxdv1.Network_NONE), steps: []step{deny("tcp-connect", addr)}}
+		}},
+		{name: "can connect TCP to host listener under network host", setup: func(f *fixture) winSpec {
+			addr, token := tcpListener(f.t)
+			return winSpec{
+				policy: netPolicy(sandboxdv1.Network_HOST),
+				steps:  []step{allow("tcp-connect", addr)},
+				after: func(t *testing.T, out []outcome) {
+					if got := out[0].detail(); got != token {
+						t.Errorf("host listener's token not received: got %q, want %q", got, token)
+					}
+				},
+			}
+		}},
+		{name: "cannot reach host UDP listener under network none", setup: func(f *fixture) winSpec {
+			addr, _ := udpEcho(f.t)
+			return winSpec{policy: netPolicy(sandboxdv1.Network_NONE), steps: []step{deny("udp-send", addr)}}
+		}},
+		{name: "can reach host UDP listener under network host", setup: func(f *fixture) winSpec {
+			addr, token := udpEcho(f.t)
+			return winSpec{
+				policy: netPolicy(sandboxdv1.Network_HOST),
+				steps:  []step{allow("udp-send", addr)},
+				after: func(t *testing.T, out []outcome) {
+					if got := out[0].detail(); got != token {
+						t.Errorf("host echo's token not received: got %q, want %q", got, token)
+					}
+				},
+			}
+		}},
+		{name: "cannot reach the daemon socket", setup: func(f *fixture) winSpec {
+			return winSpec{
+				policy: netPolicy(sandboxdv1.Network_HOST),
+				steps:  []step{deny("open-rw", socketpath.Default())},
+			}
+		}},
+		{name: "cannot signal host process", setup: func(f *fixture) winSpec {
+			host := exec.Command(winSuite.probe, "hold", "host-"+randomHex())
+			if err := host.Start(); err != nil {
+				f.t.Fatal(err)
+			}
+			f.t.Cleanup(func() { _ = host.Process.Kill(); _ = host.Wait() })
+			pid := strconv.Itoa(host.Process.Pid)
+			return winSpec{
+				policy: netPolicy(sandboxdv1.Network_HOST),
+				steps:  []step{deny("kill", pid, "9")},
+				after: func(t *testing.T, _ []outcome) {
+					if host.ProcessState != nil {
+						t.Errorf("host process %s is gone", pid)
+					}
+				},
+			}
+		}},
+		{name: "daemon environment does not leak", setup: func(f *fixture) winSpec {
+			f.t.Setenv("SANDBOXD_CONFORMANCE_LEAK", "leak-"+randomHex())
+			return winSpec{
+				steps: []step{allow("env")},
+				after: func(t *testing.T, out []outcome) {
+					vars, _ := out[0].Detail.([]any)
+					names := map[string]bool{}
+					for _, v := range vars {
+						s, _ := v.(string)
+						name, _, _ := strings.Cut(s, "=")
+						names[strings.ToUpper(name)] = true
+					}
+					if len(names) == 0 {
+						t.Fatalf("probe reported no environment: %v", out[0])
+					}
+					if names["SANDBOXD_CONFORMANCE_LEAK"] {
+						t.Errorf("the client's environment reached the sandbox: %v", vars)
+					}
+					if !names["SANDBOXD_SESSION"] || !names["SANDBOXD_POLICY_DIGEST"] {
+						t.Errorf("session identity missing from the environment: %v", vars)
+					}
+				},
+			}
+		}},
+		{name: "stdin reaches the command", setup: func(f *fixture) winSpec {
+			return winSpec{
+				stdin: "hello sandbox\n",
+				steps: []step{allow("stdin")},
+				after: func(t *testing.T, out []outcome) {
+					if got := strings.TrimSpace(out[0].detail()); got != "hello sandbox" {
+						t.Errorf("stdin line = %q, want %q", got, "hello sandbox")
+					}
+				},
+			}
+		}},
+		{name: "loopback is up under network none", setup: func(f *fixture) winSpec {
+			return winSpec{policy: netPolicy(sandboxdv1.Network_NONE), steps: []step{deny("loopback")}}
+		}},
+		{name: "not host root", setup: func(f *fixture) winSpec {
+			return winSpec{
+				steps: []step{allow("identity")},
+				after: func(t *testing.T, out []outcome) {
+					id, _ := out[0].Detail.(map[string]any)
+					if id["elevated"] != false || id["admin"] != false || id["restricted"] != true {
+						t.Errorf("sandbox identity %v: want not elevated, not an administrator, restricted", id)
+					}
+				},
+			}
+		}},
+		{name: "no process survives the session", setup: func(f *fixture) winSpec {
+			return winSpec{
+				steps: []step{allow("spawn", "survivor-"+randomHex())},
+				after: func(t *testing.T, out []outcome) {
+					pid, ok := out[0].Detail.(float64)
+					if !ok {
+						t.Fatalf("spawn reported no pid: %v", out[0])
+					}
+					if processAlive(int(pid)) {
+						t.Errorf("process %d left behind by the session is still running", int(pid))
+					}
+				},
+			}
+		}},
+	}
+}
+
+// TestConformance runs every Windows case on the plain exec path and the
+// ConPTY path; both must match the policy and agree step by step.
+func TestConformance(t *testing.T) {
+	got := map[string]map[bool][]bool{}
+	for _, tty := range []bool{false, true} {
+		path := map[bool]string{false: "exec", true: "pty"}[tty]
+		t.Run(path, func(t *testing.T) {
+			for _, c := range windowsCases() {
+				t.Run(c.name, func(t *testing.T) {
+					if windowsMechanisms[c.name] == "" {
+						t.Fatalf("%q is not a case of cases() with a Windows mechanism", c.name)
+					}
+					t.Logf("enforced by: %s", windowsMechanisms[c.name])
+					oks := runWindowsCase(t, c, tty)
+					if got[c.name] == nil {
+						got[c.name] = map[bool][]bool{}
+					}
+					got[c.name][tty] = oks
+				})
+			}
+		})
+	}
+	t.Run("exec and pty agree", func(t *testing.T) {
+		for name, paths := range got {
+			if e, p := paths[false], paths[true]; e != nil && p != nil && !slices.Equal(e, p) {
+				t.Errorf("%s: step outcomes differ: exec %v, pty %v", name, e, p)
+			}
+		}
+	})
+}
+
+func runWindowsCase(t *testing.T, c winCase, tty bool) []bool {
+	f := newFixture(t)
+	sp := c.setup(f)
+	argv := []string{winSuite.probe}
+	for _, s := range sp.steps {
+		argv = append(argv, s.args...)
+	}
+	start := &sandboxdv1.Start{Policy: sp.policy, Command: &sandboxdv1.Command{Argv: argv}, Tty: tty}
+	if tty {
+		// Wide enough that the console never wraps a line of the probe's.
+		start.Window = &sandboxdv1.WindowSize{Rows: 50, Cols: 2000}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	opts := client.RunOptions{Start: start, Stdout: &stdout, Stderr: &stderr}
+	if sp.stdin != "" {
+		opts.Stdin = strings.NewReader(sp.stdin)
+	}
+	res, err := winSuite.client.Run(ctx, opts)
+	if c.refuses != "" {
+		u := client.UnenforceableFrom(err)
+		if u == nil || u.GetField() != c.refuses || u.GetRemedy() == "" {
+			t.Fatalf("want a refusal for %s with a remedy, got %v", c.refuses, err)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("session failed: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if e := res.Exit; e.GetState() != sandboxdv1.State_EXITED || e.GetExitCode() != 0 {
+		t.Fatalf("probe did not exit 0: state %v code %d reason %q\nstdout:\n%s\nstderr:\n%s", e.GetState(), e.GetExitCode(), e.GetReason(), stdout.String(), stderr.String())
+	}
+	if got := res.Enforcement.GetBackend(); got != "windows" {
+		t.Errorf("enforced by backend %q, want windows", got)
+	}
+	out := parseOutcomes(stdout.String())
+	if len(out) != len(sp.steps) {
+		t.Fatalf("probe reported %d steps, want %d\n%s", len(out), len(sp.steps), stdout.String())
+	}
+	oks := make([]bool, len(sp.steps))
+	for i, st := range sp.steps {
+		o := out[i]
+		oks[i] = o.OK
+		t.Logf("%s (%v): %s", strings.Join(st.args, " "), st.want, o)
+		switch {
+		case st.want == allowed && !o.OK:
+			t.Errorf("%s must be allowed, got %s", strings.Join(st.args, " "), o)
+		case st.want == denied && o.OK:
+			t.Errorf("%s must be denied, got %s", strings.Join(st.args, " "), o)
+		}
+	}
+	if sp.after != nil {
+		sp.after(t, out)
+	}
+	return oks
+}
+
+func (w want) String() string {
+	return [...]string{"allowed", "denied", "either"}[w]
+}
