@@ -1,7 +1,7 @@
 #!/bin/bash
 # Checks what only runs elsewhere: the GitHub Actions workflow must be valid
-# YAML whose macOS job runs the conformance suite natively, and the launchd
-# plist must be a valid property list.
+# YAML whose macOS and Windows jobs run the unit tests and the conformance
+# suite natively, and the launchd plist must be a valid property list.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,11 +10,17 @@ import plistlib, sys, yaml
 
 with open(".github/workflows/ci.yml") as f:
     wf = yaml.safe_load(f)
-steps = wf["jobs"]["macos"]["steps"]
-runs = " ".join(s.get("run", "") for s in steps)
-for want in ("go test -count=1 -timeout 20m ./...", "./internal/conformance/"):
-    if want not in runs:
-        sys.exit("check-deploy: the macos job does not run %r" % want)
+wants = {
+    "macos": ("go test -count=1 -timeout 20m ./...", "./internal/conformance/"),
+    # ./... holds the conformance suite, which on Windows installs the
+    # service it tests.
+    "windows": ("go test -count=1 -timeout 20m ./...",),
+}
+for job, want_runs in wants.items():
+    runs = " ".join(s.get("run", "") for s in wf["jobs"][job]["steps"])
+    for want in want_runs:
+        if want not in runs:
+            sys.exit("check-deploy: the %s job does not run %r" % (job, want))
 
 with open("deploy/com.github.sandboxd.sandboxd.plist", "rb") as f:
     plist = plistlib.load(f)
