@@ -1,0 +1,128 @@
+package launcherwindows
+
+import (
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// Input is what a session's plan is made from.
+type Input struct {
+	// Policy is validated and normalized (package policy).
+	Policy *sandboxdv1.Policy
+	// SessionID names the session: its pipe, temp directory and SIDs.
+	SessionID string
+	// OfflineSID and OnlineSID are the SIDs of the provisioned sandbox
+	// users (OfflineUser, OnlineUser).
+	OfflineSID, OnlineSID string
+	// TempDir is the host path of the session's private temporary
+	// directory, which the backend creates empty before stamping.
+	TempDir string
+	// Env is the environment the daemon built, "KEY=value".
+	Env []string
+	// NumCPU is the host's logical processor count, for the CPU rate.
+	NumCPU int
+	// Exists says whether a path exists now; nil means every path does.
+	// Carve-outs and deny paths that do not exist become placeholders.
+	Exists func(path string) bool
+}
+
+// Plan is a policy made concrete for a restricted token, NTFS ACLs, the
+// firewall and a job object.
+type Plan struct {
+	// User is the account the session logs on as, UserSID its SID.
+	User, UserSID string
+	Token         Token
+	// Placeholders are carve-outs and deny paths that do not exist: the
+	// backend creates each as an empty directory before stamping, so an
+	// ACE has an object to sit on and the sandbox cannot create it.
+	// Missing directories above one, inside its write root, are listed
+	// too, each before the directories below it: created in order and
+	// removed in reverse, none is left behind.
+	Placeholders []string
+	// ACEs are stamped in order before the process starts.
+	ACEs []ACE
+	// Firewall is what must already be in force for this session's user;
+	// the backend verifies it and refuses the session when it is not.
+	Firewall []Filter
+	Job      Job
+	// Desktop is the window station and desktop the process runs on.
+	Desktop string
+	// Env is the process's environment block, sorted case-insensitively.
+	Env []string
+	// Report says per field what enforces it.
+	Report []*sandboxdv1.FieldEnforcement
+
+	// sids says what each SID of the plan stands for, for Render.
+	sids map[string]string
+}
+
+// LogonSID stands for the session's logon SID, which exists only once the
+// backend has logged the user on; the backend substitutes it.
+const LogonSID = "LOGON"
+
+// Token is how the logon token is restricted.
+type Token struct {
+	DisableMaxPrivilege bool
+	// WriteRestricted: restricting SIDs are checked for write access only.
+	WriteRestricted bool
+	// DenyOnly SIDs are disabled in the token (deny-only).
+	DenyOnly []string
+	// Restricting SIDs, LogonSID among them.
+	Restricting []string
+	// IntegrityLevel is a mandatory label SID (S-1-16-...).
+	IntegrityLevel string
+	// DefaultDACL is the SDDL DACL of the objects the sandbox creates,
+	// LogonSID standing for the logon SID.
+	DefaultDACL string
+}
+
+// ACE is one access control entry stamped on a path.
+type ACE struct {
+	Path string
+	// SID is a SID string or LogonSID.
+	SID   string
+	Allow bool
+	// Mask is the access mask (FILE_* and standard rights).
+	Mask uint32
+	// Inherit makes the entry apply to everything below Path (object and
+	// container inherit); otherwise it applies to Path alone.
+	Inherit bool
+	// Persistent entries are keyed on SIDs only sandboxd tokens carry and
+	// stay after the session (recorded in the journal, removed by
+	// uninstall); the others are removed when the session ends.
+	Persistent bool
+	// Field is the policy field the entry enforces.
+	Field string
+	// Why says in a few words what the entry is for.
+	Why string
+}
+
+// Filter is one persistent Windows Filtering Platform filter.
+type Filter struct {
+	// Layer is the WFP layer's name, e.g. "ALE_AUTH_CONNECT_V4".
+	Layer string
+	// Action is "block".
+	Action string
+	// UserSDDL is the security descriptor the ALE user id condition
+	// matches tokens against.
+	UserSDDL string
+	// ID is the filter's fixed GUID, "{...}": installing again replaces
+	// the filter rather than adding a second one, and verifying looks it
+	// up.
+	ID string
+	// Name is what tools listing the filters show.
+	Name string
+}
+
+// Job is the job object's settings.
+type Job struct {
+	KillOnClose, DieOnUnhandledException bool
+	// ActiveProcessLimit is 0 for none.
+	ActiveProcessLimit uint32
+	// JobMemoryLimit is in bytes, 0 for none.
+	JobMemoryLimit uint64
+	// CPURate is a hard cap in hundredths of a percent of the machine,
+	// 0 for none.
+	CPURate uint32
+	// UIRestrictions are the JOB_OBJECT_UILIMIT_* flags.
+	UIRestrictions uint32
+}
