@@ -34,6 +34,9 @@ type auditCaller struct {
 	UID uint32 `json:"uid"`
 	GID uint32 `json:"gid"`
 	PID int32  `json:"pid"`
+	// SID and Admin are the Windows caller's (see Caller).
+	SID   string `json:"sid,omitempty"`
+	Admin bool   `json:"admin,omitempty"`
 	// Session is the parent session on whose socket a child was asked for.
 	Session string `json:"session,omitempty"`
 }
@@ -58,7 +61,7 @@ func auditSink(log *auditlog.Log, logf func(string, ...any)) eventSink {
 	return func(ev *sandboxdv1.Event, d *eventDetail) {
 		rec := &auditRecord{EventRecord: client.Record(ev), PolicyDigest: d.digest, Cwd: d.cwd, TTY: d.tty, RefusedField: d.refusedField}
 		if c := d.caller; c != nil {
-			rec.Caller = &auditCaller{UID: c.UID, GID: c.GID, PID: c.PID, Session: c.Session}
+			rec.Caller = &auditCaller{UID: c.UID, GID: c.GID, PID: c.PID, SID: c.SID, Admin: c.Admin, Session: c.Session}
 		}
 		rec.Policy = protoJSON(d.policy)
 		rec.Enforcement = protoJSON(d.enforcement)

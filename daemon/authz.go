@@ -10,11 +10,15 @@ import (
 
 // view is what one caller may see and control.
 type view struct {
-	// all: root, the daemon's own user and operators see every session.
+	// all: root, the daemon's own user, operators and Windows callers with
+	// Admin see every session.
 	all bool
 	// uid is the caller's uid on the main socket: it sees the sessions it
 	// owns.
 	uid uint32
+	// sid is, instead of uid, a Windows caller's user SID on the main pipe:
+	// it sees the sessions it owns.
+	sid string
 	// root is the session whose own socket the call came in on: the caller
 	// sees that session and its descendants, whatever its peer
 	// credentials say.
@@ -27,6 +31,14 @@ type view struct {
 func (s *Service) viewOf(c Caller) view {
 	if c.Session != "" {
 		return view{root: c.Session}
+	}
+	if c.SID != "" {
+		// Windows: every caller's uid is 0 there, which must not pass for
+		// root.
+		if c.Admin {
+			return view{all: true}
+		}
+		return view{sid: c.SID}
 	}
 	if c.UID == 0 || int64(c.UID) == int64(os.Geteuid()) {
 		return view{all: true}
@@ -44,6 +56,8 @@ func (s *Service) visibleLocked(v view, sess *session) bool {
 		return true
 	case v.root != "":
 		return s.descendsLocked(sess, v.root)
+	case v.sid != "":
+		return sess.ownerSID == v.sid
 	}
 	return sess.ownerUID == v.uid
 }

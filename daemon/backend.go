@@ -6,7 +6,13 @@ type BackendOptions struct {
 	// backend probes the host for that identity.
 	SandboxUID, SandboxGID uint32
 	// MechanismSet forces one of the backend's mechanism sets (on Linux
-	// "namespaces" or "landlock", on macOS only "seatbelt"); empty lets the backend choose per
-	// policy. A forced set that cannot enforce a policy refuses it.
+	// "namespaces" or "landlock", on macOS only "seatbelt", on Windows only
+	// the one it has); empty lets the backend choose per policy. A forced
+	// set that cannot enforce a policy refuses it.
 	MechanismSet string
+	// StateDir is where the backend keeps what outlives a session: on
+	// Windows the sandbox users' credentials, stored there by `sandboxd
+	// install`, and the journal of what sessions stamped on the host.
+	// Empty means statedir.Default(). The other backends keep nothing.
+	StateDir string
 }

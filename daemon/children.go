@@ -12,6 +12,9 @@ import (
 type sessionSocket struct {
 	path string
 	lis  net.Listener
+	// file is set for a unix socket, which has a file to remove; a named
+	// pipe has none.
+	file bool
 	once sync.Once
 }
 
@@ -42,6 +45,8 @@ func (ss *sessionSocket) close() {
 	}
 	ss.once.Do(func() {
 		ss.lis.Close()
-		os.Remove(ss.path)
+		if ss.file {
+			os.Remove(ss.path)
+		}
 	})
 }

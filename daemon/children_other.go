@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package daemon
 
@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc"
 )
 
-// openSessionSocket fails: this OS's daemon listens on a named pipe, and
-// per-session pipes are its backend's to make.
+// openSessionSocket fails: this OS has neither unix sockets nor named
+// pipes to serve a session on.
 func openSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*sessionSocket, error) {
 	return nil, fmt.Errorf("session socket on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }

@@ -32,7 +32,7 @@ func openSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*sess
 	if err != nil {
 		return nil, fmt.Errorf("session socket: %w", err)
 	}
-	ss := &sessionSocket{path: path, lis: lis}
+	ss := &sessionSocket{path: path, lis: lis, file: true}
 	if err := os.Chmod(path, 0o600); err != nil {
 		ss.close()
 		return nil, fmt.Errorf("session socket: %w", err)

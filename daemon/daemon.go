@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -78,6 +79,13 @@ type Caller struct {
 	PID      int32
 	// Groups are the caller's supplementary groups.
 	Groups []uint32
+	// SID is the caller's user SID on Windows, where UID and GID are zero
+	// and say nothing; empty on unix.
+	SID string
+	// Admin is set on Windows for a caller that sees and controls every
+	// session, as root does on unix: LocalSystem, the daemon's own account,
+	// or a token in which BUILTIN\Administrators is enabled (elevated).
+	Admin bool
 	// Session is the session whose own socket the call came in on, empty
 	// on the main socket.
 	Session string
@@ -164,6 +172,11 @@ func New(cfg Config) (*Service, error) {
 
 	if p, ok := cfg.Backend.(launcher.SessionSocketPlacer); ok {
 		s.socketInSandbox = p.SessionSocketPath
+	}
+	if runtime.GOOS == "windows" && (cfg.OperatorsGroup != "" || cfg.SocketGroup != "") {
+		// Neither could be honoured: the pipe's security descriptor says
+		// who may connect, and callers' tokens who is an administrator.
+		return nil, errors.New("daemon: socket and operators groups are unix groups, not used on windows")
 	}
 	if cfg.OperatorsGroup != "" {
 		gid, err := lookupGroup(cfg.OperatorsGroup)

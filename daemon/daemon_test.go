@@ -3,10 +3,13 @@ package daemon
 import (
 	"context"
 	"errors"
-	"os"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -41,19 +44,35 @@ func TestStateTransitions(t *testing.T) {
 	}
 }
 
-func TestHomeDir(t *testing.T) {
-	passwd := filepath.Join(t.TempDir(), "passwd")
-	os.WriteFile(passwd, []byte("root:x:0:0:root:/root:/bin/sh\n"+
-		"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"+
-		"odd:x:77:77::relative:/bin/sh\n"+
-		"short:x:88\n"), 0o644)
-	for uid, want := range map[uint32]string{0: "/root", 65534: "/nonexistent", 77: "/", 88: "/", 1000: "/"} {
-		if got := homeDir(passwd, uid); got != want {
-			t.Errorf("homeDir(%d) = %q, want %q", uid, got, want)
-		}
+func TestWindowsCallersSeeTheirOwnSessions(t *testing.T) {
+	svc, err := New(Config{Backend: unusedBackend{}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := homeDir(filepath.Join(t.TempDir(), "missing"), 0); got != "/" {
-		t.Errorf("homeDir without a passwd file = %q", got)
+	const alice, bob = "S-1-5-21-1-2-3-1001", "S-1-5-21-1-2-3-1002"
+	mine := &session{id: "a", ownerSID: alice}
+	theirs := &session{id: "b", ownerSID: bob}
+	unix := &session{id: "u", ownerUID: 0}
+	for _, tc := range []struct {
+		name   string
+		caller Caller
+		want   []*session
+	}{
+		// Every Windows caller has uid 0; that must not make it root.
+		{"user", Caller{SID: alice}, []*session{mine}},
+		{"other user", Caller{SID: bob}, []*session{theirs}},
+		{"admin", Caller{SID: "S-1-5-18", Admin: true}, []*session{mine, theirs, unix}},
+		{"session pipe", Caller{SID: alice, Session: "b"}, []*session{theirs}},
+	} {
+		v := svc.viewOf(tc.caller)
+		for _, sess := range []*session{mine, theirs, unix} {
+			svc.sessions[sess.id] = sess
+		}
+		for _, sess := range []*session{mine, theirs, unix} {
+			if got, want := svc.visibleLocked(v, sess), slices.Contains(tc.want, sess); got != want {
+				t.Errorf("%s: session %s visible %v, want %v", tc.name, sess.id, got, want)
+			}
+		}
 	}
 }
 
@@ -81,4 +100,11 @@ func (unusedBackend) Start(context.Context, launcher.Spec) (launcher.Process, er
 
 func (unusedBackend) Capabilities() *sandboxdv1.CapabilitiesReport {
 	return &sandboxdv1.CapabilitiesReport{Backend: "unused"}
+}
+
+func TestUnsupportedIsUnimplemented(t *testing.T) {
+	err := fmt.Errorf("signal 1 to session s: %w", errors.ErrUnsupported)
+	if got := status.Code(toStatus(err)); got != codes.Unimplemented {
+		t.Errorf("toStatus(%v) has code %v, want %v", err, got, codes.Unimplemented)
+	}
 }

@@ -1,9 +1,7 @@
 package daemon
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -11,10 +9,9 @@ import (
 )
 
 const (
-	defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	envSession  = "SANDBOXD_SESSION"
-	envDigest   = "SANDBOXD_POLICY_DIGEST"
-	envSocket   = "SANDBOXD_SOCKET"
+	envSession = "SANDBOXD_SESSION"
+	envDigest  = "SANDBOXD_POLICY_DIGEST"
+	envSocket  = "SANDBOXD_SOCKET"
 )
 
 // sessionIdentity is what the daemon tells a sandbox about its session.
@@ -30,20 +27,29 @@ type sessionIdentity struct {
 // nothing of the daemon's (tokens, proxies, sockets) leaks into a sandbox,
 // and it ends with the session's identity, which the request cannot forge.
 func buildEnv(tty bool, home string, overrides map[string]string, ids sessionIdentity) ([]string, error) {
-	term := "dumb"
-	if tty {
-		term = "xterm-256color"
+	env, err := envDefaults(tty, home)
+	if err != nil {
+		return nil, err
 	}
-	env := map[string]string{
-		"PATH": defaultPath,
-		"HOME": home,
-		"TERM": term,
-		"LANG": "C.UTF-8",
-	}
+	// Where names are case-insensitive (Windows), "Path" in the request
+	// replaces the default "PATH" rather than standing beside it.
+	given := make(map[string]string, len(overrides))
 	for k, v := range overrides {
 		if err := checkEnvVar(k, v); err != nil {
 			return nil, err
 		}
+		if other, dup := given[envKey(k)]; dup {
+			a, b := min(k, other), max(k, other)
+			return nil, &RequestError{Field: "command.env", Msg: fmt.Sprintf("%q and %q name the same variable on this OS", a, b)}
+		}
+		given[envKey(k)] = k
+	}
+	for d := range env {
+		if k, ok := given[envKey(d)]; ok && k != d {
+			delete(env, d)
+		}
+	}
+	for k, v := range overrides {
 		env[k] = v
 	}
 	env[envSession] = ids.id
@@ -61,41 +67,20 @@ func buildEnv(tty bool, home string, overrides map[string]string, ids sessionIde
 
 func checkEnvVar(k, v string) error {
 	field := "command.env[" + strconv.Quote(k) + "]"
-	switch {
+	switch key := envKey(k); {
 	case k == "":
 		return &RequestError{Field: "command.env", Msg: "empty variable name"}
 	case strings.ContainsAny(k, "=\x00"):
 		return &RequestError{Field: field, Msg: "variable name contains '=' or NUL"}
 	case strings.ContainsRune(v, 0):
 		return &RequestError{Field: field, Msg: "value contains NUL"}
-	case k == envSession || k == envDigest || k == envSocket:
+	case key == envKey(envSession) || key == envKey(envDigest) || key == envKey(envSocket):
 		// A sandbox must not be able to claim another session's identity
 		// or policy to whatever it talks to, nor be pointed at a socket
 		// other than its own.
 		return &RequestError{Field: field, Msg: "set by the daemon, cannot be overridden"}
 	}
 	return nil
-}
-
-// homeDir is the home directory of uid in the passwd file at path, or "/"
-// when uid has no entry there. It reads the file rather than asking NSS
-// because the sandbox sees the host's files, not a directory service.
-func homeDir(path string, uid uint32) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "/"
-	}
-	defer f.Close()
-	want := strconv.FormatUint(uint64(uid), 10)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// name:password:uid:gid:gecos:home:shell
-		fields := strings.Split(sc.Text(), ":")
-		if len(fields) >= 7 && fields[2] == want && filepath.IsAbs(fields[5]) {
-			return fields[5]
-		}
-	}
-	return "/"
 }
 
 // checkCommand rejects commands the backend could only fail on later, with

@@ -19,6 +19,8 @@ var (
 	ErrUnauthenticated = errors.New("caller identity unknown")
 	ErrShuttingDown    = errors.New("daemon is shutting down")
 	ErrBusy            = errors.New("busy")
+	// ErrPermission: the caller asked for something it may not have.
+	ErrPermission = errors.New("permission denied")
 )
 
 // RequestError says that a field of a request outside the policy is invalid
@@ -43,6 +45,8 @@ func toStatus(err error) error {
 		ue *launcher.Unenforceable
 	)
 	switch {
+	case errors.Is(err, ErrPermission):
+		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.As(err, &we):
 		// A child asking for more than its parent has is not malformed;
 		// it is not allowed.
@@ -55,6 +59,10 @@ func toStatus(err error) error {
 			return status.Error(codes.FailedPrecondition, err.Error())
 		}
 		return st.Err()
+	case errors.Is(err, errors.ErrUnsupported):
+		// Something this host cannot do at all, such as a signal that
+		// Windows has no way to deliver: not a fault of the daemon's.
+		return status.Error(codes.Unimplemented, err.Error())
 	case errors.Is(err, ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrBusy):

@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !unix && !windows
 
 package daemon
 
@@ -9,7 +9,7 @@ import (
 	"runtime"
 )
 
-// Listen fails: this OS serves on a named pipe, which is not implemented yet.
+// Listen fails: this OS has neither unix sockets nor named pipes to serve on.
 func Listen(path string) (net.Listener, error) {
 	return nil, fmt.Errorf("listen %s on %s: %w", path, runtime.GOOS, errors.ErrUnsupported)
 }

@@ -105,6 +105,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		pol      *sandboxdv1.Policy
 		parentID string
 		owner    uint32
+		ownerSID string
 		uid, gid uint32
 	)
 	if caller.Session != "" {
@@ -115,14 +116,17 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		if pol, err = policy.Narrow(parent.policy, start.GetPolicy()); err != nil {
 			return nil, launcher.Spec{}, fmt.Errorf("child policy: %w", err)
 		}
-		parentID, owner = parent.id, parent.ownerUID
+		parentID, owner, ownerSID = parent.id, parent.ownerUID, parent.ownerSID
 		uid, gid = parent.sandboxUID, parent.sandboxGID
 	} else {
 		if err := policy.Validate(start.GetPolicy()); err != nil {
 			return nil, launcher.Spec{}, fmt.Errorf("invalid policy: %w", err)
 		}
 		pol = policy.Normalize(start.GetPolicy())
-		owner = caller.UID
+		if err := checkWriteRoots(caller, pol); err != nil {
+			return nil, launcher.Spec{}, err
+		}
+		owner, ownerSID = caller.UID, caller.SID
 		uid, gid = s.sandboxIdentity(caller)
 	}
 	digest := policy.Digest(pol)
@@ -133,9 +137,13 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 	if err := checkWindow(start.GetWindow()); err != nil {
 		return nil, launcher.Spec{}, err
 	}
+	home, root, err := s.sandboxDirs(uid)
+	if err != nil {
+		return nil, launcher.Spec{}, err
+	}
 	cwd := cmd.GetCwd()
 	if cwd == "" {
-		cwd = "/"
+		cwd = root
 	}
 	id, err := newSessionID()
 	if err != nil {
@@ -144,6 +152,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 	sess := &session{
 		id:         id,
 		ownerUID:   owner,
+		ownerSID:   ownerSID,
 		parentID:   parentID,
 		sandboxUID: uid,
 		sandboxGID: gid,
@@ -170,7 +179,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		}
 		ids.socket = s.socketInSandbox(sess.socket.path)
 	}
-	env, err := buildEnv(start.GetTty(), homeDir(s.cfg.PasswdFile, uid), cmd.GetEnv(), ids)
+	env, err := buildEnv(start.GetTty(), home, cmd.GetEnv(), ids)
 	if err != nil {
 		sess.socket.close()
 		return nil, launcher.Spec{}, err
@@ -246,7 +255,7 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 		// even then no sandbox is left behind.
 		return fail(err)
 	}
-	s.logf("session %s: started pid %d for uid %d (parent %q): %q", sess.id, proc.Pid(), sess.ownerUID, sess.parentID, sess.argv)
+	s.logf("session %s: started pid %d for %s (parent %q): %q", sess.id, proc.Pid(), sess.owner(), sess.parentID, sess.argv)
 	if s.isClosing() {
 		s.end(sess, reasonShutdown)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -32,6 +33,8 @@ const recentDenials = 32
 type session struct {
 	id       string
 	ownerUID uint32
+	// ownerSID is the owner's user SID on Windows, empty on unix.
+	ownerSID string
 	// parentID is the session on whose socket this one was started.
 	parentID string
 	// sandboxUID and sandboxGID are the host identity the sandbox runs as;
@@ -109,6 +112,14 @@ func (s *session) info() *sandboxdv1.SessionInfo {
 		in.Ended = timestamppb.New(s.ended)
 	}
 	return in
+}
+
+// owner names the session's owner in log lines.
+func (s *session) owner() string {
+	if s.ownerSID != "" {
+		return s.ownerSID
+	}
+	return "uid " + strconv.FormatUint(uint64(s.ownerUID), 10)
 }
 
 // moveLocked changes the state after checking the transition and records

@@ -1,6 +1,6 @@
-// Package client is the Go client for sandboxd: it dials the daemon's socket,
-// runs sessions over the Session stream, and wraps the operator calls (List,
-// Inspect, Kill, Capabilities). Errors keep the daemon's gRPC status, so callers can read
+// Package client is the Go client for sandboxd: it dials the daemon's socket
+// (a named pipe on Windows), runs sessions over the Session stream, and
+// wraps the operator calls (List, Inspect, Kill, Capabilities). Errors keep the daemon's gRPC status, so callers can read
 // the code and the Unenforceable detail of a refusal.
 package client
 
@@ -8,8 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -50,15 +50,18 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	// grpc reports a missing or refused socket as a generic "unavailable";
 	// one plain connect first lets the error say that nothing is listening.
 	begin := time.Now()
-	var d net.Dialer
-	probe, err := d.DialContext(hctx, "unix", socketPath)
+	probe, err := dialSocket(hctx, socketPath)
 	if err != nil {
 		// The path is already in our message; keep only the reason.
 		var oe *net.OpError
 		if errors.As(err, &oe) {
 			err = oe.Err
 		}
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if nothingListens(err) {
 			return nil, fmt.Errorf("no sandboxd listening on %s (is the daemon running?): %w", socketPath, err)
 		}
 		return nil, fmt.Errorf("cannot connect to sandboxd on %s: %w", socketPath, err)
@@ -70,7 +73,7 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	conn, err := grpc.NewClient("passthrough:///sandboxd",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", socketPath)
+			return dialSocket(ctx, socketPath)
 		}),
 	)
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/testsock"
 )
 
 type sessionStream = grpc.BidiStreamingServer[sandboxdv1.SessionRequest, sandboxdv1.SessionResponse]
@@ -79,11 +80,7 @@ func (l *cuttableListener) cut() {
 
 func serve(t *testing.T, srv *scriptedServer) (string, *cuttableListener) {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, sock := testsock.Listen(t)
 	cl := &cuttableListener{Listener: ln}
 	gs := grpc.NewServer()
 	sandboxdv1.RegisterSandboxdServer(gs, srv)
@@ -448,19 +445,9 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
 
 func TestDialNoDaemon(t *testing.T) {
-	dir := t.TempDir()
-	stale := filepath.Join(dir, "stale.sock")
-	ln, err := net.Listen("unix", stale)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
-
-	for name, sock := range map[string]string{
-		"missing": filepath.Join(dir, "missing.sock"),
-		"stale":   stale,
-	} {
+	addrs := map[string]string{"missing": testsock.Missing(t)}
+	maps.Copy(addrs, staleSockets(t))
+	for name, sock := range addrs {
 		t.Run(name, func(t *testing.T) {
 			begin := time.Now()
 			_, err := Dial(context.Background(), sock)
@@ -479,13 +466,8 @@ func TestDialNoDaemon(t *testing.T) {
 }
 
 func TestDialNotSandboxd(t *testing.T) {
-	dir := t.TempDir()
-	listen := func(name string, handle func(net.Conn)) string {
-		sock := filepath.Join(dir, name)
-		ln, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
+	listen := func(handle func(net.Conn)) string {
+		ln, sock := testsock.Listen(t)
 		t.Cleanup(func() { ln.Close() })
 		go func() {
 			for {
@@ -498,7 +480,7 @@ func TestDialNotSandboxd(t *testing.T) {
 		}()
 		return sock
 	}
-	junk := listen("junk.sock", func(c net.Conn) {
+	junk := listen(func(c net.Conn) {
 		c.Write([]byte("HTTP/1.0 400 Bad Request\r\n\r\n"))
 		c.Close()
 	})
@@ -511,16 +493,12 @@ func TestDialNotSandboxd(t *testing.T) {
 			c.Close()
 		}
 	})
-	silent := listen("silent.sock", func(c net.Conn) {
+	silent := listen(func(c net.Conn) {
 		silentMu.Lock()
 		silentConns = append(silentConns, c)
 		silentMu.Unlock()
 	})
-	otherGRPC := filepath.Join(dir, "grpc.sock")
-	ln, err := net.Listen("unix", otherGRPC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, otherGRPC := testsock.Listen(t)
 	gs := grpc.NewServer()
 	go gs.Serve(ln)
 	t.Cleanup(gs.Stop)

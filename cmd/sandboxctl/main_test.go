@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/testsock"
 )
 
 type sessionStream = grpc.BidiStreamingServer[sandboxdv1.SessionRequest, sandboxdv1.SessionResponse]
@@ -75,11 +75,7 @@ func (d *fakeDaemon) Capabilities(context.Context, *sandboxdv1.CapabilitiesReque
 
 func startDaemon(t *testing.T, d *fakeDaemon) string {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "d.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, sock := testsock.Listen(t)
 	gs := grpc.NewServer()
 	sandboxdv1.RegisterSandboxdServer(gs, d)
 	go gs.Serve(ln)
@@ -185,7 +181,7 @@ func TestRunCommandNotFound(t *testing.T) {
 }
 
 func TestRunUsageAndConnectionErrorsExit125(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "missing.sock")
+	missing := testsock.Missing(t)
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -206,7 +202,7 @@ func TestRunUsageAndConnectionErrorsExit125(t *testing.T) {
 }
 
 func TestSocketFromEnvironment(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "env.sock")
+	missing := testsock.Missing(t)
 	t.Setenv("SANDBOXD_SOCKET", missing)
 	_, _, stderr := sandboxctl(t, "", "ps")
 	if !strings.Contains(stderr, missing) {
@@ -392,7 +388,7 @@ func TestDoctorJSON(t *testing.T) {
 }
 
 func TestDoctorErrors(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "missing.sock")
+	missing := testsock.Missing(t)
 	code, _, stderr := sandboxctl(t, "", "--socket", missing, "doctor")
 	if code != 1 || !strings.Contains(stderr, "no sandboxd listening on "+missing) {
 		t.Errorf("no daemon: code %d, stderr %q", code, stderr)

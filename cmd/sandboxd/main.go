@@ -1,7 +1,9 @@
 // Command sandboxd is the sandbox launcher daemon: it serves the Sandboxd
-// gRPC service on a unix socket and starts every requested command inside a
-// sandbox enforcing the request's policy. With --self-test it only checks
-// the host and reports what it can enforce.
+// gRPC service on a unix socket (a named pipe on Windows) and starts every
+// requested command inside a sandbox enforcing the request's policy. With
+// --self-test it only checks the host and reports what it can enforce. On
+// Windows, `sandboxd install` and `sandboxd uninstall` provision the host
+// and register or remove the service that runs it.
 package main
 
 import (
@@ -27,27 +29,38 @@ func main() {
 	// probe must not parse flags or start a server; neither returns then.
 	runInitIfRequested()
 	selftest.RunProbeIfRequested()
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	if code, ok := runService(os.Args[1:]); ok {
+		os.Exit(code)
+	}
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+// command is a subcommand of this OS (see commands). flags are the daemon
+// flags given before it, as given, for a command that installs the daemon
+// to run with them; stateDir is the state directory they select.
+type command func(flags []string, stateDir string, stdout, stderr io.Writer) int
+
+// run runs the daemon until ctx is done or a signal asks it to stop, or
+// runs the subcommand args name.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sandboxd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	socket := fs.String("socket", socketpath.Default(), "unix socket to listen on (env "+socketpath.Env+")")
+	socket := fs.String("socket", socketpath.Default(), "unix socket, on Windows named pipe, to listen on (env "+socketpath.Env+")")
 	uid := fs.Uint("sandbox-uid", daemon.DefaultSandboxID, "uid sandboxes run as when the caller is root (not 65534: that is the overflow id every unmapped owner shows as)")
 	gid := fs.Uint("sandbox-gid", daemon.DefaultSandboxID, "gid sandboxes run as when the caller is root")
-	mechanism := fs.String("mechanism", "", "mechanism `SET` to enforce every policy with: namespaces or landlock on Linux, seatbelt on macOS (default: chosen per policy)")
+	mechanism := fs.String("mechanism", "", "mechanism `SET` to enforce every policy with: namespaces or landlock on Linux, seatbelt on macOS, restricted-token on Windows (default: chosen per policy)")
 	socketGroup := fs.String("socket-group", "", "`GROUP` (name or gid) whose members may connect to the 0660 socket (default: the daemon's group)")
 	operators := fs.String("operators-group", "", "`GROUP` (name or gid) whose members see and control every session, as root does; others see their own")
 	sessionDir := fs.String("session-socket-dir", "", "`DIR` for the sockets of sessions that may start children (default: sandboxd-sessions beside --socket)")
 	scrollback := fs.Int("scrollback", daemon.DefaultScrollback, "`BYTES` of each session's recent output kept for attach")
-	stateDir := fs.String("state-dir", statedir.Default(), "`DIR` the audit log is kept in (audit.log, JSON lines, rotated by size; env "+statedir.Env+")")
+	stateDir := fs.String("state-dir", statedir.Default(), "`DIR` the audit log is kept in (audit.log, JSON lines, rotated by size), and on Windows the sandbox users' credentials and the journal of ACL entries (env "+statedir.Env+")")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics, e.g. 127.0.0.1:9464 (default: none)")
 	selfTest := fs.Bool("self-test", false, "start no server: run the self-test, print what this host can enforce (as sandboxctl doctor does), exit 0 if the self-test passed and 1 if not")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() > 0 {
+	cmd := commands[fs.Arg(0)]
+	if fs.NArg() > 1 || fs.NArg() == 1 && cmd == nil {
 		fmt.Fprintf(stderr, "sandboxd: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
@@ -65,17 +78,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd: --mechanism: %v\n", err)
 		return 2
 	}
+	if cmd != nil {
+		if *selfTest {
+			fmt.Fprintf(stderr, "sandboxd: --self-test runs no daemon, so there is none to %s\n", fs.Arg(0))
+			return 2
+		}
+		return cmd(args[:len(args)-fs.NArg()], *stateDir, stdout, stderr)
+	}
 	logger := log.New(stderr, "sandboxd: ", log.LstdFlags)
+	// The backend's state is the host's (on Windows the sandbox users
+	// that install made), which the self-test needs too.
+	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism, StateDir: *stateDir})
+	if err != nil {
+		logger.Printf("%v", err)
+		return 1
+	}
 	if *selfTest {
 		// A check of the host, not a daemon: it keeps no audit trail and
 		// must not take the state directory from a running daemon.
 		*stateDir, *metricsAddr = "", ""
-	}
-
-	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism})
-	if err != nil {
-		logger.Printf("%v", err)
-		return 1
 	}
 	svc, err := daemon.New(daemon.Config{
 		Backend:          backend,
@@ -95,7 +116,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer svc.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, os.Interrupt)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGHUP, os.Interrupt)
 	defer stop()
 	if *selfTest {
 		return selfTestOnly(ctx, svc, stdout)

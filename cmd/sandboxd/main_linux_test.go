@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,7 @@ func TestSelfTestFlag(t *testing.T) {
 				args = append(args, "--mechanism", set)
 			}
 			var stdout, stderr bytes.Buffer
-			code := run(args, &stdout, &stderr)
+			code := run(context.Background(), args, &stdout, &stderr)
 			out := stdout.String()
 			if set != "" && code == 1 && strings.Contains(out, "FAIL start: cannot enforce") {
 				t.Skipf("this host refuses mechanism set %s:\n%s", set, out)

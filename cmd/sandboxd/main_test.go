@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"strings"
@@ -30,7 +31,7 @@ func TestBadFlagsExit2(t *testing.T) {
 		{[]string{"--mechanism", "bogus"}, `--mechanism: `},
 	} {
 		var stderr bytes.Buffer
-		if code := run(tc.args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.stderr) {
+		if code := run(context.Background(), tc.args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.stderr) {
 			t.Errorf("run(%q) = %d, stderr %q; want 2 and %q", tc.args, code, stderr.String(), tc.stderr)
 		}
 	}
