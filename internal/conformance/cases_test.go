@@ -19,32 +19,6 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
-// want is what a policy says about one probe step.
-type want int
-
-const (
-	// allowed: the step must succeed.
-	allowed want = iota
-	// denied: the step must fail.
-	denied
-	// either: the step only prepares a later one, which carries the
-	// verdict (e.g. plant a hardlink, then write through it).
-	either
-)
-
-func (w want) String() string {
-	return [...]string{"allowed", "denied", "either"}[w]
-}
-
-type step struct {
-	args []string
-	want want
-}
-
-func allow(args ...string) step   { return step{args, allowed} }
-func deny(args ...string) step    { return step{args, denied} }
-func prepare(args ...string) step { return step{args, either} }
-
 // spec is one case made concrete in a fixture: the probe steps run in one
 // session under policy, then after checks the host and the details.
 type spec struct {

@@ -19,23 +19,6 @@ import (
 // payload is what the probe writes (probe.Payload).
 const payload = "written by sandboxd conformance probe\n"
 
-type want int
-
-const (
-	allowed want = iota
-	denied
-	either
-)
-
-type step struct {
-	args []string
-	want want
-}
-
-func allow(args ...string) step   { return step{args, allowed} }
-func deny(args ...string) step    { return step{args, denied} }
-func prepare(args ...string) step { return step{args, either} }
-
 type winSpec struct {
 	policy *sandboxdv1.Policy
 	stdin  string
@@ -497,8 +480,4 @@ func runWindowsCase(t *testing.T, c winCase, tty bool) []bool {
 		sp.after(t, out)
 	}
 	return oks
-}
-
-func (w want) String() string {
-	return [...]string{"allowed", "denied", "either"}[w]
 }

@@ -139,26 +139,6 @@ func absent(t *testing.T, path string) {
 	}
 }
 
-// outcome is one line of probe output.
-type outcome struct {
-	Op     string `json:"op"`
-	OK     bool   `json:"ok"`
-	Errno  string `json:"errno"`
-	Detail any    `json:"detail"`
-}
-
-func (o outcome) String() string {
-	if o.OK {
-		return fmt.Sprintf("%s: ok (%v)", o.Op, o.Detail)
-	}
-	return fmt.Sprintf("%s: failed %s (%v)", o.Op, o.Errno, o.Detail)
-}
-
-func (o outcome) detail() string {
-	s, _ := o.Detail.(string)
-	return s
-}
-
 // session is a finished session as the client saw it.
 type session struct {
 	res      *client.Result

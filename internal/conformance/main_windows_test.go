@@ -104,26 +104,6 @@ func buildWindowsBinaries(bin string) error {
 	return nil
 }
 
-// outcome is one line the probe printed.
-type outcome struct {
-	Op     string `json:"op"`
-	OK     bool   `json:"ok"`
-	Errno  string `json:"errno"`
-	Detail any    `json:"detail"`
-}
-
-func (o outcome) String() string {
-	if o.OK {
-		return fmt.Sprintf("%s: ok (%v)", o.Op, o.Detail)
-	}
-	return fmt.Sprintf("%s: failed %s (%v)", o.Op, o.Errno, o.Detail)
-}
-
-func (o outcome) detail() string {
-	s, _ := o.Detail.(string)
-	return s
-}
-
 // parseOutcomes reads the probe's JSON lines; a console turns "\n" into
 // "\r\n" and may add escape sequences of its own before a line.
 func parseOutcomes(out string) []outcome {
