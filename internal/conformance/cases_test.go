@@ -130,21 +130,7 @@ func runCase(t *testing.T, c conformanceCase, tty bool) []bool {
 			sp.steps[i].want = wants[i]
 		}
 	}
-	if len(s.outcomes) != len(sp.steps) {
-		t.Fatalf("probe reported %d steps, want %d\n%s", len(s.outcomes), len(sp.steps), s)
-	}
-	oks := make([]bool, len(sp.steps))
-	for i, st := range sp.steps {
-		o := s.outcomes[i]
-		oks[i] = o.OK
-		t.Logf("%s (%v): %s", strings.Join(st.args, " "), st.want, o)
-		switch {
-		case st.want == allowed && !o.OK:
-			t.Errorf("%s must be allowed, got %s", strings.Join(st.args, " "), o)
-		case st.want == denied && o.OK:
-			t.Errorf("%s must be denied, got %s", strings.Join(st.args, " "), o)
-		}
-	}
+	oks := checkSteps(t, sp.steps, s.outcomes, s.String())
 	if sp.after != nil {
 		sp.after(t, s)
 	}

@@ -461,21 +461,7 @@ func runWindowsCase(t *testing.T, c winCase, tty bool) []bool {
 		t.Errorf("enforced by backend %q, want windows", got)
 	}
 	out := parseOutcomes(stdout.String())
-	if len(out) != len(sp.steps) {
-		t.Fatalf("probe reported %d steps, want %d\n%s", len(out), len(sp.steps), stdout.String())
-	}
-	oks := make([]bool, len(sp.steps))
-	for i, st := range sp.steps {
-		o := out[i]
-		oks[i] = o.OK
-		t.Logf("%s (%v): %s", strings.Join(st.args, " "), st.want, o)
-		switch {
-		case st.want == allowed && !o.OK:
-			t.Errorf("%s must be allowed, got %s", strings.Join(st.args, " "), o)
-		case st.want == denied && o.OK:
-			t.Errorf("%s must be denied, got %s", strings.Join(st.args, " "), o)
-		}
-	}
+	oks := checkSteps(t, sp.steps, out, stdout.String())
 	if sp.after != nil {
 		sp.after(t, out)
 	}

@@ -1,6 +1,10 @@
 package conformance
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 // want is what a policy says about one probe step.
 type want int
@@ -46,4 +50,27 @@ func (o outcome) String() string {
 func (o outcome) detail() string {
 	s, _ := o.Detail.(string)
 	return s
+}
+
+// checkSteps fails the test for every step whose outcome is not what the
+// policy says, and returns each step's success, for comparing paths. shown
+// is what the session printed, for a probe that reported too few steps.
+func checkSteps(t *testing.T, steps []step, outcomes []outcome, shown string) []bool {
+	t.Helper()
+	if len(outcomes) != len(steps) {
+		t.Fatalf("probe reported %d steps, want %d\n%s", len(outcomes), len(steps), shown)
+	}
+	oks := make([]bool, len(steps))
+	for i, st := range steps {
+		o := outcomes[i]
+		oks[i] = o.OK
+		t.Logf("%s (%v): %s", strings.Join(st.args, " "), st.want, o)
+		switch {
+		case st.want == allowed && !o.OK:
+			t.Errorf("%s must be allowed, got %s", strings.Join(st.args, " "), o)
+		case st.want == denied && o.OK:
+			t.Errorf("%s must be denied, got %s", strings.Join(st.args, " "), o)
+		}
+	}
+	return oks
 }
