@@ -108,3 +108,10 @@ func TestUnsupportedIsUnimplemented(t *testing.T) {
 		t.Errorf("toStatus(%v) has code %v, want %v", err, got, codes.Unimplemented)
 	}
 }
+
+func TestPermissionIsPermissionDenied(t *testing.T) {
+	err := fmt.Errorf("filesystem.write[0] C:\\Windows is owned by another: %w", ErrPermission)
+	if got := status.Code(toStatus(err)); got != codes.PermissionDenied {
+		t.Errorf("toStatus(%v) has code %v, want %v", err, got, codes.PermissionDenied)
+	}
+}
