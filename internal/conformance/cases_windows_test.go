@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"net"
 	"os/exec"
@@ -376,6 +377,32 @@ func windowsCases() []winCase {
 				},
 			}
 		}},
+		{name: "limits.pids caps the processes of the session", setup: func(f *fixture) winSpec {
+			return winSpec{
+				policy: &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Pids: 1}},
+				steps:  []step{deny("spawn", "over-limit-"+randomHex())},
+			}
+		}},
+		{name: "limits.memory_bytes caps the session's committed memory", setup: func(f *fixture) winSpec {
+			return winSpec{
+				policy: &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{MemoryBytes: 256 << 20}},
+				steps:  []step{allow("commit", "16"), deny("commit", "1024")},
+			}
+		}},
+		{name: "limits.cpu_millis caps the session's CPU time", setup: func(f *fixture) winSpec {
+			return winSpec{
+				policy: &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{CpuMillis: 100}},
+				steps:  []step{allow("cpu-ratio")},
+				after: func(t *testing.T, out []outcome) {
+					d, _ := out[0].Detail.(map[string]any)
+					// A tenth of a processor asked for; without the cap the
+					// spinning probe gets a whole one.
+					if r, ok := d["ratio"].(float64); !ok || r > 0.5 {
+						t.Errorf("the probe got %v of a processor under a cap of 0.1", d["ratio"])
+					}
+				},
+			}
+		}},
 		{name: "no process survives the session", setup: func(f *fixture) winSpec {
 			return winSpec{
 				steps: []step{allow("spawn", "survivor-"+randomHex())},
@@ -402,10 +429,11 @@ func TestConformance(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			for _, c := range windowsCases() {
 				t.Run(c.name, func(t *testing.T) {
-					if windowsMechanisms[c.name] == "" {
-						t.Fatalf("%q is not a case of cases() with a Windows mechanism", c.name)
+					how := cmp.Or(windowsMechanisms[c.name], windowsOnlyMechanisms[c.name])
+					if how == "" {
+						t.Fatalf("%q is neither a case of cases() nor a Windows-only case with a mechanism", c.name)
 					}
-					t.Logf("enforced by: %s", windowsMechanisms[c.name])
+					t.Logf("enforced by: %s", how)
 					oks := runWindowsCase(t, c, tty)
 					if got[c.name] == nil {
 						got[c.name] = map[bool][]bool{}

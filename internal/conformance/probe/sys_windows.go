@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/windows"
 )
@@ -28,9 +29,11 @@ func startDetached(path string, args ...string) (int, error) {
 
 func platformOps() map[string]op {
 	return map[string]op{
-		"kill":     {2, kill},
-		"open-rw":  {1, openRW},
-		"identity": {0, identity},
+		"kill":      {2, kill},
+		"open-rw":   {1, openRW},
+		"identity":  {0, identity},
+		"commit":    {1, commit},
+		"cpu-ratio": {0, cpuRatio},
 	}
 }
 
@@ -87,4 +90,44 @@ func identity([]string) Result {
 		"restricted": restricted,
 		"admin":      isAdmin,
 	})
+}
+
+// commit commits MiB of memory, which a job's memory limit refuses once the
+// job would exceed it, and releases it again.
+func commit(args []string) Result {
+	mib, err := strconv.Atoi(args[0])
+	if err != nil {
+		return outcome(err, nil)
+	}
+	addr, err := windows.VirtualAlloc(0, uintptr(mib)<<20, windows.MEM_RESERVE|windows.MEM_COMMIT, windows.PAGE_READWRITE)
+	if err != nil {
+		return outcome(err, nil)
+	}
+	return outcome(windows.VirtualFree(addr, 0, windows.MEM_RELEASE), mib)
+}
+
+// cpuRatio spins for two seconds of wall-clock time and reports the CPU
+// time the probe got in them, as a fraction of one processor: a job's CPU
+// rate cap keeps it well below 1.
+func cpuRatio([]string) Result {
+	cpu := func() (time.Duration, error) {
+		var c, e, k, u windows.Filetime
+		if err := windows.GetProcessTimes(windows.CurrentProcess(), &c, &e, &k, &u); err != nil {
+			return 0, err
+		}
+		return time.Duration(k.Nanoseconds() + u.Nanoseconds()), nil
+	}
+	before, err := cpu()
+	if err != nil {
+		return outcome(err, nil)
+	}
+	start, spins := time.Now(), 0
+	for time.Since(start) < 2*time.Second {
+		spins++
+	}
+	after, err := cpu()
+	if err != nil {
+		return outcome(err, nil)
+	}
+	return outcome(nil, map[string]any{"ratio": float64(after-before) / float64(time.Since(start)), "spins": spins})
 }
