@@ -86,6 +86,15 @@ func udpEcho(t *testing.T) (addr, token string) {
 	return pc.LocalAddr().String(), token
 }
 
+// windowsOnlyMechanisms are the cases only the Windows suite runs: fields
+// the Windows backend enforces while Linux and macOS still refuse them
+// (limits, issue 9).
+var windowsOnlyMechanisms = map[string]string{
+	"limits.pids caps the processes of the session":           "job object: JOB_OBJECT_LIMIT_ACTIVE_PROCESS; creating a process beyond it fails",
+	"limits.memory_bytes caps the session's committed memory": "job object: JOB_OBJECT_LIMIT_JOB_MEMORY; a commit beyond it fails",
+	"limits.cpu_millis caps the session's CPU time":           "job object: CPU rate control with a hard cap",
+}
+
 func windowsCases() []winCase {
 	return []winCase{
 		{name: "can write inside write root", setup: func(f *fixture) winSpec {

@@ -39,12 +39,3 @@ var windowsMechanisms = map[string]string{
 	"command inherits no fd but its stdio":                                         "PROC_THREAD_ATTRIBUTE_HANDLE_LIST names exactly the standard handles",
 	"no process survives the session":                                              "job object with KILL_ON_JOB_CLOSE and no breakaway; the job is terminated when the command exits and Wait returns once it is empty",
 }
-
-// windowsOnlyMechanisms are the cases only the Windows suite runs: fields
-// the Windows backend enforces while Linux and macOS still refuse them
-// (limits, issue 9).
-var windowsOnlyMechanisms = map[string]string{
-	"limits.pids caps the processes of the session":           "job object: JOB_OBJECT_LIMIT_ACTIVE_PROCESS; creating a process beyond it fails",
-	"limits.memory_bytes caps the session's committed memory": "job object: JOB_OBJECT_LIMIT_JOB_MEMORY; a commit beyond it fails",
-	"limits.cpu_millis caps the session's CPU time":           "job object: CPU rate control with a hard cap",
-}
