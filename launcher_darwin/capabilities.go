@@ -3,7 +3,6 @@ package launcherdarwin
 import (
 	"errors"
 	"strings"
-	"syscall"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -23,14 +22,7 @@ const (
 )
 
 // ProbeResult is the outcome of one probe.
-type ProbeResult struct {
-	Name string
-	OK   bool
-	// Op is what was tried.
-	Op     string
-	Errno  syscall.Errno
-	Detail string
-}
+type ProbeResult = launcher.ProbeResult
 
 // Host is what the backend found about this Mac when it started.
 type Host struct {
@@ -41,14 +33,7 @@ type Host struct {
 }
 
 // Get returns the result of a probe; one that was not run did not work.
-func (h *Host) Get(name string) ProbeResult {
-	for _, r := range h.Probes {
-		if r.Name == name {
-			return r
-		}
-	}
-	return ProbeResult{Name: name, Detail: "not probed"}
-}
+func (h *Host) Get(name string) ProbeResult { return launcher.FindProbe(h.Probes, name) }
 
 // Refusal is what every Start returns when Seatbelt cannot be applied on
 // this host, nil when it can: without it nothing of a policy is enforced.
@@ -73,17 +58,7 @@ func (h *Host) facts() *sandboxdv1.HostFacts {
 	return &sandboxdv1.HostFacts{Os: "darwin", Kernel: h.Kernel, Euid: uint32(h.EUID), Root: h.EUID == 0, Rootless: h.EUID != 0}
 }
 
-func (h *Host) probes() []*sandboxdv1.ProbeResult {
-	out := make([]*sandboxdv1.ProbeResult, 0, len(h.Probes))
-	for _, r := range h.Probes {
-		p := &sandboxdv1.ProbeResult{Name: r.Name, Ok: r.OK, Operation: r.Op, Detail: r.Detail}
-		if r.Errno != 0 {
-			p.Errno = (&launcher.Unenforceable{Errno: r.Errno}).Proto().GetErrno()
-		}
-		out = append(out, p)
-	}
-	return out
-}
+func (h *Host) probes() []*sandboxdv1.ProbeResult { return launcher.ProbesProto(h.Probes) }
 
 // exampleSessionSocket stands for the socket the daemon makes for a session
 // that may have children; where it lives does not change the plan.

@@ -1,8 +1,6 @@
 package launcherlinux
 
 import (
-	"syscall"
-
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
 )
@@ -29,14 +27,7 @@ const (
 )
 
 // ProbeResult is the outcome of trying one primitive.
-type ProbeResult struct {
-	Name string `json:"name"`
-	OK   bool   `json:"ok"`
-	// Op is the operation tried, e.g. "clone(CLONE_NEWUSER)".
-	Op     string        `json:"op"`
-	Errno  syscall.Errno `json:"errno,omitempty"`
-	Detail string        `json:"detail,omitempty"`
-}
+type ProbeResult = launcher.ProbeResult
 
 // HostProbe is what the probe found about this host and this daemon.
 type HostProbe struct {
@@ -53,14 +44,7 @@ type HostProbe struct {
 
 // Get returns the result for a primitive; one that was not probed did not
 // work.
-func (h *HostProbe) Get(name string) ProbeResult {
-	for _, r := range h.Results {
-		if r.Name == name {
-			return r
-		}
-	}
-	return ProbeResult{Name: name, Detail: "not probed"}
-}
+func (h *HostProbe) Get(name string) ProbeResult { return launcher.FindProbe(h.Results, name) }
 
 // planHost is what the planner needs to know of h for mechanism set s;
 // exists looks at host paths.
@@ -87,14 +71,4 @@ func (h *HostProbe) facts() *sandboxdv1.HostFacts {
 	}
 }
 
-func (h *HostProbe) probes() []*sandboxdv1.ProbeResult {
-	out := make([]*sandboxdv1.ProbeResult, 0, len(h.Results))
-	for _, r := range h.Results {
-		p := &sandboxdv1.ProbeResult{Name: r.Name, Ok: r.OK, Operation: r.Op, Detail: r.Detail}
-		if r.Errno != 0 {
-			p.Errno = (&launcher.Unenforceable{Errno: r.Errno}).Proto().GetErrno()
-		}
-		out = append(out, p)
-	}
-	return out
-}
+func (h *HostProbe) probes() []*sandboxdv1.ProbeResult { return launcher.ProbesProto(h.Results) }

@@ -3,7 +3,6 @@ package launcherwindows
 import (
 	"errors"
 	"strings"
-	"syscall"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -34,14 +33,7 @@ const (
 )
 
 // ProbeResult is the outcome of one probe.
-type ProbeResult struct {
-	Name string
-	OK   bool
-	// Op is what was tried.
-	Op     string
-	Errno  syscall.Errno
-	Detail string
-}
+type ProbeResult = launcher.ProbeResult
 
 // Host is what the backend found about this Windows host when it started.
 type Host struct {
@@ -57,14 +49,7 @@ type Host struct {
 }
 
 // Get returns the result of a probe; one that was not run did not work.
-func (h *Host) Get(name string) ProbeResult {
-	for _, r := range h.Probes {
-		if r.Name == name {
-			return r
-		}
-	}
-	return ProbeResult{Name: name, Detail: "not probed"}
-}
+func (h *Host) Get(name string) ProbeResult { return launcher.FindProbe(h.Probes, name) }
 
 const remedyInstall = "run `sandboxd install` in an elevated shell"
 
@@ -132,17 +117,7 @@ func (h *Host) facts() *sandboxdv1.HostFacts {
 	return &sandboxdv1.HostFacts{Os: "windows", Kernel: h.Kernel, Root: h.System, Rootless: !h.System}
 }
 
-func (h *Host) probes() []*sandboxdv1.ProbeResult {
-	out := make([]*sandboxdv1.ProbeResult, 0, len(h.Probes))
-	for _, r := range h.Probes {
-		p := &sandboxdv1.ProbeResult{Name: r.Name, Ok: r.OK, Operation: r.Op, Detail: r.Detail}
-		if r.Errno != 0 {
-			p.Errno = (&launcher.Unenforceable{Errno: r.Errno}).Proto().GetErrno()
-		}
-		out = append(out, p)
-	}
-	return out
-}
+func (h *Host) probes() []*sandboxdv1.ProbeResult { return launcher.ProbesProto(h.Probes) }
 
 // exampleStateDir stands for the state directory in the capabilities
 // report; where it is does not change the plan.
