@@ -12,5 +12,8 @@ func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
 		SandboxUID:   opts.SandboxUID,
 		SandboxGID:   opts.SandboxGID,
 		MechanismSet: opts.MechanismSet,
+		// Two cover one client launching back to back, the refill
+		// running behind each launch; more would only idle.
+		Prestart: 2,
 	})
 }

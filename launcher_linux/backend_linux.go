@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/pty"
 	"golang.org/x/sys/unix"
@@ -25,8 +27,11 @@ import (
 
 // Config configures the Linux backend.
 type Config struct {
-	// InitPath is the binary started as the sandbox init; it must call
-	// RunInitIfRequested. Empty means this binary (/proc/self/exe).
+	// InitPath is the binary started as the sandbox init; it must import
+	// package sandboxinit (launcher_linux does). Empty means sandboxd-init
+	// beside this binary when it is there (a small binary starts faster),
+	// else this binary. The host probes always run this binary, which
+	// must call RunProbeIfRequested.
 	InitPath string
 	// SandboxUID and SandboxGID are the identity root callers' sandboxes
 	// run as; the host probe tries its primitives for that identity. Zero
@@ -35,6 +40,11 @@ type Config struct {
 	// MechanismSet forces one mechanism set ("namespaces" or "landlock");
 	// empty chooses per policy.
 	MechanismSet string
+	// Prestart is how many sandbox inits to keep started ahead for each
+	// kind of launch in use (identity, namespaces): a launch that finds
+	// one does not wait for namespaces and a Go runtime. Zero starts each
+	// init with its launch.
+	Prestart int
 }
 
 // initCapabilities are what the init needs to build the sandbox: mounts and
@@ -43,12 +53,12 @@ type Config struct {
 var initCapabilities = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
 
 type backend struct {
-	initPath string
-	host     *HostProbe
-	forced   MechanismSet
+	host   *HostProbe
+	forced MechanismSet
 
 	mu           sync.Mutex
 	placeholders map[string]*placeholder
+	inits        *initPool
 }
 
 // New probes the host and returns the Linux backend.
@@ -57,14 +67,48 @@ func New(cfg Config) (launcher.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{initPath: cfg.InitPath, forced: forced, placeholders: map[string]*placeholder{}}
-	if b.initPath == "" {
-		b.initPath = "/proc/self/exe"
+	initPath := cfg.InitPath
+	if initPath == "" {
+		if initPath, err = besideSelf(initBinary); err != nil {
+			return nil, err
+		}
 	}
+	b := &backend{forced: forced, placeholders: map[string]*placeholder{}, inits: newInitPool(initPath, cfg.Prestart)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b.host = ProbeHost(ctx, b.initPath, cfg.SandboxUID, cfg.SandboxGID)
+	b.host = ProbeHost(ctx, selfExe, cfg.SandboxUID, cfg.SandboxGID)
 	return b, nil
+}
+
+// selfExe is this binary, as the kernel knows it: a binary replaced on disk
+// since it started is not what runs.
+const selfExe = "/proc/self/exe"
+
+// initBinary is the sandbox init's own binary, built from cmd/sandboxd-init.
+const initBinary = "sandboxd-init"
+
+// besideSelf is the path of the binary name in this binary's directory, or
+// this binary when there is none. The init runs with the sandbox's
+// identity and decides what confines it, so it must be as trusted as the
+// daemon: a file anyone but its owner (root, or the daemon's user) can
+// replace is an error, not a fallback.
+func besideSelf(name string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return selfExe, nil
+	}
+	path := filepath.Join(filepath.Dir(self), name)
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); errors.Is(err, unix.ENOENT) {
+		return selfExe, nil
+	} else if err != nil {
+		return "", fmt.Errorf("sandbox init %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o022 != 0 || (st.Uid != 0 && int(st.Uid) != os.Geteuid()) {
+		return "", fmt.Errorf("sandbox init %s: must be a regular file owned by root or uid %d and writable by its owner alone (mode %o, uid %d)",
+			path, os.Geteuid(), st.Mode&0o7777, st.Uid)
+	}
+	return path, nil
 }
 
 func (b *backend) Name() string { return "linux" }
@@ -125,59 +169,13 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		}
 	}()
 
-	planR, planW, err := os.Pipe()
+	ip, err := b.inits.take(keyOf(plan, spec.UID, spec.GID))
 	if err != nil {
-		return nil, fmt.Errorf("plan pipe: %w", err)
+		return nil, err
 	}
-	repR, repW, err := os.Pipe()
-	if err != nil {
-		planR.Close()
-		planW.Close()
-		return nil, fmt.Errorf("report pipe: %w", err)
-	}
-	sys := initProcAttr(plan, spec.UID, spec.GID)
-	cmd := &exec.Cmd{
-		Path:        b.initPath,
-		Args:        []string{initArg0},
-		Env:         []string{},
-		ExtraFiles:  []*os.File{planR, repW},
-		SysProcAttr: sys,
-	}
-	var passParent *os.File
-	if plan.Exec.Terminal || plan.Exec.Listener {
-		parent, child, err := passSocket()
-		if err != nil {
-			planR.Close()
-			planW.Close()
-			repR.Close()
-			repW.Close()
-			return nil, err
-		}
-		passParent = parent
-		defer passParent.Close()
-		cmd.ExtraFiles = append(cmd.ExtraFiles, child)
-		defer child.Close()
-	}
-	if !spec.Stdio.Terminal {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdio.Stdin, spec.Stdio.Stdout, spec.Stdio.Stderr
-	}
-	startErr := cmd.Start()
-	planR.Close()
-	repW.Close()
-	if len(cmd.ExtraFiles) > 2 {
-		// Our copy must go, or a dead init would not look like EOF.
-		cmd.ExtraFiles[2].Close()
-	}
-	if startErr != nil {
-		planW.Close()
-		repR.Close()
-		cleanup()
-		if !plan.Namespaces {
-			return nil, identityRefusal(startErr, spec.UID)
-		}
-		return nil, namespaceRefusal(startErr, plan.NetNS)
-	}
-	p := &process{cmd: cmd, report: bufio.NewReaderSize(repR, 64<<10), reportFile: repR, cleanup: cleanup, namespaces: plan.Namespaces,
+	cmd := ip.cmd
+	defer ip.pass.Close()
+	p := &process{cmd: cmd, report: bufio.NewReaderSize(ip.report, 64<<10), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources}}
 	// Setup can block (a mount on a dead network filesystem); a caller that
 	// gives up must not leave the init behind.
@@ -190,18 +188,28 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		case <-setupDone:
 		}
 	}()
-	if err := json.NewEncoder(planW).Encode(plan); err != nil {
-		planW.Close()
+	if !spec.Stdio.Terminal {
+		stdio := []int{int(spec.Stdio.Stdin.Fd()), int(spec.Stdio.Stdout.Fd()), int(spec.Stdio.Stderr.Fd())}
+		err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassStdio}, unix.UnixRights(stdio...), nil, 0)
+		runtime.KeepAlive(spec.Stdio)
+		if err != nil {
+			ip.plan.Close()
+			p.abort()
+			return nil, fmt.Errorf("send stdio to sandbox init: %w", err)
+		}
+	}
+	if err := json.NewEncoder(ip.plan).Encode(&plan.Plan); err != nil {
+		ip.plan.Close()
 		p.abort()
 		return nil, fmt.Errorf("send plan to sandbox init: %w", err)
 	}
-	planW.Close()
+	ip.plan.Close()
 
 	var passErr error
-	if passParent != nil {
+	if plan.Exec.Terminal || plan.Exec.Listener {
 		// Nothing arrives when the init fails first; its report then says
 		// why.
-		passErr = p.receivePassed(passParent, plan, spec)
+		passErr = p.receivePassed(ip.pass, plan, spec)
 	}
 	m, err := p.next()
 	if err != nil {
@@ -239,20 +247,21 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 // sandbox uid, the only uid of its new user namespace, with the capabilities
 // to build the root; without namespaces it runs as the sandbox uid on the
 // host, with none.
-func initProcAttr(plan *Plan, uid, gid uint32) *syscall.SysProcAttr {
+func initProcAttr(key initKey) *syscall.SysProcAttr {
+	uid, gid := key.uid, key.gid
 	root := os.Geteuid() == 0
 	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if root {
 		sys.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
 	}
-	if !plan.Namespaces {
+	if !key.namespaces {
 		// The init kills every descendant on this signal; SIGKILL would
 		// leave them, as nothing else encloses them.
-		sys.Pdeathsig = sigKillAll
+		sys.Pdeathsig = sandboxinit.SigKillAll
 		return sys
 	}
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
-	if plan.NetNS {
+	if key.netns {
 		flags |= unix.CLONE_NEWNET
 	}
 	sys.Cloneflags = flags
@@ -307,7 +316,7 @@ func namespaceRefusal(err error, netns bool) error {
 	}
 }
 
-func setupRefusal(m message) error {
+func setupRefusal(m sandboxinit.Message) error {
 	u := &launcher.Unenforceable{
 		Field:     m.Field,
 		Mechanism: "sandbox setup step " + m.Op,
@@ -464,8 +473,8 @@ type process struct {
 	waitErr  error
 }
 
-func (p *process) next() (message, error) {
-	var m message
+func (p *process) next() (sandboxinit.Message, error) {
+	var m sandboxinit.Message
 	// The report buffer bounds a line; nothing but the init writes there,
 	// and a longer line is a broken init, not something to buffer.
 	line, err := p.report.ReadSlice('\n')
@@ -507,7 +516,7 @@ func passSocket() (parent, child *os.File, err error) {
 func (p *process) receivePassed(sock *os.File, plan *Plan, spec launcher.Spec) error {
 	writes := plan.Supervise.GetWrites()
 	if plan.Exec.Terminal {
-		fd, err := receiveFd(sock, passTerminal)
+		fd, err := receiveFd(sock, sandboxinit.PassTerminal)
 		if err != nil {
 			return fmt.Errorf("terminal: %w", err)
 		}
@@ -525,11 +534,11 @@ func (p *process) receivePassed(sock *os.File, plan *Plan, spec launcher.Spec) e
 		}
 	}
 	if plan.Exec.Listener {
-		fd, err := receiveFd(sock, passListener)
+		fd, err := receiveFd(sock, sandboxinit.PassListener)
 		if err != nil {
 			return fmt.Errorf("seccomp listener: %w", err)
 		}
-		root, err := receiveFd(sock, passRootDir)
+		root, err := receiveFd(sock, sandboxinit.PassRootDir)
 		if err != nil {
 			unix.Close(fd)
 			return fmt.Errorf("sandbox root: %w", err)
@@ -586,7 +595,7 @@ func (p *process) Kill() error {
 	if p.namespaces {
 		err = p.cmd.Process.Kill()
 	} else {
-		err = p.cmd.Process.Signal(sigKillAll)
+		err = p.cmd.Process.Signal(sandboxinit.SigKillAll)
 	}
 	if errors.Is(err, os.ErrProcessDone) {
 		return nil

@@ -16,12 +16,13 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"github.com/sandboxd/sandboxd/policy"
 	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
-	RunInitIfRequested()
+	RunProbeIfRequested()
 	if mode := os.Getenv(envConnectProbe); mode != "" {
 		connectProbe(mode)
 	}
@@ -38,14 +39,14 @@ func TestMain(m *testing.M) {
 // reports which reads succeed: the mount layer is absent here, so this shows
 // Landlock enforcing deny paths on its own.
 func landlockChild(dir string) {
-	abi, _ := landlockABI()
+	abi, _ := sandboxinit.LandlockABI()
 	p := planLandlock(abi, nil, false, false, []string{dir + "/secret"})
 	runtime.LockOSThread()
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fmt.Println("prctl:", err)
 		os.Exit(2)
 	}
-	if err := applyLandlock(p); err != nil {
+	if err := sandboxinit.ApplyLandlock(p); err != nil {
 		fmt.Println("landlock:", err)
 		os.Exit(2)
 	}
@@ -57,7 +58,7 @@ func landlockChild(dir string) {
 }
 
 func TestLandlockAloneDeniesReadOfDenyPath(t *testing.T) {
-	abi, err := landlockABI()
+	abi, err := sandboxinit.LandlockABI()
 	if abi < 1 {
 		t.Skipf("this kernel has no Landlock (%v)", err)
 	}

@@ -90,9 +90,9 @@ func connectProbe(mode string) {
 		err = fmt.Errorf("mode %o", st.Mode)
 	}
 	report("session-socket-file", err)
-	names, err := readDirNames(filepath.Dir(os.Getenv(envOtherSession)))
-	if err == nil && len(names) > 0 {
-		err = fmt.Errorf("lists %s", strings.Join(names, ","))
+	entries, err := os.ReadDir(filepath.Dir(os.Getenv(envOtherSession)))
+	if err == nil && len(entries) > 0 {
+		err = fmt.Errorf("lists %d entries, %s first", len(entries), entries[0].Name())
 	}
 	report("sessions-dir-hidden", err)
 	os.Exit(0)
@@ -365,7 +365,7 @@ func noSupervisorLeft(t *testing.T) {
 }
 
 func openFds(t *testing.T) int {
-	names, err := readDirNames("/proc/self/fd")
+	names, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,11 +494,15 @@ func holdFd(initPid int, fd string) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("fd %q: %w", fd, err)
 	}
-	kids := childrenOf(initPid)
-	if len(kids) != 1 {
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", initPid, initPid))
+	if err != nil {
+		return -1, err
+	}
+	var kid int
+	if _, err := fmt.Sscanf(string(kids), "%d ", &kid); err != nil || strings.Count(string(kids), " ") != 1 {
 		return -1, fmt.Errorf("init %d has children %v", initPid, kids)
 	}
-	pidfd, err := unix.PidfdOpen(kids[0], 0)
+	pidfd, err := unix.PidfdOpen(kid, 0)
 	if err != nil {
 		return -1, err
 	}

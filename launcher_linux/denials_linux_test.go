@@ -491,7 +491,7 @@ func backendWithout(t testing.TB, b launcher.Backend) launcher.Backend {
 			h.Results[i] = ProbeResult{Name: r.Name, Op: r.Op, Errno: unix.EBUSY, Detail: "simulated"}
 		}
 	}
-	return &backend{initPath: orig.initPath, host: &h, forced: orig.forced, placeholders: map[string]*placeholder{}}
+	return &backend{host: &h, forced: orig.forced, placeholders: map[string]*placeholder{}, inits: orig.inits}
 }
 
 func TestNoUserNotificationRefusesAllTheSame(t *testing.T) {

@@ -8,112 +8,15 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 )
 
-// MountKind is one step of building the sandbox's root.
-type MountKind string
-
-const (
-	// MountRootReadOnly clones the host root recursively, read-only, nosuid,
-	// nodev, as the sandbox root.
-	MountRootReadOnly MountKind = "root-ro"
-	// MountBind clones host Source (recursively) onto Target, nosuid and
-	// nodev.
-	MountBind MountKind = "bind"
-	// MountDevice clones the host device node Source onto Target.
-	MountDevice MountKind = "device"
-	// MountRebindReadOnly clones the sandbox's own Target onto itself read-only.
-	MountRebindReadOnly MountKind = "rebind-ro"
-	// MountPin clones the sandbox's own Target onto itself so that it becomes a
-	// mount point, which the kernel refuses to rename or remove (EBUSY).
-	MountPin MountKind = "pin"
-	// MountTmpfs mounts a fresh tmpfs with Mode; ReadOnly for masks.
-	MountTmpfs MountKind = "tmpfs"
-	// MountProc mounts a procfs of the sandbox's pid namespace.
-	MountProc MountKind = "proc"
-	// MountDevpts mounts a private devpts instance.
-	MountDevpts MountKind = "devpts"
-	// MountMaskFile covers a non-directory with an empty, unreadable,
-	// read-only file.
-	MountMaskFile MountKind = "mask-file"
-	// MountSymlink creates a symlink Target -> Source in a tmpfs of ours.
-	MountSymlink MountKind = "symlink"
-	// MountPlaceholder creates host directory Source (and missing parents) so
-	// that a carve-out or deny path that does not exist yet can be protected.
-	MountPlaceholder MountKind = "placeholder"
-)
-
-// MountStep is one mount operation of the plan. Paths are absolute; Source is
-// a host path, Target a path inside the sandbox.
-type MountStep struct {
-	Kind     MountKind `json:"kind"`
-	Source   string    `json:"source,omitempty"`
-	Target   string    `json:"target,omitempty"`
-	ReadOnly bool      `json:"read_only,omitempty"`
-	Mode     uint32    `json:"mode,omitempty"`
-	// Optional steps are skipped when their target does not exist (kernel
-	// files that only some kernels have).
-	Optional bool `json:"optional,omitempty"`
-	// Field is the policy field this step enforces, named in errors.
-	Field string `json:"field"`
-}
-
-// LandlockRule grants Access beneath Path.
-type LandlockRule struct {
-	Path   string `json:"path"`
-	Access uint64 `json:"access"`
-}
-
-// LandlockPlan is the second filesystem layer. ABI 0 means Landlock is absent.
-type LandlockPlan struct {
-	ABI       int            `json:"abi"`
-	HandledFS uint64         `json:"handled_fs"`
-	Scoped    uint64         `json:"scoped"`
-	Rules     []LandlockRule `json:"rules"`
-	// ReadExcept grants ReadAccess on the whole tree except these paths.
-	// Landlock cannot take a right away beneath a rule, so the applier
-	// grants it on every sibling along the way to each excepted path
-	// instead; the directories on the way stay listable (names only).
-	ReadAccess uint64   `json:"read_access,omitempty"`
-	ReadExcept []string `json:"read_except,omitempty"`
-	// Strict makes a directory on the way to an excepted path that cannot
-	// be listed an error instead of a whole grant; set when no mount mask
-	// backs the exception.
-	Strict bool `json:"strict,omitempty"`
-}
-
-// ExecPlan is how the init starts the command once the root is built.
-type ExecPlan struct {
-	Argv     []string     `json:"argv"`
-	Env      []string     `json:"env"`
-	Cwd      string       `json:"cwd"`
-	UID      uint32       `json:"uid"`
-	GID      uint32       `json:"gid"`
-	Terminal bool         `json:"terminal"`
-	Rows     uint16       `json:"rows,omitempty"`
-	Cols     uint16       `json:"cols,omitempty"`
-	Landlock LandlockPlan `json:"landlock"`
-	Seccomp  []SockFilter `json:"seccomp"`
-	// TerminalRule grants the command its terminal's replica, a host
-	// device when no mount namespace gives the sandbox its own devpts.
-	TerminalRule bool `json:"terminal_rule,omitempty"`
-	// Listener installs Seccomp with a listener that the init hands to
-	// the daemon, which answers the calls the filter notifies.
-	Listener bool `json:"listener,omitempty"`
-}
-
-// Plan is everything the sandbox init applies. The applier never looks at the
-// policy again.
+// Plan is everything the sandbox init applies, and what the daemon keeps
+// for itself. The applier never looks at the policy again.
 type Plan struct {
 	Set MechanismSet `json:"set"`
-	// Namespaces is false for the landlock set: the init stays in the
-	// daemon's namespaces, builds no root, and as a child subreaper kills
-	// every descendant when the command ends.
-	Namespaces bool        `json:"namespaces"`
-	Mounts     []MountStep `json:"mounts"`
-	NetNS      bool        `json:"netns"`
-	Hostname   string      `json:"hostname"`
-	Exec       ExecPlan    `json:"exec"`
+	// Plan is what the init gets.
+	sandboxinit.Plan
 	// Report is derived from the same decisions as the steps above.
 	Report []*sandboxdv1.FieldEnforcement `json:"-"`
 	// Supervise is what the daemon needs to answer the seccomp listener's
@@ -209,12 +112,11 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		return buildLandlockPlan(in, host)
 	}
 	fs := p.GetFilesystem()
-	plan := &Plan{
-		Set:        SetNamespaces,
+	plan := &Plan{Set: SetNamespaces, Plan: sandboxinit.Plan{
 		Namespaces: true,
 		NetNS:      p.GetNetwork().GetMode() != sandboxdv1.Network_HOST,
 		Hostname:   "sandbox",
-	}
+	}}
 	add := func(s MountStep) { plan.Mounts = append(plan.Mounts, s) }
 
 	add(MountStep{Kind: MountRootReadOnly, Source: "/", Target: "/", Field: "filesystem.read"})

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,7 +26,7 @@ const probeArg0 = "sandboxd-probe"
 const probeTimeout = 5 * time.Second
 
 // ProbeHost tries, each in a short-lived child of initPath (a binary that
-// calls RunInitIfRequested), the primitives the mechanism sets need, as
+// calls RunProbeIfRequested), the primitives the mechanism sets need, as
 // the identity uid:gid that sandboxes run as.
 func ProbeHost(ctx context.Context, initPath string, uid, gid uint32) *HostProbe {
 	h := &HostProbe{EUID: os.Geteuid(), Container: detectContainer(), Kernel: kernelRelease()}
@@ -137,6 +138,21 @@ func runProbeChild(ctx context.Context, initPath, mode string, sys *syscall.SysP
 	return ProbeResult{OK: o.OK, Op: o.Op, Errno: syscall.Errno(o.Errno), Detail: o.Detail}
 }
 
+// RunProbeIfRequested turns this process into a host probe child when it
+// was started as one, and never returns in that case. Every binary that
+// embeds the backend (sandboxd, and test binaries that start sandboxes)
+// calls it first thing in main or TestMain. (A sandbox init never gets
+// that far: package sandboxinit takes it over before main.)
+func RunProbeIfRequested() {
+	if os.Args[0] != probeArg0 {
+		return
+	}
+	if len(os.Args) == 2 {
+		runProbe(os.Args[1])
+	}
+	os.Exit(2)
+}
+
 // runProbe is the child side: it tries one primitive and prints the
 // outcome.
 func runProbe(mode string) {
@@ -147,7 +163,7 @@ func runProbe(mode string) {
 	switch mode {
 	case "exit":
 	case "loopback":
-		if err := loopbackUp(); err != nil {
+		if err := sandboxinit.LoopbackUp(); err != nil {
 			fail("SIOCSIFFLAGS lo up", err)
 		}
 	case "mount":
@@ -211,21 +227,15 @@ func probeMounts() error {
 // probeLandlock restricts this child for real: a kernel can report an ABI
 // and still refuse a ruleset (an LSM stack without landlock enabled).
 func probeLandlock() (int, error) {
-	abi, err := landlockABI()
+	abi, err := sandboxinit.LandlockABI()
 	if err != nil {
 		return 0, fmt.Errorf("landlock_create_ruleset(VERSION): %w", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 0, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
-	attr := rulesetAttr{handledFS: llWriteFile}
-	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 16, 0)
-	if errno != 0 {
-		return 0, fmt.Errorf("landlock_create_ruleset: %w", errno)
-	}
-	defer unix.Close(int(fd))
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
-		return 0, fmt.Errorf("landlock_restrict_self: %w", errno)
+	if err := sandboxinit.ApplyLandlock(LandlockPlan{ABI: 1, HandledFS: llWriteFile}); err != nil {
+		return 0, err
 	}
 	return abi, nil
 }
@@ -343,4 +353,12 @@ func kernelRelease() string {
 		return ""
 	}
 	return unix.ByteSliceToString(u.Release[:])
+}
+
+func errnoOf(err error) int {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return int(e)
+	}
+	return 0
 }

@@ -7,14 +7,6 @@ import (
 	"github.com/sandboxd/sandboxd/launcher"
 )
 
-// SockFilter is one classic BPF instruction (struct sock_filter).
-type SockFilter struct {
-	Code uint16 `json:"c"`
-	Jt   uint8  `json:"t"`
-	Jf   uint8  `json:"f"`
-	K    uint32 `json:"k"`
-}
-
 // SeccompOptions selects the policy-dependent parts of the filter.
 type SeccompOptions struct {
 	// RestrictSocketFamilies allows only inet, inet6 and netlink sockets: in

@@ -18,7 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	launcherlinux.RunInitIfRequested()
+	launcherlinux.RunProbeIfRequested()
 	RunProbeIfRequested()
 	os.Exit(m.Run())
 }

@@ -3,7 +3,7 @@ package main
 import launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
 
 func runInitIfRequested() {
-	launcherlinux.RunInitIfRequested()
+	launcherlinux.RunProbeIfRequested()
 }
 
 // checkMechanism rejects a --mechanism the backend does not have before

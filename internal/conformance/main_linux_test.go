@@ -31,7 +31,11 @@ const trueCmd = "/bin/true"
 // hostBinaries names the degraded-host simulator in dir, with its package.
 func hostBinaries(dir string) map[string]string {
 	linuxHost.hostsim = filepath.Join(dir, "hostsim")
-	return map[string]string{linuxHost.hostsim: "github.com/sandboxd/sandboxd/internal/hostsim/cmd/hostsim"}
+	return map[string]string{
+		linuxHost.hostsim: "github.com/sandboxd/sandboxd/internal/hostsim/cmd/hostsim",
+		// Beside sandboxd, where the daemon looks for it.
+		filepath.Join(dir, "sandboxd-init"): "github.com/sandboxd/sandboxd/cmd/sandboxd-init",
+	}
 }
 
 // hostOptions lets SANDBOXD_CONFORMANCE_WRAP name the built simulator as

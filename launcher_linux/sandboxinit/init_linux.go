@@ -1,4 +1,4 @@
-package launcherlinux
+package sandboxinit
 
 import (
 	"encoding/json"
@@ -7,17 +7,19 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"path"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/sandboxd/sandboxd/pty"
 	"golang.org/x/sys/unix"
 )
 
+// Arg0 is the argv[0] that makes a process a sandbox init.
+const Arg0 = "sandboxd-init"
+
 const (
-	initArg0 = "sandboxd-init"
 	// The init gets its plan on fd 3 and reports on fd 4. On fd 5, a unix
 	// socket, it hands the daemon what the daemon must hold (SCM_RIGHTS):
 	// a PTY session's terminal master, then the seccomp listener of the
@@ -30,13 +32,17 @@ const (
 
 // The tag byte that comes with each fd on passFd.
 const (
-	passTerminal = 'T'
-	passListener = 'N'
-	passRootDir  = 'R'
+	PassTerminal = 'T'
+	PassListener = 'N'
+	PassRootDir  = 'R'
+	// PassStdio comes the other way, from the daemon with a pipe
+	// session's stdin, stdout and stderr, before the plan: an init is
+	// started before the session it will serve is known.
+	PassStdio = 'S'
 )
 
-// message is one JSON line from the init to the daemon.
-type message struct {
+// Message is one JSON line from the init to the daemon.
+type Message struct {
 	Type   string `json:"type"` // setup-error, exec-error, started, exit
 	Field  string `json:"field,omitempty"`
 	Op     string `json:"op,omitempty"`
@@ -47,23 +53,17 @@ type message struct {
 	Signal int    `json:"signal,omitempty"`
 }
 
-// RunInitIfRequested turns this process into a sandbox init when it was
-// started as one, and never returns in that case. Every binary that embeds
-// the backend (sandboxd, and test binaries that start sandboxes) calls it
-// first thing in main or TestMain.
-func RunInitIfRequested() {
-	switch os.Args[0] {
-	case initArg0:
+// init runs before main, and before the packages that sort after this
+// one and that it does not import (protobuf, gRPC) are initialized: a
+// sandbox init started from the daemon's binary reaches runInit without
+// paying for their setup, which is most of a Go start of that binary.
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == Arg0 {
 		runInit()
-	case probeArg0:
-		if len(os.Args) == 2 {
-			runProbe(os.Args[1])
-		}
-		os.Exit(2)
 	}
 }
 
-func send(w *os.File, m message) {
+func send(w *os.File, m Message) {
 	b, _ := json.Marshal(m)
 	w.Write(append(b, '\n'))
 }
@@ -81,7 +81,7 @@ func runInit() {
 	// is still being built must wait for the command, not end the init by
 	// its default action.
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, append(forwardedSignals, sigKillAll)...)
+	signal.Notify(sigs, append(forwardedSignals, SigKillAll)...)
 	// No fd of the init reaches the command but its stdio: the report pipe
 	// would let it forge its own exit status, and whatever the daemon
 	// inherited without close-on-exec is none of the sandbox's business.
@@ -91,11 +91,11 @@ func runInit() {
 	report := os.NewFile(reportFd, "report")
 	var plan Plan
 	if err := json.NewDecoder(os.NewFile(planFd, "plan")).Decode(&plan); err != nil {
-		send(report, message{Type: "setup-error", Field: "process", Op: "read plan", Detail: err.Error()})
+		send(report, Message{Type: "setup-error", Field: "process", Op: "read plan", Detail: err.Error()})
 		os.Exit(1)
 	}
 	setupErr := func(field, op, path string, err error) {
-		send(report, message{Type: "setup-error", Field: field, Op: op, Path: path, Errno: errnoOf(err), Detail: err.Error()})
+		send(report, Message{Type: "setup-error", Field: field, Op: op, Path: path, Errno: errnoOf(err), Detail: err.Error()})
 		os.Exit(1)
 	}
 	// Not dumpable: the command, though the same host uid, must not open
@@ -112,7 +112,7 @@ func runInit() {
 			setupErr("process", "setup root", "", err)
 		}
 		if plan.NetNS {
-			if err := loopbackUp(); err != nil {
+			if err := LoopbackUp(); err != nil {
 				setupErr("network.mode", "loopback up", "lo", err)
 			}
 		}
@@ -124,8 +124,14 @@ func runInit() {
 		// descendant within reach of the final kill.
 		setupErr("process", "prctl(PR_SET_CHILD_SUBREAPER)", "", err)
 	}
-	stdio := []uintptr{0, 1, 2}
-	if plan.Exec.Terminal {
+	var stdio []uintptr
+	if !plan.Exec.Terminal {
+		fds, err := receiveStdio()
+		if err != nil {
+			setupErr("process", "receive stdio from daemon", "", err)
+		}
+		stdio = fds
+	} else {
 		replica, err := openTerminal(plan.Exec.Rows, plan.Exec.Cols)
 		if err != nil {
 			setupErr("process", "allocate terminal", "/dev/ptmx", err)
@@ -133,23 +139,23 @@ func runInit() {
 		fd := replica.Fd()
 		stdio = []uintptr{fd, fd, fd}
 		if plan.Exec.TerminalRule {
-			plan.Exec.Landlock.Rules = append(plan.Exec.Landlock.Rules, LandlockRule{Path: replica.Name(), Access: (llReadFile | llWriteFile | llIoctlDev) & plan.Exec.Landlock.HandledFS})
+			plan.Exec.Landlock.Rules = append(plan.Exec.Landlock.Rules, LandlockRule{Path: replica.Name(), Access: (LLReadFile | LLWriteFile | LLIoctlDev) & plan.Exec.Landlock.HandledFS})
 		}
 	}
 	pid, listener, err := startCommand(&plan.Exec, stdio, plan.Namespaces)
 	if err != nil {
 		var ee *commandError
 		if errors.As(err, &ee) {
-			send(report, message{Type: ee.typ, Field: "process", Op: ee.op, Path: ee.path, Errno: errnoOf(ee.err), Detail: ee.err.Error()})
+			send(report, Message{Type: ee.typ, Field: "process", Op: ee.op, Path: ee.path, Errno: errnoOf(ee.err), Detail: ee.err.Error()})
 		} else {
-			send(report, message{Type: "setup-error", Field: "process", Op: "start command", Errno: errnoOf(err), Detail: err.Error()})
+			send(report, Message{Type: "setup-error", Field: "process", Op: "start command", Errno: errnoOf(err), Detail: err.Error()})
 		}
 		os.Exit(1)
 	}
 	if listener >= 0 {
 		// Not kept: with the daemon's copy the only one, its closing ends
 		// every notification still pending.
-		err := passToDaemon(passListener, listener)
+		err := passToDaemon(PassListener, listener)
 		unix.Close(listener)
 		if err != nil {
 			setupErr("process", "send seccomp listener to daemon", "", err)
@@ -161,15 +167,13 @@ func runInit() {
 			setupErr("process", "send root directory to daemon", "/", err)
 		}
 	}
-	if plan.Exec.Terminal || plan.Exec.Listener {
-		unix.Close(passFd)
-	}
-	send(report, message{Type: "started"})
+	unix.Close(passFd)
+	send(report, Message{Type: "started"})
 	st := reapUntil(pid, sigs)
 	if !plan.Namespaces {
 		killDescendants()
 	}
-	m := message{Type: "exit"}
+	m := Message{Type: "exit"}
 	if st.Signaled() {
 		m.Signal = int(st.Signal())
 	} else {
@@ -229,7 +233,7 @@ func restrictAndFork(p *ExecPlan, stdio []uintptr, namespaces bool) (int, int, e
 	if err != nil {
 		return 0, -1, &commandError{typ: "exec-error", op: "execve", path: p.Argv[0], err: err}
 	}
-	if err := applyLandlock(p.Landlock); err != nil {
+	if err := ApplyLandlock(p.Landlock); err != nil {
 		return 0, -1, setup("landlock", err)
 	}
 	// From here until the daemon holds the listener, this thread and any
@@ -238,7 +242,7 @@ func restrictAndFork(p *ExecPlan, stdio []uintptr, namespaces bool) (int, int, e
 	// below make none, nor does what the init does until it has sent the
 	// listener (sendmsg, close, an O_PATH open); the command's own calls
 	// wait for the daemon, which they may.
-	listener, err := applySeccomp(p.Seccomp, p.Listener)
+	listener, err := ApplySeccomp(p.Seccomp, p.Listener)
 	if err != nil {
 		return 0, -1, setup("seccomp", err)
 	}
@@ -287,31 +291,56 @@ func dropCapabilities(boundingOptional bool) error {
 // command's tty name resolves inside the sandbox and no host terminal is
 // reachable from it, and sends the master to the daemon.
 func openTerminal(rows, cols uint16) (*os.File, error) {
-	master, replica, err := pty.Open()
+	master, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /dev/ptmx: %w", err)
+	}
+	defer unix.Close(master)
+	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+		return nil, fmt.Errorf("unlock pty: %w", err)
+	}
+	n, err := unix.IoctlGetUint32(master, unix.TIOCGPTN)
+	if err != nil {
+		return nil, fmt.Errorf("TIOCGPTN: %w", err)
+	}
+	name := "/dev/pts/" + strconv.FormatUint(uint64(n), 10)
+	replica, err := os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}
-	defer master.Close()
 	if rows != 0 || cols != 0 {
-		if err := pty.Resize(master, rows, cols); err != nil {
-			return nil, err
+		if err := unix.IoctlSetWinsize(master, unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols}); err != nil {
+			replica.Close()
+			return nil, fmt.Errorf("resize pty to %dx%d: %w", rows, cols, err)
 		}
 	}
-	rc, err := master.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var sendErr error
-	err = rc.Control(func(fd uintptr) {
-		sendErr = passToDaemon(passTerminal, int(fd))
-	})
-	if err == nil {
-		err = sendErr
-	}
-	if err != nil {
+	if err := passToDaemon(PassTerminal, master); err != nil {
+		replica.Close()
 		return nil, fmt.Errorf("send terminal to daemon: %w", err)
 	}
 	return replica, nil
+}
+
+// receiveStdio takes the three fds the daemon sent with PassStdio.
+func receiveStdio() ([]uintptr, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	n, oobn, _, _, err := unix.Recvmsg(passFd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if n != 1 || buf[0] != PassStdio {
+		return nil, fmt.Errorf("got %q, want stdio", buf[:n])
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("bad control message: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 3 {
+		return nil, fmt.Errorf("want 3 fds, got %d: %v", len(fds), err)
+	}
+	return []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])}, nil
 }
 
 func passRoot() error {
@@ -320,7 +349,7 @@ func passRoot() error {
 		return err
 	}
 	defer unix.Close(root)
-	return passToDaemon(passRootDir, root)
+	return passToDaemon(PassRootDir, root)
 }
 
 func passToDaemon(tag byte, fd int) error {
@@ -337,7 +366,7 @@ func reapUntil(pid int, sigs <-chan os.Signal) unix.WaitStatus {
 	go func() {
 		for s := range sigs {
 			sig := s.(syscall.Signal)
-			if sig == sigKillAll {
+			if sig == SigKillAll {
 				killTree()
 				continue
 			}
@@ -373,11 +402,11 @@ func lookPath(argv0 string, env []string) (string, error) {
 		}
 	}
 	var firstErr error = unix.ENOENT
-	for _, dir := range filepath.SplitList(pathEnv) {
+	for _, dir := range strings.Split(pathEnv, ":") {
 		if dir == "" {
 			dir = "."
 		}
-		p := filepath.Join(dir, argv0)
+		p := path.Join(dir, argv0)
 		var st unix.Stat_t
 		if err := unix.Stat(p, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			continue
@@ -393,9 +422,9 @@ func lookPath(argv0 string, env []string) (string, error) {
 	return "", firstErr
 }
 
-// sigKillAll asks a namespace-less init to kill every process of its
+// SigKillAll asks a namespace-less init to kill every process of its
 // sandbox. Landlock's signal scope keeps the sandbox from sending it.
-const sigKillAll = syscall.Signal(36)
+const SigKillAll = syscall.Signal(36)
 
 // killTree sends SIGKILL to every descendant of the init. As the child
 // subreaper the init inherits every orphan of its tree, so a descendant
@@ -437,16 +466,16 @@ func descendants(pid int) []int {
 
 // childrenOf reads the children of every thread of pid.
 func childrenOf(pid int) []int {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	taskDir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, _ := os.ReadDir(taskDir)
 	var out []int
 	for _, t := range tasks {
-		b, err := os.ReadFile(t)
+		b, err := os.ReadFile(taskDir + t.Name() + "/children")
 		if err != nil {
 			continue
 		}
 		for _, f := range strings.Fields(string(b)) {
-			var c int
-			if _, err := fmt.Sscan(f, &c); err == nil {
+			if c, err := strconv.Atoi(f); err == nil {
 				out = append(out, c)
 			}
 		}

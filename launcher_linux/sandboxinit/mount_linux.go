@@ -1,10 +1,10 @@
-package launcherlinux
+package sandboxinit
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 
@@ -41,8 +41,8 @@ type rootBuilder struct {
 	uncreatable map[string]bool
 }
 
-func openIn(root int, path string, resolve uint64) (int, error) {
-	rel := strings.TrimPrefix(filepath.Clean(path), "/")
+func openIn(root int, name string, resolve uint64) (int, error) {
+	rel := strings.TrimPrefix(path.Clean(name), "/")
 	if rel == "" {
 		rel = "."
 	}
@@ -263,10 +263,10 @@ func (b *rootBuilder) target(s MountStep) (int, error) {
 	}
 	// Missing parents can only be made in a tmpfs of ours; in the read-only
 	// clone of the host this fails with EROFS, as it should.
-	if err := os.MkdirAll(newRootDir+filepath.Dir(s.Target), 0o755); err != nil {
+	if err := os.MkdirAll(newRootDir+path.Dir(s.Target), 0o755); err != nil {
 		return -1, fmt.Errorf("create mount point parents: %w", err)
 	}
-	parent, err := openIn(b.newRoot, filepath.Dir(s.Target), resolve)
+	parent, err := openIn(b.newRoot, path.Dir(s.Target), resolve)
 	if err != nil {
 		return -1, err
 	}
@@ -276,7 +276,7 @@ func (b *rootBuilder) target(s MountStep) (int, error) {
 		return -1, err
 	}
 	defer unix.Close(pdir)
-	base := filepath.Base(s.Target)
+	base := path.Base(s.Target)
 	if dir {
 		err = unix.Mkdirat(pdir, base, 0o755)
 	} else {
@@ -313,7 +313,7 @@ func protects(s MountStep) bool {
 // sandbox uid, whose owner could chmod it open. The init failing alone says
 // nothing: its capabilities do not cover a directory of the sandbox uid with
 // a group outside the user namespace.
-func (b *rootBuilder) unreachable(path string) bool {
+func (b *rootBuilder) unreachable(name string) bool {
 	uid := uint32(os.Getuid())
 	if uid == b.overflowUID() {
 		// Every unmapped owner shows as our own uid: ownership says nothing.
@@ -324,8 +324,8 @@ func (b *rootBuilder) unreachable(path string) bool {
 		return false
 	}
 	p := ""
-	for _, c := range strings.Split(strings.Trim(path, "/"), "/") {
-		p = filepath.Join(p, c)
+	for _, c := range strings.Split(strings.Trim(name, "/"), "/") {
+		p = path.Join(p, c)
 		var st unix.Stat_t
 		err := unix.Fstatat(b.oldRoot, p, &st, unix.AT_SYMLINK_NOFOLLOW)
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) {

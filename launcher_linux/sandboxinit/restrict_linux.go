@@ -1,10 +1,10 @@
-package launcherlinux
+package sandboxinit
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"path"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// landlockABI asks the kernel which Landlock ABI it offers; 0 when none.
-func landlockABI() (int, error) {
+// LandlockABI asks the kernel which Landlock ABI it offers; 0 when none.
+func LandlockABI() (int, error) {
 	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
 	if errno != 0 {
 		return 0, errno
@@ -29,9 +29,9 @@ type rulesetAttr struct {
 	scoped     uint64
 }
 
-// applyLandlock restricts the calling thread, which must be locked and must
+// ApplyLandlock restricts the calling thread, which must be locked and must
 // be the one that calls execve.
-func applyLandlock(p LandlockPlan) error {
+func ApplyLandlock(p LandlockPlan) error {
 	if p.ABI <= 0 {
 		return nil
 	}
@@ -82,7 +82,7 @@ func grantExcept(ruleset int, dir string, access uint64, except []string, strict
 		return fmt.Errorf("landlock: list %s: %w", dir, err)
 	}
 	for _, name := range names {
-		p := filepath.Join(dir, name)
+		p := path.Join(dir, name)
 		switch leadsTo(p, except) {
 		case exceptExact:
 		case exceptBeneath:
@@ -147,7 +147,7 @@ func addLandlockRule(ruleset int, r LandlockRule) error {
 		return fmt.Errorf("landlock rule %s: %w", r.Path, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		access &= llFileRights
+		access &= LLFileRights
 	}
 	pb := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(pfd)}
 	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&pb)), 0, 0, 0)
@@ -158,10 +158,10 @@ func addLandlockRule(ruleset int, r LandlockRule) error {
 	return nil
 }
 
-// applySeccomp installs prog on the calling thread; no_new_privs must be
+// ApplySeccomp installs prog on the calling thread; no_new_privs must be
 // set. With listener it returns the fd on which the filter's user
 // notifications arrive, -1 otherwise.
-func applySeccomp(prog []SockFilter, listener bool) (int, error) {
+func ApplySeccomp(prog []SockFilter, listener bool) (int, error) {
 	if len(prog) == 0 {
 		// Only the namespaces set plans no filter, on a host without
 		// seccomp, for policies no field of which rests on it.
@@ -187,9 +187,9 @@ func applySeccomp(prog []SockFilter, listener bool) (int, error) {
 	return int(r), nil
 }
 
-// loopbackUp brings lo up in the sandbox's network namespace; the kernel
+// LoopbackUp brings lo up in the sandbox's network namespace; the kernel
 // assigns 127.0.0.1 and ::1 itself.
-func loopbackUp() error {
+func LoopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("socket: %w", err)

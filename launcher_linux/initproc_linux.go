@@ -1,0 +1,272 @@
+package launcherlinux
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
+	"golang.org/x/sys/unix"
+)
+
+// initKey is what a sandbox init is cloned with: everything about it that
+// cannot change once it runs. Two plans with one key can use each other's
+// inits.
+type initKey struct {
+	uid, gid   uint32
+	namespaces bool
+	netns      bool
+}
+
+func keyOf(plan *Plan, uid, gid uint32) initKey {
+	return initKey{uid: uid, gid: gid, namespaces: plan.Namespaces, netns: plan.NetNS}
+}
+
+// initProc is a started sandbox init waiting for its plan: it has its
+// namespaces and its Go runtime, and nothing of any session yet.
+type initProc struct {
+	cmd *exec.Cmd
+	// plan is where the init reads its plan, report where it writes what
+	// happened, pass the socket on which the daemon sends it the session's
+	// stdio and it sends back the fds the daemon must hold.
+	plan, report, pass *os.File
+	// mounts is the host's mount generation when the init was cloned: its
+	// mount namespace is a copy of the host's as it was then.
+	mounts  uint64
+	started time.Time
+}
+
+// startInit clones a sandbox init for key. Its stdio is /dev/null: a
+// session's arrives with the plan.
+func startInit(initPath string, key initKey, mounts uint64) (*initProc, error) {
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("plan pipe: %w", err)
+	}
+	defer planR.Close()
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		planW.Close()
+		return nil, fmt.Errorf("report pipe: %w", err)
+	}
+	defer repW.Close()
+	passParent, passChild, err := passSocket()
+	if err != nil {
+		planW.Close()
+		repR.Close()
+		return nil, err
+	}
+	defer passChild.Close()
+	cmd := &exec.Cmd{
+		Path:        initPath,
+		Args:        []string{sandboxinit.Arg0},
+		Env:         []string{},
+		ExtraFiles:  []*os.File{planR, repW, passChild},
+		SysProcAttr: initProcAttr(key),
+	}
+	if err := cmd.Start(); err != nil {
+		planW.Close()
+		repR.Close()
+		passParent.Close()
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOEXEC) {
+			// The clone worked; its execve did not.
+			return nil, fmt.Errorf("start sandbox init %s as uid %d: %w (it must be executable by that uid)", initPath, key.uid, err)
+		}
+		if !key.namespaces {
+			return nil, identityRefusal(err, key.uid)
+		}
+		return nil, namespaceRefusal(err, key.netns)
+	}
+	return &initProc{cmd: cmd, plan: planW, report: repR, pass: passParent, mounts: mounts, started: time.Now()}, nil
+}
+
+// discard kills an init that will get no plan and reaps it.
+func (ip *initProc) discard() {
+	ip.plan.Close()
+	ip.report.Close()
+	ip.pass.Close()
+	ip.cmd.Process.Kill()
+	ip.cmd.Wait()
+}
+
+// initPool keeps a few inits started ahead for the keys in use, so that a
+// launch does not wait for namespaces to be created and a Go runtime to
+// start. An init is used only while the host's mounts are as they were when
+// it was cloned, and a key nobody launched with for poolIdle has its inits
+// stopped.
+type initPool struct {
+	initPath string
+	size     int
+	mounts   *mountWatch
+
+	mu    sync.Mutex
+	ready map[initKey][]*initProc
+	// filling is the keys a goroutine is refilling; lastTake when each
+	// key was last asked for.
+	filling  map[initKey]bool
+	lastTake map[initKey]time.Time
+	janitor  bool
+}
+
+const poolIdle = time.Minute
+
+func newInitPool(initPath string, size int) *initPool {
+	mounts := watchMounts()
+	if mounts == nil {
+		// Without the watch no init started ahead can be known to be
+		// current.
+		size = 0
+	}
+	return &initPool{
+		initPath: initPath, size: size, mounts: mounts,
+		ready: map[initKey][]*initProc{}, filling: map[initKey]bool{}, lastTake: map[initKey]time.Time{},
+	}
+}
+
+// take returns a started init for key: one of the pool's when it has a
+// current one, else a new one. Either way the pool is refilled behind it.
+func (p *initPool) take(key initKey) (*initProc, error) {
+	gen := p.mounts.generation()
+	p.mu.Lock()
+	var got *initProc
+	var stale []*initProc
+	for q := p.ready[key]; len(q) > 0 && got == nil; q = p.ready[key] {
+		ip := q[0]
+		p.ready[key] = q[1:]
+		if ip.mounts == gen {
+			got = ip
+		} else {
+			stale = append(stale, ip)
+		}
+	}
+	p.lastTake[key] = time.Now()
+	p.refillLocked(key)
+	p.mu.Unlock()
+	for _, ip := range stale {
+		ip.discard()
+	}
+	if got != nil {
+		return got, nil
+	}
+	return startInit(p.initPath, key, gen)
+}
+
+// refillLocked starts a goroutine topping key up, unless one is running;
+// p.mu is held.
+func (p *initPool) refillLocked(key initKey) {
+	if p.size <= 0 || p.filling[key] {
+		return
+	}
+	p.filling[key] = true
+	go p.fill(key)
+	if !p.janitor {
+		p.janitor = true
+		go p.sweep()
+	}
+}
+
+func (p *initPool) fill(key initKey) {
+	for {
+		p.mu.Lock()
+		if len(p.ready[key]) >= p.size || time.Since(p.lastTake[key]) > poolIdle {
+			p.filling[key] = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+		ip, err := startInit(p.initPath, key, p.mounts.generation())
+		p.mu.Lock()
+		if err != nil {
+			// Start reports the refusal when it starts one itself.
+			p.filling[key] = false
+			p.mu.Unlock()
+			return
+		}
+		p.ready[key] = append(p.ready[key], ip)
+		p.mu.Unlock()
+	}
+}
+
+// sweep stops the inits of keys nobody asked for lately, and the ones the
+// host's mounts have moved on from; it ends when the pool is empty.
+func (p *initPool) sweep() {
+	for {
+		time.Sleep(poolIdle / 4)
+		gen := p.mounts.generation()
+		var drop []*initProc
+		p.mu.Lock()
+		for key, q := range p.ready {
+			idle := time.Since(p.lastTake[key]) > poolIdle
+			var keep []*initProc
+			for _, ip := range q {
+				if idle || ip.mounts != gen {
+					drop = append(drop, ip)
+				} else {
+					keep = append(keep, ip)
+				}
+			}
+			if len(keep) == 0 {
+				delete(p.ready, key)
+			} else {
+				p.ready[key] = keep
+			}
+		}
+		done := len(p.ready) == 0
+		if done {
+			p.janitor = false
+		}
+		p.mu.Unlock()
+		for _, ip := range drop {
+			ip.discard()
+		}
+		if done {
+			return
+		}
+	}
+}
+
+// mountWatch counts the changes to the daemon's mount table: the kernel
+// flags /proc/self/mountinfo with POLLPRI on each (proc(5)).
+type mountWatch struct {
+	mu  sync.Mutex
+	gen uint64
+}
+
+func watchMounts() *mountWatch {
+	w := &mountWatch{}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	go w.run(f)
+	return w
+}
+
+func (w *mountWatch) run(f *os.File) {
+	defer f.Close()
+	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLPRI}}
+	for {
+		if _, err := unix.Poll(fds, -1); err != nil && err != syscall.EINTR {
+			return
+		}
+		// Each poll that reports the change also clears it.
+		if fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0 {
+			w.mu.Lock()
+			w.gen++
+			w.mu.Unlock()
+		}
+	}
+}
+
+func (w *mountWatch) generation() uint64 {
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.gen
+}

@@ -1,0 +1,254 @@
+package launcherlinux
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
+	"golang.org/x/sys/unix"
+)
+
+var initBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// initBinaryPath builds cmd/sandboxd-init, the init the daemon starts, once
+// per test binary.
+func initBinaryPath(tb testing.TB) string {
+	tb.Helper()
+	initBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "sandboxd-init-")
+		if err != nil {
+			initBuild.err = err
+			return
+		}
+		// Executable by the sandbox uid, as an installed binary is.
+		if initBuild.err = os.Chmod(dir, 0o755); initBuild.err != nil {
+			return
+		}
+		initBuild.path = filepath.Join(dir, initBinary)
+		out, err := exec.Command("go", "build", "-o", initBuild.path, "github.com/sandboxd/sandboxd/cmd/sandboxd-init").CombinedOutput()
+		if err != nil {
+			initBuild.err = &exec.Error{Name: "go build sandboxd-init: " + string(out), Err: err}
+		}
+	})
+	if initBuild.err != nil {
+		tb.Fatal(initBuild.err)
+	}
+	return initBuild.path
+}
+
+// prestartedBackend starts its sandbox inits ahead, from the init binary.
+func prestartedBackend(tb testing.TB, set MechanismSet) *backend {
+	tb.Helper()
+	uid, gid := sandboxIdentity()
+	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(set), InitPath: initBinaryPath(tb), Prestart: 2})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	be := b.(*backend)
+	tb.Cleanup(func() { drainPool(be.inits) })
+	return be
+}
+
+// drainPool stops the inits a test's backend started ahead, as the daemon
+// exiting would.
+func drainPool(p *initPool) {
+	p.mu.Lock()
+	p.size = 0
+	var all []*initProc
+	for key, q := range p.ready {
+		all = append(all, q...)
+		delete(p.ready, key)
+	}
+	p.mu.Unlock()
+	for _, ip := range all {
+		ip.discard()
+	}
+}
+
+// readyPids waits until the pool holds n inits for key and returns their
+// pids.
+func readyPids(t *testing.T, p *initPool, key initKey, n int) []int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p.mu.Lock()
+		var pids []int
+		for _, ip := range p.ready[key] {
+			pids = append(pids, ip.cmd.Process.Pid)
+		}
+		p.mu.Unlock()
+		if len(pids) >= n {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool holds %d inits for %+v after 10s, want %d", len(pids), key, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func runTrue(t *testing.T, b launcher.Backend, spec launcher.Spec) int {
+	t.Helper()
+	p, err := b.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.Pid()
+	if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	return pid
+}
+
+func TestPrestartedInitsServeLaunchesWithTheirOwnStdio(t *testing.T) {
+	for _, set := range MechanismSets {
+		t.Run(string(set), func(t *testing.T) {
+			b := prestartedBackend(t, set)
+			spec := testSpec(t, nil, "/bin/sh", "-c", "echo out; echo err >&2; read line; echo got $line")
+			uid, gid := sandboxIdentity()
+			key := initKey{uid: uid, gid: gid, namespaces: set == SetNamespaces, netns: set == SetNamespaces}
+			runTrue(t, b, testSpec(t, nil, "/bin/true"))
+			pooled := readyPids(t, b.inits, key, 2)
+
+			stdinR, stdinW, _ := os.Pipe()
+			outR, outW, _ := os.Pipe()
+			errR, errW, _ := os.Pipe()
+			spec.Stdio = launcher.Stdio{Stdin: stdinR, Stdout: outW, Stderr: errW}
+			p, err := b.Start(context.Background(), spec)
+			stdinR.Close()
+			outW.Close()
+			errW.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(pooled, p.Pid()) {
+				t.Errorf("launch used init %d, not one of the prestarted %v", p.Pid(), pooled)
+			}
+			stdinW.WriteString("hello\n")
+			stdinW.Close()
+			out, _ := readAll(outR)
+			errOut, _ := readAll(errR)
+			if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
+				t.Fatalf("status %+v, %v", st, err)
+			}
+			if out != "out\ngot hello\n" || errOut != "err\n" {
+				t.Errorf("stdout %q, stderr %q: the session's stdio did not reach the command", out, errOut)
+			}
+		})
+	}
+}
+
+func readAll(f *os.File) (string, error) {
+	defer f.Close()
+	var sb strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := f.Read(buf)
+		sb.Write(buf[:n])
+		if err != nil {
+			return sb.String(), nil
+		}
+	}
+}
+
+// An init cloned before a host mount has a copy of the old mount table;
+// once the daemon sees the change, no launch may use it.
+func TestHostMountRetiresPrestartedInits(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("mounting on the host needs root; the pool's watch is the same for every daemon")
+	}
+	b := prestartedBackend(t, SetNamespaces)
+	uid, gid := sandboxIdentity()
+	key := initKey{uid: uid, gid: gid, namespaces: true, netns: true}
+	runTrue(t, b, testSpec(t, nil, "/bin/true"))
+	stale := readyPids(t, b.inits, key, 2)
+	gen := b.inits.mounts.generation()
+
+	dir := hostDir(t, 0o755)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=0777"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	deadline := time.Now().Add(5 * time.Second)
+	for b.inits.mounts.generation() == gen {
+		if time.Now().After(deadline) {
+			t.Fatal("the mount watch saw no change in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{dir}}}
+	pid := runTrue(t, b, testSpec(t, pol, "/bin/sh", "-c", "echo x > "+dir+"/written"))
+	if slices.Contains(stale, pid) {
+		t.Errorf("launch used init %d, cloned before the mount", pid)
+	}
+	if _, err := os.Stat(dir + "/written"); err != nil {
+		t.Errorf("the sandbox wrote below the mount's old place, not into it: %v", err)
+	}
+}
+
+// The init reaches its own code before the daemon's protobuf and gRPC
+// packages start, even when it is the daemon's binary (no sandboxd-init
+// beside it): their setup would be most of its start.
+func TestInitStartsBeforeTheDaemonsPackages(t *testing.T) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repR.Close()
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args[0] = sandboxinit.Arg0
+	// inittrace prints each package once its init is done: the init's
+	// own never is, as it exits from there.
+	cmd.Env = []string{"GODEBUG=inittrace=1"}
+	cmd.ExtraFiles = []*os.File{devnull, repW}
+	trace, _ := cmd.CombinedOutput()
+	repW.Close()
+	report, _ := readAll(repR)
+	if !strings.Contains(report, `"op":"read plan"`) {
+		t.Fatalf("the process did not run as a sandbox init; it reported %q", report)
+	}
+	for _, pkg := range []string{"google.golang.org/protobuf/reflect/protodesc ", "google.golang.org/grpc ", "github.com/sandboxd/sandboxd/api/sandboxd/v1 "} {
+		if strings.Contains(string(trace), "init "+pkg) {
+			t.Errorf("package %sran before the init took over:\n%s", pkg, trace)
+		}
+	}
+}
+
+// BenchmarkStartTruePrestarted is BenchmarkStartTrue as the daemon runs it:
+// the small init binary, started ahead.
+func BenchmarkStartTruePrestarted(b *testing.B) {
+	for _, set := range MechanismSets {
+		b.Run(string(set), func(b *testing.B) {
+			be := prestartedBackend(b, set)
+			spec := testSpec(b, nil, "/bin/true")
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p, err := be.Start(context.Background(), spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
+					b.Fatalf("status %+v, %v", st, err)
+				}
+			}
+		})
+	}
+}

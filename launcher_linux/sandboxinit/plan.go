@@ -1,0 +1,129 @@
+package sandboxinit
+
+// The plan types are what the daemon sends the init as JSON: the init
+// applies them and never looks at the policy.
+
+// MountKind is one step of building the sandbox's root.
+type MountKind string
+
+const (
+	// MountRootReadOnly clones the host root recursively, read-only, nosuid,
+	// nodev, as the sandbox root.
+	MountRootReadOnly MountKind = "root-ro"
+	// MountBind clones host Source (recursively) onto Target, nosuid and
+	// nodev.
+	MountBind MountKind = "bind"
+	// MountDevice clones the host device node Source onto Target.
+	MountDevice MountKind = "device"
+	// MountRebindReadOnly clones the sandbox's own Target onto itself read-only.
+	MountRebindReadOnly MountKind = "rebind-ro"
+	// MountPin clones the sandbox's own Target onto itself so that it becomes a
+	// mount point, which the kernel refuses to rename or remove (EBUSY).
+	MountPin MountKind = "pin"
+	// MountTmpfs mounts a fresh tmpfs with Mode; ReadOnly for masks.
+	MountTmpfs MountKind = "tmpfs"
+	// MountProc mounts a procfs of the sandbox's pid namespace.
+	MountProc MountKind = "proc"
+	// MountDevpts mounts a private devpts instance.
+	MountDevpts MountKind = "devpts"
+	// MountMaskFile covers a non-directory with an empty, unreadable,
+	// read-only file.
+	MountMaskFile MountKind = "mask-file"
+	// MountSymlink creates a symlink Target -> Source in a tmpfs of ours.
+	MountSymlink MountKind = "symlink"
+	// MountPlaceholder creates host directory Source (and missing parents) so
+	// that a carve-out or deny path that does not exist yet can be protected.
+	MountPlaceholder MountKind = "placeholder"
+)
+
+// MountStep is one mount operation of the plan. Paths are absolute; Source is
+// a host path, Target a path inside the sandbox.
+type MountStep struct {
+	Kind     MountKind `json:"kind"`
+	Source   string    `json:"source,omitempty"`
+	Target   string    `json:"target,omitempty"`
+	ReadOnly bool      `json:"read_only,omitempty"`
+	Mode     uint32    `json:"mode,omitempty"`
+	// Optional steps are skipped when their target does not exist (kernel
+	// files that only some kernels have).
+	Optional bool `json:"optional,omitempty"`
+	// Field is the policy field this step enforces, named in errors.
+	Field string `json:"field"`
+}
+
+// LandlockRule grants Access beneath Path.
+type LandlockRule struct {
+	Path   string `json:"path"`
+	Access uint64 `json:"access"`
+}
+
+// LandlockPlan is the second filesystem layer. ABI 0 means Landlock is absent.
+type LandlockPlan struct {
+	ABI       int            `json:"abi"`
+	HandledFS uint64         `json:"handled_fs"`
+	Scoped    uint64         `json:"scoped"`
+	Rules     []LandlockRule `json:"rules"`
+	// ReadExcept grants ReadAccess on the whole tree except these paths.
+	// Landlock cannot take a right away beneath a rule, so the applier
+	// grants it on every sibling along the way to each excepted path
+	// instead; the directories on the way stay listable (names only).
+	ReadAccess uint64   `json:"read_access,omitempty"`
+	ReadExcept []string `json:"read_except,omitempty"`
+	// Strict makes a directory on the way to an excepted path that cannot
+	// be listed an error instead of a whole grant; set when no mount mask
+	// backs the exception.
+	Strict bool `json:"strict,omitempty"`
+}
+
+// ExecPlan is how the init starts the command once the root is built.
+type ExecPlan struct {
+	Argv     []string     `json:"argv"`
+	Env      []string     `json:"env"`
+	Cwd      string       `json:"cwd"`
+	UID      uint32       `json:"uid"`
+	GID      uint32       `json:"gid"`
+	Terminal bool         `json:"terminal"`
+	Rows     uint16       `json:"rows,omitempty"`
+	Cols     uint16       `json:"cols,omitempty"`
+	Landlock LandlockPlan `json:"landlock"`
+	Seccomp  []SockFilter `json:"seccomp"`
+	// TerminalRule grants the command its terminal's replica, a host
+	// device when no mount namespace gives the sandbox its own devpts.
+	TerminalRule bool `json:"terminal_rule,omitempty"`
+	// Listener installs Seccomp with a listener that the init hands to
+	// the daemon, which answers the calls the filter notifies.
+	Listener bool `json:"listener,omitempty"`
+}
+
+// SockFilter is one classic BPF instruction of the seccomp program.
+type SockFilter struct {
+	Code uint16 `json:"c"`
+	Jt   uint8  `json:"t"`
+	Jf   uint8  `json:"f"`
+	K    uint32 `json:"k"`
+}
+
+// Plan is the part of the daemon's plan that the init applies.
+type Plan struct {
+	// Namespaces is false for the landlock set: the init stays in the
+	// daemon's namespaces, builds no root, and as a child subreaper kills
+	// every descendant when the command ends.
+	Namespaces bool        `json:"namespaces"`
+	Mounts     []MountStep `json:"mounts"`
+	NetNS      bool        `json:"netns"`
+	Hostname   string      `json:"hostname"`
+	Exec       ExecPlan    `json:"exec"`
+}
+
+// Landlock access rights the init itself grants, from
+// include/uapi/linux/landlock.h.
+const (
+	LLExecute   = 1 << 0
+	LLWriteFile = 1 << 1
+	LLReadFile  = 1 << 2
+	LLTruncate  = 1 << 14 // ABI 3
+	LLIoctlDev  = 1 << 15 // ABI 5
+
+	// LLFileRights are the rights a rule on a non-directory may carry.
+	LLFileRights = LLExecute | LLWriteFile | LLReadFile | LLTruncate | LLIoctlDev
+)
