@@ -62,9 +62,11 @@ func startInit(initPath string, key initKey, mounts uint64) (*initProc, error) {
 	}
 	defer passChild.Close()
 	cmd := &exec.Cmd{
-		Path:        initPath,
-		Args:        []string{sandboxinit.Arg0},
-		Env:         []string{},
+		Path: initPath,
+		Args: []string{sandboxinit.Arg0},
+		// One P: the init does one thing at a time, and each P costs
+		// a thread and its caches for the whole session.
+		Env:         []string{"GOMAXPROCS=1"},
 		ExtraFiles:  []*os.File{planR, repW, passChild},
 		SysProcAttr: initProcAttr(key),
 	}

@@ -21,9 +21,6 @@ const (
 
 	llScopeAbstractUnix = 1 << 0 // ABI 6
 	llScopeSignal       = 1 << 1 // ABI 6
-
-	// llFileRights are the rights a rule on a non-directory may carry.
-	llFileRights = llExecute | llWriteFile | llReadFile | llTruncate | llIoctlDev
 )
 
 // handledFS is every filesystem right the kernel's ABI knows, so nothing

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -152,6 +153,14 @@ func runInit() {
 		}
 		os.Exit(1)
 	}
+	if !plan.Exec.Terminal {
+		// The command has them now; the init holding them too would
+		// keep the daemon from seeing their end when the command's
+		// processes close them.
+		for _, fd := range stdio {
+			unix.Close(int(fd))
+		}
+	}
 	if listener >= 0 {
 		// Not kept: with the daemon's copy the only one, its closing ends
 		// every notification still pending.
@@ -169,6 +178,9 @@ func runInit() {
 	}
 	unix.Close(passFd)
 	send(report, Message{Type: "started"})
+	// From here the init only waits, for as long as the session lasts:
+	// what setup allocated goes back to the kernel.
+	debug.FreeOSMemory()
 	st := reapUntil(pid, sigs)
 	if !plan.Namespaces {
 		killDescendants()

@@ -1,5 +1,11 @@
 package sandboxinit
 
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+)
+
 // The plan types are what the daemon sends the init as JSON: the init
 // applies them and never looks at the policy.
 
@@ -86,7 +92,7 @@ type ExecPlan struct {
 	Rows     uint16       `json:"rows,omitempty"`
 	Cols     uint16       `json:"cols,omitempty"`
 	Landlock LandlockPlan `json:"landlock"`
-	Seccomp  []SockFilter `json:"seccomp"`
+	Seccomp  Program      `json:"seccomp"`
 	// TerminalRule grants the command its terminal's replica, a host
 	// device when no mount namespace gives the sandbox its own devpts.
 	TerminalRule bool `json:"terminal_rule,omitempty"`
@@ -101,6 +107,42 @@ type SockFilter struct {
 	Jt   uint8  `json:"t"`
 	Jf   uint8  `json:"f"`
 	K    uint32 `json:"k"`
+}
+
+// Program is a seccomp filter. It travels as the kernel's own layout, eight
+// bytes an instruction, in base64: the init decodes its plan on every
+// launch's critical path, and as JSON objects the program was most of it.
+type Program []SockFilter
+
+// MarshalJSON encodes p as base64 of struct sock_filter records.
+func (p Program) MarshalJSON() ([]byte, error) {
+	raw := make([]byte, 0, 8*len(p))
+	for _, f := range p {
+		raw = binary.LittleEndian.AppendUint16(raw, f.Code)
+		raw = append(raw, f.Jt, f.Jf)
+		raw = binary.LittleEndian.AppendUint32(raw, f.K)
+	}
+	return json.Marshal(raw)
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (p *Program) UnmarshalJSON(b []byte) error {
+	var raw []byte
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	if len(raw)%8 != 0 {
+		return fmt.Errorf("seccomp program of %d bytes is not whole instructions", len(raw))
+	}
+	prog := make(Program, 0, len(raw)/8)
+	for i := 0; i < len(raw); i += 8 {
+		prog = append(prog, SockFilter{
+			Code: binary.LittleEndian.Uint16(raw[i:]), Jt: raw[i+2], Jf: raw[i+3],
+			K: binary.LittleEndian.Uint32(raw[i+4:]),
+		})
+	}
+	*p = prog
+	return nil
 }
 
 // Plan is the part of the daemon's plan that the init applies.
