@@ -114,6 +114,8 @@ conformance-mechanisms:
 
 test: deps proto-check lint cross unit conformance-rootless conformance-mechanisms
 
+# ARGS passes flags to internal/benchtool, e.g.
+# make bench ARGS='--only latency,pty' or ARGS='--sessions 200 --hold 500'.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 50x ./launcher_linux/
-	scripts/bench-launch.sh
+	scripts/bench.sh $(ARGS)

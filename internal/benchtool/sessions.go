@@ -1,0 +1,617 @@
+//go:build linux
+
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// idleArgv is what every idle session and idle bwrap sandbox runs. Together
+// with the workspace as cwd it is also how leftovers of this run are told
+// from other sessions on the same daemon.
+var idleArgv = []string{"sleep", "3600"}
+
+func live(s sandboxdv1.State) bool {
+	return s == sandboxdv1.State_STARTING || s == sandboxdv1.State_RUNNING || s == sandboxdv1.State_WAITING_FOR_INPUT
+}
+
+// list returns the daemon's sessions. The client's List is tried first; a
+// refusal for size (thousands of sessions outgrow gRPC's default 4 MiB
+// message) is noted for the report and answered over a connection of our
+// own that takes larger messages.
+func (b *bench) list(ctx context.Context) ([]*sandboxdv1.SessionInfo, error) {
+	b.bigListMu.Lock()
+	big := b.bigList
+	b.bigListMu.Unlock()
+	if big == nil {
+		infos, err := b.cl.List(ctx)
+		if status.Code(err) != codes.ResourceExhausted {
+			return infos, err
+		}
+		if big, err = b.openBigList(err); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := sandboxdv1.NewSandboxdClient(big).List(ctx, &sandboxdv1.ListRequest{}, grpc.MaxCallRecvMsgSize(1<<30))
+	if err != nil {
+		return nil, fmt.Errorf("list sessions (large-message connection): %w", err)
+	}
+	return resp.GetSessions(), nil
+}
+
+func (b *bench) openBigList(cause error) (*grpc.ClientConn, error) {
+	b.bigListMu.Lock()
+	defer b.bigListMu.Unlock()
+	if b.bigList != nil {
+		return b.bigList, nil
+	}
+	socket := b.socket
+	conn, err := grpc.NewClient("passthrough:///sandboxd",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("large-message connection to %s: %w", socket, err)
+	}
+	b.bigList = conn
+	b.listTooBig = cause.Error()
+	return conn, nil
+}
+
+func (b *bench) closeBigList() {
+	b.bigListMu.Lock()
+	defer b.bigListMu.Unlock()
+	if b.bigList != nil {
+		b.bigList.Close()
+	}
+}
+
+// ours says whether info is an idle session this tool starts.
+func (b *bench) ours(info *sandboxdv1.SessionInfo) bool {
+	return info.GetCwd() == b.cfg.workspace && slices.Equal(info.GetArgv(), idleArgv)
+}
+
+// liveOurs lists this run's live idle sessions.
+func (b *bench) liveOurs(ctx context.Context) ([]*sandboxdv1.SessionInfo, error) {
+	infos, err := b.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*sandboxdv1.SessionInfo
+	for _, in := range infos {
+		if live(in.GetState()) && b.ours(in) {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+// ramp is how far starting n of something got.
+type ramp struct {
+	asked, started int
+	firstErr       error  // verbatim, the first failure
+	stopped        string // the safety stop, if one fired
+	elapsed        time.Duration
+}
+
+func (r ramp) String() string {
+	s := fmt.Sprintf("%d of %d started in %v", r.started, r.asked, r.elapsed.Round(time.Millisecond))
+	if r.stopped != "" {
+		s += "; " + r.stopped
+	}
+	if r.firstErr != nil {
+		s += fmt.Sprintf("; first error: %v", r.firstErr)
+	}
+	return s
+}
+
+// rampUp calls start n times from --clients workers until one fails, the
+// guard stops it or ctx ends. Only the first failure is kept: the later ones
+// are usually the same limit seen again.
+func (b *bench) rampUp(what string, n int, start func() error) ramp {
+	g := newGuard(b.cfg)
+	r := ramp{asked: n}
+	var next, started atomic.Int64
+	var stop atomic.Bool
+	var once sync.Once
+	fail := func(err error, why string) {
+		once.Do(func() { r.firstErr, r.stopped = err, why })
+		stop.Store(true)
+	}
+	begin := time.Now()
+	var wg sync.WaitGroup
+	for range b.cfg.clients {
+		wg.Go(func() {
+			for !stop.Load() && b.ctx.Err() == nil {
+				i := next.Add(1)
+				if i > int64(n) {
+					return
+				}
+				if why := g.check(); why != "" {
+					fail(nil, why)
+					return
+				}
+				if err := start(); err != nil {
+					if b.ctx.Err() == nil {
+						fail(err, "")
+					}
+					return
+				}
+				if s := started.Add(1); s%1000 == 0 {
+					warnf("%s: %d started", what, s)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r.started = int(started.Load())
+	r.elapsed = time.Since(begin)
+	return r
+}
+
+// sessionSet is the ids of the detached sessions this run started: nothing
+// but an explicit kill ends them.
+type sessionSet struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (s *sessionSet) add(id string) {
+	s.mu.Lock()
+	s.ids = append(s.ids, id)
+	s.mu.Unlock()
+}
+
+func (s *sessionSet) all() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ids)
+}
+
+// startIdle starts one detached idle session and records it.
+func (b *bench) startIdle(set *sessionSet) func() error {
+	start, err := b.startMsg(false, true, idleArgv...)
+	return func() error {
+		if err != nil {
+			return err
+		}
+		res, err := b.cl.Run(b.ctx, client.RunOptions{Start: proto.Clone(start).(*sandboxdv1.Start)})
+		if err != nil {
+			return err
+		}
+		if res.SessionID != "" {
+			set.add(res.SessionID)
+		}
+		if res.Exit != nil {
+			return fmt.Errorf("session %s of %q ended at once: %s exit %d: %s", res.SessionID, idleArgv,
+				res.Exit.GetState(), client.ExitCode(res, nil), res.Exit.GetReason())
+		}
+		return nil
+	}
+}
+
+// waitLive waits until want of this run's idle sessions are live, and
+// returns how many are.
+func (b *bench) waitLive(want int, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		infos, err := b.liveOurs(b.ctx)
+		if err != nil {
+			return 0, err
+		}
+		if len(infos) >= want || time.Now().After(deadline) {
+			return len(infos), nil
+		}
+		select {
+		case <-b.ctx.Done():
+			return len(infos), b.ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// killSessions kills every session of set, then whatever idle sessions of
+// this run are still live (one whose Started never reached us, say), and
+// waits until none is. It runs after an interrupt too, so it has its own
+// context.
+func (b *bench) killSessions(set *sessionSet) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), 3*time.Minute)
+	defer cancel()
+	kill := func(ids []string) {
+		work := make(chan string)
+		var wg sync.WaitGroup
+		for range b.cfg.clients {
+			wg.Go(func() {
+				for id := range work {
+					// An id that already ended is refused; the sweep
+					// below is what decides whether all are gone.
+					_ = b.cl.Kill(ctx, id, 0)
+				}
+			})
+		}
+		for _, id := range ids {
+			work <- id
+		}
+		close(work)
+		wg.Wait()
+	}
+	kill(set.all())
+	for {
+		left, err := b.liveOurs(ctx)
+		if err != nil {
+			return fmt.Errorf("listing sessions left to kill (sessions may be left in the daemon): %w", err)
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%d idle sessions still live after killing them for 3 minutes (first: %s)", len(left), left[0].GetId())
+		}
+		ids := make([]string, len(left))
+		for i, in := range left {
+			ids[i] = in.GetId()
+		}
+		time.Sleep(200 * time.Millisecond)
+		kill(ids)
+	}
+}
+
+// procSet is bwrap processes this run started and must kill and reap.
+type procSet struct {
+	mu    sync.Mutex
+	procs []*exec.Cmd
+}
+
+func (p *procSet) add(c *exec.Cmd) {
+	p.mu.Lock()
+	p.procs = append(p.procs, c)
+	p.mu.Unlock()
+}
+
+// killAll kills each bwrap (its sandbox dies with it: --die-with-parent)
+// and reaps it, then ends the sandboxes that were orphaned all the same;
+// marker is in the command line of each.
+func (p *procSet) killAll(marker string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.procs {
+		_ = c.Process.Kill()
+	}
+	for _, c := range p.procs {
+		_ = c.Wait()
+	}
+	p.procs = nil
+	if n := reapAdopted(marker); n > 0 {
+		warnf("killed %d processes of bwrap sandboxes that outlived their bwrap", n)
+	}
+}
+
+// startIdleBwrap starts one idle bwrap sandbox in the background.
+func (b *bench) startIdleBwrap(set *procSet) func() error {
+	argv := b.bwrapArgv(idleArgv...)
+	return func() error {
+		// Not CommandContext: the ramp is over before the measurement, and
+		// killAll, deferred by the caller, ends these on every path.
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = b.cfg.workspace
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("%s: %w", shellJoin(argv), err)
+		}
+		set.add(cmd)
+		return nil
+	}
+}
+
+// waitBwrapIdle waits until every bwrap of set has got as far as running
+// sleep, and returns how many have.
+func (b *bench) waitBwrapIdle(set *procSet, timeout time.Duration) (int, error) {
+	set.mu.Lock()
+	pids := make([]int, len(set.procs))
+	for i, c := range set.procs {
+		pids[i] = c.Process.Pid
+	}
+	set.mu.Unlock()
+	deadline := time.Now().Add(timeout)
+	ready := 0
+	for _, pid := range pids {
+		for !hasDescendantNamed(pid, idleArgv[0]) {
+			if b.ctx.Err() != nil {
+				return ready, b.ctx.Err()
+			}
+			if time.Now().After(deadline) {
+				return ready, nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		ready++
+	}
+	return ready, nil
+}
+
+// memoryDrop measures how much MemAvailable falls while n things started
+// by rampUp sit idle: settled before, ramp, wait for them to be up, settle
+// again.
+func (b *bench) memoryDrop(what string, n int, start func() error, up func(int) (int, error)) (perMiB float64, r ramp, err error) {
+	before, err := settledMemAvailable(b.ctx)
+	if err != nil {
+		return 0, r, fmt.Errorf("MemAvailable before: %w", err)
+	}
+	r = b.rampUp(what, n, start)
+	if err := b.ctx.Err(); err != nil {
+		return 0, r, err
+	}
+	if r.started == 0 {
+		return 0, r, fmt.Errorf("%s: none started: %s", what, r)
+	}
+	ready, err := up(r.started)
+	if err != nil {
+		return 0, r, err
+	}
+	if ready < r.started {
+		return 0, r, fmt.Errorf("%s: only %d of %d started are up after waiting", what, ready, r.started)
+	}
+	// Page tables, slab and the daemon's buffers settle after the last
+	// start; 2 s is well past what the first settle loop ever saw move.
+	time.Sleep(2 * time.Second)
+	after, err := settledMemAvailable(b.ctx)
+	if err != nil {
+		return 0, r, fmt.Errorf("MemAvailable after: %w", err)
+	}
+	return float64(before-after) / float64(r.started) / mib, r, nil
+}
+
+func (b *bench) memory() error {
+	n := b.cfg.sessions
+	var sessions sessionSet
+	var footprint string
+	sd, sr, err := func() (float64, ramp, error) {
+		defer func() {
+			if err := b.killSessions(&sessions); err != nil {
+				warnf("memory: %v", err)
+			}
+		}()
+		return b.memoryDrop("memory, sandboxd sessions", n, b.startIdle(&sessions), func(want int) (int, error) {
+			got, err := b.waitLive(want, time.Minute)
+			if err == nil {
+				footprint = b.sessionFootprint()
+			}
+			return got, err
+		})
+	}()
+	if err != nil {
+		return err
+	}
+
+	var procs procSet
+	var bwFootprint string
+	bw, br, err := func() (float64, ramp, error) {
+		defer procs.killAll(b.cfg.workspace)
+		return b.memoryDrop("memory, bwrap sandboxes", n, b.startIdleBwrap(&procs), func(int) (int, error) {
+			got, err := b.waitBwrapIdle(&procs, time.Minute)
+			if err == nil && got > 0 {
+				procs.mu.Lock()
+				pid := procs.procs[0].Process.Pid
+				procs.mu.Unlock()
+				bwFootprint = footprintOf(pid)
+			}
+			return got, err
+		})
+	}()
+	if err != nil {
+		return err
+	}
+	b.add(row{
+		figure:      fmt.Sprintf("memory per idle session (n=%d)", sr.started),
+		value:       fmt.Sprintf("%.3f MiB", sd),
+		counterpart: fmt.Sprintf("bwrap %.3f MiB", bw),
+		ratio:       ratio(sd, bw),
+		target:      "<= 0.30 MiB at 1000",
+		verdict:     verdict(sd <= 0.3 && sr.started >= n),
+	})
+	if sr.started < n || sr.firstErr != nil {
+		b.note("memory: sandboxd ramp stopped early: %s", sr)
+	}
+	if br.started < n || br.firstErr != nil {
+		b.note("memory: bwrap ramp stopped early: %s", br)
+	}
+	b.note("memory: one idle sandboxd session is %s", footprint)
+	b.note("memory: one idle bwrap sandbox is %s", bwFootprint)
+	b.reproduce(fmt.Sprintf("memory (MemAvailable drop over %d idle sandboxes, each side in turn):", n),
+		b.benchtoolLine("memory", "--sessions", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)),
+		fmt.Sprintf("cd %s && for i in $(seq %d); do %s & done   # then compare MemAvailable in /proc/meminfo, and kill them",
+			shellQuote(b.cfg.workspace), n, shellJoin(b.bwrapArgv(idleArgv...))))
+	return nil
+}
+
+// sessionFootprint describes the process tree of one live idle session.
+func (b *bench) sessionFootprint() string {
+	infos, err := b.liveOurs(b.ctx)
+	if err != nil || len(infos) == 0 || infos[0].GetPid() <= 0 {
+		return "unknown (no pid to look at)"
+	}
+	return footprintOf(int(infos[0].GetPid()))
+}
+
+func footprintOf(pid int) string {
+	procs, threads, rss, pss, names := treeFootprint(pid)
+	return fmt.Sprintf("%d processes (%s), %d threads, PSS %.2f MiB, RSS %.1f MiB (shared pages counted in full)",
+		procs, strings.Join(names, ", "), threads, float64(pss)/1024, float64(rss)/1024)
+}
+
+// daemonPID is the pid of the process listening on socket, from the
+// kernel's peer credentials of a fresh connection.
+func daemonPID(socket string) (int, error) {
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	raw, err := conn.(*net.UnixConn).SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if credErr != nil {
+		return 0, fmt.Errorf("SO_PEERCRED: %w", credErr)
+	}
+	return int(cred.Pid), nil
+}
+
+// hostState is what the hold figure looks at to explain where it stopped.
+type hostState struct {
+	tasks, avail         int64
+	daemonFds, daemonThr int
+}
+
+func (b *bench) hostState(daemon int) hostState {
+	var s hostState
+	s.tasks, _ = tasksInUse()
+	s.avail, _ = memAvailable()
+	s.daemonFds, s.daemonThr = -1, -1
+	if daemon > 0 {
+		s.daemonFds = fdCount(daemon)
+		fmt.Sscan(procStatus(daemon, "Threads")["Threads"], &s.daemonThr)
+	}
+	return s
+}
+
+func (b *bench) holdFigure() error {
+	n := b.cfg.hold
+	daemon, err := daemonPID(b.socket)
+	if err != nil {
+		warnf("hold: cannot tell the daemon's pid: %v", err)
+	}
+	before := b.hostState(daemon)
+	var sessions sessionSet
+	defer func() {
+		if err := b.killSessions(&sessions); err != nil {
+			warnf("hold: %v", err)
+		}
+	}()
+	r := b.rampUp("hold", n, b.startIdle(&sessions))
+	if err := b.ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := b.waitLive(r.started, time.Minute); err != nil {
+		return err
+	}
+	// Give sessions that fail just after starting (a limit hit inside the
+	// sandbox) the time to show up as ended.
+	time.Sleep(2 * time.Second)
+	held, err := b.waitLive(r.started, 0)
+	if err != nil {
+		return err
+	}
+	after := b.hostState(daemon)
+	footprint := b.sessionFootprint()
+
+	b.add(row{
+		figure:  fmt.Sprintf("idle sessions held at once (asked %d)", n),
+		value:   fmt.Sprint(held),
+		target:  ">= 10000, no errors",
+		verdict: verdict(held >= 10000 && r.firstErr == nil && r.stopped == ""),
+	})
+	switch {
+	case r.firstErr != nil:
+		b.note("hold: first error after %d sessions (started in %v): %v", r.started, r.elapsed.Round(time.Second), r.firstErr)
+	case r.stopped != "":
+		b.note("hold: %s, after %d sessions (started in %v)", r.stopped, r.started, r.elapsed.Round(time.Second))
+	default:
+		b.note("hold: all %d started without error in %v", r.started, r.elapsed.Round(time.Millisecond))
+	}
+	if held < r.started {
+		b.note("hold: %d of the %d started were no longer live when counted", r.started-held, r.started)
+	}
+	if b.listTooBig != "" {
+		b.note("client.List (and so sandboxctl ps) is refused with this many sessions: %s", b.listTooBig)
+	}
+	b.note("hold: one idle session is %s", footprint)
+	b.holdDiagnostics(daemon, held, before, after)
+	b.reproduce(fmt.Sprintf("hold (%d idle sessions, then all killed):", n),
+		b.benchtoolLine("hold", "--hold", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)))
+	return nil
+}
+
+// holdDiagnostics notes the limits a host puts on sessions, how much of
+// each the held sessions took, and so how many sessions each would allow.
+func (b *bench) holdDiagnostics(daemon, held int, before, after hostState) {
+	pidMax, _ := readInt("/proc/sys/kernel/pid_max")
+	threadsMax, _ := readInt("/proc/sys/kernel/threads-max")
+	per := func(a, b int64) float64 {
+		if held == 0 {
+			return 0
+		}
+		return float64(a-b) / float64(held)
+	}
+	tasksPer := per(after.tasks, before.tasks)
+	fdsPer := per(int64(after.daemonFds), int64(before.daemonFds))
+	memPer := per(before.avail, after.avail)
+	// limits collects, per limit, how many sessions it allows at the
+	// measured cost per session, to name the one a larger ramp meets first.
+	type limit struct {
+		name   string
+		allows float64
+	}
+	var limits []limit
+	allows := func(name string, left int64, each float64) string {
+		if each <= 0 {
+			return "n/a"
+		}
+		limits = append(limits, limit{name, float64(left) / each})
+		return fmt.Sprintf("~%.0f sessions", float64(left)/each)
+	}
+	b.note("hold: kernel.pid_max %d, kernel.threads-max %d; tasks in use %d before, %d with %d sessions held (%.1f per session): pid_max allows %s",
+		pidMax, threadsMax, before.tasks, after.tasks, held, tasksPer, allows("kernel.pid_max (one pid per thread)", pidMax-before.tasks, tasksPer))
+	if daemon > 0 {
+		var soft int64
+		lim := limitLine(daemon, "Max open files")
+		fmt.Sscan(lim, &soft)
+		b.note("hold: daemon pid %d: RLIMIT_NOFILE %s (soft hard units); open fds %d before, %d held (%.1f per session): allows %s; threads %d -> %d",
+			daemon, lim, before.daemonFds, after.daemonFds, fdsPer,
+			allows("the daemon's RLIMIT_NOFILE", soft-int64(before.daemonFds), fdsPer), before.daemonThr, after.daemonThr)
+	}
+	b.note("hold: MemAvailable %d MiB before, %d MiB held (%.2f MiB per session): down to --min-available-mib allows %s",
+		before.avail/mib, after.avail/mib, memPer/mib, allows("memory (down to --min-available-mib)", before.avail-b.cfg.minAvailMiB*mib, memPer))
+	if len(limits) > 0 {
+		first := slices.MinFunc(limits, func(a, b limit) int { return cmp.Compare(a.allows, b.allows) })
+		b.note("hold: at these costs the first limit is %s, at ~%.0f sessions", first.name, first.allows)
+	}
+	var ns []string
+	for _, kind := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
+		if v, err := readInt("/proc/sys/user/max_" + kind + "_namespaces"); err == nil {
+			ns = append(ns, fmt.Sprintf("%s %d", kind, v))
+		}
+	}
+	b.note("hold: user.max_*_namespaces (per user; each session takes one of each kind it unshares): %s", strings.Join(ns, ", "))
+	if n, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
+		b.note("hold: fs.nr_open (ceiling for RLIMIT_NOFILE) %s", strings.TrimSpace(string(n)))
+	}
+}
