@@ -28,8 +28,9 @@ TOOLS := $(GOBIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
 
 build:
 	$(GO) build -o bin/sandboxd ./cmd/sandboxd
-	$(GO) build -o bin/sandboxd-init ./cmd/sandboxd-init
-	$(GO) build -o bin/sandboxctl ./cmd/sandboxctl
+	CGO_ENABLED=0 $(GO) build -o bin/sandboxd-init ./cmd/sandboxd-init
+	# Static: a run pays for the dynamic loader on every launch.
+	CGO_ENABLED=0 $(GO) build -o bin/sandboxctl ./cmd/sandboxctl
 
 # ARGS passes flags to the daemon, e.g. make run ARGS='--socket /tmp/s.sock'.
 run: build

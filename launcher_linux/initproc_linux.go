@@ -239,18 +239,21 @@ type mountWatch struct {
 }
 
 func watchMounts() *mountWatch {
-	w := &mountWatch{}
-	f, err := os.Open("/proc/self/mountinfo")
+	// A raw fd, not an *os.File: the runtime's poller would register the
+	// file with its epoll, and each poll of it there consumes the change
+	// this one is waiting to see.
+	fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
-	go w.run(f)
+	w := &mountWatch{}
+	go w.run(fd)
 	return w
 }
 
-func (w *mountWatch) run(f *os.File) {
-	defer f.Close()
-	fds := []unix.PollFd{{Fd: int32(f.Fd()), Events: unix.POLLPRI}}
+func (w *mountWatch) run(fd int) {
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
 	for {
 		if _, err := unix.Poll(fds, -1); err != nil && err != syscall.EINTR {
 			return

@@ -38,7 +38,7 @@ mkdir -m 0777 "$ws"
 
 # The open-file limit of deploy/sandboxd.service, so that the hold figure
 # meets the limits a deployed daemon has rather than this shell's.
-nofile=65536
+nofile=1048576
 if ! ulimit -n "$nofile" 2>/dev/null; then
 	echo "bench.sh: cannot raise the open-file limit to $nofile (have $(ulimit -n)); the daemon runs with that" >&2
 fi

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -179,8 +180,10 @@ func runInit() {
 	unix.Close(passFd)
 	send(report, Message{Type: "started"})
 	// From here the init only waits, for as long as the session lasts:
-	// what setup allocated goes back to the kernel.
-	debug.FreeOSMemory()
+	// what setup allocated goes back to the kernel, once the session has
+	// shown it is not one of the many that end at once (the collection it
+	// takes would be most of their init's work).
+	time.AfterFunc(time.Second, debug.FreeOSMemory)
 	st := reapUntil(pid, sigs)
 	if !plan.Namespaces {
 		killDescendants()
