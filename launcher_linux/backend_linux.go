@@ -374,15 +374,24 @@ func checkPaths(fs *sandboxdv1.Filesystem) error {
 
 func noSymlink(field, path string) error {
 	existing := path
+	var resolved string
 	for {
-		if _, err := os.Lstat(existing); err == nil || existing == "/" {
-			break
+		if _, err := os.Lstat(existing); err != nil && existing != "/" {
+			existing = filepath.Dir(existing)
+			continue
 		}
-		existing = filepath.Dir(existing)
-	}
-	resolved, err := filepath.EvalSymlinks(existing)
-	if err != nil {
-		return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q: %v", path, err)}
+		var err error
+		resolved, err = filepath.EvalSymlinks(existing)
+		if errors.Is(err, os.ErrNotExist) && existing != "/" {
+			// Gone since the Lstat: a placeholder another session
+			// released. What is left of the path is what counts.
+			existing = filepath.Dir(existing)
+			continue
+		}
+		if err != nil {
+			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q: %v", path, err)}
+		}
+		break
 	}
 	if resolved != existing {
 		return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q crosses a symlink: %q resolves to %q; name the real path", path, existing, resolved)}
