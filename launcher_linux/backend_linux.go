@@ -90,23 +90,32 @@ const initBinary = "sandboxd-init"
 // besideSelf is the path of the binary name in this binary's directory, or
 // this binary when there is none. The init runs with the sandbox's
 // identity and decides what confines it, so it must be as trusted as the
-// daemon: a file anyone but its owner (root, or the daemon's user) can
-// replace is an error, not a fallback.
+// daemon: owned by root, the daemon's uid or the daemon binary's owner, and
+// writable by its owner alone. Anything else is an error, not a fallback.
 func besideSelf(name string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return selfExe, nil
 	}
+	return beside(self, name)
+}
+
+// beside is besideSelf for the binary self.
+func beside(self, name string) (string, error) {
 	path := filepath.Join(filepath.Dir(self), name)
-	var st unix.Stat_t
+	var st, selfSt unix.Stat_t
 	if err := unix.Stat(path, &st); errors.Is(err, unix.ENOENT) {
 		return selfExe, nil
 	} else if err != nil {
 		return "", fmt.Errorf("sandbox init %s: %w", path, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o022 != 0 || (st.Uid != 0 && int(st.Uid) != os.Geteuid()) {
-		return "", fmt.Errorf("sandbox init %s: must be a regular file owned by root or uid %d and writable by its owner alone (mode %o, uid %d)",
-			path, os.Geteuid(), st.Mode&0o7777, st.Uid)
+	if err := unix.Stat(self, &selfSt); err != nil {
+		return "", fmt.Errorf("daemon binary %s: %w", self, err)
+	}
+	trusted := st.Uid == 0 || int(st.Uid) == os.Geteuid() || st.Uid == selfSt.Uid
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o022 != 0 || !trusted {
+		return "", fmt.Errorf("sandbox init %s: must be a regular file owned by root, uid %d or the owner of %s, and writable by its owner alone (mode %o, uid %d)",
+			path, os.Geteuid(), self, st.Mode&0o7777, st.Uid)
 	}
 	return path, nil
 }

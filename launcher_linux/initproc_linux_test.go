@@ -279,3 +279,44 @@ func TestSymlinkCheckSurvivesAVanishingPlaceholder(t *testing.T) {
 		}
 	}
 }
+
+func TestInitBinaryMustBeAsTrustedAsTheDaemon(t *testing.T) {
+	dir := t.TempDir()
+	self := filepath.Join(dir, "sandboxd")
+	if err := os.WriteFile(self, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := beside(self, initBinary); err != nil || got != selfExe {
+		t.Errorf("no initPath beside the daemon: %q, %v; want the daemon's own binary", got, err)
+	}
+	initPath := filepath.Join(dir, initBinary)
+	if err := os.WriteFile(initPath, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := beside(self, initBinary); err != nil || got != initPath {
+		t.Errorf("initPath beside the daemon: %q, %v", got, err)
+	}
+	if err := os.Chmod(initPath, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := beside(self, initBinary); err == nil {
+		t.Errorf("group-writable initPath accepted: %q", got)
+	}
+	if os.Getuid() == 0 {
+		os.Chmod(initPath, 0o755)
+		if err := os.Chown(initPath, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := beside(self, initBinary); err == nil {
+			t.Errorf("initPath owned by a stranger accepted: %q", got)
+		}
+		// The daemon's own binary owned by that uid, as files of an
+		// unmapped owner all show up in a user namespace: equally trusted.
+		if err := os.Chown(self, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := beside(self, initBinary); err != nil || got != initPath {
+			t.Errorf("initPath owned as the daemon binary is: %q, %v", got, err)
+		}
+	}
+}
