@@ -62,11 +62,9 @@ func startInit(initPath string, key initKey, mounts uint64) (*initProc, error) {
 	}
 	defer passChild.Close()
 	cmd := &exec.Cmd{
-		Path: initPath,
-		Args: []string{sandboxinit.Arg0},
-		// One P: the init does one thing at a time, and each P costs
-		// a thread and its caches for the whole session.
-		Env:         []string{"GOMAXPROCS=1"},
+		Path:        initPath,
+		Args:        []string{sandboxinit.Arg0},
+		Env:         []string{},
 		ExtraFiles:  []*os.File{planR, repW, passChild},
 		SysProcAttr: initProcAttr(key),
 	}
@@ -148,8 +146,13 @@ func (p *initPool) take(key initKey) (*initProc, error) {
 	p.lastTake[key] = time.Now()
 	p.refillLocked(key)
 	p.mu.Unlock()
-	for _, ip := range stale {
-		ip.discard()
+	if len(stale) > 0 {
+		// Killing and reaping them is no part of this launch.
+		go func() {
+			for _, ip := range stale {
+				ip.discard()
+			}
+		}()
 	}
 	if got != nil {
 		return got, nil

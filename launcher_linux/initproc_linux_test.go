@@ -253,33 +253,6 @@ func BenchmarkStartTruePrestarted(b *testing.B) {
 	}
 }
 
-// Concurrent sessions share a missing carve-out's placeholder, which the
-// last of them removes: the symlink check of one starting as another ends
-// must not fail on the path vanishing between its own two looks.
-func TestSymlinkCheckSurvivesAVanishingPlaceholder(t *testing.T) {
-	w := hostDir(t, 0o755)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.Mkdir(w+"/.git", 0o755)
-			os.Remove(w + "/.git")
-		}
-	}()
-	defer func() { close(stop); <-done }()
-	for range 20000 {
-		if err := noSymlink("filesystem.read_only[0]", w+"/.git"); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func TestInitBinaryMustBeAsTrustedAsTheDaemon(t *testing.T) {
 	dir := t.TempDir()
 	self := filepath.Join(dir, "sandboxd")
