@@ -1397,7 +1397,9 @@ type Denial struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Time  *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
 	// The policy field that caused it: "filesystem.write",
-	// "filesystem.read_only", "filesystem.deny", "network.mode", "process".
+	// "filesystem.read_only", "filesystem.deny", "network.mode",
+	// "network.allow", "process", "limits.pids", "limits.memory_bytes",
+	// "limits.output_bytes".
 	Field string `protobuf:"bytes,2,opt,name=field,proto3" json:"field,omitempty"`
 	// The operation, e.g. "open", "mkdir", "connect", "socket", "ptrace".
 	Operation string `protobuf:"bytes,3,opt,name=operation,proto3" json:"operation,omitempty"`
@@ -1410,7 +1412,10 @@ type Denial struct {
 	// Its command name (comm).
 	Command string `protobuf:"bytes,7,opt,name=command,proto3" json:"command,omitempty"`
 	// What the operation got, e.g. "EROFS", "ECONNREFUSED".
-	Errno         string `protobuf:"bytes,8,opt,name=errno,proto3" json:"errno,omitempty"`
+	Errno string `protobuf:"bytes,8,opt,name=errno,proto3" json:"errno,omitempty"`
+	// Why, where the field alone does not say: "not in network.allow",
+	// "resolves to loopback 127.0.0.1", "pids.max 64 reached".
+	Detail        string `protobuf:"bytes,9,opt,name=detail,proto3" json:"detail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1497,6 +1502,13 @@ func (x *Denial) GetCommand() string {
 func (x *Denial) GetErrno() string {
 	if x != nil {
 		return x.Errno
+	}
+	return ""
+}
+
+func (x *Denial) GetDetail() string {
+	if x != nil {
+		return x.Detail
 	}
 	return ""
 }
@@ -2681,7 +2693,7 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\bdetached\x18\x11 \x01(\bR\bdetached\x12\x18\n" +
 	"\aviewers\x18\x12 \x01(\rR\aviewers\x12:\n" +
 	"\x0erecent_denials\x18\x13 \x03(\v2\x13.sandboxd.v1.DenialR\rrecentDenials\x12!\n" +
-	"\fdenial_count\x18\x14 \x01(\x04R\vdenialCount\"\xe1\x01\n" +
+	"\fdenial_count\x18\x14 \x01(\x04R\vdenialCount\"\xf9\x01\n" +
 	"\x06Denial\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
 	"\x05field\x18\x02 \x01(\tR\x05field\x12\x1c\n" +
@@ -2690,7 +2702,8 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x03pid\x18\x05 \x01(\x05R\x03pid\x12\x19\n" +
 	"\bhost_pid\x18\x06 \x01(\x05R\ahostPid\x12\x18\n" +
 	"\acommand\x18\a \x01(\tR\acommand\x12\x14\n" +
-	"\x05errno\x18\b \x01(\tR\x05errno\"\xa6\x01\n" +
+	"\x05errno\x18\b \x01(\tR\x05errno\x12\x16\n" +
+	"\x06detail\x18\t \x01(\tR\x06detail\"\xa6\x01\n" +
 	"\vStateChange\x12&\n" +
 	"\x04from\x18\x01 \x01(\x0e2\x12.sandboxd.v1.StateR\x04from\x12\"\n" +
 	"\x02to\x18\x02 \x01(\x0e2\x12.sandboxd.v1.StateR\x02to\x12\x16\n" +
