@@ -18,6 +18,8 @@ func TestDigestSameMeaning(t *testing.T) {
 		{`{"network":{"mode":"ALLOWLIST","allow":[{"host":"a.com","port":443},{"host":"::1"}]}}`,
 			`{"network":{"mode":"ALLOWLIST","allow":[{"host":"0::1"},{"host":"A.com","port":443},{"host":"a.com","port":443}]}}`},
 		{`{"limits":{"timeout":"1.5s"}}`, `{"limits":{"timeout":"1.500s"}}`},
+		{`{"network":{"mode":"ALLOWLIST","allow":[{"host":"example.org","port":443},{"host":"*.example.net"}]}}`,
+			`{"network":{"mode":"ALLOWLIST","allow":[{"host":"*.Example.net."},{"host":"EXAMPLE.org.","port":443}]}}`},
 	}
 	for i, g := range groups {
 		want := Digest(pol(t, g[0]))

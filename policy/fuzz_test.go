@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"math/big"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -27,6 +30,10 @@ var fuzzSeeds = []string{
 	`{"filesystem":{"read":"LISTED","read_roots":["/w/x"]},"network":{"mode":"ALLOWLIST","allow":[{"host":"a.example.com","port":443}]},"children":{}}`,
 	`{"network":{"mode":"ALLOWLIST","allow":[{"host":"*.example.com"},{"host":"*.a.example.com","port":443},{"host":"10.0.0.1","port":22}]},"limits":{"timeout":"0.000000001s"}}`,
 	`{"limits":{"timeout":"315576000000s","memory_bytes":"18446744073709551615","pids":4294967295,"cpu_millis":1,"output_bytes":"1"}}`,
+	`{"network":{"mode":"ALLOWLIST","allow":[{"host":"Example.ORG.","port":443},{"host":"*.example.org."},{"host":"a.example.org"},{"host":"10.0.0.1","port":8080}]}}`,
+	`{"network":{"mode":"ALLOWLIST","allow":[{"host":"*.a.example.org.","port":80},{"host":"b.A.example.org","port":80},{"host":"localhost."},{"host":"::ffff:10.0.0.1"}]}}`,
+	`{"network":{"mode":"ALLOWLIST","allow":[{"host":"*.org"}]}}`,
+	`{"network":{"mode":"ALLOWLIST","allow":[{"host":"10.0.0.1."},{"host":"*.0.0.1"},{"host":"fe80::1%eth0"},{"host":"a..b"}]}}`,
 }
 
 // probes returns paths at which to compare what two policies allow: every
@@ -205,4 +212,73 @@ func assertNotWider(t *testing.T, parent, narrow *sandboxdv1.Policy) {
 	if narrow.GetChildren().GetAllow() && !parent.GetChildren().GetAllow() {
 		t.Fatalf("result allows children, parent does not")
 	}
+}
+
+func FuzzParseAllow(f *testing.F) {
+	for _, s := range []string{
+		"example.org", "example.org:443", "Example.org.:443", "*.example.org:443", "*.org", "*", "*.0.0.1",
+		"10.0.0.1:8080", "10.0.0.1.", "[::1]:8080", "::1", "[fe80::1%eth0]:1", "a..b:1", ":80", "[::1]:",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := ParseAllow(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("error %q does not name the input", err)
+			}
+			return
+		}
+		p := &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_ALLOWLIST, Allow: []*sandboxdv1.NetworkAllow{a}}}
+		if err := Validate(p); err != nil {
+			t.Fatalf("ParseAllow(%q) = %v, which Validate rejects: %v", s, a, err)
+		}
+		checkPolicy(t, p)
+		if !MatchHost(a.GetHost(), a.GetHost()) {
+			t.Fatalf("MatchHost(%q, itself) is false", a.GetHost())
+		}
+		// Written back in command-line form, the entry parses the same.
+		again := a.GetHost()
+		if strings.Contains(again, ":") && a.GetPort() != 0 {
+			again = "[" + again + "]"
+		}
+		if a.GetPort() != 0 {
+			again += ":" + strconv.FormatUint(uint64(a.GetPort()), 10)
+		}
+		b, err := ParseAllow(again)
+		if err != nil || !proto.Equal(a, b) {
+			t.Fatalf("ParseAllow(%q) = %v, but ParseAllow(%q) = %v, %v", s, a, again, b, err)
+		}
+	})
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"0", "100", "64M", "64MiB", "64mb", "1.5G", "0.0009765625K", "16777215.999999999999999999T", "18446744073709551616", "-1", "1.5", "1iB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("error %q does not name the input", err)
+			}
+			return
+		}
+		// An independent statement of the meaning: the number, exactly,
+		// times the unit's power of two, rounded down.
+		i := strings.IndexAny(s, "kmgtibKMGTIB")
+		if i < 0 {
+			i = len(s)
+		}
+		r, ok := new(big.Rat).SetString(s[:i])
+		if !ok {
+			t.Fatalf("ParseSize(%q) = %d, but %q is no number", s, n, s[:i])
+		}
+		shift := map[byte]uint{'k': 10, 'm': 20, 'g': 30, 't': 40}[strings.ToLower(s[i:] + "b")[0]]
+		r.Mul(r, new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), shift)))
+		want := new(big.Int).Quo(r.Num(), r.Denom())
+		if !want.IsUint64() || want.Uint64() != n {
+			t.Fatalf("ParseSize(%q) = %d, want %v", s, n, want)
+		}
+	})
 }

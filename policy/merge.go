@@ -13,7 +13,8 @@ import (
 // to a --policy file: lists of extra are appended to those of base; enum
 // fields and limits of extra replace those of base when extra sets them
 // (non-zero; a non-zero timeout), and extra's children replaces base's when
-// present. Neither argument is modified. The result is neither validated nor
+// present. A network mode of extra other than ALLOWLIST also drops base's
+// allow list, which only that mode uses. Neither argument is modified. The result is neither validated nor
 // normalized, so Validate reports indexes into the merged lists.
 func Merge(base, extra *sandboxdv1.Policy) *sandboxdv1.Policy {
 	out := &sandboxdv1.Policy{}
@@ -41,6 +42,12 @@ func Merge(base, extra *sandboxdv1.Policy) *sandboxdv1.Policy {
 			out.Network = n
 		}
 		if en.GetMode() != sandboxdv1.Network_MODE_UNSPECIFIED {
+			if en.GetMode() != sandboxdv1.Network_ALLOWLIST {
+				// Allow entries mean something only under ALLOWLIST; kept,
+				// they would make "--network none" over an allowlist file
+				// an invalid policy instead of the narrower one asked for.
+				n.Allow = nil
+			}
 			n.Mode = en.GetMode()
 		}
 		for _, a := range en.GetAllow() {

@@ -94,8 +94,17 @@ func TestNarrow(t *testing.T) {
 			wantField: "network.allow[0]", wantMsg: "port 0"},
 		{name: "allowlist wildcard base name", parent: workspace, child: `{"network":{"mode":"ALLOWLIST","allow":[{"host":"pypi.org"},{"host":"example.com","port":443}]}}`,
 			wantField: "network.allow[1]", wantMsg: "not admitted"},
-		{name: "allowlist wider wildcard", parent: workspace, child: `{"network":{"mode":"ALLOWLIST","allow":[{"host":"*.com","port":443}]}}`,
+		{name: "allowlist wider wildcard", parent: `{"network":{"mode":"ALLOWLIST","allow":[{"host":"*.cdn.example.com"}]}}`,
+			child:     `{"network":{"mode":"ALLOWLIST","allow":[{"host":"*.example.com","port":443}]}}`,
 			wantField: "network.allow[0]", wantMsg: "not admitted"},
+		{name: "allowlist top-level wildcard is invalid", parent: workspace, child: `{"network":{"mode":"ALLOWLIST","allow":[{"host":"*.com","port":443}]}}`,
+			wantField: "network.allow[0].host", wantMsg: "top-level domain"},
+		{name: "allowlist trailing dots", parent: `{"network":{"mode":"ALLOWLIST","allow":[{"host":"*.Example.com."},{"host":"pypi.org.","port":443}]}}`,
+			child: `{"network":{"mode":"ALLOWLIST","allow":[{"host":"api.example.com.","port":443},{"host":"PyPI.org","port":443}]}}`,
+			want:  `{"network":{"mode":"ALLOWLIST","allow":[{"host":"api.example.com","port":443},{"host":"pypi.org","port":443}]}}`},
+		{name: "allowlist IP with trailing dot is no IP", parent: `{"network":{"mode":"ALLOWLIST","allow":[{"host":"10.0.0.1"}]}}`,
+			child:     `{"network":{"mode":"ALLOWLIST","allow":[{"host":"10.0.0.1."}]}}`,
+			wantField: "network.allow[0].host", wantMsg: "write 10.0.0.1"},
 
 		// limits
 		{name: "lower limits", parent: workspace, child: `{"limits":{"timeout":"30s","pids":10,"cpu_millis":500}}`,

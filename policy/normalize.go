@@ -19,9 +19,9 @@ import (
 // of the same list. Entries that cannot have an effect are dropped:
 // read_roots unless read is LISTED and those within a write root (which is
 // readable anyway), read_only entries outside every write root, network.allow
-// unless mode is ALLOWLIST. Hosts are lower-cased (IP literals put in
-// canonical form), sorted by host then port, and an entry admitted by
-// another entry is dropped. A zero timeout becomes unset: both mean none.
+// unless mode is ALLOWLIST. Hosts are lower-cased and lose a trailing dot
+// (IP literals are put in canonical form), sorted by host then port, and an
+// entry admitted by another entry is dropped. A zero timeout becomes unset: both mean none.
 func Normalize(p *sandboxdv1.Policy) *sandboxdv1.Policy {
 	out := Default()
 	if p == nil {

@@ -1,6 +1,7 @@
 // Package policy owns the meaning of the one canonical sandbox policy,
 // sandboxdv1.Policy: it decodes, validates, normalizes, narrows (parent and
-// child), digests, merges and builds presets of it. It is pure Go and makes
+// child), digests, merges and builds presets of it, and parses the
+// command-line forms of its allow entries and sizes. It is pure Go and makes
 // no OS calls, so every backend and every OS sees the same meaning.
 //
 // The daemon calls Validate and then Normalize once, at the edge; backends

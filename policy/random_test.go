@@ -15,7 +15,7 @@ import (
 // nesting cases that matter come up often.
 var (
 	randPaths = []string{"/", "/a", "/a/", "/a/b", "/a/b/c", "/a-b", "/a/b-c", "/c", "/a/../c", "/c/d"}
-	randHosts = []string{"a.com", "*.a.com", "b.a.com", "*.b.a.com", "B.A.com", "::1", "0::1", "10.0.0.1"}
+	randHosts = []string{"a.com", "*.a.com", "b.a.com", "*.b.a.com", "B.A.com", "a.com.", "*.B.a.com.", "::1", "0::1", "10.0.0.1", "10.0.0.1.", "*.com"}
 	randPorts = []uint32{0, 80, 443}
 	randNums  = []uint64{0, 1, 5}
 )

@@ -23,6 +23,14 @@ const maxPort = 65535
 // reporting). read_roots need read LISTED; network.allow needs mode
 // ALLOWLIST; enum values must be known ones; the timeout must be a valid,
 // non-negative duration.
+//
+// A network.allow host is an IP literal (no brackets, no IPv6 zone), a DNS
+// name of letters, digits, '-' and '_', or "*." and a name of at least two
+// labels: "*.example.org", never "*.org" or "*". Names may end in one dot
+// (which Normalize drops), must not have empty labels, labels above 63 or
+// names above 253 characters, and must not end in a numeric label ("127.1",
+// "*.0.0.1"), which resolvers read as an address. Errors name the host and
+// say what to write instead.
 func Validate(p *sandboxdv1.Policy) error {
 	if err := validateFilesystem(p.GetFilesystem()); err != nil {
 		return err

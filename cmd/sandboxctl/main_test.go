@@ -189,6 +189,9 @@ func TestRunUsageAndConnectionErrorsExit125(t *testing.T) {
 	}{
 		{"missing command", []string{"--socket", missing, "run"}, "sandboxctl run: missing command\n"},
 		{"no daemon", []string{"--socket", missing, "run", "--", "true"}, "no sandboxd listening on " + missing},
+		{"bad size", []string{"--socket", missing, "run", "--memory", "lots", "--", "true"}, `sandboxctl run: --memory "lots": not a size`},
+		{"bad host pattern", []string{"--socket", missing, "run", "--allow-host", "*.org", "--", "true"}, `sandboxctl run: --allow-host "*.org": host "*.org"`},
+		{"allowlist without hosts", []string{"--socket", missing, "run", "--network", "allowlist", "--", "true"}, "sandboxctl run: --network allowlist needs at least one --allow-host\n"},
 		{"unknown verb", []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"no verb", nil, "usage: sandboxctl"},
 	} {

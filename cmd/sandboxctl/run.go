@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +36,14 @@ Relative paths given to --write, --read-only, --deny and --cwd are made
 absolute against the current directory. Paths in a --policy file must already
 be absolute. CMD runs in --cwd, by default the current directory.
 
+--allow-host limits the network to the hosts given, reached through a proxy
+the daemon runs. PATTERN is a name, *.domain for every name under domain (not
+domain itself), or an IP literal; an IPv6 literal takes a port only in
+brackets, as in [::1]:443. Without a port, every port is allowed.
+
+Sizes for --memory and --output-limit are bytes, or end in K, M, G or T, all
+1024-based: 64M, 64MiB and 64MB are the same.
+
 With --detach, run prints only the session's id once the daemon has started
 it, and exits 0; the session runs on until CMD exits, it is killed or its
 --timeout ends, and the daemon keeps the end of its output for 'sandboxctl
@@ -55,13 +65,25 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-// runFlags are the flags of sandboxctl run, as given.
+// optional is a flag whose value is parsed later and that knows whether it
+// was given at all: "--memory=" is a mistake, not "no limit".
+type optional struct {
+	value string
+	set   bool
+}
+
+func (o *optional) String() string     { return o.value }
+func (o *optional) Set(v string) error { o.value, o.set = v, true; return nil }
+
+// runFlags are the flags of sandboxctl run, as given. Limits stay text
+// until start, so that a bad value is reported with its flag's name.
 type runFlags struct {
-	write, readOnly, deny, env stringList
-	network, cwd, policyFile   string
-	preset                     string
-	tty, detach, children      bool
-	timeout                    time.Duration
+	write, readOnly, deny, env, allowHosts stringList
+	network, cwd, policyFile               string
+	preset                                 string
+	tty, detach, children                  bool
+	timeout                                time.Duration
+	memory, pids, cpus, outputLimit        optional
 }
 
 // parseRun turns sandboxctl run's arguments into the session's Start
@@ -78,7 +100,8 @@ func parseRun(args []string, wd string, out io.Writer) (*sandboxdv1.Start, error
 	fs.Var(&f.write, "write", "writable root `PATH` (repeatable)")
 	fs.Var(&f.readOnly, "read-only", "read-only carve-out `PATH` inside a writable root (repeatable)")
 	fs.Var(&f.deny, "deny", "`PATH` neither readable nor writable (repeatable)")
-	fs.StringVar(&f.network, "network", "", "network `MODE`: none or host (default none)")
+	fs.StringVar(&f.network, "network", "", "network `MODE`: none, host or allowlist (default none; allowlist if --allow-host is given)")
+	fs.Var(&f.allowHosts, "allow-host", "let the sandbox reach only `PATTERN[:PORT]`, through the daemon's proxy (repeatable; selects network allowlist)")
 	fs.StringVar(&f.cwd, "cwd", "", "working `DIR` of the command (default: the current directory)")
 	fs.Var(&f.env, "env", "environment variable `K=V` added to PATH, HOME, TERM and LANG (repeatable)")
 	fs.BoolVar(&f.tty, "tty", false, "run in a pseudo-terminal; a local terminal is put in raw mode")
@@ -87,6 +110,10 @@ func parseRun(args []string, wd string, out io.Writer) (*sandboxdv1.Start, error
 	fs.StringVar(&f.preset, "preset", "", "start from a preset `NAME`: "+strings.Join(policy.PresetNames(), ", "))
 	fs.BoolVar(&f.children, "allow-children", false, "let the sandbox start child sandboxes, each at most as wide as itself, through its own socket ($SANDBOXD_SOCKET inside)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of the session as a Go `DURATION`, e.g. 30s or 5m")
+	fs.Var(&f.memory, "memory", "memory limit `SIZE`, e.g. 512M or 2G")
+	fs.Var(&f.pids, "pids", "limit of `N` processes and threads")
+	fs.Var(&f.cpus, "cpus", "CPU quota of `N` CPUs, e.g. 0.5 or 2")
+	fs.Var(&f.outputLimit, "output-limit", "output limit `SIZE`, e.g. 10M: output beyond it is dropped, the command runs on")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -164,20 +191,11 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 	if len(fsys.Write)+len(fsys.ReadOnly)+len(fsys.Deny) > 0 {
 		extra.Filesystem = fsys
 	}
-	switch f.network {
-	case "":
-	case "none":
-		extra.Network = &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}
-	case "host":
-		extra.Network = &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST}
-	default:
-		return nil, fmt.Errorf("--network %q: want none or host", f.network)
+	if extra.Network, err = f.networkPolicy(); err != nil {
+		return nil, err
 	}
-	switch {
-	case f.timeout < 0:
-		return nil, fmt.Errorf("--timeout %v: must not be negative", f.timeout)
-	case f.timeout > 0:
-		extra.Limits = &sandboxdv1.Limits{Timeout: durationpb.New(f.timeout)}
+	if extra.Limits, err = f.limits(); err != nil {
+		return nil, err
 	}
 	if f.children {
 		extra.Children = &sandboxdv1.Children{Allow: true}
@@ -207,6 +225,125 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 		Tty:     f.tty,
 		Detach:  f.detach,
 	}, nil
+}
+
+// networkPolicy is what --network and --allow-host ask for, nil for
+// neither.
+func (f *runFlags) networkPolicy() (*sandboxdv1.Network, error) {
+	switch f.network {
+	case "":
+	case "none", "host":
+		if len(f.allowHosts) > 0 {
+			return nil, fmt.Errorf("--allow-host %s with --network %s: --allow-host selects network allowlist; drop --network %s or write --network allowlist", f.allowHosts[0], f.network, f.network)
+		}
+		if f.network == "none" {
+			return &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}, nil
+		}
+		return &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST}, nil
+	case "allowlist":
+		if len(f.allowHosts) == 0 {
+			return nil, errors.New("--network allowlist needs at least one --allow-host")
+		}
+	default:
+		return nil, fmt.Errorf("--network %q: want none, host or allowlist", f.network)
+	}
+	if len(f.allowHosts) == 0 {
+		return nil, nil
+	}
+	n := &sandboxdv1.Network{Mode: sandboxdv1.Network_ALLOWLIST}
+	for _, h := range f.allowHosts {
+		a, err := policy.ParseAllow(h)
+		if err != nil {
+			return nil, fmt.Errorf("--allow-host %w", err)
+		}
+		n.Allow = append(n.Allow, a)
+	}
+	return n, nil
+}
+
+// limits is what --timeout, --memory, --pids, --cpus and --output-limit ask
+// for, nil for none of them. A flag cannot ask for 0, "no limit": policy.Merge
+// reads 0 as "not set", so it would silently keep a --policy file's limit.
+func (f *runFlags) limits() (*sandboxdv1.Limits, error) {
+	l := &sandboxdv1.Limits{}
+	if f.timeout < 0 {
+		return nil, fmt.Errorf("--timeout %v: must not be negative", f.timeout)
+	}
+	if f.timeout > 0 {
+		l.Timeout = durationpb.New(f.timeout)
+	}
+	var err error
+	if l.MemoryBytes, err = parseSizeFlag("memory", f.memory); err != nil {
+		return nil, err
+	}
+	if l.OutputBytes, err = parseSizeFlag("output-limit", f.outputLimit); err != nil {
+		return nil, err
+	}
+	if f.pids.set {
+		n, err := strconv.ParseUint(f.pids.value, 10, 32)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("--pids %q: want a whole number from 1 to %d", f.pids.value, uint32(math.MaxUint32))
+		}
+		l.Pids = uint32(n)
+	}
+	if f.cpus.set {
+		if l.CpuMillis, err = parseCPUs(f.cpus.value); err != nil {
+			return nil, err
+		}
+	}
+	if l.Timeout == nil && l.MemoryBytes == 0 && l.OutputBytes == 0 && l.Pids == 0 && l.CpuMillis == 0 {
+		return nil, nil
+	}
+	return l, nil
+}
+
+// parseSizeFlag parses the SIZE of flag name, 0 when it was not given.
+func parseSizeFlag(name string, v optional) (uint64, error) {
+	if !v.set {
+		return 0, nil
+	}
+	n, err := policy.ParseSize(v.value)
+	if err != nil {
+		return 0, fmt.Errorf("--%s %w", name, err)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("--%s %q: must be above 0; leave the flag out for no limit", name, v.value)
+	}
+	return n, nil
+}
+
+// parseCPUs turns a decimal number of CPUs into thousandths of a CPU,
+// rounded to the nearest. It works on the digits rather than a float so
+// that "0.0005" and "0.0015" round the same way on every machine and no
+// exponent or NaN gets through.
+func parseCPUs(s string) (uint32, error) {
+	const maxCPUs = "4294967.295" // math.MaxUint32 thousandths
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	if !allDigits(whole) || (hasFrac && !allDigits(frac)) {
+		return 0, fmt.Errorf("--cpus %q: want a decimal number of CPUs, as in 0.5 or 2", s)
+	}
+	w, err := strconv.ParseUint(whole, 10, 64)
+	if err != nil || w > math.MaxUint32/1000+1 {
+		return 0, fmt.Errorf("--cpus %q: above the largest quota, %s CPUs", s, maxCPUs)
+	}
+	digits := (frac + "0000")[:4]
+	milli, _ := strconv.ParseUint(digits[:3], 10, 64)
+	millis := w*1000 + milli
+	if digits[3] >= '5' {
+		millis++
+	}
+	switch {
+	case millis == 0:
+		return 0, fmt.Errorf("--cpus %q: below the smallest quota, 0.001 CPU", s)
+	case millis > math.MaxUint32:
+		return 0, fmt.Errorf("--cpus %q: above the largest quota, %s CPUs", s, maxCPUs)
+	}
+	return uint32(millis), nil
+}
+
+// allDigits reports whether s is one or more ASCII digits.
+func allDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 func runVerb(ctx context.Context, c *cli, args []string) int {
