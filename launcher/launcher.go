@@ -8,6 +8,7 @@ package launcher
 
 import (
 	"context"
+	"net"
 	"os"
 	"syscall"
 
@@ -46,7 +47,22 @@ type Spec struct {
 	// is called from the backend's own goroutines, possibly concurrently,
 	// and must not block: the refused call waits for it.
 	OnDenial func(*sandboxdv1.Denial)
+	// ParentSessionID is the session whose sandbox asked for this one, ""
+	// for a root session. A backend keeps a child within its parent's
+	// resource budget (limits).
+	ParentSessionID string
+	// Proxy serves a network.mode ALLOWLIST sandbox's only way out: the
+	// backend calls it, in a goroutine of its own, with the listener the
+	// sandbox reaches at ProxyAddress, and closes the listener once the
+	// sandbox has ended, which must make Proxy return. A backend refuses
+	// an ALLOWLIST policy when Proxy is nil.
+	Proxy func(net.Listener)
 }
+
+// ProxyAddress is where an ALLOWLIST sandbox reaches the daemon's proxy,
+// in its own network namespace. The daemon points the proxy variables of
+// the command's environment at it.
+const ProxyAddress = "127.0.0.1:3128"
 
 // Stdio says how the process's fds 0, 1 and 2 are wired.
 type Stdio struct {
@@ -68,6 +84,9 @@ type Status struct {
 	ExitCode int
 	// Signal is the signal that terminated the process, 0 if it exited.
 	Signal syscall.Signal
+	// Limit is the policy field whose limit ended the sandbox (e.g.
+	// "limits.memory_bytes"), "" when none did.
+	Limit string
 }
 
 // Process is a started sandbox.

@@ -478,8 +478,6 @@ func refuseUnsupported(p *sandboxdv1.Policy) error {
 		return &launcher.Unenforceable{Field: "limits.pids", Mechanism: "a per-sandbox process limit", Found: "macOS has no cgroups; RLIMIT_NPROC counts every process of the user, not of the sandbox", Remedy: "drop limits.pids from the policy"}
 	case l.GetCpuMillis() != 0:
 		return &launcher.Unenforceable{Field: "limits.cpu_millis", Mechanism: "a per-sandbox CPU bandwidth limit", Found: "macOS has no cgroups", Remedy: "drop limits.cpu_millis from the policy"}
-	case l.GetOutputBytes() != 0:
-		return &launcher.Unenforceable{Field: "limits.output_bytes", Mechanism: "daemon output accounting", Found: found, Remedy: "drop limits.output_bytes from the policy"}
 	}
 	return nil
 }

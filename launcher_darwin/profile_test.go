@@ -455,7 +455,6 @@ func TestUnexpressibleFieldsAreRefused(t *testing.T) {
 		{"limits.memory_bytes", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{MemoryBytes: 1 << 30}}},
 		{"limits.pids", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Pids: 64}}},
 		{"limits.cpu_millis", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{CpuMillis: 500}}},
-		{"limits.output_bytes", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{OutputBytes: 1 << 20}}},
 	} {
 		_, err := NewPlan(Input{Policy: normalized(t, c.policy), SessionID: testSession})
 		var u *launcher.Unenforceable

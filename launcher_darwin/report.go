@@ -45,6 +45,9 @@ func report(in Input, pl *Plan) []*sandboxdv1.FieldEnforcement {
 	if in.Policy.GetLimits().GetTimeout() != nil {
 		out = append(out, f("limits.timeout", "daemon wall-clock timer, SIGKILL of the sandbox's processes"))
 	}
+	if n := in.Policy.GetLimits().GetOutputBytes(); n != 0 {
+		out = append(out, f("limits.output_bytes", fmt.Sprintf("daemon output accounting: output beyond %d bytes is dropped after a marker; the command runs on", n)))
+	}
 	if in.SessionSocket != "" {
 		out = append(out, f("children.allow", sb+"the session socket at its host path "+in.SessionSocket+" is the one unix socket the sandbox may connect to; the daemon's other sockets denied"))
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +60,7 @@ type backend struct {
 	mu           sync.Mutex
 	placeholders map[string]*placeholder
 	inits        *initPool
+	cgroups      *cgroups
 }
 
 // New probes the host and returns the Linux backend.
@@ -77,6 +79,7 @@ func New(cfg Config) (launcher.Backend, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b.host = ProbeHost(ctx, selfExe, cfg.SandboxUID, cfg.SandboxGID)
+	b.cgroups = newCgroups(b.host.cgroups)
 	return b, nil
 }
 
@@ -122,6 +125,13 @@ func beside(self, name string) (string, error) {
 
 func (b *backend) Name() string { return "linux" }
 
+// Close releases what the backend holds for all sessions: the daemon's
+// cgroup directories.
+func (b *backend) Close() error {
+	b.cgroups.close()
+	return nil
+}
+
 func (b *backend) Capabilities() *sandboxdv1.CapabilitiesReport {
 	return CapabilitiesOf(b.host, b.forced)
 }
@@ -151,6 +161,12 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if err != nil {
 		return nil, err
 	}
+	if spec.Policy.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST && spec.Proxy == nil {
+		return nil, &launcher.Unenforceable{
+			Field: "network.allow", Mechanism: "the daemon's allowlist proxy",
+			Found: "the caller gave the backend no proxy to serve", Remedy: "start the session through sandboxd, which runs the proxy",
+		}
+	}
 	// Planning and taking the placeholders happen under one lock, so a
 	// session ending meanwhile cannot remove a placeholder this plan counts
 	// on already being there.
@@ -178,14 +194,30 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		}
 	}()
 
+	cg, err := b.cgroups.create(spec.SessionID, spec.ParentSessionID, spec.Policy.GetLimits(), spec.OnDenial)
+	if err != nil {
+		return nil, err
+	}
 	ip, err := b.inits.take(keyOf(plan, spec.UID, spec.GID))
 	if err != nil {
+		if cg != nil {
+			cg.end()
+		}
 		return nil, err
 	}
 	cmd := ip.cmd
 	defer ip.pass.Close()
-	p := &process{cmd: cmd, report: bufio.NewReaderSize(ip.report, 64<<10), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces,
+	p := &process{cmd: cmd, report: bufio.NewReaderSize(ip.report, 64<<10), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources}}
+	if cg != nil {
+		// Before the plan: the init starts nothing until it has it, so
+		// every process of the sandbox begins inside the limits.
+		if err := cg.join(cmd.Process.Pid); err != nil {
+			ip.plan.Close()
+			p.abort()
+			return nil, err
+		}
+	}
 	// Setup can block (a mount on a dead network filesystem); a caller that
 	// gives up must not leave the init behind.
 	setupDone := make(chan struct{})
@@ -215,7 +247,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	ip.plan.Close()
 
 	var passErr error
-	if plan.Exec.Terminal || plan.Exec.Listener {
+	if plan.Exec.Terminal || plan.Exec.Listener || plan.ProxyListen != "" {
 		// Nothing arrives when the init fails first; its report then says
 		// why.
 		passErr = p.receivePassed(ip.pass, plan, spec)
@@ -236,6 +268,9 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			return nil, fmt.Errorf("sandbox init started: %w", passErr)
 		}
 		started = true
+		if cg != nil {
+			cg.watch(func() { p.Kill() })
+		}
 		return p, nil
 	case "exec-error":
 		p.abort()
@@ -482,6 +517,10 @@ type process struct {
 	enforcement *sandboxdv1.EnforcementReport
 	terminal    *os.File
 	namespaces  bool
+	// cgroup holds the sandbox's limits, nil when it has none.
+	cgroup *sessionCgroup
+	// proxy is the listener the daemon's proxy serves, nil without one.
+	proxy net.Listener
 	// supervisor answers the sandbox's seccomp notifications, nil when
 	// it has no listener.
 	supervisor *supervisor
@@ -533,6 +572,20 @@ func passSocket() (parent, child *os.File, err error) {
 // it sends them, and stops at the first that does not come.
 func (p *process) receivePassed(sock *os.File, plan *Plan, spec launcher.Spec) error {
 	writes := plan.Supervise.GetWrites()
+	if plan.ProxyListen != "" {
+		fd, err := receiveFd(sock, sandboxinit.PassProxy)
+		if err != nil {
+			return fmt.Errorf("proxy listener: %w", err)
+		}
+		f := os.NewFile(uintptr(fd), "proxy")
+		l, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("proxy listener: %w", err)
+		}
+		p.proxy = l
+		go spec.Proxy(l)
+	}
 	if plan.Exec.Terminal {
 		fd, err := receiveFd(sock, sandboxinit.PassTerminal)
 		if err != nil {
@@ -614,6 +667,9 @@ func (p *process) Kill() error {
 		err = p.cmd.Process.Kill()
 	} else {
 		err = p.cmd.Process.Signal(sandboxinit.SigKillAll)
+		if p.cgroup != nil {
+			p.cgroup.killAll()
+		}
 	}
 	if errors.Is(err, os.ErrProcessDone) {
 		return nil
@@ -644,6 +700,12 @@ func (p *process) Wait() (launcher.Status, error) {
 		// nothing is left to call.
 		if p.supervisor != nil {
 			p.supervisor.stop()
+		}
+		if p.proxy != nil {
+			p.proxy.Close()
+		}
+		if p.cgroup != nil && p.cgroup.end() {
+			st.Limit = "limits.memory_bytes"
 		}
 		p.status = st
 		p.cleanup()

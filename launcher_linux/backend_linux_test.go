@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envConnectProbe); mode != "" {
 		connectProbe(mode)
 	}
+	if os.Getenv(envForkBomb) != "" {
+		forkBomb()
+	}
 	if mode := os.Getenv(envDenialProbe); mode != "" {
 		denialProbe(mode)
 	}

@@ -21,10 +21,22 @@ const (
 	PrimLandlock      = "landlock"
 	PrimSeccomp       = "seccomp filter"
 	PrimSeccompNotify = "seccomp user notification"
-	PrimCgroup        = "cgroup v2 delegation"
-	PrimRlimits       = "rlimits"
+	PrimCgroupMemory  = "cgroup memory controller"
+	PrimCgroupPids    = "cgroup pids controller"
+	PrimCgroupCPU     = "cgroup cpu controller"
 	PrimSwitchID      = "switch to the sandbox identity"
 )
+
+// cgroupPrim is the primitive of a limit controller.
+func cgroupPrim(controller string) string {
+	switch controller {
+	case ctlMemory:
+		return PrimCgroupMemory
+	case ctlPids:
+		return PrimCgroupPids
+	}
+	return PrimCgroupCPU
+}
 
 // ProbeResult is the outcome of trying one primitive.
 type ProbeResult = launcher.ProbeResult
@@ -40,6 +52,9 @@ type HostProbe struct {
 	// LandlockABI is the ABI a sandboxed process actually got, 0 if none.
 	LandlockABI int
 	Results     []ProbeResult
+	// cgroups is what ProbeHost found of the limit controllers; nil in a
+	// HostProbe made by hand.
+	cgroups *cgroupHost
 }
 
 // Get returns the result for a primitive; one that was not probed did not
@@ -50,6 +65,9 @@ func (h *HostProbe) Get(name string) ProbeResult { return launcher.FindProbe(h.R
 // exists looks at host paths.
 func (h *HostProbe) planHost(s MechanismSet, exists func(string) (bool, bool)) Host {
 	host := Host{Set: s, LandlockABI: h.LandlockABI, NoSeccomp: !h.Get(PrimSeccomp).OK, Exists: exists}
+	if h.cgroups != nil {
+		host.CgroupV2 = h.cgroups.v2Set()
+	}
 	if r := h.Get(PrimSeccompNotify); r.OK {
 		host.Notify = true
 	} else {

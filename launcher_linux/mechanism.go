@@ -154,6 +154,9 @@ func (s MechanismSet) needs(p *sandboxdv1.Policy, h *HostProbe, children bool) (
 			ns = append(ns, need{field: "process", mechanism: "setuid to the sandbox identity", prim: PrimSwitchID, remedy: remedyIDMap(true)})
 		}
 	}
+	for _, c := range limitControllers(p.GetLimits()) {
+		ns = append(ns, need{field: limitField(c), mechanism: "the cgroup " + c + " controller", prim: cgroupPrim(c), remedy: remedyCgroup, byPolicy: true})
+	}
 	return ns, nil
 }
 
@@ -216,6 +219,17 @@ var childrenShortfall = &shortfall{
 	remedy:    "allow user namespaces so the namespaces set can be used, or set children.allow to false",
 }
 
+// allowlistShortfall is why the landlock set cannot confine a sandbox to
+// the daemon's proxy: without a network namespace the sandbox shares the
+// host's, and neither Landlock nor seccomp can tell the proxy's address
+// from any other.
+var allowlistShortfall = &shortfall{
+	field: "network.mode", byPolicy: true,
+	mechanism: "a network namespace whose only way out is the daemon's proxy",
+	found:     "the landlock set has no network namespace",
+	remedy:    "allow user namespaces so the namespaces set can be used, or use network NONE or HOST",
+}
+
 // check returns why s cannot enforce p on host h, nil if it can; children
 // says the session gets a socket of its own. The host comes before the
 // policy: a policy change is no remedy where the set cannot run at all.
@@ -238,6 +252,9 @@ func (s MechanismSet) check(p *sandboxdv1.Policy, h *HostProbe, children bool) *
 	if s == SetLandlock {
 		if sf := landlockPolicyShortfall(p.GetFilesystem()); sf != nil {
 			return sf
+		}
+		if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
+			return allowlistShortfall
 		}
 		if children {
 			return childrenShortfall

@@ -12,7 +12,7 @@ import (
 	"github.com/sandboxd/sandboxd/policy"
 )
 
-var allPrims = []string{PrimUserNS, PrimIDMap, PrimMountNS, PrimPIDNS, PrimIPCNS, PrimUTSNS, PrimCgroupNS, PrimNetNS, PrimLoopback, PrimMounts, PrimLandlock, PrimSeccomp, PrimSeccompNotify, PrimSwitchID}
+var allPrims = []string{PrimUserNS, PrimIDMap, PrimMountNS, PrimPIDNS, PrimIPCNS, PrimUTSNS, PrimCgroupNS, PrimNetNS, PrimLoopback, PrimMounts, PrimLandlock, PrimSeccomp, PrimSeccompNotify, PrimSwitchID, PrimCgroupMemory, PrimCgroupPids, PrimCgroupCPU}
 
 // probed is a host where every primitive works but the failing ones, which
 // fail with EPERM.
@@ -148,9 +148,12 @@ func TestCapabilitiesAgreeWithChoose(t *testing.T) {
 		"filesystem.deny inside a write root":      "refused filesystem.deny",
 		"filesystem.deny outside the write roots":  "landlock",
 		"network.mode=NONE":                        "landlock",
-		"network.mode=ALLOWLIST":                   "refused network.allow",
+		"network.mode=ALLOWLIST":                   "refused network.mode",
 		"limits.timeout":                           "landlock",
-		"limits.memory_bytes":                      "refused limits.memory_bytes",
+		"limits.memory_bytes":                      "landlock",
+		"limits.pids":                              "landlock",
+		"limits.cpu_millis":                        "landlock",
+		"limits.output_bytes":                      "landlock",
 		"children.allow":                           "refused children.allow",
 		"children.allow with network.mode=HOST":    "refused children.allow",
 	}
@@ -158,6 +161,22 @@ func TestCapabilitiesAgreeWithChoose(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("%s: %s, want %s", k, got[k], v)
 		}
+	}
+}
+
+// A limit needs its cgroup controller in either set: without it the policy
+// is refused for that field, and the other limits are unaffected.
+func TestLimitsNeedTheirController(t *testing.T) {
+	h := probed(1000, 7, PrimCgroupMemory)
+	mem := pol(func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{MemoryBytes: 64 << 20} })
+	_, err := Choose(mem, h, "")
+	var u *launcher.Unenforceable
+	if !errors.As(err, &u) || u.Field != "limits.memory_bytes" || u.Remedy == "" || u.Probe == "" {
+		t.Fatalf("memory without its controller: got %v, want a refusal of limits.memory_bytes with probe and remedy", err)
+	}
+	pids := pol(func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Pids: 64, CpuMillis: 500} })
+	if set, err := Choose(pids, h, ""); err != nil || set != SetNamespaces {
+		t.Errorf("pids and cpu: got %v, %v, want the namespaces set", set, err)
 	}
 }
 

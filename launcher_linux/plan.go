@@ -61,6 +61,9 @@ type Host struct {
 	NotifyMissing string
 	// Exists reports whether a host path exists and is a directory.
 	Exists func(path string) (exists, isDir bool)
+	// CgroupV2 says which limit controllers are on the unified hierarchy
+	// (the others are on v1), for the report.
+	CgroupV2 map[string]bool
 }
 
 // PlanInput is the launch request, already validated and normalized.
@@ -109,6 +112,10 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		}
 	}
 	if host.Set == SetLandlock {
+		if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
+			sf := allowlistShortfall
+			return nil, &launcher.Unenforceable{Field: sf.field, Mechanism: sf.mechanism, Found: sf.found, Remedy: sf.remedy}
+		}
 		return buildLandlockPlan(in, host)
 	}
 	fs := p.GetFilesystem()
@@ -117,6 +124,9 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		NetNS:      p.GetNetwork().GetMode() != sandboxdv1.Network_HOST,
 		Hostname:   "sandbox",
 	}}
+	if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
+		plan.ProxyListen = launcher.ProxyAddress
+	}
 	add := func(s MountStep) { plan.Mounts = append(plan.Mounts, s) }
 
 	add(MountStep{Kind: MountRootReadOnly, Source: "/", Target: "/", Field: "filesystem.read"})
@@ -280,7 +290,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
 		Landlock: ll, Seccomp: prog, Listener: notify,
 	}
-	plan.Report = report(p, plan, len(fs.GetDeny()) > 0, in.SessionSocket != "")
+	plan.Report = append(report(p, plan, len(fs.GetDeny()) > 0, in.SessionSocket != ""), limitsReport(p, host)...)
 	plan.DenialSources = denialSources(plan, host, p.GetNetwork().GetMode() != sandboxdv1.Network_HOST)
 	return plan, nil
 }
@@ -395,6 +405,10 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sa
 	default:
 		out = append(out, f("network.mode", "host network"))
 	}
+	if plan.ProxyListen != "" {
+		out = append(out, f("network.allow", "net-ns whose only way out is the daemon's proxy at "+plan.ProxyListen+
+			" (HTTP CONNECT, HTTP forward, SOCKS5): each connection checked against the host patterns and ports, names resolved by the daemon, loopback and link-local answers refused"))
+	}
 	sc := "seccomp deny-list"
 	if len(plan.Exec.Seccomp) == 0 {
 		sc = "no seccomp (unavailable here; no field rests on it)"
@@ -414,6 +428,16 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sa
 			mech += "; the daemon performs each connect() (seccomp user notification): a unix socket reaches only " + SessionSocketPath + ", any other path is refused with ECONNREFUSED"
 		}
 		out = append(out, f("children.allow", mech))
+	}
+	return out
+}
+
+// limitsReport says how the limits are enforced, the same whatever the
+// mechanism set.
+func limitsReport(p *sandboxdv1.Policy, host Host) []*sandboxdv1.FieldEnforcement {
+	out := limitMechanisms(p.GetLimits(), host.CgroupV2)
+	if n := p.GetLimits().GetOutputBytes(); n != 0 {
+		out = append(out, &sandboxdv1.FieldEnforcement{Field: "limits.output_bytes", Mechanism: fmt.Sprintf("daemon output accounting: output beyond %d bytes is dropped after a marker; the command runs on", n)})
 	}
 	return out
 }

@@ -51,7 +51,7 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 		// No mounts of its own: Landlock alone decides.
 		plan.Supervise = &Supervision{Writes: buildWriteModel(nil, ll, fs.GetReadOnly(), fs.GetDeny())}
 	}
-	plan.Report = reportLandlock(p, plan)
+	plan.Report = append(reportLandlock(p, plan), limitsReport(p, host)...)
 	plan.DenialSources = denialSources(plan, host, none)
 	return plan, nil
 }

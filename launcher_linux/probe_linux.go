@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -96,8 +95,10 @@ func ProbeHost(ctx context.Context, initPath string, uid, gid uint32) *HostProbe
 	}
 	run(PrimSeccomp, "seccomp(SECCOMP_SET_MODE_FILTER)", "seccomp", plain)
 	run(PrimSeccompNotify, "seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER) + pidfd_open + pidfd_getfd + process_vm_readv", "seccomp-notify", plain)
-	run(PrimCgroup, "mkdir + rmdir a child of the daemon's cgroup v2", "cgroup", nil)
-	run(PrimRlimits, "setrlimit(RLIMIT_NPROC, RLIMIT_AS, RLIMIT_CPU) lowered", "rlimit", plain)
+	// The daemon itself makes the sessions' cgroups, so its own view is
+	// the probe.
+	h.cgroups = detectCgroups()
+	h.Results = append(h.Results, h.cgroups.probes()...)
 	return h
 }
 
@@ -179,16 +180,6 @@ func runProbe(mode string) {
 		}
 	case "seccomp", "seccomp-notify":
 		if err := probeSeccomp(mode == "seccomp-notify"); err != nil {
-			fail("", err)
-		}
-	case "cgroup":
-		detail, err := probeCgroup()
-		if err != nil {
-			fail("", err)
-		}
-		o.Detail = detail
-	case "rlimit":
-		if err := probeRlimits(); err != nil {
 			fail("", err)
 		}
 	default:
@@ -282,50 +273,6 @@ func probeConnectEmulation(listener int) error {
 		return fmt.Errorf("process_vm_readv: %w", err)
 	}
 	runtime.KeepAlive(src)
-	return nil
-}
-
-func probeCgroup() (string, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
-		return "", fmt.Errorf("statfs /sys/fs/cgroup: %w", err)
-	}
-	if st.Type != unix.CGROUP2_SUPER_MAGIC {
-		return "", fmt.Errorf("/sys/fs/cgroup is not cgroup v2 (magic %#x): %w", st.Type, unix.EOPNOTSUPP)
-	}
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	rel := ""
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			rel = p
-		}
-	}
-	dir := filepath.Join("/sys/fs/cgroup", rel)
-	probe := filepath.Join(dir, fmt.Sprintf("sandboxd-probe-%d", os.Getpid()))
-	if err := unix.Mkdir(probe, 0o755); err != nil {
-		return "", fmt.Errorf("mkdir %s: %w", probe, err)
-	}
-	if err := unix.Rmdir(probe); err != nil {
-		return "", fmt.Errorf("rmdir %s: %w", probe, err)
-	}
-	ctl, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
-	return fmt.Sprintf("%s, controllers: %s", dir, strings.TrimSpace(string(ctl))), nil
-}
-
-func probeRlimits() error {
-	for _, r := range []int{unix.RLIMIT_NPROC, unix.RLIMIT_AS, unix.RLIMIT_CPU} {
-		var l unix.Rlimit
-		if err := unix.Getrlimit(r, &l); err != nil {
-			return fmt.Errorf("getrlimit %d: %w", r, err)
-		}
-		l.Cur = min(l.Cur, l.Max, 1<<20)
-		if err := unix.Setrlimit(r, &l); err != nil {
-			return fmt.Errorf("setrlimit %d: %w", r, err)
-		}
-	}
 	return nil
 }
 

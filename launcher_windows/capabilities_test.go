@@ -47,7 +47,6 @@ func featureSupport(t *testing.T, r *sandboxdv1.CapabilitiesReport) map[string]*
 var refusedFields = map[string]string{
 	"filesystem.read=LISTED": "filesystem.read",
 	"network.mode=ALLOWLIST": "network.allow",
-	"limits.output_bytes":    "limits.output_bytes",
 }
 
 func TestCapabilitiesOfAProvisionedHost(t *testing.T) {

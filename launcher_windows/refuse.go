@@ -26,9 +26,6 @@ func refuseUnsupported(p *sandboxdv1.Policy) error {
 	if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
 		return &launcher.Unenforceable{Field: "network.allow", Mechanism: "daemon-run allowlist proxy", Found: found, Remedy: "use network NONE or HOST"}
 	}
-	if p.GetLimits().GetOutputBytes() != 0 {
-		return &launcher.Unenforceable{Field: "limits.output_bytes", Mechanism: "daemon output accounting", Found: found, Remedy: "drop limits.output_bytes from the policy"}
-	}
 	return nil
 }
 

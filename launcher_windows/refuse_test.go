@@ -13,7 +13,6 @@ func TestUnenforceableFieldsAreRefused(t *testing.T) {
 	}{
 		{"filesystem.read", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Read: sandboxdv1.Filesystem_LISTED, ReadRoots: []string{`C:\tools`}}}},
 		{"network.allow", &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_ALLOWLIST, Allow: []*sandboxdv1.NetworkAllow{{Host: "example.com", Port: 443}}}}},
-		{"limits.output_bytes", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{OutputBytes: 1 << 20}}},
 		{"filesystem.write[0]", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{`C:\`}}}},
 		{"filesystem.write[1]", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{`C:\w`, `\\server\share`}}}},
 		{"filesystem.write[0]", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{`/work`}}}},

@@ -55,6 +55,9 @@ func report(in Input, pl *Plan, write, readOnly, deny []string) []*sandboxdv1.Fi
 	if l.GetTimeout() != nil {
 		out = append(out, f("limits.timeout", "daemon wall-clock timer, termination of the job object"))
 	}
+	if n := l.GetOutputBytes(); n != 0 {
+		out = append(out, f("limits.output_bytes", fmt.Sprintf("daemon output accounting: output beyond %d bytes is dropped after a marker; the command runs on", n)))
+	}
 	if l.GetMemoryBytes() != 0 {
 		out = append(out, f("limits.memory_bytes", fmt.Sprintf("job object JobMemoryLimit of %d bytes, committed by all its processes together", pl.Job.JobMemoryLimit)))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path"
@@ -37,6 +38,9 @@ const (
 	PassTerminal = 'T'
 	PassListener = 'N'
 	PassRootDir  = 'R'
+	// PassProxy is the listening socket in the sandbox's network
+	// namespace that the daemon serves its allowlist proxy on.
+	PassProxy = 'P'
 	// PassStdio comes the other way, from the daemon with a pipe
 	// session's stdin, stdout and stderr, before the plan: an init is
 	// started before the session it will serve is known.
@@ -116,6 +120,13 @@ func runInit() {
 		if plan.NetNS {
 			if err := LoopbackUp(); err != nil {
 				setupErr("network.mode", "loopback up", "lo", err)
+			}
+		}
+		if plan.ProxyListen != "" {
+			// Made here, so that it is in the sandbox's network
+			// namespace; the daemon accepts on it from outside.
+			if err := passProxyListener(plan.ProxyListen); err != nil {
+				setupErr("network.allow", "listen for the proxy", plan.ProxyListen, err)
 			}
 		}
 		if err := unix.Sethostname([]byte(plan.Hostname)); err != nil {
@@ -365,6 +376,28 @@ func passRoot() error {
 	}
 	defer unix.Close(root)
 	return passToDaemon(PassRootDir, root)
+}
+
+// passProxyListener listens on addr, an IPv4 address and port, and hands
+// the socket to the daemon. The init keeps no copy: the daemon closing
+// its own ends the listener.
+func passProxyListener(addr string) error {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().Is4() {
+		return fmt.Errorf("proxy address %q is not IPv4 address:port", addr)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: ap.Addr().As4(), Port: int(ap.Port())}); err != nil {
+		return fmt.Errorf("bind %s: %w", addr, err)
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return passToDaemon(PassProxy, fd)
 }
 
 func passToDaemon(tag byte, fd int) error {

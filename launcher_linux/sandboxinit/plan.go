@@ -154,7 +154,11 @@ type Plan struct {
 	Mounts     []MountStep `json:"mounts"`
 	NetNS      bool        `json:"netns"`
 	Hostname   string      `json:"hostname"`
-	Exec       ExecPlan    `json:"exec"`
+	// ProxyListen is the address in the sandbox's network namespace
+	// where the init listens for the daemon's proxy and hands the
+	// listener over (PassProxy); empty when there is no proxy.
+	ProxyListen string   `json:"proxy_listen,omitempty"`
+	Exec        ExecPlan `json:"exec"`
 }
 
 // Landlock access rights the init itself grants, from
