@@ -1,0 +1,1063 @@
+package netproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/netip"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// origin is an HTTP server on 127.0.0.1 that says what it received.
+type origin struct {
+	*httptest.Server
+	port int
+
+	mu   sync.Mutex
+	seen []*http.Request
+}
+
+func startOrigin(t *testing.T) *origin {
+	t.Helper()
+	o := &origin{}
+	o.Server = httptest.NewServer(http.HandlerFunc(o.serve))
+	o.port = o.Listener.Addr().(*net.TCPAddr).Port
+	t.Cleanup(o.Close)
+	return o
+}
+
+func (o *origin) serve(w http.ResponseWriter, r *http.Request) {
+	o.mu.Lock()
+	o.seen = append(o.seen, r)
+	o.mu.Unlock()
+	switch r.URL.Path {
+	case "/echo":
+		io.Copy(w, r.Body)
+	case "/big":
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		rnd := rand.NewChaCha8([32]byte{1})
+		io.CopyN(w, rnd, int64(n))
+	case "/chunks":
+		for i := range 3 {
+			fmt.Fprintf(w, "part%d;", i)
+			w.(http.Flusher).Flush()
+		}
+	default:
+		fmt.Fprintf(w, "host=%s uri=%s", r.Host, r.RequestURI)
+	}
+}
+
+func (o *origin) last() *http.Request {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.seen) == 0 {
+		return nil
+	}
+	return o.seen[len(o.seen)-1]
+}
+
+func TestConnectToAllowedHostTunnelsBothWaysWithHalfClose(t *testing.T) {
+	checkNoLeaks(t)
+	_, port := startEcho(t, "127.0.0.1:0")
+	h := startProxy(t, Config{
+		Allow:  []*sandboxdv1.NetworkAllow{allow("allowed.test", port)},
+		Pinned: loopback("allowed.test"),
+	})
+	c, br, hd := h.connectHTTP(fmt.Sprintf("allowed.test:%d", port))
+	if hd.code != 200 || hd.status != "200 Connection established" {
+		t.Fatalf("CONNECT answered %q", hd.status)
+	}
+	echoes(t, c, br, "ping")
+	// Bytes sent right behind the head, before the answer, must arrive too.
+	c2 := h.dial()
+	fmt.Fprintf(c2, "CONNECT ALLOWED.test.:%d HTTP/1.1\r\n\r\nearly", port)
+	br2 := bufio.NewReader(c2)
+	if hd := readHead(t, br2); hd.code != 200 {
+		t.Fatalf("CONNECT with a mixed-case, dotted name answered %q", hd.status)
+	}
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(br2, got); err != nil || string(got) != "early" {
+		t.Fatalf("pipelined bytes came back as %q, %v", got, err)
+	}
+	// The origin sees our half-close and answers it with its own.
+	io.WriteString(c, "last")
+	c.(*net.TCPConn).CloseWrite()
+	rest, err := io.ReadAll(br)
+	if err != nil || string(rest) != "last" {
+		t.Fatalf("after half-close read %q, %v; want \"last\" then EOF", rest, err)
+	}
+	if d := h.takeDenials(); len(d) != 0 {
+		t.Fatalf("denials for allowed targets: %v", d)
+	}
+}
+
+func TestForwardAllowedRequestsKeepAliveAndRefuseTheDeniedOne(t *testing.T) {
+	checkNoLeaks(t)
+	o := startOrigin(t)
+	h := startProxy(t, Config{
+		Allow:  []*sandboxdv1.NetworkAllow{allow("allowed.test", o.port)},
+		Pinned: loopback("allowed.test", "other.test"),
+	})
+	c := h.dial()
+	br := bufio.NewReader(c)
+	fmt.Fprintf(c, "GET http://allowed.test:%d/one?q=1 HTTP/1.1\r\nHost: evil.test\r\n"+
+		"Connection: X-Secret-Hop\r\nX-Secret-Hop: 1\r\nProxy-Authorization: Basic eDp5\r\n"+
+		"Proxy-Connection: keep-alive\r\nKeep-Alive: 300\r\nUpgrade: websocket\r\nTE: trailers\r\nX-Kept: yes\r\n\r\n", o.port)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("host=allowed.test:%d uri=/one?q=1", o.port)
+	if body := readAllBody(t, resp); resp.StatusCode != 200 || body != want {
+		t.Fatalf("first request: %s %q, want 200 %q", resp.Status, body, want)
+	}
+	if resp.Close {
+		t.Fatalf("first response closes the connection; want keep-alive")
+	}
+	r := o.last()
+	if v := r.Header["Connection"]; len(v) != 1 || v[0] != "close" {
+		t.Errorf("origin received Connection: %q, want only the proxy's own close", v)
+	}
+	for _, k := range []string{"X-Secret-Hop", "Proxy-Authorization", "Proxy-Connection", "Keep-Alive", "Upgrade", "Te"} {
+		if v, ok := r.Header[k]; ok {
+			t.Errorf("origin received hop-by-hop header %s: %q", k, v)
+		}
+	}
+	if r.Header.Get("X-Kept") != "yes" {
+		t.Errorf("origin did not receive X-Kept; header %v", r.Header)
+	}
+	if ua := r.Header.Get("User-Agent"); ua != "" {
+		t.Errorf("proxy added User-Agent %q", ua)
+	}
+
+	fmt.Fprintf(c, "GET http://other.test:%d/two HTTP/1.1\r\nHost: other.test\r\n\r\n", o.port)
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := fmt.Sprintf("other.test:%d", o.port)
+	body := readAllBody(t, resp)
+	if resp.StatusCode != 403 ||
+		resp.Header.Get(DeniedHeader) != target+" not in network.allow" ||
+		body != target+" not in network.allow (sandboxd network.allow)\n" ||
+		!resp.Close || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Fatalf("denied request: %s %v %q", resp.Status, resp.Header, body)
+	}
+	expectClosed(t, br)
+	if r := o.last(); r.URL.Path == "/two" {
+		t.Fatalf("the denied request reached the origin")
+	}
+
+	ds := h.takeDenials()
+	if len(ds) != 1 {
+		t.Fatalf("denials: %v, want one", ds)
+	}
+	d := ds[0]
+	if d.Field != "network.allow" || d.Operation != "http" || d.Target != target || d.Errno != "EACCES" || d.Detail != "not in network.allow" {
+		t.Errorf("denial %v", d)
+	}
+	if age := time.Since(d.GetTime().AsTime()); age < 0 || age > time.Minute {
+		t.Errorf("denial time %v is %v old", d.GetTime().AsTime(), age)
+	}
+}
+
+func TestForwardThroughNetHTTPStreamsLargeBodiesBothWays(t *testing.T) {
+	checkNoLeaks(t)
+	o := startOrigin(t)
+	h := startProxy(t, Config{
+		Allow:  []*sandboxdv1.NetworkAllow{allow("allowed.test", o.port)},
+		Pinned: loopback("allowed.test"),
+	})
+	tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: h.addr}), ExpectContinueTimeout: 20 * time.Second}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	base := fmt.Sprintf("http://allowed.test:%d", o.port)
+
+	// Chunked upload (unknown length) echoed back; sent with Expect:
+	// 100-continue, which only finishes fast if the proxy relays the 100.
+	payload := make([]byte, 8<<20+123)
+	rand.NewChaCha8([32]byte{2}).Read(payload)
+	start := time.Now()
+	req, _ := http.NewRequest("POST", base+"/echo", io.MultiReader(bytes.NewReader(payload)))
+	req.Header.Set("Expect", "100-continue")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAllBody(t, resp)
+	if resp.StatusCode != 200 || sha256.Sum256([]byte(got)) != sha256.Sum256(payload) {
+		t.Fatalf("echo of %d bytes: %s, %d bytes back", len(payload), resp.Status, len(got))
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("upload with Expect: 100-continue took %v: the 100 was not relayed", time.Since(start))
+	}
+
+	// A sized upload, then a large sized download, on the kept connection.
+	req, _ = http.NewRequest("PUT", base+"/echo", bytes.NewReader(payload[:1<<20]))
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAllBody(t, resp); len(got) != 1<<20 {
+		t.Fatalf("sized echo returned %d bytes", len(got))
+	}
+	var reused bool
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+	req, _ = http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", base+"/big?n="+strconv.Itoa(32<<20), nil)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reused {
+		t.Errorf("the request after a sized upload did not reuse the proxy connection")
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || n != 32<<20 || resp.ContentLength != 32<<20 {
+		t.Fatalf("download: %d bytes (length %d), %v", n, resp.ContentLength, err)
+	}
+	resp, err = client.Head(base + "/big?n=77")
+	if err != nil || resp.StatusCode != 200 || resp.ContentLength != 77 {
+		t.Fatalf("HEAD: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+func TestForwardStreamsAResponseBeforeItEnds(t *testing.T) {
+	checkNoLeaks(t)
+	release := make(chan struct{})
+	o := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "first;")
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, "second")
+	}))
+	t.Cleanup(o.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	port := o.Listener.Addr().(*net.TCPAddr).Port
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("allowed.test", 0)}, Pinned: loopback("allowed.test")})
+	c := h.dial()
+	fmt.Fprintf(c, "GET http://allowed.test:%d/ HTTP/1.1\r\n\r\n", port)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, len("first;"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatalf("first part did not arrive while the origin was still sending: %v", err)
+	}
+	close(release)
+	if rest := readAllBody(t, resp); rest != "second" {
+		t.Fatalf("rest of body %q", rest)
+	}
+}
+
+func TestForwardToHTTP10ClientUnchunksAndCloses(t *testing.T) {
+	checkNoLeaks(t)
+	o := startOrigin(t)
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("allowed.test", 0)}, Pinned: loopback("allowed.test")})
+	c := h.dial()
+	fmt.Fprintf(c, "GET http://allowed.test:%d/chunks HTTP/1.0\r\n\r\n", o.port)
+	raw, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAllBody(t, resp); body != "part0;part1;part2;" || len(resp.TransferEncoding) != 0 {
+		t.Fatalf("HTTP/1.0 client got %q, transfer-encoding %v:\n%s", body, resp.TransferEncoding, raw)
+	}
+}
+
+func TestForwardStripsHopByHopResponseHeaders(t *testing.T) {
+	checkNoLeaks(t)
+	// A raw origin: net/http's server would not send these headers.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: X-Resp-Hop, close\r\nX-Resp-Hop: 1\r\n"+
+			"Proxy-Authenticate: Basic\r\nKeep-Alive: timeout=5\r\nX-Resp-Kept: 1\r\nContent-Length: 3\r\n\r\nhop")
+	}()
+	t.Cleanup(func() { l.Close(); <-done })
+	port := l.Addr().(*net.TCPAddr).Port
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("allowed.test", 0)}, Pinned: loopback("allowed.test")})
+	c := h.dial()
+	fmt.Fprintf(c, "GET http://allowed.test:%d/hop HTTP/1.1\r\n\r\n", port)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAllBody(t, resp); body != "hop" {
+		t.Fatalf("body %q", body)
+	}
+	for _, k := range []string{"X-Resp-Hop", "Proxy-Authenticate", "Keep-Alive", "Connection"} {
+		if v, ok := resp.Header[k]; ok {
+			t.Errorf("client received hop-by-hop header %s: %q", k, v)
+		}
+	}
+	if resp.Header.Get("X-Resp-Kept") != "1" || resp.Close {
+		t.Fatalf("response header %v, close %v: want X-Resp-Kept and a kept connection", resp.Header, resp.Close)
+	}
+}
+
+func TestSOCKS5ReachesAllowedTargetsByNameIPv4AndIPv6(t *testing.T) {
+	checkNoLeaks(t)
+	_, port := startEcho(t, "127.0.0.1:0")
+	cfg := Config{
+		Allow:  []*sandboxdv1.NetworkAllow{allow("allowed.test", port), allow("127.0.0.1", port)},
+		Pinned: loopback("allowed.test"),
+	}
+	l6, err := net.Listen("tcp", "[::1]:0")
+	port6 := 0
+	if err == nil {
+		l6.Close()
+		_, port6 = startEcho(t, "[::1]:0")
+		cfg.Allow = append(cfg.Allow, allow("::1", port6))
+	}
+	h := startProxy(t, cfg)
+
+	c, br, rep := h.socks5(socksAtypDomain, []byte("allowed.test"), uint16(port))
+	if rep != socksSucceeded {
+		t.Fatalf("domain: reply %#x", rep)
+	}
+	echoes(t, c, br, "by name")
+	c, br, rep = h.socks5(socksAtypIPv4, []byte{127, 0, 0, 1}, uint16(port))
+	if rep != socksSucceeded {
+		t.Fatalf("IPv4: reply %#x", rep)
+	}
+	echoes(t, c, br, "by IPv4")
+	if port6 == 0 {
+		t.Skipf("no IPv6 loopback on this host (%v): the SOCKS5 IPv6 address type is untested", err)
+	}
+	c, br, rep = h.socks5(socksAtypIPv6, netip.IPv6Loopback().AsSlice(), uint16(port6))
+	if rep != socksSucceeded {
+		t.Fatalf("IPv6: reply %#x", rep)
+	}
+	echoes(t, c, br, "by IPv6")
+}
+
+func TestSOCKS5DeniedTargetGetsRulesetReplyAndDenial(t *testing.T) {
+	checkNoLeaks(t)
+	_, port := startEcho(t, "127.0.0.1:0")
+	rec := &dialRecorder{}
+	h := startProxy(t, Config{
+		Allow:  []*sandboxdv1.NetworkAllow{allow("allowed.test", port)},
+		Pinned: loopback("allowed.test", "other.test"),
+		Dial:   rec.Dial,
+	})
+	for _, tc := range []struct {
+		atyp   byte
+		addr   []byte
+		target string
+	}{
+		{socksAtypDomain, []byte("other.test"), fmt.Sprintf("other.test:%d", port)},
+		{socksAtypIPv4, []byte{127, 0, 0, 1}, fmt.Sprintf("127.0.0.1:%d", port)},
+		{socksAtypIPv6, netip.IPv6Loopback().AsSlice(), fmt.Sprintf("[::1]:%d", port)},
+	} {
+		c, br, rep := h.socks5(tc.atyp, tc.addr, uint16(port))
+		if rep != socksNotAllowed {
+			t.Errorf("%s: reply %#x, want %#x", tc.target, rep, socksNotAllowed)
+		}
+		expectClosed(t, br)
+		c.Close()
+		ds := h.takeDenials()
+		if len(ds) != 1 || ds[0].Operation != "connect" || ds[0].Target != tc.target || ds[0].Field != "network.allow" ||
+			ds[0].Errno != "EACCES" || ds[0].Detail != "not in network.allow" {
+			t.Errorf("%s: denials %v", tc.target, ds)
+		}
+	}
+	if d := rec.dialed(); len(d) != 0 {
+		t.Fatalf("denied targets were dialed: %v", d)
+	}
+}
+
+func TestConnectDeniedTargetGets403AndDenial(t *testing.T) {
+	checkNoLeaks(t)
+	h := startProxy(t, Config{
+		Allow:  []*sandboxdv1.NetworkAllow{allow("allowed.test", 443)},
+		Pinned: loopback("allowed.test", "other.test"),
+	})
+	_, br, hd := h.connectHTTP("other.test:443")
+	if hd.code != 403 || hd.header.Get(DeniedHeader) != "other.test:443 not in network.allow" || hd.header.Get("Connection") != "close" {
+		t.Fatalf("CONNECT other.test: %q %v", hd.status, hd.header)
+	}
+	body := make([]byte, len("other.test:443 not in network.allow (sandboxd network.allow)\n"))
+	io.ReadFull(br, body)
+	if string(body) != "other.test:443 not in network.allow (sandboxd network.allow)\n" {
+		t.Fatalf("body %q", body)
+	}
+	expectClosed(t, br)
+	ds := h.takeDenials()
+	if len(ds) != 1 || ds[0].Operation != "connect" || ds[0].Target != "other.test:443" {
+		t.Fatalf("denials %v", ds)
+	}
+}
+
+func TestWildcardAndPortRules(t *testing.T) {
+	checkNoLeaks(t)
+	_, port := startEcho(t, "127.0.0.1:0")
+	_, anyPort := startEcho(t, "127.0.0.1:0")
+	h := startProxy(t, Config{
+		Allow: []*sandboxdv1.NetworkAllow{
+			allow("*.allowed.test", port),
+			allow("anyport.test", 0),
+		},
+		Pinned: loopback("allowed.test", "a.allowed.test", "b.c.allowed.test", "xallowed.test", "anyport.test"),
+	})
+	for _, tc := range []struct {
+		hostport string
+		ok       bool
+	}{
+		{fmt.Sprintf("a.allowed.test:%d", port), true},
+		{fmt.Sprintf("b.c.allowed.test:%d", port), true},
+		{fmt.Sprintf("allowed.test:%d", port), false},  // a wildcard never admits its apex
+		{fmt.Sprintf("xallowed.test:%d", port), false}, // nor a name merely ending the same
+		{fmt.Sprintf("a.allowed.test:%d", anyPort), false},
+		{fmt.Sprintf("anyport.test:%d", port), true},
+		{fmt.Sprintf("anyport.test:%d", anyPort), true},
+	} {
+		c, br, hd := h.connectHTTP(tc.hostport)
+		if got := hd.code == 200; got != tc.ok {
+			t.Errorf("CONNECT %s: %q, want allowed=%v", tc.hostport, hd.status, tc.ok)
+			continue
+		}
+		if tc.ok {
+			echoes(t, c, br, "x")
+		}
+	}
+}
+
+func TestAllowedMatchesPortsAsTheRuleSays(t *testing.T) {
+	s := New(Config{Allow: []*sandboxdv1.NetworkAllow{allow("a.test", 8080), allow("b.test", 0), allow("::ffff:10.0.0.1", 22), allow("10.0.0.2", 22)}})
+	for _, tc := range []struct {
+		host string
+		port string
+		ok   bool
+	}{
+		{"a.test", "8080", true},
+		{"a.test", "8081", false},
+		{"A.Test.", "8080", true},
+		{"b.test", "1", true},
+		{"b.test", "65535", true},
+		{"10.0.0.1", "22", true},
+		{"::ffff:10.0.0.1", "22", true},
+		{"::ffff:10.0.0.2", "22", true},
+		{"10.0.0.2", "23", false},
+		{"0:0:0:0:0:ffff:a00:2", "22", true},
+	} {
+		tg, err := parseTarget(tc.host, tc.port)
+		if err != nil {
+			t.Fatalf("%s:%s: %v", tc.host, tc.port, err)
+		}
+		if got := s.allowed(tg); got != tc.ok {
+			t.Errorf("allowed(%s:%s) = %v, want %v", tc.host, tc.port, got, tc.ok)
+		}
+	}
+}
+
+func TestIPv6LiteralAllowsOnlyThatAddress(t *testing.T) {
+	checkNoLeaks(t)
+	l, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback on this host: %v", err)
+	}
+	l.Close()
+	_, port := startEcho(t, "[::1]:0")
+	// Something on 127.0.0.1 at the same port, so a refusal is the proxy's.
+	l4, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err == nil {
+		t.Cleanup(func() { l4.Close() })
+	}
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("::1", port)}})
+	for _, hp := range []string{fmt.Sprintf("[::1]:%d", port), fmt.Sprintf("[0:0::0:1]:%d", port)} {
+		c, br, hd := h.connectHTTP(hp)
+		if hd.code != 200 {
+			t.Fatalf("CONNECT %s: %q", hp, hd.status)
+		}
+		echoes(t, c, br, "v6")
+	}
+	_, _, hd := h.connectHTTP(fmt.Sprintf("127.0.0.1:%d", port))
+	if hd.code != 403 || hd.header.Get(DeniedHeader) != fmt.Sprintf("127.0.0.1:%d not in network.allow", port) {
+		t.Fatalf("CONNECT 127.0.0.1: %q %v", hd.status, hd.header)
+	}
+	_, _, hd = h.connectHTTP(fmt.Sprintf("[::1%%25lo]:%d", port))
+	if hd.code != 400 {
+		t.Fatalf("CONNECT with a zone: %q", hd.status)
+	}
+	ds := h.takeDenials()
+	if len(ds) != 2 || ds[0].Target != fmt.Sprintf("127.0.0.1:%d", port) {
+		t.Fatalf("denials %v", ds)
+	}
+}
+
+func TestNamesResolvingToHostInternalAddressesAreRefused(t *testing.T) {
+	checkNoLeaks(t)
+	_, port := startEcho(t, "127.0.0.1:0")
+	res := &fakeResolver{table: map[string][]netip.Addr{
+		"rebind.test":  {netip.MustParseAddr("127.0.0.1")},
+		"meta.test":    {netip.MustParseAddr("169.254.169.254")},
+		"mixed.test":   {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("127.0.0.1")},
+		"mapped.test":  {netip.MustParseAddr("::ffff:127.0.0.2")},
+		"zero.test":    {netip.MustParseAddr("0.0.0.0")},
+		"v6ll.test":    {netip.MustParseAddr("fe80::1")},
+		"mcast.test":   {netip.MustParseAddr("224.0.0.1")},
+		"private.test": {netip.MustParseAddr("10.0.0.7"), netip.MustParseAddr("fd00::7")},
+	}}
+	rec := &dialRecorder{fail: func(addr string) error {
+		if !strings.HasPrefix(addr, "127.0.0.1:") {
+			return errors.New("test dialer: not dialing out")
+		}
+		return nil
+	}}
+	h := startProxy(t, Config{
+		Allow:    []*sandboxdv1.NetworkAllow{allow("*.test", 0)},
+		Pinned:   loopback("pinned.test"),
+		Resolver: res,
+		Dial:     rec.Dial,
+	})
+	for _, tc := range []struct{ name, detail string }{
+		{"rebind.test", "resolves to loopback address 127.0.0.1"},
+		{"meta.test", "resolves to link-local address 169.254.169.254"},
+		{"mixed.test", "resolves to loopback address 127.0.0.1"},
+		{"mapped.test", "resolves to loopback address 127.0.0.2"},
+		{"zero.test", "resolves to unspecified address 0.0.0.0"},
+		{"v6ll.test", "resolves to link-local address fe80::1"},
+		{"mcast.test", "resolves to link-local multicast address 224.0.0.1"},
+	} {
+		target := fmt.Sprintf("%s:%d", tc.name, port)
+		_, _, hd := h.connectHTTP(target)
+		if hd.code != 403 || hd.header.Get(DeniedHeader) != target+" "+tc.detail {
+			t.Errorf("CONNECT %s: %q %v", target, hd.status, hd.header)
+		}
+		_, _, rep := h.socks5(socksAtypDomain, []byte(tc.name), uint16(port))
+		if rep != socksNotAllowed {
+			t.Errorf("SOCKS %s: reply %#x", target, rep)
+		}
+		ds := h.takeDenials()
+		if len(ds) != 2 || ds[0].Detail != tc.detail || ds[0].Target != target || ds[1].Detail != tc.detail {
+			t.Errorf("%s: denials %v", tc.name, ds)
+		}
+	}
+	if d := rec.dialed(); len(d) != 0 {
+		t.Fatalf("refused names were dialed: %v", d)
+	}
+
+	// Pinned names are the operator's word and may be loopback.
+	c, br, hd := h.connectHTTP(fmt.Sprintf("pinned.test:%d", port))
+	if hd.code != 200 {
+		t.Fatalf("pinned name: %q", hd.status)
+	}
+	echoes(t, c, br, "pinned")
+
+	// Private ranges are allowed; every address is tried in order.
+	_, _, hd = h.connectHTTP(fmt.Sprintf("private.test:%d", port))
+	if hd.code != 502 {
+		t.Fatalf("private.test: %q, want 502 from the test dialer", hd.status)
+	}
+	want := []string{fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("10.0.0.7:%d", port), fmt.Sprintf("[fd00::7]:%d", port)}
+	if got := rec.dialed(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("dialed %v, want %v", got, want)
+	}
+}
+
+func TestRefusedNamesAreNeverLookedUp(t *testing.T) {
+	checkNoLeaks(t)
+	res := &fakeResolver{table: map[string][]netip.Addr{"secret-data.exfil.test": {netip.MustParseAddr("192.0.2.1")}}}
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("allowed.test", 0)}, Resolver: res})
+	h.connectHTTP("secret-data.exfil.test:443")
+	h.socks5(socksAtypDomain, []byte("secret-data.exfil.test"), 443)
+	c := h.dial()
+	fmt.Fprintf(c, "GET http://secret-data.exfil.test/ HTTP/1.1\r\n\r\n")
+	io.ReadAll(c)
+	if n := res.names(); len(n) != 0 {
+		t.Fatalf("refused names were resolved: %v", n)
+	}
+	if ds := h.takeDenials(); len(ds) != 3 {
+		t.Fatalf("denials %v, want 3", ds)
+	}
+}
+
+func TestUpstreamFailuresGetGatewayErrors(t *testing.T) {
+	checkNoLeaks(t)
+	closed := closedPort(t)
+	res := &fakeResolver{table: map[string][]netip.Addr{}}
+	h := startProxy(t, Config{
+		Allow:    []*sandboxdv1.NetworkAllow{allow("*.test", 0)},
+		Pinned:   loopback("refused.test"),
+		Resolver: res,
+	})
+	_, br, hd := h.connectHTTP(fmt.Sprintf("refused.test:%d", closed))
+	body, _ := io.ReadAll(br)
+	if hd.code != 502 || !strings.Contains(string(body), "refused") {
+		t.Fatalf("refused: %q %q", hd.status, body)
+	}
+	_, _, rep := h.socks5(socksAtypDomain, []byte("refused.test"), uint16(closed))
+	if rep != socksConnRefused {
+		t.Fatalf("SOCKS refused: %#x", rep)
+	}
+	_, br, hd = h.connectHTTP("nx.test:443")
+	body, _ = io.ReadAll(br)
+	if hd.code != 502 || !strings.Contains(string(body), "resolving nx.test") || !strings.Contains(string(body), "no such host") {
+		t.Fatalf("nx: %q %q", hd.status, body)
+	}
+	_, _, rep = h.socks5(socksAtypDomain, []byte("nx.test"), 443)
+	if rep != socksHostUnreachable {
+		t.Fatalf("SOCKS nx: %#x", rep)
+	}
+	if ds := h.takeDenials(); len(ds) != 0 {
+		t.Fatalf("upstream failures reported as denials: %v", ds)
+	}
+
+	// A dial that outlives DialTimeout gets 504.
+	h2 := startProxy(t, Config{
+		Allow:       []*sandboxdv1.NetworkAllow{allow("slow.test", 0)},
+		Pinned:      loopback("slow.test"),
+		DialTimeout: 100 * time.Millisecond,
+		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	})
+	_, _, hd = h2.connectHTTP("slow.test:443")
+	if hd.code != 504 {
+		t.Fatalf("slow dial: %q", hd.status)
+	}
+}
+
+func TestBadInputGetsTheRightAnswer(t *testing.T) {
+	checkNoLeaks(t)
+	rec := &dialRecorder{}
+	h := startProxy(t, Config{
+		Allow:  []*sandboxdv1.NetworkAllow{allow("allowed.test", 0)},
+		Pinned: loopback("allowed.test"),
+		Dial:   rec.Dial,
+	})
+	status := func(raw string) (head, string) {
+		t.Helper()
+		c := h.dial()
+		io.WriteString(c, raw)
+		br := bufio.NewReader(c)
+		hd := readHead(t, br)
+		body, _ := io.ReadAll(br)
+		return hd, string(body)
+	}
+	for _, tc := range []struct {
+		name, raw string
+		code      int
+		body      string
+	}{
+		{"garbage", "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n", 400, "malformed request"},
+		{"not HTTP", "hello there\r\n\r\n", 400, "malformed request"},
+		{"origin-form", "GET /path HTTP/1.1\r\nHost: allowed.test\r\n\r\n", 400, originFormBody},
+		{"https URL", "GET https://allowed.test/ HTTP/1.1\r\n\r\n", 400, "only http:// URLs"},
+		{"CONNECT port 0", "CONNECT allowed.test:0 HTTP/1.1\r\n\r\n", 400, "allowed.test:0 has port 0 (sandboxd network.allow)\n"},
+		{"CONNECT no port", "CONNECT allowed.test HTTP/1.1\r\n\r\n", 400, "is not host:port"},
+		{"CONNECT big port", "CONNECT allowed.test:65536 HTTP/1.1\r\n\r\n", 400, "invalid port"},
+		{"CONNECT numeric name", "CONNECT 127.1:80 HTTP/1.1\r\n\r\n", 400, "ending in a number"},
+		{"CONNECT bad name", "CONNECT allowed.test!:80 HTTP/1.1\r\n\r\n", 400, "characters outside"},
+		{"GET port 0", "GET http://allowed.test:0/ HTTP/1.1\r\n\r\n", 400, "has port 0"},
+		{"oversized head", "GET http://allowed.test/ HTTP/1.1\r\nX-Big: " + strings.Repeat("a", MaxHeadBytes+10) + "\r\n\r\n", 431, "request head larger"},
+	} {
+		hd, body := status(tc.raw)
+		if hd.code != tc.code || !strings.Contains(body, tc.body) {
+			t.Errorf("%s: %q %q, want %d with %q", tc.name, hd.status, body, tc.code, tc.body)
+		}
+	}
+	if d := rec.dialed(); len(d) != 0 {
+		t.Fatalf("bad requests were dialed: %v", d)
+	}
+
+	// SOCKS: only no-auth, only CONNECT, only known address types.
+	c := h.dial()
+	c.Write([]byte{5, 2, 1, 2})
+	if b, _ := io.ReadAll(c); !bytes.Equal(b, []byte{5, 0xff}) {
+		t.Errorf("SOCKS with auth methods only: % x, want 05 ff then close", b)
+	}
+	for _, tc := range []struct {
+		name string
+		req  []byte
+		rep  byte
+	}{
+		{"BIND", []byte{5, 2, 0, 1, 127, 0, 0, 1, 0, 80}, socksCmdNotSupported},
+		{"UDP ASSOCIATE", []byte{5, 3, 0, 1, 127, 0, 0, 1, 0, 80}, socksCmdNotSupported},
+		{"address type 9", []byte{5, 1, 0, 9, 1, 2, 3, 4, 0, 80}, socksAtypNotSupported},
+		{"port 0", append([]byte{5, 1, 0, 3, 12}, "allowed.test\x00\x00"...), socksNotAllowed},
+		{"empty name", []byte{5, 1, 0, 3, 0, 0, 80}, socksNotAllowed},
+		{"name with NUL", append([]byte{5, 1, 0, 3, 13}, "allowed.test\x00\x00\x50"...), socksNotAllowed},
+	} {
+		c := h.dial()
+		c.Write([]byte{5, 1, 0})
+		br := bufio.NewReader(c)
+		br.Discard(2)
+		c.Write(tc.req)
+		if rep := readSOCKSReply(t, br); rep != tc.rep {
+			t.Errorf("SOCKS %s: reply %#x, want %#x", tc.name, rep, tc.rep)
+		}
+		expectClosed(t, br)
+	}
+	for _, d := range h.takeDenials() {
+		if d.Detail == "" || d.Target == "" || !isPrintable(d.Target) {
+			t.Errorf("malformed-target denial %v", d)
+		}
+	}
+	if d := rec.dialed(); len(d) != 0 {
+		t.Fatalf("bad SOCKS requests were dialed: %v", d)
+	}
+}
+
+func isPrintable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSlowClientsAreCutOffAfterHandshakeTimeout(t *testing.T) {
+	checkNoLeaks(t)
+	o := startOrigin(t)
+	h := startProxy(t, Config{
+		Allow:            []*sandboxdv1.NetworkAllow{allow("allowed.test", 0)},
+		Pinned:           loopback("allowed.test"),
+		HandshakeTimeout: 200 * time.Millisecond,
+	})
+	for _, prefix := range []string{"", "GET http://allowed.test/ HTTP/1.1\r\n", "\x05\x01"} {
+		c := h.dial()
+		io.WriteString(c, prefix)
+		start := time.Now()
+		if b, err := io.ReadAll(c); len(b) != 0 || err != nil {
+			t.Errorf("after %q: read %q, %v", prefix, b, err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("after %q: closed after %v", prefix, d)
+		}
+	}
+	// An idle kept-alive connection gets the same time for its next head.
+	c := h.dial()
+	fmt.Fprintf(c, "GET http://allowed.test:%d/ HTTP/1.1\r\n\r\n", o.port)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAllBody(t, resp)
+	expectClosed(t, br)
+}
+
+func TestConnectionsBeyondMaxConnsAreClosed(t *testing.T) {
+	checkNoLeaks(t)
+	h := startProxy(t, Config{MaxConns: 2})
+	clients := func() int {
+		h.s.mu.Lock()
+		defer h.s.mu.Unlock()
+		return h.s.clients
+	}
+	waitClients := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); clients() != n; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("clients = %d, want %d", clients(), n)
+			}
+		}
+	}
+	a := h.dial()
+	h.dial()
+	waitClients(2)
+	extra := h.dial()
+	if b, err := io.ReadAll(extra); len(b) != 0 || err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("connection beyond the cap: read %q, %v", b, err)
+	}
+	a.Close()
+	waitClients(1)
+	c := h.dial()
+	io.WriteString(c, "GET / HTTP/1.1\r\n\r\n")
+	if hd := readHead(t, bufio.NewReader(c)); hd.code != 400 {
+		t.Fatalf("after a slot freed: %q", hd.status)
+	}
+}
+
+func TestCloseDuringTunnelsReturnsAndLeaksNothing(t *testing.T) {
+	checkNoLeaks(t)
+	fds := openFDs()
+	t.Cleanup(func() {
+		if fds < 0 {
+			return
+		}
+		// The runtime keeps pipes for splice(2) in a sync.Pool and closes
+		// them by finalizer; collecting twice empties the pool.
+		for deadline := time.Now().Add(5 * time.Second); openFDs() > fds; time.Sleep(10 * time.Millisecond) {
+			runtime.GC()
+			if time.Now().After(deadline) {
+				t.Errorf("open descriptors: %d now, %d before\n%s", openFDs(), fds, fdList())
+				return
+			}
+		}
+	})
+	_, port := startEcho(t, "127.0.0.1:0")
+	o := startOrigin(t)
+	cfg := Config{Allow: []*sandboxdv1.NetworkAllow{allow("allowed.test", 0)}, Pinned: loopback("allowed.test")}
+	h := startProxy(t, cfg)
+	// A second listener on the same server, closed by Close too.
+	l2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served2 := make(chan error, 1)
+	go func() { served2 <- h.s.Serve(l2) }()
+
+	var conns []net.Conn
+	for range 3 {
+		c, br, hd := h.connectHTTP(fmt.Sprintf("allowed.test:%d", port))
+		if hd.code != 200 {
+			t.Fatal(hd.status)
+		}
+		echoes(t, c, br, "before close")
+		conns = append(conns, c)
+	}
+	c, br, rep := h.socks5(socksAtypDomain, []byte("allowed.test"), uint16(port))
+	if rep != 0 {
+		t.Fatal(rep)
+	}
+	echoes(t, c, br, "socks")
+	conns = append(conns, c)
+	kept := h.dial()
+	fmt.Fprintf(kept, "GET http://allowed.test:%d/ HTTP/1.1\r\n\r\n", o.port)
+	resp, err := http.ReadResponse(bufio.NewReader(kept), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAllBody(t, resp)
+	conns = append(conns, kept, h.dial()) // the last one mid-handshake
+
+	closed := make(chan struct{})
+	go func() {
+		h.s.Close()
+		h.s.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return with tunnels open")
+	}
+	if err := <-served2; err != nil {
+		t.Fatalf("second Serve returned %v", err)
+	}
+	for i, c := range conns {
+		if b, err := io.ReadAll(c); len(b) != 0 || err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("conn %d after Close: read %q, %v", i, b, err)
+		}
+		c.Close()
+	}
+	if _, err := net.DialTimeout("tcp", h.addr, time.Second); err == nil {
+		t.Errorf("listener still accepts after Close")
+	}
+	// Serve on a closed server returns at once and closes its listener.
+	l3, _ := net.Listen("tcp", "127.0.0.1:0")
+	if err := h.s.Serve(l3); err != nil {
+		t.Errorf("Serve after Close: %v", err)
+	}
+	if _, err := l3.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("listener given to Serve after Close is open: %v", err)
+	}
+}
+
+func TestServeReturnsNilWhenItsListenerIsClosed(t *testing.T) {
+	checkNoLeaks(t)
+	s := New(Config{})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(l) }()
+	time.Sleep(10 * time.Millisecond)
+	l.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.Close() }()
+	}
+	wg.Wait()
+}
+
+func TestParseHosts(t *testing.T) {
+	in := `# operator pins
+127.0.0.1   Allowed.Test  other.test.   # trailing comment
+::1         allowed.test
+
+10.0.0.5	registry.internal
+	127.0.0.1 allowed.test
+`
+	got, err := ParseHosts(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"allowed.test":      "127.0.0.1 ::1",
+		"other.test":        "127.0.0.1",
+		"registry.internal": "10.0.0.5",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for name, addrs := range want {
+		var s []string
+		for _, a := range got[name] {
+			s = append(s, a.String())
+		}
+		if strings.Join(s, " ") != addrs {
+			t.Errorf("%s: %v, want %s", name, s, addrs)
+		}
+	}
+	for _, tc := range []struct{ in, err string }{
+		{"127.0.0.1 a.test\n300.1.1.1 b.test\n", "hosts line 2: \"300.1.1.1\" is not an IP address"},
+		{"\n\n127.0.0.1\n", "hosts line 3: address 127.0.0.1 has no names"},
+		{"127.0.0.1 ok.test\n# c\n127.0.0.1 bad!name\n", "hosts line 3: \"bad!name\""},
+		{"127.0.0.1 *.wild.test\n", "hosts line 1: \"*.wild.test\""},
+		{"127.0.0.1 10.0.0.1\n", "hosts line 1: \"10.0.0.1\" has a host name ending in a number"},
+		{"127.0.0.1 a.test\n127.0.0.1 " + strings.Repeat("a", 70<<10) + "\n", "hosts line 2:"},
+	} {
+		_, err := ParseHosts(strings.NewReader(tc.in))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+			t.Errorf("ParseHosts(%.40q) = %v, want an error starting %q", tc.in, err, tc.err)
+		}
+	}
+}
+
+func TestInternalKind(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1":          "loopback",
+		"127.255.0.9":        "loopback",
+		"::1":                "loopback",
+		"::ffff:127.0.0.1":   "loopback",
+		"0.0.0.0":            "unspecified",
+		"0.1.2.3":            "unspecified",
+		"::":                 "unspecified",
+		"169.254.169.254":    "link-local",
+		"::ffff:169.254.1.1": "link-local",
+		"fe80::1":            "link-local",
+		"224.0.0.251":        "link-local multicast",
+		"ff02::1":            "link-local multicast",
+		"ff01::1":            "link-local multicast",
+		"239.1.1.1":          "multicast",
+		"ff0e::1":            "multicast",
+		"10.0.0.1":           "",
+		"172.16.0.1":         "",
+		"192.168.1.1":        "",
+		"fd00::1":            "",
+		"93.184.216.34":      "",
+		"2606:2800::1":       "",
+	} {
+		if got := internalKind(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("internalKind(%s) = %q, want %q", addr, got, want)
+		}
+	}
+}
+
+func TestCloseCancelsDialsInFlight(t *testing.T) {
+	checkNoLeaks(t)
+	dialing := make(chan struct{}, 1)
+	h := startProxy(t, Config{
+		Allow:       []*sandboxdv1.NetworkAllow{allow("slow.test", 0)},
+		Pinned:      loopback("slow.test"),
+		DialTimeout: time.Minute,
+		Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			dialing <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	})
+	c := h.dial()
+	io.WriteString(c, "CONNECT slow.test:443 HTTP/1.1\r\n\r\n")
+	<-dialing
+	start := time.Now()
+	h.s.Close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close took %v with a dial in flight", d)
+	}
+}
+
+func TestPanicServingOneConnectionIsLoggedAndContained(t *testing.T) {
+	checkNoLeaks(t)
+	var mu sync.Mutex
+	var logs []string
+	_, port := startEcho(t, "127.0.0.1:0")
+	h := startProxy(t, Config{
+		Allow:    []*sandboxdv1.NetworkAllow{allow("allowed.test", port)},
+		Pinned:   loopback("allowed.test"),
+		OnDenial: func(*sandboxdv1.Denial) { panic("denial sink exploded") },
+		Logf: func(format string, args ...any) {
+			mu.Lock()
+			logs = append(logs, fmt.Sprintf(format, args...))
+			mu.Unlock()
+		},
+	})
+	bad := h.dial()
+	io.WriteString(bad, "CONNECT other.test:1 HTTP/1.1\r\n\r\n")
+	if b, _ := io.ReadAll(bad); len(b) != 0 {
+		t.Fatalf("the connection whose handler panicked got %q", b)
+	}
+	c, br, hd := h.connectHTTP(fmt.Sprintf("allowed.test:%d", port))
+	if hd.code != 200 {
+		t.Fatalf("after a panic: %q", hd.status)
+	}
+	echoes(t, c, br, "still serving")
+	// The connection closes while the panic unwinds, before it is logged.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(logs)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs) != 1 || !strings.Contains(logs[0], "panic") || !strings.Contains(logs[0], "denial sink exploded") {
+		t.Fatalf("logs %q", logs)
+	}
+}

@@ -1,0 +1,354 @@
+package netproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/policy"
+)
+
+// target is a host and port a client asked for, after validation.
+type target struct {
+	name string     // canonical name (lower case, no trailing dot), or ""
+	addr netip.Addr // the IP literal the client named, when name is ""
+	port uint16
+}
+
+func (t target) host() string {
+	if t.name != "" {
+		return t.name
+	}
+	return t.addr.String()
+}
+
+// String is the "host:port" form denials and error messages show.
+func (t target) String() string {
+	return net.JoinHostPort(t.host(), strconv.Itoa(int(t.port)))
+}
+
+// denied is a refusal on policy grounds; it becomes a Denial event, HTTP
+// 403 (400 when the target is malformed) and SOCKS reply 0x02.
+type denied struct {
+	target    string // host:port, printable ASCII
+	detail    string
+	malformed bool
+}
+
+func (d *denied) Error() string { return d.target + " " + d.detail }
+
+// upstreamError is a failure to reach an allowed target.
+type upstreamError struct {
+	resolving bool // failed resolving the name, not connecting
+	target    string
+	err       error
+}
+
+func (e *upstreamError) Error() string {
+	if e.resolving {
+		return "resolving " + e.target + ": " + e.err.Error()
+	}
+	return "connecting to " + e.target + ": " + e.err.Error()
+}
+
+func (e *upstreamError) Unwrap() error { return e.err }
+
+func (e *upstreamError) timeout() bool {
+	var ne net.Error
+	return errors.Is(e.err, context.DeadlineExceeded) || errors.As(e.err, &ne) && ne.Timeout()
+}
+
+// parseTarget validates a host (without brackets) and a decimal port as a
+// client sent them. Whatever fails here could never match network.allow,
+// and is refused before matching so that odd spellings of a name or an
+// address cannot slip past the comparison.
+func parseTarget(host, port string) (target, error) {
+	bad := func(detail string) (target, error) {
+		return target{}, &denied{target: net.JoinHostPort(printable(host), printable(port)), detail: detail, malformed: true}
+	}
+	var t target
+	switch p, err := strconv.ParseUint(port, 10, 16); {
+	case port == "":
+		return bad("has no port")
+	case err != nil:
+		return bad("has an invalid port")
+	case p == 0:
+		return bad("has port 0")
+	default:
+		t.port = uint16(p)
+	}
+	if host == "" {
+		return bad("has an empty host")
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if a.Zone() != "" {
+			// A zone names an interface of the daemon's host, which no
+			// policy entry can mean.
+			return bad("has an IPv6 zone")
+		}
+		t.addr = a
+		return t, nil
+	}
+	name, why := canonicalName(host)
+	if why != "" {
+		return bad(why)
+	}
+	t.name = name
+	return t, nil
+}
+
+// canonicalName returns h in lower case without its trailing dot, or why
+// h is not a DNS name this proxy will look up.
+func canonicalName(h string) (string, string) {
+	name := strings.ToLower(strings.TrimSuffix(h, "."))
+	if name == "" {
+		return "", "has an empty host"
+	}
+	if len(name) > 253 {
+		return "", "has a host name longer than 253 characters"
+	}
+	labels := strings.Split(name, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 {
+			return "", "has a host name with an empty or over-long label"
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return "", "has a host name with characters outside [a-z0-9-_.]"
+			}
+		}
+	}
+	if isNumericLabel(labels[len(labels)-1]) {
+		// Resolvers read "127.1", "0x7f.1" or "10.0.0.1." as IPv4
+		// addresses; such a "name" would reach an address that no IP
+		// literal in the policy names.
+		return "", "has a host name ending in a number (not a valid IP literal)"
+	}
+	return name, ""
+}
+
+// isNumericLabel is the WHATWG URL standard's "ends in a number" test for
+// one label: decimal digits, or hexadecimal ones after 0x.
+func isNumericLabel(l string) bool {
+	digits := "0123456789"
+	if len(l) >= 2 && l[0] == '0' && l[1] == 'x' {
+		l, digits = l[2:], "0123456789abcdef"
+		if l == "" {
+			return true
+		}
+	}
+	return l != "" && strings.Trim(l, digits) == ""
+}
+
+// printable makes client-supplied text safe for a header value, a log
+// line and a protobuf string (which must be UTF-8).
+func printable(s string) string {
+	const limit = 255
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if b.Len() >= limit {
+			b.WriteString("...")
+			break
+		}
+		c := s[i]
+		if c < ' ' || c >= 0x7f {
+			c = '?'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// allowed reports whether network.allow admits t.
+func (s *Server) allowed(t target) bool {
+	hosts := []string{t.host()}
+	switch {
+	case t.addr.Is4In6():
+		// ::ffff:10.0.0.1 and 10.0.0.1 are one destination; either
+		// spelling in the policy admits either in the request.
+		hosts = append(hosts, t.addr.Unmap().String())
+	case t.addr.Is4():
+		hosts = append(hosts, netip.AddrFrom16(t.addr.As16()).String())
+	}
+	for _, r := range s.rules {
+		if r.port != 0 && r.port != uint32(t.port) {
+			continue
+		}
+		for _, h := range hosts {
+			if policy.MatchHost(r.host, h) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// open checks t (or reports perr, the reason it could not be parsed),
+// resolves and connects, and reports a Denial for every policy refusal.
+// op is the Denial's Operation.
+func (s *Server) open(op string, t target, perr error) (net.Conn, error) {
+	err := perr
+	var c net.Conn
+	if err == nil {
+		c, err = s.connect(t)
+	}
+	var d *denied
+	if errors.As(err, &d) && s.cfg.OnDenial != nil {
+		s.cfg.OnDenial(&sandboxdv1.Denial{
+			Time:      timestamppb.Now(),
+			Field:     "network.allow",
+			Operation: op,
+			Target:    d.target,
+			Errno:     "EACCES",
+			Detail:    d.detail,
+		})
+	}
+	return c, err
+}
+
+// connect is the one way out of the sandbox: policy first, so that a
+// refused name is never even looked up (a lookup alone would carry data
+// out through DNS), then the proxy's own resolution, then a dial to the
+// addresses it found, never to a name.
+func (s *Server) connect(t target) (net.Conn, error) {
+	if !s.allowed(t) {
+		return nil, &denied{target: t.String(), detail: "not in network.allow"}
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
+	defer cancel()
+	addrs, err := s.resolve(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	var first error
+	for i, a := range addrs {
+		dctx, dcancel := partialDeadline(ctx, len(addrs)-i)
+		c, err := s.dial(dctx, "tcp", netip.AddrPortFrom(a.Unmap(), t.port).String())
+		dcancel()
+		if err == nil {
+			if !s.track(c) {
+				return nil, &upstreamError{target: t.String(), err: net.ErrClosed}
+			}
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, &upstreamError{target: t.String(), err: first}
+}
+
+func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if s.cfg.Dial != nil {
+		return s.cfg.Dial(ctx, network, addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// partialDeadline gives one of n remaining connection attempts its share
+// of the time left, as net.Dialer does, so that one black-holed address
+// does not use up the time meant for the others.
+func partialDeadline(ctx context.Context, n int) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok || n <= 1 {
+		return context.WithCancel(ctx)
+	}
+	left := time.Until(deadline)
+	const floor = 2 * time.Second
+	share := left / time.Duration(n)
+	if share < floor {
+		share = min(floor, left)
+	}
+	return context.WithTimeout(ctx, share)
+}
+
+// resolve returns the addresses to dial for an allowed target.
+func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
+	if t.name == "" {
+		// The policy named this address itself.
+		return []netip.Addr{t.addr}, nil
+	}
+	if addrs, ok := s.pinned[t.name]; ok && len(addrs) > 0 {
+		return addrs, nil
+	}
+	addrs, err := s.resolver.LookupNetIP(ctx, "ip", t.name)
+	if err == nil && len(addrs) == 0 {
+		err = errors.New("no addresses")
+	}
+	if err != nil {
+		return nil, &upstreamError{resolving: true, target: t.name, err: err}
+	}
+	for i, a := range addrs {
+		// net.Resolver returns A records as IPv4-mapped IPv6 addresses.
+		addrs[i] = a.Unmap()
+		if kind := internalKind(addrs[i]); kind != "" {
+			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to %s address %s", kind, addrs[i])}
+		}
+	}
+	return addrs, nil
+}
+
+// internalKind says which kind of host-internal address a is, or "" if it
+// is none. A name that DNS maps to one of these would let a sandbox reach
+// the daemon's own host (its loopback services, the cloud metadata
+// endpoint at 169.254.169.254) through a name the policy allows: DNS
+// rebinding. Every address of a name is checked, and one internal address
+// refuses the whole name, since skipping it would still let the sandbox
+// probe which names point where.
+//
+// Private ranges (10/8, 172.16/12, 192.168/16, fc00::/7) are deliberately
+// not refused: internal package registries and services that policies name
+// live there, and reaching them is what allowing their names means.
+func internalKind(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case !a.IsValid():
+		return "invalid"
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsUnspecified() || a.Is4() && a.As4()[0] == 0:
+		// Connecting to 0.0.0.0 (or anything in 0/8 on some kernels)
+		// reaches the local host.
+		return "unspecified"
+	case a.IsLinkLocalUnicast():
+		return "link-local"
+	case a.IsLinkLocalMulticast(), a.IsInterfaceLocalMulticast():
+		return "link-local multicast"
+	case a.IsMulticast():
+		return "multicast"
+	}
+	return ""
+}
+
+// socksReply is the SOCKS5 reply code for a failure to open a target.
+func socksReply(err error) byte {
+	var d *denied
+	var ue *upstreamError
+	switch {
+	case errors.As(err, &d):
+		return socksNotAllowed
+	case errors.As(err, &ue) && ue.resolving:
+		return socksHostUnreachable
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return socksConnRefused
+	case errors.Is(err, syscall.ENETUNREACH):
+		return socksNetUnreachable
+	case errors.Is(err, syscall.EHOSTUNREACH):
+		return socksHostUnreachable
+	}
+	return socksFailure
+}
