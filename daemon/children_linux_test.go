@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -200,15 +201,23 @@ func TestSessionSocketStartsNarrowedChildrenAndSeesItsSubtree(t *testing.T) {
 
 	inside := h.dial(spec.SessionSocket)
 
-	// No policy: exactly the parent's.
+	// No policy: exactly the parent's, but for the time the parent has
+	// left.
 	child := h.openOn(inside, detached(sh("exec sleep 60"))).finish()
 	if child.err != nil {
 		t.Fatalf("child: %v", child.err)
 	}
 	cid := child.started.GetSessionId()
 	cinfo := h.inspect(cid)
-	if cinfo.GetParentId() != pid || cinfo.GetPolicyDigest() != parent.started.GetPolicyDigest() {
-		t.Fatalf("child parent %q digest %q, want parent %q digest %q", cinfo.GetParentId(), cinfo.GetPolicyDigest(), pid, parent.started.GetPolicyDigest())
+	pinfo := h.inspect(pid)
+	left := cinfo.GetPolicy().GetLimits().GetTimeout().AsDuration()
+	if left <= 0 || left > pinfo.GetPolicy().GetLimits().GetTimeout().AsDuration() {
+		t.Fatalf("child timeout %v, want what is left of the parent's %v", left, pinfo.GetPolicy().GetLimits().GetTimeout().AsDuration())
+	}
+	same := proto.CloneOf(cinfo.GetPolicy())
+	same.Limits.Timeout = pinfo.GetPolicy().GetLimits().GetTimeout()
+	if cinfo.GetParentId() != pid || policy.Digest(same) != parent.started.GetPolicyDigest() {
+		t.Fatalf("child parent %q policy %v, want parent %q and its policy %v", cinfo.GetParentId(), cinfo.GetPolicy(), pid, pinfo.GetPolicy())
 	}
 	if got, _ := envOf(h.backend.lastSpec().Env, envDigest); got != cinfo.GetPolicyDigest() {
 		t.Fatalf("child's %s %q, Inspect says %q", envDigest, got, cinfo.GetPolicyDigest())

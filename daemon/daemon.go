@@ -11,6 +11,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net/netip"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -66,6 +68,10 @@ type Config struct {
 	// MetricsAddr, when set, is the TCP address ListenAndServe serves
 	// Prometheus metrics on, at /metrics.
 	MetricsAddr string
+	// ProxyHosts pins names for the allowlist proxy's resolution: the
+	// operator's word, used even where DNS answers would be refused
+	// (loopback). Nil resolves every name through the host's resolver.
+	ProxyHosts map[string][]netip.Addr
 }
 
 // DefaultScrollback is how much of a session's recent output an attaching
@@ -396,9 +402,13 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	}
 }
 
-// Close releases what New acquired: the audit log. Call it once the
+// Close releases what New acquired, the audit log, and what the backend
+// holds for all sessions when it says so (io.Closer). Call it once the
 // Service serves no more.
 func (s *Service) Close() error {
+	if c, ok := s.cfg.Backend.(io.Closer); ok {
+		c.Close()
+	}
 	if s.audit == nil {
 		return nil
 	}

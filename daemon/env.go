@@ -20,6 +20,9 @@ type sessionIdentity struct {
 	// socket is the session socket's path inside the sandbox, empty when
 	// the policy allows no children.
 	socket string
+	// proxy is the address of the allowlist proxy inside the sandbox,
+	// empty without one.
+	proxy string
 }
 
 // buildEnv returns the complete environment of a sandboxed process. It
@@ -30,6 +33,13 @@ func buildEnv(tty bool, home string, overrides map[string]string, ids sessionIde
 	env, err := envDefaults(tty, home)
 	if err != nil {
 		return nil, err
+	}
+	if ids.proxy != "" {
+		// Defaults the request may change: they only tell programs where
+		// the way out is, and a program that ignores them has none.
+		for k, v := range proxyEnv(ids.proxy) {
+			env[k] = v
+		}
 	}
 	// Where names are case-insensitive (Windows), "Path" in the request
 	// replaces the default "PATH" rather than standing beside it.
@@ -117,3 +127,17 @@ const (
 	maxArgs      = 64 << 10
 	maxArgvBytes = 1 << 20
 )
+
+// proxyEnv points the variables programs read for a proxy at addr, in both
+// spellings: curl reads only the lower-case http_proxy, others only upper
+// case. The sandbox's own loopback is private, so it is reached directly.
+func proxyEnv(addr string) map[string]string {
+	httpURL, socksURL := "http://"+addr, "socks5h://"+addr
+	noProxy := "localhost,127.0.0.1,::1"
+	return map[string]string{
+		"HTTP_PROXY": httpURL, "http_proxy": httpURL,
+		"HTTPS_PROXY": httpURL, "https_proxy": httpURL,
+		"ALL_PROXY": socksURL, "all_proxy": socksURL,
+		"NO_PROXY": noProxy, "no_proxy": noProxy,
+	}
+}

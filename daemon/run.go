@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sync"
 	"syscall"
@@ -13,7 +14,9 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/signum"
 	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/netproxy"
 	"github.com/sandboxd/sandboxd/policy"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // SessionStream is one session's bidirectional stream as the Service sees
@@ -57,6 +60,7 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 	}
 	if err := s.add(sess); err != nil {
 		sess.socket.close()
+		sess.closeProxy()
 		return err
 	}
 	ctx := stream.Context()
@@ -116,6 +120,9 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		if pol, err = policy.Narrow(parent.policy, start.GetPolicy()); err != nil {
 			return nil, launcher.Spec{}, fmt.Errorf("child policy: %w", err)
 		}
+		if err = parent.budget(pol); err != nil {
+			return nil, launcher.Spec{}, fmt.Errorf("child policy: %w", err)
+		}
 		parentID, owner, ownerSID = parent.id, parent.ownerUID, parent.ownerSID
 		uid, gid = parent.sandboxUID, parent.sandboxGID
 	} else {
@@ -172,6 +179,9 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		// session waits for an interactive attach.
 		interactive: !start.GetDetach(),
 	}
+	if n := pol.GetLimits().GetOutputBytes(); n != 0 {
+		sess.outCap = &outputCap{limit: n, tty: sess.tty}
+	}
 	ids := sessionIdentity{id: id, digest: digest}
 	if pol.GetChildren().GetAllow() {
 		if sess.socket, err = s.openSessionSocket(id, uid, gid); err != nil {
@@ -179,25 +189,37 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		}
 		ids.socket = s.socketInSandbox(sess.socket.path)
 	}
+	if pol.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
+		ids.proxy = launcher.ProxyAddress
+	}
 	env, err := buildEnv(start.GetTty(), home, cmd.GetEnv(), ids)
 	if err != nil {
 		sess.socket.close()
 		return nil, launcher.Spec{}, err
 	}
 	spec := launcher.Spec{
-		SessionID:   id,
-		Policy:      pol,
-		Digest:      digest,
-		Argv:        sess.argv,
-		Env:         env,
-		Cwd:         cwd,
-		UID:         uid,
-		GID:         gid,
-		HideSockets: s.hiddenSockets(),
-		OnDenial:    sess.denied,
+		ParentSessionID: parentID,
+		SessionID:       id,
+		Policy:          pol,
+		Digest:          digest,
+		Argv:            sess.argv,
+		Env:             env,
+		Cwd:             cwd,
+		UID:             uid,
+		GID:             gid,
+		HideSockets:     s.hiddenSockets(),
+		OnDenial:        sess.denied,
 	}
 	if sess.socket != nil {
 		spec.SessionSocket = sess.socket.path
+	}
+	if ids.proxy != "" {
+		sess.proxy = netproxy.New(netproxy.Config{Allow: pol.GetNetwork().GetAllow(), Pinned: s.cfg.ProxyHosts, OnDenial: sess.denied})
+		spec.Proxy = func(l net.Listener) {
+			if err := sess.proxy.Serve(l); err != nil {
+				s.logf("session %s: proxy: %v", id, err)
+			}
+		}
 	}
 	return sess, spec, nil
 }
@@ -268,6 +290,7 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 	defer sio.closeAll()
 	if d := sess.policy.GetLimits().GetTimeout().AsDuration(); d > 0 {
+		sess.setDeadline(time.Now().Add(d))
 		t := time.AfterFunc(d, func() { s.end(sess, reasonTimeout) })
 		defer t.Stop()
 	}
@@ -278,7 +301,18 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 	for _, o := range sio.outputs {
 		pumps.Go(func() {
 			sio.pump(o, func(out *sandboxdv1.Output) {
-				sess.out.publish(out)
+				keep, marker := sess.outCap.admit(out)
+				if keep != nil {
+					sess.out.publish(keep)
+				}
+				if marker != nil {
+					sess.out.publish(marker)
+					sess.denied(&sandboxdv1.Denial{
+						Time: timestamppb.Now(), Field: "limits.output_bytes", Operation: "write",
+						Target: streamName(out.GetStream(), sess.tty),
+						Detail: fmt.Sprintf("output beyond %d bytes is dropped; the command runs on", sess.outCap.limit),
+					})
+				}
 				sess.active()
 			})
 		})
@@ -308,6 +342,7 @@ func (s *Service) finished(sess *session, exit *sandboxdv1.Exit) {
 	}
 	sess.out.end(exit)
 	sess.socket.close()
+	sess.closeProxy()
 	for _, child := range s.close(sess) {
 		s.end(child, reasonParentEnded)
 	}

@@ -14,6 +14,7 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/signum"
 	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/netproxy"
 )
 
 // Why the daemon ended a session, as reported in Exit and SessionInfo.
@@ -23,6 +24,9 @@ const (
 	reasonDisconnected = "client disconnected"
 	reasonShutdown     = "daemon shutdown"
 	reasonParentEnded  = "parent"
+	// reasonLimit is followed by the limit's field, e.g.
+	// "limit: limits.memory_bytes".
+	reasonLimit = "limit"
 )
 
 // recentDenials is how many of a session's denials Inspect shows.
@@ -51,6 +55,10 @@ type session struct {
 	out *broadcast
 	// socket is the session's own socket when its policy allows children.
 	socket *sessionSocket
+	// proxy is the session's way out under network ALLOWLIST, nil otherwise.
+	proxy *netproxy.Server
+	// outCap keeps limits.output_bytes; nil keeps everything.
+	outCap *outputCap
 	// activity wakes the input-state poller (see watchInput).
 	activity chan struct{}
 
@@ -82,6 +90,9 @@ type session struct {
 	// denials are the most recent ones, oldest first; denialCount all.
 	denials     []*sandboxdv1.Denial
 	denialCount uint64
+	// deadline is when limits.timeout ends the session, zero for never
+	// or not yet running.
+	deadline time.Time
 }
 
 func (s *session) info() *sandboxdv1.SessionInfo {
@@ -303,6 +314,9 @@ func (s *session) finish(st launcher.Status, waitErr error) (*sandboxdv1.Exit, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	to := sandboxdv1.State_EXITED
+	if st.Limit != "" && s.killReason == "" {
+		s.killReason = reasonLimit + ": " + st.Limit
+	}
 	if s.killReason != "" {
 		to = sandboxdv1.State_KILLED
 	}

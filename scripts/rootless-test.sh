@@ -42,8 +42,48 @@ chmod 0644 "$work/root-owned/root-owned"
 install -d -m 0700 "$work/root-owned/private"
 printf 'secret\n' > "$work/root-owned/private/secret"
 
+# Limits need cgroups the daemon may write: delegate a cgroup to the user,
+# as systemd's Delegate=yes would, and run the suite inside it. On v1 that
+# is a directory per controller owned by the user; on v2 one with the
+# controllers enabled, the suite in a leaf of it (a v2 cgroup with
+# processes hands no controllers down).
+delegated=()
+undelegate() {
+	for d in "${delegated[@]}"; do
+		echo $$ > "$(dirname "$d")/cgroup.procs" 2>/dev/null || echo $$ > "$(dirname "$(dirname "$d")")/cgroup.procs" 2>/dev/null || true
+		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+	done
+}
+trap 'undelegate; rm -rf "$work"' EXIT
+name="sandboxd-rootless.$$"
+ugrp="$(id -gn "$user")"
+while read -r mnt fstype opts; do
+	case "$fstype" in
+	cgroup)
+		case ",$opts," in *,memory,*|*,pids,*|*,cpu,*) ;; *) continue ;; esac
+		d="$mnt/$name"
+		mkdir "$d"
+		chown -R "$user:$ugrp" "$d"
+		echo $$ > "$d/cgroup.procs"
+		delegated+=("$d")
+		;;
+	cgroup2)
+		grep -qw memory "$mnt/cgroup.controllers" || continue
+		d="$mnt/$name"
+		mkdir "$d"
+		echo "+memory +pids +cpu" > "$mnt/cgroup.subtree_control"
+		echo "+memory +pids +cpu" > "$d/cgroup.subtree_control"
+		mkdir "$d/suite"
+		chown "$user:$ugrp" "$d" "$d/cgroup.procs" "$d/cgroup.subtree_control" "$d/cgroup.threads"
+		chown -R "$user:$ugrp" "$d/suite"
+		echo $$ > "$d/suite/cgroup.procs"
+		delegated+=("$d")
+		;;
+	esac
+done < <(awk '{ for (i = 7; $i != "-"; i++); print $5, $(i+1), $(i+3) }' /proc/self/mountinfo)
+
 cd "$work"
-echo "rootless-test.sh: running the conformance suite as $user (uid $(id -u "$user"))"
+echo "rootless-test.sh: running the conformance suite as $user (uid $(id -u "$user")) in delegated cgroups: ${delegated[*]:-none}"
 runuser -u "$user" -- env -i \
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	HOME="$home" USER="$user" LANG=C.UTF-8 \

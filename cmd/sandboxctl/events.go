@@ -89,7 +89,7 @@ func ended(ev *sandboxdv1.Event) bool {
 // writeEvent prints one event for a human:
 //
 //	TIME SESSION [parent P] state FROM -> TO [reason ...]
-//	TIME SESSION [parent P] denied FIELD OPERATION TARGET by COMMAND[PID] (ERRNO)
+//	TIME SESSION [parent P] denied FIELD OPERATION TARGET [by COMMAND[PID]] (ERRNO)[: DETAIL]
 func writeEvent(w io.Writer, ev *sandboxdv1.Event) error {
 	var b strings.Builder
 	b.WriteString(ev.GetTime().AsTime().Local().Format("15:04:05.000"))
@@ -126,9 +126,15 @@ func writeEvent(w io.Writer, ev *sandboxdv1.Event) error {
 		if t := d.GetTarget(); t != "" {
 			b.WriteString(" " + t)
 		}
-		fmt.Fprintf(&b, " by %s[%d]", d.GetCommand(), d.GetPid())
+		// The daemon's own refusals (its proxy, limits) have no process.
+		if d.GetCommand() != "" || d.GetPid() != 0 {
+			fmt.Fprintf(&b, " by %s[%d]", d.GetCommand(), d.GetPid())
+		}
 		if e := d.GetErrno(); e != "" {
 			fmt.Fprintf(&b, " (%s)", e)
+		}
+		if why := d.GetDetail(); why != "" {
+			fmt.Fprintf(&b, ": %s", why)
 		}
 		if ev.GetSnapshot() {
 			b.WriteString(" (snapshot)")

@@ -33,6 +33,9 @@ func TestWriteEvent(t *testing.T) {
 		{&sandboxdv1.Event{Time: at, SessionId: "s1",
 			Kind: &sandboxdv1.Event_Denial{Denial: &sandboxdv1.Denial{Field: "filesystem.write", Operation: "openat", Target: "/etc/x", Command: "sh", Pid: 8, Errno: "EROFS"}}},
 			`10:02:11.093 s1 denied filesystem.write openat /etc/x by sh[8] (EROFS)`},
+		{&sandboxdv1.Event{Time: at, SessionId: "s1",
+			Kind: &sandboxdv1.Event_Denial{Denial: &sandboxdv1.Denial{Field: "network.allow", Operation: "connect", Target: "other.test:80", Errno: "EACCES", Detail: "other.test:80 not in network.allow"}}},
+			`10:02:11.093 s1 denied network.allow connect other.test:80 (EACCES): other.test:80 not in network.allow`},
 	} {
 		var b strings.Builder
 		if err := writeEvent(&b, tc.ev); err != nil {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log"
 	"math"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/doctor"
 	"github.com/sandboxd/sandboxd/internal/socketpath"
 	"github.com/sandboxd/sandboxd/internal/statedir"
+	"github.com/sandboxd/sandboxd/netproxy"
 	"github.com/sandboxd/sandboxd/selftest"
 )
 
@@ -55,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	scrollback := fs.Int("scrollback", daemon.DefaultScrollback, "`BYTES` of each session's recent output kept for attach")
 	stateDir := fs.String("state-dir", statedir.Default(), "`DIR` the audit log is kept in (audit.log, JSON lines, rotated by size), and on Windows the sandbox users' credentials and the journal of ACL entries (env "+statedir.Env+")")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics, e.g. 127.0.0.1:9464 (default: none)")
+	proxyHosts := fs.String("proxy-hosts", "", "hosts-format `FILE` (ADDR NAME...) of names the allowlist proxy resolves as written there, even to loopback, instead of through DNS (default: none)")
 	selfTest := fs.Bool("self-test", false, "start no server: run the self-test, print what this host can enforce (as sandboxctl doctor does), exit 0 if the self-test passed and 1 if not")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -74,9 +77,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd: --scrollback %d: must be positive\n", *scrollback)
 		return 2
 	}
-	if err := checkMechanism(*mechanism); err != nil {
+	err := checkMechanism(*mechanism)
+	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd: --mechanism: %v\n", err)
 		return 2
+	}
+	var pinned map[string][]netip.Addr
+	if *proxyHosts != "" {
+		if pinned, err = readProxyHosts(*proxyHosts); err != nil {
+			fmt.Fprintf(stderr, "sandboxd: --proxy-hosts: %v\n", err)
+			return 2
+		}
 	}
 	if cmd != nil {
 		if *selfTest {
@@ -109,6 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ScrollbackBytes:  *scrollback,
 		StateDir:         *stateDir,
 		MetricsAddr:      *metricsAddr,
+		ProxyHosts:       pinned,
 		Logf:             logger.Printf,
 	})
 	if err != nil {
@@ -127,6 +139,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	logger.Printf("stopped")
 	return 0
+}
+
+func readProxyHosts(path string) (map[string][]netip.Addr, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	hosts, err := netproxy.ParseHosts(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return hosts, nil
 }
 
 // selfTestOnly runs the self-test and prints the report sandboxctl doctor

@@ -746,8 +746,9 @@ type Exit struct {
 	// Signal that killed the command, 0 if none.
 	Signal int32 `protobuf:"varint,3,opt,name=signal,proto3" json:"signal,omitempty"`
 	// Why the session ended when the daemon ended it: "timeout", "operator",
-	// "parent" (its parent session ended), "limit", "client disconnected" or
-	// "daemon shutdown"; for a session that failed to start, why.
+	// "parent" (its parent session ended), "limit: FIELD" (e.g. "limit:
+	// limits.memory_bytes"), "client disconnected" or "daemon shutdown"; for
+	// a session that failed to start, why.
 	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

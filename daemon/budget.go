@@ -1,0 +1,66 @@
+package daemon
+
+import (
+	"fmt"
+	"time"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/policy"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// budget narrows a child's policy, already narrowed against s's, to what
+// s has left of the limits that run down: its time and its output. The
+// other limits need nothing here: the backend places the child within s's
+// cgroup, where s's memory, pids and CPU limits count both.
+func (s *session) budget(child *sandboxdv1.Policy) error {
+	l := child.GetLimits()
+	if l == nil {
+		l = &sandboxdv1.Limits{}
+		child.Limits = l
+	}
+	s.mu.Lock()
+	deadline := s.deadline
+	s.mu.Unlock()
+	if !deadline.IsZero() {
+		left := time.Until(deadline).Truncate(time.Millisecond)
+		if left <= 0 {
+			return &policy.WidenError{Field: "limits.timeout", Msg: "the parent session's time is up"}
+		}
+		if t := l.GetTimeout(); t == nil || t.AsDuration() > left {
+			l.Timeout = durationpb.New(left)
+		}
+	}
+	if left, limited := s.outCap.remaining(); limited {
+		if left == 0 {
+			return &policy.WidenError{Field: "limits.output_bytes", Msg: fmt.Sprintf("the parent session has used all of its %d bytes of output", s.outCap.limit)}
+		}
+		if n := l.GetOutputBytes(); n == 0 || n > left {
+			l.OutputBytes = left
+		}
+	}
+	return nil
+}
+
+func (s *session) setDeadline(t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deadline = t
+}
+
+func (s *session) closeProxy() {
+	if s.proxy != nil {
+		s.proxy.Close()
+	}
+}
+
+// streamName is how a denial names the stream output went to.
+func streamName(st sandboxdv1.Output_Stream, tty bool) string {
+	switch {
+	case tty:
+		return "terminal"
+	case st == sandboxdv1.Output_STDERR:
+		return "stderr"
+	}
+	return "stdout"
+}
