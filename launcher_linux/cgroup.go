@@ -128,3 +128,23 @@ func limitMechanisms(l *sandboxdv1.Limits, v2 map[string]bool) []*sandboxdv1.Fie
 	}
 	return out
 }
+
+// limitDenialSources says how the daemon sees the sandbox run into each
+// limit l sets.
+func limitDenialSources(p *sandboxdv1.Policy) []*sandboxdv1.DenialSource {
+	l := p.GetLimits()
+	var out []*sandboxdv1.DenialSource
+	if l.GetPids() != 0 {
+		out = append(out, &sandboxdv1.DenialSource{Kind: "limits.pids", Observed: true,
+			How: "the session cgroup's count of refused forks (pids.events), read every 100 ms: one denial a second at most, with the running count"})
+	}
+	if l.GetMemoryBytes() != 0 {
+		out = append(out, &sandboxdv1.DenialSource{Kind: "limits.memory_bytes", Observed: true,
+			How: "the session cgroup's OOM kill count: the first kill is recorded, and the session is ended as killed by the limit"})
+	}
+	if l.GetOutputBytes() != 0 {
+		out = append(out, &sandboxdv1.DenialSource{Kind: "limits.output_bytes", Observed: true,
+			How: "the daemon counts the output it keeps and records the first byte it drops"})
+	}
+	return out
+}

@@ -249,32 +249,25 @@ func (g *cgroups) base() (map[string]string, error) {
 }
 
 // v2Base prepares the daemon's v2 directory and enables the limit
-// controllers for its children.
+// controllers for its children. A v2 cgroup that holds processes cannot
+// hand controllers down, so the directory goes where one can: in the
+// daemon's own cgroup when the daemon is alone there (a systemd unit with
+// Delegate=yes), after moving itself into a leaf; else beside it, in a
+// parent that was delegated with its controllers enabled (how the rootless
+// test runs it); else, for root, in a cgroup of its own at the top.
 func v2Base(hy *hierarchy, name string) (string, error) {
 	enable := func(dir string) error {
-		var ctl []string
-		for _, c := range limitControllerNames {
-			ctl = append(ctl, "+"+c)
-		}
-		return writeCgroupFile(dir, "cgroup.subtree_control", strings.Join(ctl, " "))
+		return writeCgroupFile(dir, "cgroup.subtree_control", "+memory +pids +cpu")
 	}
 	own := hy.own
 	procs, err := os.ReadFile(filepath.Join(own, "cgroup.procs"))
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", filepath.Join(own, "cgroup.procs"), err)
 	}
-	alone := strings.TrimSpace(string(procs)) == strconv.Itoa(os.Getpid())
-	if own != hy.mount && !alone {
-		if os.Geteuid() != 0 {
-			return "", fmt.Errorf("cgroup %s holds other processes, so it cannot hand controllers down: %w (start sandboxd in a cgroup of its own, e.g. systemd-run --user -p Delegate=yes)", own, unix.EBUSY)
-		}
-		own = filepath.Join(hy.mount, "sandboxd")
-		if err := mkdirCgroup(own); err != nil {
-			return "", err
-		}
-	} else if own != hy.mount {
-		// The v2 rule: a cgroup with processes has no controllers for
-		// its children, so the daemon moves into a leaf of its own.
+	parent := own
+	switch alone := strings.TrimSpace(string(procs)) == strconv.Itoa(os.Getpid()); {
+	case own == hy.mount:
+	case alone:
 		leaf := filepath.Join(own, "daemon")
 		if err := mkdirCgroup(leaf); err != nil {
 			return "", err
@@ -282,12 +275,21 @@ func v2Base(hy *hierarchy, name string) (string, error) {
 		if err := writeCgroupFile(leaf, "cgroup.procs", strconv.Itoa(os.Getpid())); err != nil {
 			return "", err
 		}
+	case unix.Access(filepath.Join(filepath.Dir(own), "cgroup.procs"), unix.W_OK) == nil && filepath.Dir(own) != hy.mount:
+		parent = filepath.Dir(own)
+	case os.Geteuid() == 0:
+		parent = filepath.Join(hy.mount, "sandboxd")
+		if err := mkdirCgroup(parent); err != nil {
+			return "", err
+		}
+	default:
+		return "", fmt.Errorf("cgroup %s holds other processes and its parent is not delegated, so no cgroup can hand controllers down: %w (start sandboxd in a cgroup of its own, e.g. systemd-run --user -p Delegate=yes)", own, unix.EBUSY)
 	}
-	if err := enable(own); err != nil {
+	if err := enable(parent); err != nil {
 		return "", err
 	}
-	sweepStale(own)
-	dir := filepath.Join(own, name)
+	sweepStale(parent)
+	dir := filepath.Join(parent, name)
 	if err := mkdirCgroup(dir); err != nil {
 		return "", err
 	}

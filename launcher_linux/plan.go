@@ -291,7 +291,11 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		Landlock: ll, Seccomp: prog, Listener: notify,
 	}
 	plan.Report = append(report(p, plan, len(fs.GetDeny()) > 0, in.SessionSocket != ""), limitsReport(p, host)...)
-	plan.DenialSources = denialSources(plan, host, p.GetNetwork().GetMode() != sandboxdv1.Network_HOST)
+	plan.DenialSources = append(denialSources(plan, host, p.GetNetwork().GetMode() != sandboxdv1.Network_HOST), limitDenialSources(p)...)
+	if plan.ProxyListen != "" {
+		plan.DenialSources = append(plan.DenialSources, &sandboxdv1.DenialSource{Kind: "network.allow", Observed: true,
+			How: "the daemon's proxy records every connection it refuses (host:port and why); the 403 or SOCKS reply tells the client"})
+	}
 	return plan, nil
 }
 

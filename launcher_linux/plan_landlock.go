@@ -52,7 +52,7 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 		plan.Supervise = &Supervision{Writes: buildWriteModel(nil, ll, fs.GetReadOnly(), fs.GetDeny())}
 	}
 	plan.Report = append(reportLandlock(p, plan), limitsReport(p, host)...)
-	plan.DenialSources = denialSources(plan, host, none)
+	plan.DenialSources = append(denialSources(plan, host, none), limitDenialSources(p)...)
 	return plan, nil
 }
 
