@@ -148,3 +148,53 @@ func limitDenialSources(p *sandboxdv1.Policy) []*sandboxdv1.DenialSource {
 	}
 	return out
 }
+
+// hierarchy is where one controller is mounted and where the daemon sits
+// in it.
+type hierarchy struct {
+	v2 bool
+	// mount is the hierarchy's mount point, own the daemon's cgroup
+	// directory in it.
+	mount, own string
+}
+
+// cgroupHost is what the daemon found of the cgroup controllers that
+// enforce limits: per controller the hierarchy, or why it cannot be used.
+type cgroupHost struct {
+	ctl     map[string]*hierarchy
+	missing map[string]string
+}
+
+var limitControllerNames = []string{ctlMemory, ctlPids, ctlCPU}
+
+// probes are the host probe's results for the controllers.
+func (h *cgroupHost) probes() []ProbeResult {
+	var out []ProbeResult
+	for _, c := range limitControllerNames {
+		r := ProbeResult{Name: cgroupPrim(c), Op: "find the " + c + " controller's hierarchy and the daemon's cgroup in it"}
+		if hy := h.ctl[c]; hy != nil {
+			r.OK = true
+			version := "v1"
+			if hy.v2 {
+				version = "v2"
+			}
+			r.Detail = fmt.Sprintf("cgroup %s at %s", version, hy.own)
+		} else {
+			r.Detail = h.missing[c]
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// v2Set says which controllers are on the unified hierarchy.
+func (h *cgroupHost) v2Set() map[string]bool {
+	m := map[string]bool{}
+	for c, hy := range h.ctl {
+		m[c] = hy.v2
+	}
+	return m
+}
+
+// remedyCgroup is what a host without a usable controller can do.
+const remedyCgroup = "run sandboxd as root, or give it a cgroup of its own that it may write (cgroup v2: systemd Delegate=yes, or systemd-run --user -p Delegate=yes; cgroup v1: a directory per controller owned by the daemon's user, with the daemon in it), or drop the limit from the policy"

@@ -21,24 +21,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
-// hierarchy is where one controller is mounted and where the daemon sits
-// in it.
-type hierarchy struct {
-	v2 bool
-	// mount is the hierarchy's mount point, own the daemon's cgroup
-	// directory in it.
-	mount, own string
-}
-
-// cgroupHost is what the daemon found of the cgroup controllers that
-// enforce limits: per controller the hierarchy, or why it cannot be used.
-type cgroupHost struct {
-	ctl     map[string]*hierarchy
-	missing map[string]string
-}
-
-var limitControllerNames = []string{ctlMemory, ctlPids, ctlCPU}
-
 // detectCgroups reads the daemon's mounts and cgroup membership. It
 // changes nothing: a controller is usable when its hierarchy is mounted,
 // and the daemon may create cgroups beneath its own (root, or a delegated
@@ -159,35 +141,6 @@ func v2Has(mount, own, c string) bool {
 		return false
 	}
 	return slices.Contains(strings.Fields(string(b)), c)
-}
-
-// probes are the host probe's results for the controllers.
-func (h *cgroupHost) probes() []ProbeResult {
-	var out []ProbeResult
-	for _, c := range limitControllerNames {
-		r := ProbeResult{Name: cgroupPrim(c), Op: "find the " + c + " controller's hierarchy and the daemon's cgroup in it"}
-		if hy := h.ctl[c]; hy != nil {
-			r.OK = true
-			version := "v1"
-			if hy.v2 {
-				version = "v2"
-			}
-			r.Detail = fmt.Sprintf("cgroup %s at %s", version, hy.own)
-		} else {
-			r.Detail = h.missing[c]
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// v2Set says which controllers are on the unified hierarchy.
-func (h *cgroupHost) v2Set() map[string]bool {
-	m := map[string]bool{}
-	for c, hy := range h.ctl {
-		m[c] = hy.v2
-	}
-	return m
 }
 
 // cgroups makes the sessions' cgroups. Each session that sets a limit,
@@ -479,8 +432,6 @@ func (g *cgroups) create(id, parent string, l *sandboxdv1.Limits, onDenial func(
 	return sc, nil
 }
 
-const remedyCgroup = "run sandboxd as root, or give it a cgroup of its own that it may write (cgroup v2: systemd Delegate=yes, or systemd-run --user -p Delegate=yes; cgroup v1: a directory per controller owned by the daemon's user, with the daemon in it), or drop the limit from the policy"
-
 func cgroupRefusal(ctls []string, err error) error {
 	field := "limits"
 	if len(ctls) > 0 {
@@ -522,7 +473,7 @@ func (sc *sessionCgroup) watch(kill func()) {
 		sc.stopped.Go(func() { sc.watchPids(d) })
 	}
 	if d := sc.dirs[ctlMemory]; d != "" && sc.limits.GetMemoryBytes() != 0 {
-		sc.stopped.Go(func() { sc.watchMemory(d, kill) })
+		sc.stopped.Go(func() { sc.watchMemory(kill) })
 	}
 }
 
@@ -570,16 +521,21 @@ func (sc *sessionCgroup) watchPids(dir string) {
 	}
 }
 
-func (sc *sessionCgroup) watchMemory(dir string, kill func()) {
+func (sc *sessionCgroup) watchMemory(kill func()) {
 	t := time.NewTicker(cgroupPoll)
 	defer t.Stop()
 	for {
+		final := false
 		select {
 		case <-sc.stop:
-			return
+			// A hog killed faster than a poll is still reported.
+			final = true
 		case <-t.C:
 		}
 		if sc.oomKills() == 0 {
+			if final {
+				return
+			}
 			continue
 		}
 		sc.mu.Lock()
@@ -589,7 +545,9 @@ func (sc *sessionCgroup) watchMemory(dir string, kill func()) {
 			Field: "limits.memory_bytes", Operation: "oom-kill", Errno: "ENOMEM",
 			Detail: fmt.Sprintf("memory limit %d bytes reached; the session is killed", sc.limits.GetMemoryBytes()),
 		})
-		kill()
+		if !final {
+			kill()
+		}
 		return
 	}
 }

@@ -36,6 +36,7 @@ type DenialRecord struct {
 	HostPid   int32  `json:"host_pid,omitempty"`
 	Command   string `json:"command,omitempty"`
 	Errno     string `json:"errno,omitempty"`
+	Detail    string `json:"detail,omitempty"`
 }
 
 // Record turns an event into its JSON form.
@@ -71,6 +72,7 @@ func Record(ev *sandboxdv1.Event) *EventRecord {
 		r.Denial = &DenialRecord{
 			Field: d.GetField(), Operation: d.GetOperation(), Target: d.GetTarget(),
 			Pid: d.GetPid(), HostPid: d.GetHostPid(), Command: d.GetCommand(), Errno: d.GetErrno(),
+			Detail: d.GetDetail(),
 		}
 	}
 	return r
