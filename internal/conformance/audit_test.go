@@ -39,8 +39,10 @@ type auditLine struct {
 	PolicyDigest string          `json:"policy_digest"`
 	Enforcement  json.RawMessage `json:"enforcement"`
 	Denial       *struct {
-		Field  string `json:"field"`
-		Target string `json:"target"`
+		Field     string `json:"field"`
+		Operation string `json:"operation"`
+		Target    string `json:"target"`
+		Errno     string `json:"errno"`
 	} `json:"denial"`
 	raw string
 }

@@ -12,9 +12,9 @@ func hugeArgv() []string {
 }
 
 // enforcedHere says why the feature is not for TestUnenforceableIsRefused
-// here: the darwin backend enforces some of what Linux's cannot (listed
-// read roots), and its capabilities report says which; the rest it must
-// refuse.
+// here: the darwin backend enforces listed read roots, which Linux's
+// cannot, and its capabilities report says so; the allowlist and the
+// memory, pids and CPU limits (no proxy, no cgroups) it must refuse.
 func enforcedHere(feature string) string {
 	for _, f := range suite.caps.GetFeatures() {
 		if f.GetFeature() == feature && f.GetEnforceable() {

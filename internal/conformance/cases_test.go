@@ -33,8 +33,9 @@ type conformanceCase struct {
 	// name says what must (not) happen.
 	name  string
 	setup func(f *fixture) spec
-	// custom runs a case that is not one probe session.
-	custom func(t *testing.T, tty bool)
+	// custom runs a case that is not one probe session; it handles the
+	// refusals the case allows with refusedAsAllowed.
+	custom func(t *testing.T, c conformanceCase, tty bool)
 	// landlockRefuses is the field the landlock set (no namespaces) must
 	// refuse this case's policy for: Landlock cannot express it.
 	landlockRefuses string
@@ -53,7 +54,24 @@ type conformanceCase struct {
 	// linuxRefuses is the field the Linux backend refuses this case's
 	// policy for on every host and mechanism set: it has no mechanism for
 	// it, so there the case asserts the structured refusal instead.
-	linuxRefuses string
+	// darwinRefuses is the same for the macOS backend.
+	linuxRefuses, darwinRefuses string
+	// cgroupLimit is the limit field (limits.memory_bytes, limits.pids,
+	// limits.cpu_millis) the case is about: enforced with a cgroup, and
+	// refused for it only on a host the suite is told has none (noCgroupEnv).
+	cgroupLimit string
+}
+
+// refusesHere is the field this OS's backend refuses the case's policy for
+// on every host, or "".
+func (c conformanceCase) refusesHere() string {
+	switch runtime.GOOS {
+	case "linux":
+		return c.linuxRefuses
+	case "darwin":
+		return c.darwinRefuses
+	}
+	return ""
 }
 
 // TestConformance runs every case on the plain exec path and the PTY path.
@@ -72,7 +90,7 @@ func TestConformance(t *testing.T) {
 					}
 					tty := path == "pty"
 					if c.custom != nil {
-						c.custom(t, tty)
+						c.custom(t, c, tty)
 						return
 					}
 					oks := runCase(t, c, tty)
@@ -105,14 +123,7 @@ func runCase(t *testing.T, c conformanceCase, tty bool) []bool {
 		stdin = strings.NewReader(sp.stdin)
 	}
 	s := run(t, probeStart(tty, sp.policy, sp.env, args...), stdin)
-	if c.linuxRefuses != "" && runtime.GOOS == "linux" {
-		u := client.UnenforceableFrom(s.err)
-		if u == nil || u.GetField() != c.linuxRefuses || u.GetRemedy() == "" {
-			t.Fatalf("want a refusal for %s with a remedy, got %v", c.linuxRefuses, s.err)
-		}
-		return nil
-	}
-	if s.err != nil && refusalExpected(t, c, s) {
+	if refusedAsAllowed(t, c, s) {
 		return nil
 	}
 	exitedCleanly(t, s)
@@ -135,6 +146,38 @@ func runCase(t *testing.T, c conformanceCase, tty bool) []bool {
 		sp.after(t, s)
 	}
 	return oks
+}
+
+// refusedAsAllowed reports whether the session ended in a refusal that the
+// case allows here, failing the test for one it does not allow: the
+// refusal this OS always gives the case's policy (which must then come),
+// a cgroup limit's on a host without cgroups (noCgroupEnv), or one
+// refusalExpected allows.
+func refusedAsAllowed(t *testing.T, c conformanceCase, s *session) bool {
+	t.Helper()
+	if field := c.refusesHere(); field != "" {
+		u := client.UnenforceableFrom(s.err)
+		if u == nil || u.GetField() != field || u.GetRemedy() == "" {
+			t.Fatalf("want a refusal for %s with a remedy, got %v\n%s", field, s.err, s)
+		}
+		return true
+	}
+	if s.err == nil {
+		return false
+	}
+	u := client.UnenforceableFrom(s.err)
+	if c.cgroupLimit != "" && u != nil && u.GetField() == c.cgroupLimit {
+		if !suite.noCgroup {
+			t.Fatalf("refused %s, which must be enforced wherever the daemon has a cgroup (on a host without one, set %s=1): %v",
+				c.cgroupLimit, noCgroupEnv, s.err)
+		}
+		if u.GetRemedy() == "" {
+			t.Fatalf("refusal without a remedy: %v", s.err)
+		}
+		t.Logf("refused, as %s allows: %s: needs %s; found %s; remedy: %s", noCgroupEnv, u.GetField(), u.GetMechanism(), u.GetFound(), u.GetRemedy())
+		return true
+	}
+	return refusalExpected(t, c, s)
 }
 
 // refusalExpected reports whether the session's refusal is what the case
@@ -162,6 +205,10 @@ func refusalExpected(t *testing.T, c conformanceCase, s *session) bool {
 }
 
 func cases() []conformanceCase {
+	return slices.Concat(baseCases(), allowlistCases(), limitsCases())
+}
+
+func baseCases() []conformanceCase {
 	return []conformanceCase{
 		{name: "can write inside write root", setup: func(f *fixture) spec {
 			w := f.mkdir("w")
@@ -563,7 +610,7 @@ func cases() []conformanceCase {
 				steps:  []step{allow("net-ifaces"), allow("loopback")},
 			}
 		}},
-		{name: "not host root", custom: notHostRoot},
+		{name: "not host root", custom: func(t *testing.T, _ conformanceCase, tty bool) { notHostRoot(t, tty) }},
 		{
 			name: "cannot write root-owned file in write root",
 			setup: func(f *fixture) spec {

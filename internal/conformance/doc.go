@@ -16,6 +16,19 @@
 // the attempt. The macOS suite runs natively in CI only; elsewhere it is
 // compiled: CGO_ENABLED=0 GOOS=darwin go vet ./internal/conformance/...
 //
+// Network ALLOWLIST cases reach servers the suite starts on the host's
+// 127.0.0.1 and [::1] by names only the daemon's proxy knows: the suite
+// writes a hosts file (proxy-hosts under its root) mapping allowed.test,
+// other.test, wild.test and a.wild.test to 127.0.0.1 and starts the daemon
+// with --proxy-hosts FILE (when the built sandboxd has that flag). The
+// sandbox itself cannot reach those servers but through the proxy, which
+// is at 127.0.0.1:3128 in its own network namespace.
+//
+// Limits cases set small limits (64 tasks, 64 MiB, a fifth of a CPU,
+// 100000 output bytes) and run a fork bomb, a memory hog, a CPU spin and an
+// output flood from the probe; the fork bomb never holds more than 2000
+// children, so a missing limit fails the case without taking the host down.
+//
 // The suite needs no root: run as an unprivileged user, it starts the daemon
 // as that user, which then builds its sandboxes (on Linux from unprivileged
 // user namespaces). scripts/rootless-test.sh runs it that way on Linux.
@@ -40,9 +53,21 @@
 //	                               built one)
 //	SANDBOXD_DEGRADED_TABLE        file TestDegradedHosts (Linux) writes its
 //	                               table to
+//	SANDBOXD_CONFORMANCE_NO_CGROUP 1: this host gives the daemon no cgroup
+//	                               (a rootless daemon without a delegated
+//	                               subtree), so the cases of
+//	                               limits.memory_bytes, limits.pids and
+//	                               limits.cpu_millis accept a structured
+//	                               refusal of their field instead. Default
+//	                               off: anywhere else, root or rootless
+//	                               (scripts/rootless-test.sh delegates a
+//	                               cgroup), they must be enforced, and a
+//	                               refusal fails them
 //
 // On a Linux host where the namespaces set is incomplete, a case's policy
 // may be refused with a structured reason instead of run; with the landlock
 // set forced, exactly the cases that name a landlockRefuses field must be.
-// On macOS no case's policy may be refused.
+// On macOS no case's policy may be refused but those naming a
+// darwinRefuses field (the allowlist and the cgroup limits), which must be.
+// A cgroup limit is never refused without SANDBOXD_CONFORMANCE_NO_CGROUP.
 package conformance

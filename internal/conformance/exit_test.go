@@ -7,12 +7,14 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
@@ -153,4 +155,109 @@ func sandboxctlOn(t *testing.T, socket, dir string, args ...string) cliResult {
 		}
 	}
 	return r
+}
+
+// TestSandboxctlLimits: sandboxctl run's flags for limits and the
+// allowlist (--pids, --memory, --cpus, --output-limit, --allow-host) reach
+// the policy and are enforced, as a shell sees it: exit codes, output and
+// what stderr says.
+func TestSandboxctlLimits(t *testing.T) {
+	for _, path := range []string{"exec", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			var tty []string
+			if path == "pty" {
+				tty = []string{"--tty"}
+			}
+			// ctl runs sandboxctl run with tty and args; done says the
+			// case ends there, at a refusal this host must give (macOS:
+			// darwin; the landlock set: landlock) or may give (cgroup,
+			// with noCgroupEnv; anything, on a degraded host).
+			type refusals struct{ darwin, landlock, cgroup string }
+			ctl := func(t *testing.T, may refusals, args ...string) (cliResult, bool) {
+				t.Helper()
+				f := newFixture(t)
+				r := sandboxctl(t, f.dir, append(append([]string{"run"}, tty...), args...)...)
+				refusedWith := func(field string) bool {
+					return field != "" && r.code == client.ExitDaemonFailed && strings.Contains(r.stderr, field)
+				}
+				switch {
+				case runtime.GOOS == "darwin" && may.darwin != "":
+					refused(t, r, "", may.darwin)
+					return r, true
+				case suite.mechanism == "landlock" && may.landlock != "":
+					refused(t, r, "", may.landlock)
+					return r, true
+				case suite.noCgroup && refusedWith(may.cgroup):
+					t.Logf("refused, as %s allows: %s", noCgroupEnv, r.stderr)
+					return r, true
+				case refusalsAllowed() && suite.mechanism != "landlock" && r.code == client.ExitDaemonFailed &&
+					!refusedWith(may.cgroup) && strings.Contains(r.stderr, "refused"):
+					t.Logf("refused, as this host allows: %s", r.stderr)
+					return r, true
+				}
+				return r, false
+			}
+			outcomes := func(t *testing.T, r cliResult, n int) []outcome {
+				t.Helper()
+				o := parseOutcomes(r.stdout)
+				if r.code != 0 || len(o) != n {
+					t.Fatalf("exit code %d, %d outcomes; want 0 and %d\nstdout: %q\nstderr: %q", r.code, len(o), n, r.stdout, r.stderr)
+				}
+				return o
+			}
+			t.Run("--pids contains a fork bomb", func(t *testing.T) {
+				r, done := ctl(t, refusals{darwin: "limits.pids", cgroup: "limits.pids"}, "--pids", "64", "--", suite.probe, "fork-bomb", "1")
+				if !done {
+					checkForkBomb(t, outcomes(t, r, 1)[0], 32, 64)
+				}
+			})
+			t.Run("--memory kills a hog with 137 and says why", func(t *testing.T) {
+				r, done := ctl(t, refusals{darwin: "limits.memory_bytes", cgroup: "limits.memory_bytes"}, "--memory", "64M", "--", suite.probe, "mem-hog", "200000000")
+				if !done && (r.code != 128+9 || !strings.Contains(r.stderr, "limits.memory_bytes")) {
+					t.Errorf("exit code %d, stderr %q; want %d and the limit named", r.code, r.stderr, 128+9)
+				}
+			})
+			t.Run("--cpus throttles a spin", func(t *testing.T) {
+				r, done := ctl(t, refusals{darwin: "limits.cpu_millis", cgroup: "limits.cpu_millis"}, "--cpus", "0.2", "--", suite.probe, "cpu-burn", "1500ms")
+				if done {
+					return
+				}
+				d := detailMap(outcomes(t, r, 1)[0])
+				cpu, _ := d["cpu_seconds"].(float64)
+				wall, _ := d["wall_seconds"].(float64)
+				if wall < 1.4 || cpu/wall > maxCPURatio {
+					t.Errorf("under --cpus 0.2 a spin got %.2f CPU seconds in %.2f wall seconds; want at most %.2f per second", cpu, wall, maxCPURatio)
+				}
+			})
+			t.Run("--output-limit truncates with a marker", func(t *testing.T) {
+				r, _ := ctl(t, refusals{}, "--output-limit", "1000", "--", suite.probe, "spew", "5000")
+				out := strings.ReplaceAll(r.stdout+r.stderr, "\r\n", "\n")
+				if want := strings.Repeat("x", 1000) + truncationMarker(1000); r.code != 0 || out != want {
+					t.Errorf("exit code %d, output %q; want 0 and %q", r.code, out, want)
+				}
+			})
+			t.Run("--allow-host admits that host alone", func(t *testing.T) {
+				o := newOrigin(t)
+				r, done := ctl(t, refusals{darwin: "network.allow", landlock: "network.mode"}, "--allow-host", o.at(allowedName), "--",
+					suite.probe, "http-get", o.url(allowedName), "http-get", o.url(otherName))
+				if done {
+					return
+				}
+				got := outcomes(t, r, 2)
+				reachedOrigin(t, proxyStep{op: "http-get", target: o.at(allowedName), token: o.token}, got[0])
+				deniedByProxy(t, proxyStep{op: "http-get", target: o.at(otherName)}, got[1])
+			})
+			t.Run("--allow-host pattern without a port admits names below it, any port", func(t *testing.T) {
+				o := newOrigin(t)
+				r, done := ctl(t, refusals{darwin: "network.allow", landlock: "network.mode"}, "--allow-host", "*."+wildApex, "--",
+					suite.probe, "proxy-connect", o.at(wildSub), "proxy-connect", o.at(wildApex))
+				if done {
+					return
+				}
+				got := outcomes(t, r, 2)
+				reachedOrigin(t, proxyStep{op: "proxy-connect", target: o.at(wildSub), token: o.token}, got[0])
+				deniedByProxy(t, proxyStep{op: "proxy-connect", target: o.at(wildApex)}, got[1])
+			})
+		})
+	}
 }

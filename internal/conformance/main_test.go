@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,14 @@ var suite struct {
 	mechanism string
 	wrap      []string
 	caps      *sandboxdv1.CapabilitiesReport
+	// proxyHosts is the hosts file the daemon's allowlist proxy resolves
+	// the suite's names with (see proxyHostsFile); daemonFlags are the
+	// flags the built sandboxd has, for those only some versions know.
+	proxyHosts  string
+	daemonFlags string
+	// noCgroup lets cases accept a refusal of the cgroup limits (see
+	// noCgroupEnv).
+	noCgroup bool
 }
 
 func TestMain(m *testing.M) {
@@ -98,6 +107,11 @@ func setUp() error {
 	if err := buildBinaries(bin); err != nil {
 		return err
 	}
+	if err := writeProxyHosts(filepath.Join(root, "proxy-hosts")); err != nil {
+		return err
+	}
+	suite.daemonFlags = daemonUsage()
+	suite.noCgroup = os.Getenv(noCgroupEnv) == "1"
 	suite.mechanism = os.Getenv("SANDBOXD_CONFORMANCE_MECHANISM")
 	suite.wrap = strings.Fields(os.Getenv("SANDBOXD_CONFORMANCE_WRAP"))
 	if err := hostOptions(); err != nil {
@@ -212,8 +226,55 @@ func startDaemon(dir string) (*daemonProc, error) {
 	if suite.mechanism != "" {
 		args = append(args, "--mechanism", suite.mechanism)
 	}
+	if daemonHasFlag("proxy-hosts") {
+		args = append(args, "--proxy-hosts", suite.proxyHosts)
+	}
 	return startDaemonWith(dir, suite.wrap, args...)
 }
+
+// proxyNames are the names the suite's proxy hosts file pins to the host's
+// loopback, where the cases' servers listen: the sandbox reaches them
+// through the daemon's allowlist proxy or not at all. They are under .test
+// (RFC 2606), which no resolver answers for, so nothing but the file gives
+// them an address.
+const (
+	allowedName = "allowed.test"
+	otherName   = "other.test"
+	wildApex    = "wild.test"
+	wildSub     = "a.wild.test"
+)
+
+// writeProxyHosts writes the hosts file the daemon is given with
+// --proxy-hosts: its names are pinned for the proxy's own resolution,
+// trusted even though they point at the loopback.
+func writeProxyHosts(path string) error {
+	suite.proxyHosts = path
+	content := "# sandboxd conformance suite: names its allowlist cases ask the proxy for\n" +
+		"127.0.0.1 " + strings.Join([]string{allowedName, otherName, wildSub, wildApex}, " ") + "\n"
+	return os.WriteFile(path, []byte(content), 0o644)
+}
+
+// daemonUsage is what the built sandboxd says its flags are.
+func daemonUsage() string {
+	out, _ := exec.Command(suite.sandboxd, "-h").CombinedOutput()
+	return string(out)
+}
+
+// daemonHasFlag says whether the built sandboxd has --name. A sandboxd
+// without --proxy-hosts is started without it: its allowlist cases then
+// fail on their own (it refuses ALLOWLIST, or its proxy cannot resolve the
+// suite's names), while every other case still runs.
+func daemonHasFlag(name string) bool {
+	return regexp.MustCompile(`(?m)^\s+--?` + regexp.QuoteMeta(name) + `(\s|$)`).MatchString(suite.daemonFlags)
+}
+
+// noCgroupEnv, set to 1, lets the cases of limits.memory_bytes, limits.pids
+// and limits.cpu_millis accept a structured refusal of their field, for a
+// host where the daemon has no cgroup to enforce them with (a rootless
+// daemon without a delegated subtree). Off by default: wherever the suite
+// runs normally, root or rootless (scripts/rootless-test.sh delegates a
+// cgroup), those limits must be enforced, never refused.
+const noCgroupEnv = "SANDBOXD_CONFORMANCE_NO_CGROUP"
 
 // startDaemonWith starts sandboxd under the command wrap (a degraded host),
 // with extra arguments.

@@ -70,6 +70,14 @@ func ops() map[string]op {
 		"hold":              {1, hold},
 		"spawn":             {1, spawn},
 		"argc":              {-1, argc},
+		// Through the daemon's allowlist proxy (network ALLOWLIST).
+		"http-get":      {1, httpGet},
+		"proxy-connect": {1, proxyConnect},
+		"socks-connect": {1, socksConnect},
+		"dns-lookup":    {1, dnsLookup},
+		// Against limits.
+		"mem-hog": {1, memHog},
+		"spew":    {1, spew},
 	}
 	for name, o := range platformOps() {
 		m[name] = o

@@ -3,8 +3,12 @@
 package main
 
 func platformOps() map[string]op {
-	return map[string]op{
+	m := map[string]op{
 		"kill": {2, kill},
 		"uid":  {0, uid},
 	}
+	for name, o := range unixOps() {
+		m[name] = o
+	}
+	return m
 }

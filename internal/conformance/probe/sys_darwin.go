@@ -8,12 +8,16 @@ import (
 )
 
 func platformOps() map[string]op {
-	return map[string]op{
+	m := map[string]op{
 		"kill":         {2, kill},
 		"uid":          {0, uid},
 		"no-extra-fds": {0, noExtraFds},
 		"procargs":     {1, procargs},
 	}
+	for name, o := range unixOps() {
+		m[name] = o
+	}
+	return m
 }
 
 // procargs reads another process's arguments and environment the way ps

@@ -10,12 +10,16 @@ import (
 )
 
 func platformOps() map[string]op {
-	return map[string]op{
+	m := map[string]op{
 		"kill":         {2, kill},
 		"uid":          {0, uid},
 		"tiocsti":      {0, tiocsti},
 		"no-extra-fds": {0, noExtraFds},
 	}
+	for name, o := range unixOps() {
+		m[name] = o
+	}
+	return m
 }
 
 // tiocsti tries to push a character into the input queue of the terminal on
