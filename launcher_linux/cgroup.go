@@ -45,8 +45,8 @@ func limitField(controller string) string {
 type cgroupSetting struct {
 	Controller, File, Value string
 	// Optional settings are skipped where the file does not exist: swap
-	// accounting is a kernel option, and without it there is no swap to
-	// account.
+	// accounting is a kernel option, needed only on a host with swap
+	// (elsewhere the session is refused).
 	Optional bool
 }
 

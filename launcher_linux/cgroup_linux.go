@@ -420,6 +420,11 @@ func (g *cgroups) create(id, parent string, l *sandboxdv1.Limits, onDenial func(
 	for _, s := range cgroupSettings(l, sc.v2) {
 		dir := sc.dirs[s.Controller]
 		if _, err := os.Stat(filepath.Join(dir, s.File)); s.Optional && errors.Is(err, os.ErrNotExist) {
+			if hostHasSwap() {
+				// The limit would not count swap: the sandbox could
+				// hold more than it asks, paged out.
+				return fail(fmt.Errorf("%s: swap is enabled but not accounted per cgroup (boot with swapaccount=1, or turn swap off): %w", filepath.Join(dir, s.File), unix.EOPNOTSUPP))
+			}
 			continue
 		}
 		if err := writeCgroupFile(dir, s.File, s.Value); err != nil {
@@ -571,6 +576,21 @@ func (sc *sessionCgroup) deny(d *sandboxdv1.Denial) {
 	}
 	d.Time = timestamppb.Now()
 	sc.onDenial(d)
+}
+
+// hostHasSwap says whether any swap is configured (SwapTotal in
+// /proc/meminfo); when unsure, that there is.
+func hostHasSwap() bool {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return true
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SwapTotal:"); ok {
+			return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")) != "0"
+		}
+	}
+	return true
 }
 
 // eventCount reads one "key value" line of a cgroup events file; 0 when

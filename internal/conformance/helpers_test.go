@@ -295,11 +295,7 @@ func (b *syncBuffer) String() string {
 // one of its own.
 func tcpListener(t *testing.T) (addr, token string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l.Addr().String(), serveToken(t, l)
+	return tcpListenerOn(t, "127.0.0.1")
 }
 
 func unixListener(t *testing.T, path string) (token string) {
@@ -336,23 +332,7 @@ func serveToken(t *testing.T, l net.Listener) string {
 // udpEcho answers every datagram on the host's loopback with a token.
 func udpEcho(t *testing.T) (addr, token string) {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	token = "token-" + randomHex()
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 512)
-		for {
-			_, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = pc.WriteTo([]byte(token), from)
-		}
-	}()
-	return pc.LocalAddr().String(), token
+	return udpEchoOn(t, "127.0.0.1")
 }
 
 // hostSleep starts a process on the host, outside any sandbox, for probes to
