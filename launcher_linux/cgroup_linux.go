@@ -364,6 +364,11 @@ func (g *cgroups) create(id, parent string, l *sandboxdv1.Limits, onDenial func(
 	if len(ctls) == 0 && par == nil {
 		return nil, nil
 	}
+	if id == "" || id == "." || id == ".." || strings.Contains(id, "/") {
+		// The id names a directory beside other sessions'; anything else
+		// would write limits onto the daemon's own cgroup or another's.
+		return nil, cgroupRefusal(ctls, fmt.Errorf("session id %q cannot name a cgroup", id))
+	}
 	for _, c := range ctls {
 		if g.host.ctl[c] == nil {
 			return nil, &launcher.Unenforceable{

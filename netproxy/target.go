@@ -128,26 +128,13 @@ func canonicalName(h string) (string, string) {
 			}
 		}
 	}
-	if isNumericLabel(labels[len(labels)-1]) {
+	if policy.IsNumericLabel(labels[len(labels)-1]) {
 		// Resolvers read "127.1", "0x7f.1" or "10.0.0.1." as IPv4
 		// addresses; such a "name" would reach an address that no IP
 		// literal in the policy names.
 		return "", "has a host name ending in a number (not a valid IP literal)"
 	}
 	return name, ""
-}
-
-// isNumericLabel is the WHATWG URL standard's "ends in a number" test for
-// one label: decimal digits, or hexadecimal ones after 0x.
-func isNumericLabel(l string) bool {
-	digits := "0123456789"
-	if len(l) >= 2 && l[0] == '0' && l[1] == 'x' {
-		l, digits = l[2:], "0123456789abcdef"
-		if l == "" {
-			return true
-		}
-	}
-	return l != "" && strings.Trim(l, digits) == ""
 }
 
 // printable makes client-supplied text safe for a header value, a log

@@ -101,9 +101,9 @@ func checkHost(h string) string {
 	switch {
 	case len(suffix) == 0:
 		return fmt.Sprintf("host %q is a wildcard for every name; use network mode HOST for that, or name a domain, as in *.example.com", h)
-	case isNumericLabel(suffix[len(suffix)-1]) && wildcard:
+	case IsNumericLabel(suffix[len(suffix)-1]) && wildcard:
 		return fmt.Sprintf("host %q is a wildcard over what resolvers read as an IP address; list the IP literals instead, as in 10.0.0.1", h)
-	case isNumericLabel(suffix[len(suffix)-1]):
+	case IsNumericLabel(suffix[len(suffix)-1]):
 		return fmt.Sprintf("host %q ends in a number, so resolvers read it as an IP address; write the address as an IP literal, as in 10.0.0.1", h)
 	case wildcard && len(suffix) == 1:
 		// One label is a whole top-level domain (or a special-use one like
@@ -140,10 +140,11 @@ func checkIPv6(h string) string {
 	return ""
 }
 
-// isNumericLabel reports whether l is a label resolvers take for part of an
+// IsNumericLabel reports whether l is a label resolvers take for part of an
 // IPv4 address: decimal digits, or hexadecimal ones after 0x. This is the
-// WHATWG URL standard's "ends in a number" rule.
-func isNumericLabel(l string) bool {
+// WHATWG URL standard's "ends in a number" rule. The proxy applies it to the
+// names it is asked for, so that the policy and the proxy agree on what is a name.
+func IsNumericLabel(l string) bool {
 	digits := "0123456789"
 	if len(l) >= 2 && l[0] == '0' && (l[1] == 'x' || l[1] == 'X') {
 		l, digits = l[2:], "0123456789abcdefABCDEF"
