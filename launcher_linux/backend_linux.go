@@ -209,14 +209,25 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	defer ip.pass.Close()
 	p := &process{cmd: cmd, report: bufio.NewReaderSize(ip.report, 64<<10), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources}}
+	var cgroupTasks []int
 	if cg != nil {
 		// Before the plan: the init starts nothing until it has it, so
 		// every process of the sandbox begins inside the limits.
-		if err := cg.join(cmd.Process.Pid); err != nil {
+		err := cg.join(cmd.Process.Pid)
+		if err == nil {
+			cgroupTasks, err = cg.tasksFiles()
+		}
+		if err != nil {
 			ip.plan.Close()
 			p.abort()
 			return nil, err
 		}
+		defer func() {
+			for _, fd := range cgroupTasks {
+				unix.Close(fd)
+			}
+		}()
+		plan.Exec.CgroupTasks = len(cgroupTasks)
 	}
 	// Setup can block (a mount on a dead network filesystem); a caller that
 	// gives up must not leave the init behind.
@@ -237,6 +248,13 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			ip.plan.Close()
 			p.abort()
 			return nil, fmt.Errorf("send stdio to sandbox init: %w", err)
+		}
+	}
+	if len(cgroupTasks) > 0 {
+		if err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassCgroup}, unix.UnixRights(cgroupTasks...), nil, 0); err != nil {
+			ip.plan.Close()
+			p.abort()
+			return nil, fmt.Errorf("send cgroup files to sandbox init: %w", err)
 		}
 	}
 	if err := json.NewEncoder(ip.plan).Encode(&plan.Plan); err != nil {

@@ -336,7 +336,7 @@ type sessionCgroup struct {
 	// dirs is the session's directory per controller, leaves the leaf
 	// of each distinct hierarchy.
 	dirs   map[string]string
-	leaves []string
+	leaves []cgroupLeafDir
 	owner  *cgroups
 
 	onDenial func(*sandboxdv1.Denial)
@@ -420,7 +420,7 @@ func (g *cgroups) create(id, parent string, l *sandboxdv1.Limits, onDenial func(
 		if err := mkdirCgroup(leaf); err != nil {
 			return fail(err)
 		}
-		sc.leaves = append(sc.leaves, leaf)
+		sc.leaves = append(sc.leaves, cgroupLeafDir{dir: leaf, v2: hy.v2})
 	}
 	for _, s := range cgroupSettings(l, sc.v2) {
 		dir := sc.dirs[s.Controller]
@@ -455,23 +455,58 @@ func cgroupRefusal(ctls []string, err error) error {
 	}
 }
 
-// join moves pid, the session's init, into the session's leaves. The init
-// has not started the command yet, so every process of the sandbox is
-// created inside.
+// cgroupLeafDir is the leaf of one hierarchy.
+type cgroupLeafDir struct {
+	dir string
+	v2  bool
+}
+
+// refusal is the refusal for a failure in leaf l, naming its controllers.
+func (sc *sessionCgroup) refusal(l cgroupLeafDir, err error) error {
+	var ctls []string
+	for c, d := range sc.dirs {
+		if within(l.dir, d) {
+			ctls = append(ctls, c)
+		}
+	}
+	slices.Sort(ctls)
+	return cgroupRefusal(ctls, err)
+}
+
+// join moves pid, the session's init, into the session's v2 leaves, where
+// only a whole process can move. The init has not started the command
+// yet, so every process of the sandbox is created inside.
 func (sc *sessionCgroup) join(pid int) error {
-	for _, leaf := range sc.leaves {
-		if err := writeCgroupFile(leaf, "cgroup.procs", strconv.Itoa(pid)); err != nil {
-			var ctls []string
-			for c, d := range sc.dirs {
-				if within(leaf, d) {
-					ctls = append(ctls, c)
-				}
-			}
-			slices.Sort(ctls)
-			return cgroupRefusal(ctls, err)
+	for _, l := range sc.leaves {
+		if !l.v2 {
+			continue
+		}
+		if err := writeCgroupFile(l.dir, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+			return sc.refusal(l, err)
 		}
 	}
 	return nil
+}
+
+// tasksFiles opens the tasks file of each v1 leaf, for the init's thread
+// that forks the command to move itself into (v1 moves single threads):
+// the init stays out of the limits. The caller closes them.
+func (sc *sessionCgroup) tasksFiles() ([]int, error) {
+	var fds []int
+	for _, l := range sc.leaves {
+		if l.v2 {
+			continue
+		}
+		fd, err := unix.Open(filepath.Join(l.dir, "tasks"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			for _, f := range fds {
+				unix.Close(f)
+			}
+			return nil, sc.refusal(l, fmt.Errorf("open %s: %w", filepath.Join(l.dir, "tasks"), err))
+		}
+		fds = append(fds, fd)
+	}
+	return fds, nil
 }
 
 // watch reports the limits the sandbox runs into as they happen: a fork

@@ -138,7 +138,7 @@ func TestCPULimitThrottles(t *testing.T) {
 	// all of its CPU. Under a fifth of a CPU its wall time is about five
 	// times its CPU time; unlimited, about the same.
 	spec := limitSpec(t, &sandboxdv1.Limits{CpuMillis: 200},
-		"/bin/sh", "-c", `s=$(date +%s%N); i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done; e=$(date +%s%N); echo $(( (e-s)/1000000 )); times`)
+		"/bin/sh", "-c", `s=$(date +%s%N); i=0; while [ $i -lt 80000 ]; do i=$((i+1)); done; e=$(date +%s%N); echo $(( (e-s)/1000000 )); times`)
 	out, serr, _, st, err := runSpec(t, newBackend(t), spec)
 	if err != nil || st.ExitCode != 0 {
 		t.Fatalf("status %+v, %v: %s", st, err, serr)

@@ -38,6 +38,10 @@ const (
 	PassTerminal = 'T'
 	PassListener = 'N'
 	PassRootDir  = 'R'
+	// PassCgroup comes from the daemon, after the stdio: the tasks files
+	// of the session's cgroup v1 leaves, into which the thread that forks
+	// the command moves itself (ExecPlan.CgroupTasks).
+	PassCgroup = 'C'
 	// PassProxy is the listening socket in the sandbox's network
 	// namespace that the daemon serves its allowlist proxy on.
 	PassProxy = 'P'
@@ -155,7 +159,18 @@ func runInit() {
 			plan.Exec.Landlock.Rules = append(plan.Exec.Landlock.Rules, LandlockRule{Path: replica.Name(), Access: (LLReadFile | LLWriteFile | LLIoctlDev) & plan.Exec.Landlock.HandledFS})
 		}
 	}
-	pid, listener, err := startCommand(&plan.Exec, stdio, plan.Namespaces)
+	var cgroupTasks []int
+	if plan.Exec.CgroupTasks > 0 {
+		fds, err := receiveFds(PassCgroup, plan.Exec.CgroupTasks)
+		if err != nil {
+			setupErr("limits", "receive cgroup files from daemon", "", err)
+		}
+		cgroupTasks = fds
+	}
+	pid, listener, err := startCommand(&plan.Exec, stdio, cgroupTasks, plan.Namespaces)
+	for _, fd := range cgroupTasks {
+		unix.Close(fd)
+	}
 	if err != nil {
 		var ee *commandError
 		if errors.As(err, &ee) {
@@ -225,7 +240,7 @@ func (e *commandError) Error() string { return fmt.Sprintf("%s %s: %v", e.op, e.
 // state. The goroutine never unlocks the thread, so the runtime destroys it
 // afterwards instead of reusing it. listener is the seccomp listener when
 // the plan asks for one, -1 otherwise.
-func startCommand(p *ExecPlan, stdio []uintptr, namespaces bool) (pid, listener int, err error) {
+func startCommand(p *ExecPlan, stdio []uintptr, cgroupTasks []int, namespaces bool) (pid, listener int, err error) {
 	type result struct {
 		pid, listener int
 		err           error
@@ -233,16 +248,25 @@ func startCommand(p *ExecPlan, stdio []uintptr, namespaces bool) (pid, listener 
 	done := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		pid, listener, err := restrictAndFork(p, stdio, namespaces)
+		pid, listener, err := restrictAndFork(p, stdio, cgroupTasks, namespaces)
 		done <- result{pid, listener, err}
 	}()
 	r := <-done
 	return r.pid, r.listener, r.err
 }
 
-func restrictAndFork(p *ExecPlan, stdio []uintptr, namespaces bool) (int, int, error) {
+func restrictAndFork(p *ExecPlan, stdio []uintptr, cgroupTasks []int, namespaces bool) (int, int, error) {
 	setup := func(op string, err error) error {
 		return &commandError{typ: "setup-error", op: op, err: err}
+	}
+	// This thread alone joins the session's limits, and the command
+	// forked from it starts there; the init's other threads stay out, so
+	// they neither count against pids.max nor leave the init unable to
+	// start a thread when the command has used them all up.
+	for _, fd := range cgroupTasks {
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			return 0, -1, &commandError{typ: "setup-error", op: "join the session's cgroup", err: err}
+		}
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 0, -1, setup("prctl(PR_SET_NO_NEW_PRIVS)", err)
@@ -349,24 +373,36 @@ func openTerminal(rows, cols uint16) (*os.File, error) {
 
 // receiveStdio takes the three fds the daemon sent with PassStdio.
 func receiveStdio() ([]uintptr, error) {
-	buf := make([]byte, 1)
-	oob := make([]byte, unix.CmsgSpace(3*4))
-	n, oobn, _, _, err := unix.Recvmsg(passFd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	fds, err := receiveFds(PassStdio, 3)
 	if err != nil {
 		return nil, err
 	}
-	if n != 1 || buf[0] != PassStdio {
-		return nil, fmt.Errorf("got %q, want stdio", buf[:n])
+	return []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])}, nil
+}
+
+// receiveFds takes one message of n fds tagged tag from the daemon.
+func receiveFds(tag byte, n int) ([]int, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(n*4))
+	got, oobn, _, _, err := unix.Recvmsg(passFd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if got != 1 || buf[0] != tag {
+		return nil, fmt.Errorf("got %q, want %q", buf[:got], tag)
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {
 		return nil, fmt.Errorf("bad control message: %v", err)
 	}
 	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 3 {
-		return nil, fmt.Errorf("want 3 fds, got %d: %v", len(fds), err)
+	if err != nil || len(fds) != n {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("want %d fds, got %d: %v", n, len(fds), err)
 	}
-	return []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])}, nil
+	return fds, nil
 }
 
 func passRoot() error {

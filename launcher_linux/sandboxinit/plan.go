@@ -99,6 +99,9 @@ type ExecPlan struct {
 	// Listener installs Seccomp with a listener that the init hands to
 	// the daemon, which answers the calls the filter notifies.
 	Listener bool `json:"listener,omitempty"`
+	// CgroupTasks is how many cgroup v1 tasks files the daemon sends
+	// (PassCgroup) for the thread that forks the command to join.
+	CgroupTasks int `json:"cgroup_tasks,omitempty"`
 }
 
 // SockFilter is one classic BPF instruction of the seccomp program.
