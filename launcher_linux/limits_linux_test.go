@@ -169,6 +169,15 @@ func TestChildSessionIsWithinItsParentsCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { p.Kill(); p.Wait() }()
+	if !detectCgroups().ctl[ctlPids].v2 {
+		// On v1 only the command is inside: the init's threads must count
+		// against nothing, or a command that used the pids up would leave
+		// the init unable to start one.
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.Pid()))
+		if err != nil || strings.Contains(string(b), parent.SessionID) {
+			t.Errorf("the init is in the session's cgroup (%v):\n%s", err, b)
+		}
+	}
 	child := limitSpec(t, nil, "/bin/sh", "-c", "cat /proc/self/cgroup")
 	child.SessionID = parent.SessionID + "-child"
 	child.ParentSessionID = parent.SessionID
