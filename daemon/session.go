@@ -391,5 +391,7 @@ func (s *session) startFailure(err error) (*sandboxdv1.Exit, error) {
 	if ferr := s.failedToStart(0, err.Error(), field); ferr != nil {
 		return nil, errors.Join(err, ferr)
 	}
-	return nil, fmt.Errorf("start session %s: %w", s.id, err)
+	// Not "start session": the client names its call, and the error
+	// would say it twice.
+	return nil, fmt.Errorf("session %s: %w", s.id, err)
 }

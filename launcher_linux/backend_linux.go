@@ -415,7 +415,16 @@ func checkPaths(fs *sandboxdv1.Filesystem) error {
 			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q is a kernel interface, not a place to write files", w)}
 		}
 		if _, err := os.Lstat(w); err != nil {
-			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q: %v", w, err)}
+			// A bind needs something to cover; the daemon does not make
+			// write roots, as it could not know whose they should be.
+			if errors.Is(err, os.ErrNotExist) {
+				return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%s does not exist; create it first", w)}
+			}
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%s: %v", w, err)}
 		}
 		if err := noSymlink(field, w); err != nil {
 			return err
