@@ -82,7 +82,7 @@ func (s *Service) lookupFor(c Caller, id string) (*session, error) {
 	defer s.mu.Unlock()
 	sess, ok := s.sessions[id]
 	if !ok || !s.visibleLocked(v, sess) {
-		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("session %s: %w", quoteID(id), ErrNotFound)
 	}
 	return sess, nil
 }

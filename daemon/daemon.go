@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/auditlog"
@@ -72,7 +73,14 @@ type Config struct {
 	// operator's word, used even where DNS answers would be refused
 	// (loopback). Nil resolves every name through the host's resolver.
 	ProxyHosts map[string][]netip.Addr
+	// FirstMessageTimeout is how long a Session stream may take to send
+	// its Start or Attach; zero means DefaultFirstMessageTimeout.
+	FirstMessageTimeout time.Duration
 }
+
+// DefaultFirstMessageTimeout is how long a stream may take to say what it
+// is for: a client sends its first message right after connecting.
+const DefaultFirstMessageTimeout = 10 * time.Second
 
 // DefaultScrollback is how much of a session's recent output an attaching
 // client is shown by default.
@@ -150,6 +158,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.ScrollbackBytes <= 0 {
 		cfg.ScrollbackBytes = DefaultScrollback
+	}
+	if cfg.FirstMessageTimeout <= 0 {
+		cfg.FirstMessageTimeout = DefaultFirstMessageTimeout
 	}
 	logf := cfg.Logf
 	if logf == nil {

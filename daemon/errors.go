@@ -19,6 +19,8 @@ var (
 	ErrUnauthenticated = errors.New("caller identity unknown")
 	ErrShuttingDown    = errors.New("daemon is shutting down")
 	ErrBusy            = errors.New("busy")
+	// ErrFirstMessageLate: a stream sent no first message in time.
+	ErrFirstMessageLate = errors.New("first message late")
 	// ErrPermission: the caller asked for something it may not have.
 	ErrPermission = errors.New("permission denied")
 )
@@ -75,7 +77,7 @@ func toStatus(err error) error {
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrFirstMessageLate):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	}
 	// Errors from the stream itself (the client went away) already carry

@@ -39,17 +39,55 @@ const readChunk = 32 << 10
 // sent, or Started for a detached session), or with an error when there is
 // no Exit to send.
 func (s *Service) Session(caller Caller, stream SessionStream) error {
-	first, err := stream.Recv()
+	first, err := s.firstMessage(stream)
 	if err != nil {
-		return fmt.Errorf("receive start: %w", err)
+		return err
 	}
 	switch m := first.GetMsg().(type) {
 	case *sandboxdv1.SessionRequest_Start:
+		if err := checkStart(m.Start); err != nil {
+			s.metrics.refused(err)
+			return err
+		}
 		return s.start(caller, stream, m.Start)
 	case *sandboxdv1.SessionRequest_Attach:
+		if err := checkID("attach.id", m.Attach.GetId()); err != nil {
+			return err
+		}
 		return s.attach(caller, stream, m.Attach)
 	}
 	return &RequestError{Field: "start", Msg: "the first message of a session must be Start or Attach"}
+}
+
+// firstMessage receives the Start or Attach of a stream. A client that
+// sends none within Config.FirstMessageTimeout is not waited for: the
+// stream would hold its share of the caller's quota for nothing.
+func (s *Service) firstMessage(stream SessionStream) (*sandboxdv1.SessionRequest, error) {
+	type recv struct {
+		req *sandboxdv1.SessionRequest
+		err error
+	}
+	got := make(chan recv, 1)
+	go func() {
+		req, err := stream.Recv()
+		got <- recv{req, err}
+	}()
+	t := time.NewTimer(s.cfg.FirstMessageTimeout)
+	defer t.Stop()
+	var r recv
+	select {
+	case r = <-got:
+	case <-t.C:
+		// Returning ends the stream, and with it the Recv above.
+		return nil, fmt.Errorf("no Start or Attach within %v: %w", s.cfg.FirstMessageTimeout, ErrFirstMessageLate)
+	}
+	if errors.Is(r.err, io.EOF) {
+		return nil, &RequestError{Field: "start", Msg: "the stream was closed before its first message (Start or Attach)"}
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("receive start: %w", r.err)
+	}
+	return r.req, nil
 }
 
 func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.Start) error {
@@ -358,7 +396,8 @@ func (s *Service) relay(stream SessionStream, sess *session, v *viewer, interact
 	if interactive {
 		defer sess.releaseInput()
 	}
-	go s.forwardInput(stream, sess, interactive, owner)
+	bad := make(chan error, 1)
+	go func() { bad <- s.forwardInput(stream, sess, interactive, owner) }()
 	leave := func() {
 		sess.out.leave(v)
 		if owner {
@@ -381,6 +420,15 @@ func (s *Service) relay(stream SessionStream, sess *session, v *viewer, interact
 				leave()
 				return err
 			}
+		case err := <-bad:
+			if err != nil {
+				// A client that breaks the protocol is told so and
+				// leaves, as any client that goes away does.
+				leave()
+				return err
+			}
+			// Its input is over; the output still goes to it.
+			bad = nil
 		case <-ctx.Done():
 			leave()
 			return ctx.Err()
@@ -389,10 +437,12 @@ func (s *Service) relay(stream SessionStream, sess *session, v *viewer, interact
 }
 
 // forwardInput relays a client's messages after its first until the stream
-// ends. It returns when Recv fails, at the latest when the handler has
-// returned and gRPC cancels the stream. A read-only client's messages are
-// read and dropped.
-func (s *Service) forwardInput(stream SessionStream, sess *session, interactive, owner bool) {
+// ends. It returns nil when Recv fails, at the latest when the handler has
+// returned and gRPC cancels the stream, and the error for a message that
+// breaks the protocol: a second Start or Attach, a signal or window size
+// that does not exist, a request that cannot be decoded. A read-only client's input,
+// resizes and signals are read and dropped.
+func (s *Service) forwardInput(stream SessionStream, sess *session, interactive, owner bool) error {
 	for {
 		req, err := stream.Recv()
 		if err != nil {
@@ -404,7 +454,14 @@ func (s *Service) forwardInput(stream SessionStream, sess *session, interactive,
 			if errors.Is(err, io.EOF) && owner && !sess.tty {
 				s.withInput(sess, (*stdio).closeStdin)
 			}
-			return
+			if undecodable(err) {
+				return err
+			}
+			return nil
+		}
+		switch req.GetMsg().(type) {
+		case *sandboxdv1.SessionRequest_Start, *sandboxdv1.SessionRequest_Attach:
+			return &RequestError{Field: "start", Msg: "a stream carries one session: only its first message may be a Start or an Attach"}
 		}
 		if !interactive {
 			continue
@@ -417,17 +474,17 @@ func (s *Service) forwardInput(stream SessionStream, sess *session, interactive,
 			if m.Stdin.GetEof() {
 				s.withInput(sess, (*stdio).closeStdin)
 			}
-		case *sandboxdv1.SessionRequest_Resize:
-			s.withInput(sess, func(in *stdio) error { return in.resize(m.Resize) })
 		case *sandboxdv1.SessionRequest_Signal:
 			sig, ok := signum.ToHost(m.Signal.GetSignal())
 			if !ok {
-				s.logf("session %s: ignoring signal %d, which this host does not have", sess.id, m.Signal.GetSignal())
-				continue
+				return &RequestError{Field: "signal.signal", Msg: fmt.Sprintf("no such signal %d here", m.Signal.GetSignal())}
 			}
 			s.report(sess, sess.signal(sig))
-		case *sandboxdv1.SessionRequest_Start, *sandboxdv1.SessionRequest_Attach:
-			s.logf("session %s: ignoring a second Start or Attach", sess.id)
+		case *sandboxdv1.SessionRequest_Resize:
+			if err := checkWindow(m.Resize); err != nil {
+				return err
+			}
+			s.withInput(sess, func(in *stdio) error { return in.resize(m.Resize) })
 		}
 	}
 }

@@ -28,8 +28,9 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	if a, ok := lis.Addr().(*net.UnixAddr); ok && a.Name != "" {
 		s.hide(a.Name)
 	}
-	srv := grpc.NewServer(grpc.Creds(peerCreds{}))
-	sandboxdv1.RegisterSandboxdServer(srv, &grpcServer{svc: s})
+	srv := grpc.NewServer(grpc.Creds(peerCreds{}), grpc.ForceServerCodecV2(newRawCodec()))
+	desc := decodingService(sandboxdv1.Sandboxd_ServiceDesc)
+	srv.RegisterService(&desc, &grpcServer{svc: s})
 	// Reflection lets operators poke at a live daemon with grpcurl.
 	reflection.Register(srv)
 	// Session sockets are served by the same server: one set of
