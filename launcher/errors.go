@@ -67,9 +67,16 @@ type ExecError struct {
 	Errno syscall.Errno
 	// Hint says what in the sandbox made the path unusable, when known.
 	Hint string
+	// Reason, when set, is the whole account of why Path could not be
+	// used (whose it is, its mode, the sandbox's uid), and what to do
+	// about it: the errno alone would blame the command.
+	Reason string
 }
 
 func (e *ExecError) Error() string {
+	if e.Reason != "" {
+		return e.Reason
+	}
 	msg := fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Errno)
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"

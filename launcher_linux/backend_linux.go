@@ -292,13 +292,24 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		return p, nil
 	case "exec-error":
 		p.abort()
-		e := &launcher.ExecError{Op: m.Op, Path: m.Path, Errno: syscall.Errno(m.Errno)}
-		if m.Op == "chdir" && e.Errno == syscall.ENOENT && within(m.Path, "/tmp") && !coveredBy("/tmp", spec.Policy.GetFilesystem().GetWrite()) {
-			e.Hint = "the sandbox has a private /tmp; make the directory a write root to see it"
+		if m.Op == "chdir" {
+			_, remedy := idmapShortfall(plan.Set)
+			if remedy == "" {
+				remedy = "make it, or a directory above it, a write root"
+			}
+			e := unusableCwd(m, spec.UID, spec.GID, remedy)
+			if e.Errno == syscall.ENOENT && within(m.Path, "/tmp") && !coveredBy("/tmp", spec.Policy.GetFilesystem().GetWrite()) {
+				e.Hint = "the sandbox has a private /tmp; make the directory a write root to see it"
+			}
+			return nil, e
 		}
-		return nil, e
+		return nil, &launcher.ExecError{Op: m.Op, Path: m.Path, Errno: syscall.Errno(m.Errno)}
 	case "setup-error":
 		p.abort()
+		if m.Op == "access" && m.Field == "filesystem.write" {
+			why, remedy := idmapShortfall(plan.Set)
+			return nil, unusableWriteRoot(m, spec.UID, spec.GID, why, remedy)
+		}
 		return nil, setupRefusal(m)
 	}
 	p.abort()

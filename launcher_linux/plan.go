@@ -286,7 +286,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		cwd = "/"
 	}
 	plan.Exec = ExecPlan{
-		Argv: in.Argv, Env: in.Env, Cwd: cwd,
+		Argv: in.Argv, Env: in.Env, Cwd: cwd, WriteRoots: usableRoots(fs.GetWrite()),
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
 		Landlock: ll, Seccomp: prog, Listener: notify,
 	}
@@ -297,6 +297,19 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 			How: "the daemon's proxy records every connection it refuses (host:port and why); the 403 or SOCKS reply tells the client"})
 	}
 	return plan, nil
+}
+
+// usableRoots are the write roots the sandbox must be able to write
+// itself. Not "/": a grant of the whole tree is one to write wherever the
+// sandbox's uid may, which no one directory stands for.
+func usableRoots(writes []string) []string {
+	var out []string
+	for _, w := range writes {
+		if w != "/" {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func fieldOf(fs *sandboxdv1.Filesystem, path string) string {

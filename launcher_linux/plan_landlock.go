@@ -43,7 +43,7 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 	plan := &Plan{Set: SetLandlock}
 	ll := planLandlockOnly(host.LandlockABI, fs.GetWrite(), fs.GetDeny())
 	plan.Exec = ExecPlan{
-		Argv: in.Argv, Env: in.Env, Cwd: cwd,
+		Argv: in.Argv, Env: in.Env, Cwd: cwd, WriteRoots: usableRoots(fs.GetWrite()),
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
 		Landlock: ll, Seccomp: prog, TerminalRule: in.Terminal, Listener: host.Notify,
 	}

@@ -59,7 +59,11 @@ type Message struct {
 	Path   string `json:"path,omitempty"`
 	Errno  int    `json:"errno,omitempty"`
 	Detail string `json:"detail,omitempty"`
-	Code   int    `json:"code,omitempty"`
+	// Blocker is, for a path the command could not use, the directory
+	// on its way that stops the sandbox uid: the path itself or an
+	// ancestor it may not search.
+	Blocker string `json:"blocker,omitempty"`
+	Code    int    `json:"code,omitempty"`
 	Signal int    `json:"signal,omitempty"`
 }
 
@@ -174,7 +178,11 @@ func runInit() {
 	if err != nil {
 		var ee *commandError
 		if errors.As(err, &ee) {
-			send(report, Message{Type: ee.typ, Field: "process", Op: ee.op, Path: ee.path, Errno: errnoOf(ee.err), Detail: ee.err.Error()})
+			field := ee.field
+			if field == "" {
+				field = "process"
+			}
+			send(report, Message{Type: ee.typ, Field: field, Op: ee.op, Path: ee.path, Blocker: ee.blocker, Errno: errnoOf(ee.err), Detail: ee.err.Error()})
 		} else {
 			send(report, Message{Type: "setup-error", Field: "process", Op: "start command", Errno: errnoOf(err), Detail: err.Error()})
 		}
@@ -229,7 +237,10 @@ func runInit() {
 // could not be run.
 type commandError struct {
 	typ, op, path string
-	err           error
+	// field is the policy field at fault, "" for process; blocker is as
+	// in Message.
+	field, blocker string
+	err            error
 }
 
 func (e *commandError) Error() string { return fmt.Sprintf("%s %s: %v", e.op, e.path, e.err) }
@@ -275,9 +286,13 @@ func restrictAndFork(p *ExecPlan, stdio []uintptr, cgroupTasks []int, namespaces
 		return 0, -1, setup("drop capabilities", err)
 	}
 	// Checked as the command will be: without capabilities.
-	var st unix.Stat_t
-	if err := unix.Stat(p.Cwd, &st); err != nil {
-		return 0, -1, &commandError{typ: "exec-error", op: "chdir", path: p.Cwd, err: err}
+	for _, w := range p.WriteRoots {
+		if blocker, err := inaccessible(w, true); err != nil {
+			return 0, -1, &commandError{typ: "setup-error", field: "filesystem.write", op: "access", path: w, blocker: blocker, err: err}
+		}
+	}
+	if blocker, err := inaccessible(p.Cwd, false); err != nil {
+		return 0, -1, &commandError{typ: "exec-error", op: "chdir", path: p.Cwd, blocker: blocker, err: err}
 	}
 	path, err := lookPath(p.Argv[0], p.Env)
 	if err != nil {
@@ -309,6 +324,47 @@ func restrictAndFork(p *ExecPlan, stdio []uintptr, cgroupTasks []int, namespaces
 		return 0, -1, &commandError{typ: "exec-error", op: "execve", path: path, err: err}
 	}
 	return pid, listener, nil
+}
+
+// inaccessible says why the calling thread, by its real ids, cannot use
+// name: search it (a directory) and, with write, create and remove names
+// in it or write it (a file). blocker is where the walk from the root
+// stopped, name or an ancestor that may not be searched. Every ancestor
+// is tried by itself because the kernel's refusal does not say which one
+// it was.
+func inaccessible(name string, write bool) (blocker string, err error) {
+	dir := "/"
+	for _, c := range strings.Split(strings.Trim(path.Clean(name), "/"), "/") {
+		if c == "" {
+			break
+		}
+		next := path.Join(dir, c)
+		if next == path.Clean(name) {
+			break
+		}
+		if err := unix.Faccessat(unix.AT_FDCWD, next, unix.X_OK, 0); err != nil {
+			return next, err
+		}
+		dir = next
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(name, &st); err != nil {
+		return name, err
+	}
+	mode := uint32(0)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		mode = unix.X_OK
+	}
+	if write {
+		mode |= unix.W_OK
+	}
+	if mode == 0 {
+		return "", nil
+	}
+	if err := unix.Faccessat(unix.AT_FDCWD, name, mode, 0); err != nil {
+		return name, err
+	}
+	return "", nil
 }
 
 // dropCapabilities empties the calling thread's bounding, ambient,

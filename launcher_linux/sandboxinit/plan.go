@@ -99,6 +99,11 @@ type ExecPlan struct {
 	// Listener installs Seccomp with a listener that the init hands to
 	// the daemon, which answers the calls the filter notifies.
 	Listener bool `json:"listener,omitempty"`
+	// WriteRoots are the policy's write roots as the sandbox sees them.
+	// The init checks, without its capabilities, that the command will
+	// be able to write each one, so that a grant the sandbox uid cannot
+	// use is refused instead of handed over silently.
+	WriteRoots []string `json:"write_roots,omitempty"`
 	// CgroupTasks is how many cgroup v1 tasks files the daemon sends
 	// (PassCgroup) for the thread that forks the command to join.
 	CgroupTasks int `json:"cgroup_tasks,omitempty"`
