@@ -426,7 +426,15 @@ func TestBadRequests(t *testing.T) {
 			s.Command.Cwd = "tmp"
 			return bad(s)
 		}, "command.cwd"},
-		{"huge argv by size", func() error { return bad(cmd("/bin/echo", strings.Repeat("a", maxArgvBytes))) }, "huge argv"},
+		{"huge argv by size", func() error {
+			// Each argument within execve's own limit, all of them past the daemon's.
+			argv := []string{"/bin/echo"}
+			for range maxArgvBytes/(64<<10) + 1 {
+				argv = append(argv, strings.Repeat("a", 64<<10))
+			}
+			return bad(cmd(argv...))
+		}, "huge argv"},
+		{"one argument past execve's limit", func() error { return bad(cmd("/bin/echo", strings.Repeat("a", maxArgBytes))) }, "command.argv[1]"},
 		{"huge argv by count", func() error { return bad(cmd(append([]string{"/bin/echo"}, manyArgs...)...)) }, "huge argv"},
 		{"NUL in argv", func() error { return bad(cmd("/bin/echo", "a\x00b")) }, "command.argv[1]"},
 		{"relative write root", func() error {
