@@ -61,6 +61,7 @@ type backend struct {
 	placeholders map[string]*placeholder
 	inits        *initPool
 	cgroups      *cgroups
+	idmaps       *idmapper
 }
 
 // New probes the host and returns the Linux backend.
@@ -75,7 +76,7 @@ func New(cfg Config) (launcher.Backend, error) {
 			return nil, err
 		}
 	}
-	b := &backend{forced: forced, placeholders: map[string]*placeholder{}, inits: newInitPool(initPath, cfg.Prestart)}
+	b := &backend{forced: forced, placeholders: map[string]*placeholder{}, inits: newInitPool(initPath, cfg.Prestart), idmaps: newIdmapper(initPath)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b.host = ProbeHost(ctx, selfExe, cfg.SandboxUID, cfg.SandboxGID)
@@ -167,6 +168,20 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			Found: "the caller gave the backend no proxy to serve", Remedy: "start the session through sandboxd, which runs the proxy",
 		}
 	}
+	mapped, notes := idmapPlan(spec.Policy.GetFilesystem().GetWrite(), set, spec.UID, spec.GID)
+	trees := map[string]int{}
+	defer func() {
+		for _, fd := range trees {
+			unix.Close(fd)
+		}
+	}()
+	for _, w := range mapped {
+		tree, err := b.idmappedTree(w, spec.UID, spec.GID)
+		if err != nil {
+			return nil, idmapRefusal(w, spec.UID, spec.GID, err)
+		}
+		trees[w] = tree
+	}
 	// Planning and taking the placeholders happen under one lock, so a
 	// session ending meanwhile cannot remove a placeholder this plan counts
 	// on already being there.
@@ -175,7 +190,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		Policy: spec.Policy, Argv: spec.Argv, Env: spec.Env, Cwd: spec.Cwd,
 		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
 		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
-		HideSockets: spec.HideSockets, SessionSocket: spec.SessionSocket,
+		HideSockets: spec.HideSockets, SessionSocket: spec.SessionSocket, Idmapped: mapped,
 	}, b.host.planHost(set, hostExists))
 	var held []string
 	if err == nil {
@@ -240,6 +255,17 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		case <-setupDone:
 		}
 	}()
+	for _, s := range plan.Mounts {
+		if !s.Idmapped {
+			continue
+		}
+		// Before the stdio: the init takes them as it builds the root.
+		if err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassMount}, unix.UnixRights(trees[s.Source]), nil, 0); err != nil {
+			ip.plan.Close()
+			p.abort()
+			return nil, fmt.Errorf("send ID-mapped write root %s to sandbox init: %w", s.Source, err)
+		}
+	}
 	if !spec.Stdio.Terminal {
 		stdio := []int{int(spec.Stdio.Stdin.Fd()), int(spec.Stdio.Stdout.Fd()), int(spec.Stdio.Stderr.Fd())}
 		err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassStdio}, unix.UnixRights(stdio...), nil, 0)
@@ -307,13 +333,27 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	case "setup-error":
 		p.abort()
 		if m.Op == "access" && m.Field == "filesystem.write" {
-			why, remedy := idmapShortfall(plan.Set)
-			return nil, unusableWriteRoot(m, spec.UID, spec.GID, why, remedy)
+			_, remedy := idmapShortfall(plan.Set)
+			return nil, unusableWriteRoot(m, spec.UID, spec.GID, notes[m.Path], remedy)
 		}
 		return nil, setupRefusal(m)
 	}
 	p.abort()
 	return nil, fmt.Errorf("sandbox init: unexpected message %q", m.Type)
+}
+
+// idmappedTree is the ID-mapped clone of write root w, its owner and group
+// shown as uid and gid.
+func (b *backend) idmappedTree(w string, uid, gid uint32) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(w, &st); err != nil {
+		return -1, fmt.Errorf("stat %s: %w", w, err)
+	}
+	ns, err := b.idmaps.userns(idmapKey{owner: st.Uid, group: st.Gid, uid: uid, gid: gid})
+	if err != nil {
+		return -1, err
+	}
+	return idmappedTree(w, ns)
 }
 
 // initProcAttr is how the init is cloned. In namespaces it runs as the

@@ -3,6 +3,7 @@ package launcherlinux
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -76,6 +77,9 @@ type PlanInput struct {
 	Terminal    bool
 	Rows, Cols  uint16
 	HideSockets []string
+	// Idmapped are the write roots the daemon ID-maps so that their owner
+	// is the sandbox uid inside (the namespaces set only).
+	Idmapped []string
 	// SessionSocket is the host path of the session's own daemon socket
 	// (launcher.Spec.SessionSocket). It, not the policy, says whether the
 	// sandbox gets one: the daemon makes it only for children.allow.
@@ -153,11 +157,16 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		}
 	}
 	sort.Strings(placeholders)
+	mapped := func(w string) bool { return slices.Contains(in.Idmapped, w) }
 	for _, c := range placeholders {
-		add(MountStep{Kind: MountPlaceholder, Source: c, Field: fieldOf(fs, c)})
+		st := MountStep{Kind: MountPlaceholder, Source: c, Field: fieldOf(fs, c)}
+		if r := innermostRoot(c, writes); mapped(r) {
+			st.Via = r
+		}
+		add(st)
 	}
 	for _, w := range writesUnder {
-		add(MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write"})
+		add(MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write", Idmapped: mapped(w)})
 	}
 
 	add(MountStep{Kind: MountProc, Target: "/proc", Field: "process"})
@@ -191,7 +200,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		add(MountStep{Kind: MountTmpfs, Target: "/tmp", Mode: 0o1777, Field: "filesystem.write"})
 	}
 	for _, w := range writesOver {
-		add(MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write"})
+		add(MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write", Idmapped: mapped(w)})
 	}
 
 	pinned := map[string]bool{}
@@ -299,6 +308,21 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	return plan, nil
 }
 
+// idmapReport names the write roots whose owner the sandbox sees as its
+// own uid.
+func idmapReport(plan *Plan) string {
+	var mapped []string
+	for _, s := range plan.Mounts {
+		if s.Idmapped {
+			mapped = append(mapped, s.Source)
+		}
+	}
+	if len(mapped) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (ID-mapped, its owner shown as uid %d and files created kept as the owner's on the host: %s)", plan.Exec.UID, strings.Join(mapped, ", "))
+}
+
 // usableRoots are the write roots the sandbox must be able to write
 // itself. Not "/": a grant of the whole tree is one to write wherever the
 // sandbox's uid may, which no one directory stands for.
@@ -397,7 +421,7 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sa
 	}
 	out := []*sandboxdv1.FieldEnforcement{
 		f("filesystem.read", "mount-ns read-only clone of / + "+ll),
-		f("filesystem.write", "mount-ns read-write binds + "+ll),
+		f("filesystem.write", "mount-ns read-write binds"+idmapReport(plan)+" + "+ll),
 	}
 	if len(p.GetFilesystem().GetReadOnly()) > 0 {
 		out = append(out, f("filesystem.read_only", "mount-ns read-only rebinds, ancestors pinned as mount points (landlock cannot subtract)"))

@@ -23,13 +23,14 @@ func hostOwner(path string) (desc string, uid uint32, ok bool) {
 }
 
 // identityRemedies are what lets the sandbox uid use path when it may
-// not: the path handed to it, a sandbox uid that already may, or a caller
-// whose sandbox runs as the owner.
-func identityRemedies(path string, owner, uid, gid uint32, ancestor bool) []string {
+// not: the path handed to it (when chown), a sandbox uid that already may,
+// or a caller whose sandbox runs as the owner.
+func identityRemedies(path string, owner, uid, gid uint32, ancestor, chown bool) []string {
 	var out []string
-	if ancestor {
+	switch {
+	case ancestor:
 		out = append(out, fmt.Sprintf("let uid %d search %s (chmod o+x), or move the directory somewhere it can reach", uid, path))
-	} else {
+	case chown:
 		out = append(out, fmt.Sprintf("chown -R %d:%d %s", uid, gid, path))
 	}
 	if os.Geteuid() == 0 && owner != 0 && owner != uid {
@@ -42,9 +43,9 @@ func identityRemedies(path string, owner, uid, gid uint32, ancestor bool) []stri
 
 // unusableWriteRoot is the refusal of a write root that the init, as the
 // command will be, found it cannot write: a grant that does nothing must
-// not look like one. why says why the root was not ID-mapped to the
-// sandbox uid ("" when it was).
-func unusableWriteRoot(m sandboxinit.Message, uid, gid uint32, why string, more ...string) *launcher.Unenforceable {
+// not look like one. note says more where the backend looked at the root
+// before (see idmapPlan); remedy is the set's way out.
+func unusableWriteRoot(m sandboxinit.Message, uid, gid uint32, note rootNote, remedy string) *launcher.Unenforceable {
 	blocker := m.Blocker
 	if blocker == "" {
 		blocker = m.Path
@@ -66,10 +67,13 @@ func unusableWriteRoot(m sandboxinit.Message, uid, gid uint32, why string, more 
 	default:
 		u.Found = fmt.Sprintf("%s (%s) is not writable by uid %d", blocker, desc, uid)
 	}
-	if why != "" {
-		u.Found += "; " + why
+	if note.why != "" && !ancestor {
+		u.Found += "; " + note.why
 	}
-	u.Remedy = strings.Join(nonEmpty(append(identityRemedies(blocker, owner, uid, gid, ancestor), more...)), "; or ")
+	if note.remedy != "" && !ancestor {
+		remedy = note.remedy
+	}
+	u.Remedy = joinRemedies(identityRemedies(blocker, owner, uid, gid, ancestor, !note.noChown), remedy)
 	return u
 }
 
@@ -93,8 +97,7 @@ func unusableCwd(m sandboxinit.Message, uid, gid uint32, more ...string) *launch
 	} else {
 		e.Reason = fmt.Sprintf("cwd %s is not accessible to the sandbox uid %d: %s (%s) may not be searched", m.Path, uid, blocker, desc)
 	}
-	remedies := nonEmpty(append(identityRemedies(blocker, owner, uid, gid, blocker != m.Path), more...))
-	e.Reason += "; remedy: " + strings.Join(remedies, "; or ")
+	e.Reason += "; remedy: " + joinRemedies(identityRemedies(blocker, owner, uid, gid, blocker != m.Path, true), more...)
 	return e
 }
 
@@ -113,12 +116,13 @@ func idmapShortfall(set MechanismSet) (why, remedy string) {
 	return "", ""
 }
 
-func nonEmpty(list []string) []string {
+// joinRemedies joins the remedies that are not empty as alternatives.
+func joinRemedies(list []string, more ...string) string {
 	var out []string
-	for _, s := range list {
+	for _, s := range append(list, more...) {
 		if s != "" {
 			out = append(out, s)
 		}
 	}
-	return out
+	return strings.Join(out, "; or ")
 }

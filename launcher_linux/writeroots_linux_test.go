@@ -11,6 +11,7 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
+	"golang.org/x/sys/unix"
 )
 
 func TestMissingWriteRootIsRefusedAsSuch(t *testing.T) {
@@ -78,5 +79,67 @@ func TestUnusableWriteRootAndCwdAreRefused(t *testing.T) {
 				t.Errorf("Start in cwd %s = %q (exit %d), want %q... (exit 126)", private, err, ee.ExitCode(), want)
 			}
 		})
+	}
+}
+
+// A root caller's workspace, root-owned and private, is writable by the
+// sandbox through an ID-mapped bind, and what the sandbox makes there is
+// root's on the host, with the modes it asked for.
+func TestRootOwnedWriteRootIsIdmapped(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("ID-mapped write roots are a root daemon's: only root may map a filesystem's owners")
+	}
+	w := hostDir(t, 0o700)
+	if err := os.WriteFile(w+"/edit", []byte("before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `set -e; cd "$1"
+test "$(stat -c %u:%g .)" = 65533:65533
+echo new > created; echo after > edit; mkdir dir; mv created dir/moved
+touch gone; rm gone; chmod 0640 edit; echo ok`
+	out, serr, st := run(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/sh", "-c", script, "sh", w)
+	if st.ExitCode != 0 || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("status %+v, stdout %q, stderr %q", st, out, serr)
+	}
+	for name, mode := range map[string]os.FileMode{"edit": 0o640, "dir": os.ModeDir | 0o755, "dir/moved": 0o644} {
+		var st unix.Stat_t
+		if err := unix.Lstat(w+"/"+name, &st); err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := os.Lstat(w + "/" + name)
+		if st.Uid != 0 || st.Gid != 0 || fi.Mode() != mode {
+			t.Errorf("%s on the host: uid %d gid %d mode %v, want 0 0 %v", name, st.Uid, st.Gid, fi.Mode(), mode)
+		}
+	}
+	if b, _ := os.ReadFile(w + "/edit"); string(b) != "after\n" {
+		t.Errorf("edit holds %q, want the sandbox's edit", b)
+	}
+	if _, err := os.Lstat(w + "/gone"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("gone: %v, want it removed", err)
+	}
+
+	// The landlock set cannot map it, and says so instead of granting
+	// nothing.
+	p, err := backendFor(t, SetLandlock).Start(context.Background(), testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/true"))
+	wantRefusal(t, p, err, "filesystem.write")
+	if !strings.Contains(err.Error(), "no mount namespace") {
+		t.Errorf("refusal %q does not say why the landlock set cannot map it", err)
+	}
+}
+
+// A carve-out inside an ID-mapped root that does not exist yet is made
+// through the mapping, so the sandbox cannot make it writable first.
+func TestCarveOutInsideIdmappedRootIsHeld(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("ID-mapped write roots are a root daemon's: only root may map a filesystem's owners")
+	}
+	w := hostDir(t, 0o700)
+	_, serr, st := run(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, ReadOnly: []string{w + "/.git"}}},
+		"/bin/sh", "-c", `mkdir -p "$1/.git"; touch "$1/.git/x" || exit 3; exit 0`, "sh", w)
+	if st.ExitCode != 3 {
+		t.Errorf("writing into the read-only carve-out: status %+v, stderr %q; want it refused", st, serr)
+	}
+	if _, err := os.Lstat(w + "/.git/x"); err == nil {
+		t.Error("the sandbox wrote into the read-only carve-out")
 	}
 }

@@ -22,6 +22,12 @@ import (
 // Arg0 is the argv[0] that makes a process a sandbox init.
 const Arg0 = "sandboxd-init"
 
+// UsernsArg0 is the argv[0] of a process that only holds the user
+// namespace it was cloned into until its stdin closes: the daemon opens
+// that namespace to ID-map write roots with, and a namespace needs a
+// process to be made.
+const UsernsArg0 = "sandboxd-userns"
+
 const (
 	// The init gets its plan on fd 3 and reports on fd 4. On fd 5, a unix
 	// socket, it hands the daemon what the daemon must hold (SCM_RIGHTS):
@@ -45,6 +51,9 @@ const (
 	// PassProxy is the listening socket in the sandbox's network
 	// namespace that the daemon serves its allowlist proxy on.
 	PassProxy = 'P'
+	// PassMount comes from the daemon, first of all: an ID-mapped clone
+	// of a write root (MountStep.Idmapped), one message each.
+	PassMount = 'M'
 	// PassStdio comes the other way, from the daemon with a pipe
 	// session's stdin, stdout and stderr, before the plan: an init is
 	// started before the session it will serve is known.
@@ -64,7 +73,7 @@ type Message struct {
 	// ancestor it may not search.
 	Blocker string `json:"blocker,omitempty"`
 	Code    int    `json:"code,omitempty"`
-	Signal int    `json:"signal,omitempty"`
+	Signal  int    `json:"signal,omitempty"`
 }
 
 // init runs before main, and before the packages that sort after this
@@ -74,6 +83,23 @@ type Message struct {
 func init() {
 	if len(os.Args) > 0 && os.Args[0] == Arg0 {
 		runInit()
+	}
+	if len(os.Args) > 0 && os.Args[0] == UsernsArg0 {
+		holdUserns()
+	}
+}
+
+// holdUserns waits for its stdin to reach its end, then exits.
+func holdUserns() {
+	buf := make([]byte, 1)
+	for {
+		n, err := unix.Read(0, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if n <= 0 {
+			os.Exit(0)
+		}
 	}
 }
 

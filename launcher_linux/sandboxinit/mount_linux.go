@@ -39,6 +39,9 @@ type rootBuilder struct {
 	// permission. The command has strictly fewer rights than the init, so it
 	// cannot create them either: there is nothing to protect there.
 	uncreatable map[string]bool
+	// mapped are the daemon's ID-mapped write roots by host path, detached
+	// until their bind step attaches them.
+	mapped map[string]int
 }
 
 func openIn(root int, name string, resolve uint64) (int, error) {
@@ -85,7 +88,23 @@ func setupRoot(steps []MountStep) error {
 	if err != nil {
 		return fail("open", oldRootDir, err)
 	}
-	b := &rootBuilder{oldRoot: old, newRoot: -1, uncreatable: map[string]bool{}}
+	b := &rootBuilder{oldRoot: old, newRoot: -1, uncreatable: map[string]bool{}, mapped: map[string]int{}}
+	defer func() {
+		for _, fd := range b.mapped {
+			unix.Close(fd)
+		}
+	}()
+	// All of them first: placeholders, which come before the binds, may
+	// need them.
+	for _, s := range steps {
+		if s.Idmapped {
+			fds, err := receiveFds(PassMount, 1)
+			if err != nil {
+				return &stepError{Field: s.Field, Op: "receive ID-mapped mount", Path: s.Source, Err: err}
+			}
+			b.mapped[s.Source] = fds[0]
+		}
+	}
 	for _, s := range steps {
 		if err := b.apply(s); err != nil {
 			var se *stepError
@@ -142,6 +161,16 @@ func (b *rootBuilder) apply(s MountStep) error {
 	}
 	switch s.Kind {
 	case MountPlaceholder:
+		if s.Via != "" {
+			// The init has no more right through the mapping than the
+			// command will: what it cannot make, neither can the command.
+			err := mkdirAllNoSymlinks(b.mapped[s.Via], strings.TrimPrefix(s.Source, s.Via))
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+				b.uncreatable[s.Source] = true
+				return nil
+			}
+			return err
+		}
 		err := mkdirAllNoSymlinks(b.oldRoot, s.Source)
 		if (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) && b.unreachable(s.Source) {
 			b.uncreatable[s.Source] = true
@@ -164,6 +193,13 @@ func (b *rootBuilder) apply(s MountStep) error {
 	defer unix.Close(target)
 	switch s.Kind {
 	case MountBind, MountDevice:
+		if s.Idmapped {
+			// NOSUID and NODEV were set with the mapping.
+			if err := unix.MoveMount(b.mapped[s.Source], "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+				return fmt.Errorf("move_mount of the ID-mapped clone: %w", err)
+			}
+			return nil
+		}
 		src, err := openIn(b.oldRoot, s.Source, noSymlinks)
 		if err != nil {
 			return fmt.Errorf("open source: %w", err)

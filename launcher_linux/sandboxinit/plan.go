@@ -55,6 +55,17 @@ type MountStep struct {
 	Optional bool `json:"optional,omitempty"`
 	// Field is the policy field this step enforces, named in errors.
 	Field string `json:"field"`
+	// Idmapped is set on the bind of a write root whose owner the daemon
+	// maps to the sandbox uid: only the host's root can make such a
+	// mount, so the daemon sends it ready-made (PassMount), one per step
+	// in plan order, and the init attaches it in place of a clone of
+	// Source.
+	Idmapped bool `json:"idmapped,omitempty"`
+	// Via is, for a placeholder inside an ID-mapped write root, that
+	// root: the directory is made through the mapped mount, where the
+	// init may create what the sandbox may, and is owned on the host as
+	// what the sandbox creates there.
+	Via string `json:"via,omitempty"`
 }
 
 // LandlockRule grants Access beneath Path.
