@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -73,6 +74,12 @@ type Config struct {
 	// operator's word, used even where DNS answers would be refused
 	// (loopback). Nil resolves every name through the host's resolver.
 	ProxyHosts map[string][]netip.Addr
+	// Quotas bound what one caller may hold at once.
+	Quotas Quotas
+	// RetainEnded and RetainEndedFor bound the ended sessions kept per
+	// owner; zero means DefaultRetainEnded and DefaultRetainEndedFor.
+	RetainEnded    int
+	RetainEndedFor time.Duration
 	// FirstMessageTimeout is how long a Session stream may take to send
 	// its Start or Attach; zero means DefaultFirstMessageTimeout.
 	FirstMessageTimeout time.Duration
@@ -105,8 +112,13 @@ type Caller struct {
 	Session string
 }
 
-// retainEnded is how many ended sessions stay inspectable.
-const retainEnded = 256
+// Ended sessions stay inspectable (state, exit code, scrollback) per
+// owner, so that no caller's sessions can push another's out: each owner's
+// last DefaultRetainEnded, for at most DefaultRetainEndedFor.
+const (
+	DefaultRetainEnded    = 256
+	DefaultRetainEndedFor = 24 * time.Hour
+)
 
 // DefaultSandboxID is the uid and gid of root callers' sandboxes. Not
 // nobody (65534): inside a user namespace every host file whose owner is
@@ -128,7 +140,7 @@ type Service struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	ended    []string // ids of ended sessions, oldest first
+	ended    map[string][]endedSession // per owner (ownerKey), oldest first
 	hidden   []string // daemon sockets sandboxes must not reach
 	closing  bool
 	live     sync.WaitGroup // one per session not yet ended
@@ -140,6 +152,7 @@ type Service struct {
 	events  *eventBus
 	audit   *auditlog.Log // nil without Config.StateDir
 	metrics *metrics
+	quotas  *quotas
 }
 
 // New returns a Service starting sandboxes with cfg.Backend.
@@ -158,6 +171,12 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.ScrollbackBytes <= 0 {
 		cfg.ScrollbackBytes = DefaultScrollback
+	}
+	if cfg.RetainEnded <= 0 {
+		cfg.RetainEnded = DefaultRetainEnded
+	}
+	if cfg.RetainEndedFor <= 0 {
+		cfg.RetainEndedFor = DefaultRetainEndedFor
 	}
 	if cfg.FirstMessageTimeout <= 0 {
 		cfg.FirstMessageTimeout = DefaultFirstMessageTimeout
@@ -185,7 +204,7 @@ func New(cfg Config) (*Service, error) {
 		}
 		cfg.SessionSocketDir = abs
 	}
-	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), socketInSandbox: func(h string) string { return h }}
+	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), ended: make(map[string][]endedSession), socketInSandbox: func(h string) string { return h }, quotas: newQuotas(cfg.Quotas)}
 
 	if p, ok := cfg.Backend.(launcher.SessionSocketPlacer); ok {
 		s.socketInSandbox = p.SessionSocketPath
@@ -270,6 +289,9 @@ func (s *Service) add(sess *session) error {
 			return fmt.Errorf("parent session %s has ended: %w", sess.parentID, ErrNotRunning)
 		}
 	}
+	if err := s.quotas.acquire(quotaKey(sess.caller), quotaSessions); err != nil {
+		return err
+	}
 	s.sessions[sess.id] = sess
 	s.live.Add(1)
 	// Under s.mu, so that a watch starting now either finds the session
@@ -311,17 +333,56 @@ func (s *Service) subtree(sess *session) []*session {
 	return out
 }
 
-// done records that sess has ended and reported it, and forgets the
-// oldest ended sessions beyond retainEnded.
+// endedSession is a session kept after its end.
+type endedSession struct {
+	id    string
+	ended time.Time
+}
+
+// ownerKey is whose retention an ended session counts against: its
+// owner's, children included, never whoever made the most sessions.
+func (sess *session) ownerKey() string {
+	if sess.ownerSID != "" {
+		return "sid " + sess.ownerSID
+	}
+	return "uid " + strconv.FormatUint(uint64(sess.ownerUID), 10)
+}
+
+// done records that sess has ended and reported it, and forgets its
+// owner's oldest ended sessions beyond Config.RetainEnded.
 func (s *Service) done(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ended = append(s.ended, sess.id)
-	for len(s.ended) > retainEnded {
-		delete(s.sessions, s.ended[0])
-		s.ended = s.ended[1:]
+	s.quotas.release(quotaKey(sess.caller), quotaSessions)
+	key := sess.ownerKey()
+	s.ended[key] = append(s.ended[key], endedSession{id: sess.id, ended: time.Now()})
+	if l := s.ended[key]; len(l) > s.cfg.RetainEnded {
+		for _, e := range l[:len(l)-s.cfg.RetainEnded] {
+			delete(s.sessions, e.id)
+		}
+		s.ended[key] = slices.Clone(l[len(l)-s.cfg.RetainEnded:])
 	}
+	s.expireLocked()
 	s.live.Done()
+}
+
+// expireLocked forgets the ended sessions older than
+// Config.RetainEndedFor; s.mu is held.
+func (s *Service) expireLocked() {
+	cutoff := time.Now().Add(-s.cfg.RetainEndedFor)
+	for key, l := range s.ended {
+		n := 0
+		for n < len(l) && l[n].ended.Before(cutoff) {
+			delete(s.sessions, l[n].id)
+			n++
+		}
+		switch {
+		case n == len(l):
+			delete(s.ended, key)
+		case n > 0:
+			s.ended[key] = l[n:]
+		}
+	}
 }
 
 func (s *Service) isClosing() bool {
@@ -335,6 +396,7 @@ func (s *Service) isClosing() bool {
 func (s *Service) List(ctx context.Context, caller Caller) []*sandboxdv1.SessionInfo {
 	v := s.viewOf(caller)
 	s.mu.Lock()
+	s.expireLocked()
 	all := make([]*session, 0, len(s.sessions))
 	for _, sess := range s.sessions {
 		if s.visibleLocked(v, sess) {

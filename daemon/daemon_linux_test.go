@@ -609,7 +609,8 @@ func TestListAndInspect(t *testing.T) {
 }
 
 func TestEndedSessionsAreBounded(t *testing.T) {
-	h := startDaemon(t)
+	const retainEnded = 4
+	h := startDaemon(t, func(c *Config) { c.RetainEnded = retainEnded })
 	var first string
 	for i := range retainEnded + 3 {
 		s := h.open(cmd("/bin/true")).finish()

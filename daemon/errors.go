@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
@@ -45,6 +47,7 @@ func toStatus(err error) error {
 		we *policy.WidenError
 		re *RequestError
 		ue *launcher.Unenforceable
+		qe *QuotaError
 	)
 	switch {
 	case errors.Is(err, ErrPermission):
@@ -73,6 +76,17 @@ func toStatus(err error) error {
 		return status.Error(codes.Unauthenticated, err.Error())
 	case errors.Is(err, ErrWatcherBehind):
 		return status.Error(codes.ResourceExhausted, err.Error())
+	case errors.As(err, &qe):
+		if !qe.Transient {
+			return status.Error(codes.ResourceExhausted, err.Error())
+		}
+		// The delay says the client should come back: the quota frees
+		// as the caller's own launches and streams end.
+		st, derr := status.New(codes.ResourceExhausted, err.Error()).WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})
+		if derr != nil {
+			return status.Error(codes.ResourceExhausted, err.Error())
+		}
+		return st.Err()
 	case errors.Is(err, ErrShuttingDown):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, context.Canceled):

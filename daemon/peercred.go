@@ -23,12 +23,24 @@ func (peerAuth) AuthType() string { return "peercred" }
 // the wire; the handshake only asks the kernel for the peer's identity, so
 // clients connect with plain insecure credentials and cannot lie about who
 // they are.
-type peerCreds struct{}
+//
+// The handshake is also where a caller's connections are counted: one at
+// its quota is refused before any of its requests is read.
+type peerCreds struct {
+	quotas *quotas // nil counts nothing
+}
 
-func (peerCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+func (p peerCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	c, err := peerCaller(conn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("peer credentials: %w", err)
+	}
+	if p.quotas != nil {
+		key := quotaKey(c)
+		if err := p.quotas.acquire(key, quotaConns); err != nil {
+			return nil, nil, err
+		}
+		conn = &quotaConn{Conn: conn, release: func() { p.quotas.release(key, quotaConns) }}
 	}
 	// The socket never leaves the host, like grpc's own local credentials
 	// over unix sockets.
@@ -43,7 +55,7 @@ func (peerCreds) Info() credentials.ProtocolInfo {
 	return credentials.ProtocolInfo{SecurityProtocol: "peercred"}
 }
 
-func (peerCreds) Clone() credentials.TransportCredentials { return peerCreds{} }
+func (p peerCreds) Clone() credentials.TransportCredentials { return p }
 
 func (peerCreds) OverrideServerName(string) error { return nil }
 

@@ -91,6 +91,18 @@ func (s *Service) firstMessage(stream SessionStream) (*sandboxdv1.SessionRequest
 }
 
 func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.Start) error {
+	key := quotaKey(caller)
+	if err := s.quotas.acquire(key, quotaLaunches); err != nil {
+		s.metrics.refused(err)
+		return err
+	}
+	launched := func() { s.quotas.release(key, quotaLaunches) }
+	defer func() { launched() }()
+	release, err := s.quotas.launchSlot(stream.Context())
+	if err != nil {
+		return err
+	}
+	defer func() { release() }()
 	sess, spec, err := s.prepare(caller, start)
 	if err != nil {
 		s.metrics.refused(err)
@@ -99,6 +111,7 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 	if err := s.add(sess); err != nil {
 		sess.socket.close()
 		sess.closeProxy()
+		s.metrics.refused(err)
 		return err
 	}
 	ctx := stream.Context()
@@ -107,6 +120,11 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		ctx = context.WithoutCancel(ctx)
 	}
 	proc, sio, exit, err := s.launch(ctx, sess, spec, start.GetWindow())
+	// The launch is over: the next may use its slot while this session
+	// runs, for as long as it does.
+	release()
+	launched()
+	release, launched = func() {}, func() {}
 	if proc == nil {
 		s.finished(sess, exit)
 		if err != nil {

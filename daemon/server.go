@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -21,6 +22,13 @@ const (
 	stopWait     = 5 * time.Second
 )
 
+// Keepalive: a connection silent for keepaliveTime is pinged, and closed
+// when the ping is not answered within keepaliveTimeout.
+const (
+	keepaliveTime    = time.Minute
+	keepaliveTimeout = 20 * time.Second
+)
+
 // Serve serves the Sandboxd service on lis until ctx is done, then kills
 // every sandbox, waits for the sessions to report their end, and stops.
 // Closing lis removes its socket file if it was made by net.Listen.
@@ -28,7 +36,15 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	if a, ok := lis.Addr().(*net.UnixAddr); ok && a.Name != "" {
 		s.hide(a.Name)
 	}
-	srv := grpc.NewServer(grpc.Creds(peerCreds{}), grpc.ForceServerCodecV2(newRawCodec()))
+	srv := grpc.NewServer(
+		grpc.Creds(peerCreds{quotas: s.quotas}),
+		grpc.ForceServerCodecV2(newRawCodec()),
+		grpc.StreamInterceptor(s.quotas.streamQuota),
+		// A peer that stopped answering (a client frozen or its host
+		// suspended) is dropped instead of holding its streams forever.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 4, PermitWithoutStream: true}),
+	)
 	desc := decodingService(sandboxdv1.Sandboxd_ServiceDesc)
 	srv.RegisterService(&desc, &grpcServer{svc: s})
 	// Reflection lets operators poke at a live daemon with grpcurl.

@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
+	"os"
 	"time"
 
 	"google.golang.org/grpc"
@@ -21,9 +23,18 @@ import (
 	"github.com/sandboxd/sandboxd/internal/socketpath"
 )
 
-// HandshakeTimeout bounds Dial: a socket whose listener does not answer as
-// sandboxd within it is reported as not being a daemon, instead of hanging.
+// HandshakeTimeout bounds how long a listener on the socket has to show
+// that it speaks gRPC's HTTP/2 at all (its first SETTINGS frame, sent by a
+// gRPC server as soon as it accepts): a socket whose listener does not is
+// reported as not being a daemon, instead of hanging. A daemon that does
+// but is slow to answer under load is waited for (DialTimeout).
 const HandshakeTimeout = 5 * time.Second
+
+// DialTimeout bounds Dial as a whole when ctx has no deadline: the
+// connection, and the first call, retried with backoff while the daemon
+// answers Unavailable or ResourceExhausted (busy, or at this user's quota
+// of connections).
+const DialTimeout = 2 * time.Minute
 
 // ErrDaemonGone is wrapped by errors from a session whose connection to the
 // daemon broke before the session's Exit arrived.
@@ -37,36 +48,33 @@ type Client struct {
 }
 
 // Dial connects to the daemon listening on socketPath ("" means
-// socketpath.Default()) and checks, within ctx and HandshakeTimeout, that it
-// is a sandboxd. A missing socket, a stale one, or a listener speaking
-// something else fails here with an error naming the socket.
+// socketpath.Default()) and checks, within ctx (DialTimeout when it has no
+// deadline), that it is a sandboxd. A missing socket, a stale one, or a
+// listener speaking something else fails here with an error naming the
+// socket.
 func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	if socketPath == "" {
 		socketPath = socketpath.Default()
 	}
-	hctx, cancel := context.WithTimeout(ctx, HandshakeTimeout)
-	defer cancel()
-
-	// grpc reports a missing or refused socket as a generic "unavailable";
-	// one plain connect first lets the error say that nothing is listening.
-	begin := time.Now()
-	probe, err := dialSocket(hctx, socketPath)
-	if err != nil {
-		// The path is already in our message; keep only the reason.
-		var oe *net.OpError
-		if errors.As(err, &oe) {
-			err = oe.Err
-		}
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		if nothingListens(err) {
-			return nil, fmt.Errorf("no sandboxd listening on %s (is the daemon running?): %w", socketPath, err)
-		}
-		return nil, fmt.Errorf("cannot connect to sandboxd on %s: %w", socketPath, err)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DialTimeout)
+		defer cancel()
 	}
-	probe.Close()
+	begin := time.Now()
+	var b backoff
+	for {
+		err := probe(ctx, socketPath)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errClosedEarly) || !b.wait(ctx, nil) {
+			if errors.Is(err, errClosedEarly) {
+				return nil, fmt.Errorf("sandboxd on %s closed every connection before answering for %v (at this user's quota of connections?)", socketPath, time.Since(begin).Round(100*time.Millisecond))
+			}
+			return nil, err
+		}
+	}
 
 	// The passthrough target with our own dialer keeps the socket path out
 	// of grpc's URI parsing, which mangles paths with spaces or '%'.
@@ -86,12 +94,67 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	// The cheapest call only sandboxd answers: Inspect of an id no session
 	// has is NotFound there and Unimplemented on any other gRPC server. (A
 	// List answered with every session the caller may see, on every dial.)
-	_, err = c.rpc.Inspect(hctx, &sandboxdv1.InspectRequest{Id: handshakeID})
-	if st := status.Convert(err); err != nil && st.Code() != codes.NotFound {
-		conn.Close()
-		return nil, handshakeError(socketPath, time.Since(begin), err)
+	b = backoff{}
+	for {
+		_, err = c.rpc.Inspect(ctx, &sandboxdv1.InspectRequest{Id: handshakeID})
+		st := status.Convert(err)
+		if err == nil || st.Code() == codes.NotFound {
+			return c, nil
+		}
+		if !retryable(st) || !b.wait(ctx, st) {
+			conn.Close()
+			return nil, handshakeError(socketPath, time.Since(begin), err)
+		}
 	}
-	return c, nil
+}
+
+// errClosedEarly: the listener accepted and closed the connection without
+// a word, which sandboxd does to a caller at its quota of connections.
+var errClosedEarly = errors.New("connection closed before the server spoke")
+
+// probe connects once and waits, within HandshakeTimeout, for the
+// listener's first HTTP/2 frame. grpc would report a missing socket, a
+// listener speaking something else and one that is merely slow all as
+// "unavailable"; this tells them apart.
+func probe(ctx context.Context, socketPath string) error {
+	pctx, cancel := context.WithTimeout(ctx, HandshakeTimeout)
+	defer cancel()
+	begin := time.Now()
+	conn, err := dialSocket(pctx, socketPath)
+	if err != nil {
+		// The path is already in our message; keep only the reason.
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			err = oe.Err
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if nothingListens(err) {
+			return fmt.Errorf("no sandboxd listening on %s (is the daemon running?): %w", socketPath, err)
+		}
+		return fmt.Errorf("cannot connect to sandboxd on %s: %w", socketPath, err)
+	}
+	defer conn.Close()
+	if d, ok := pctx.Deadline(); ok {
+		_ = conn.SetReadDeadline(d)
+	}
+	// An HTTP/2 frame header: 3 bytes of length, then the type; a server
+	// starts with SETTINGS (type 4).
+	var hdr [9]byte
+	n, err := io.ReadFull(conn, hdr[:])
+	switch {
+	case n == len(hdr) && hdr[3] == 4:
+		return nil
+	case n > 0:
+		return fmt.Errorf("%s does not speak sandboxd's protocol: it answered %q", socketPath, hdr[:n])
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%s did not answer as sandboxd within %v (is something else listening there?)", socketPath, time.Since(begin).Round(100*time.Millisecond))
+	case err != nil:
+		return errClosedEarly
+	}
+	return nil
 }
 
 // maxReply bounds one reply: about 10 KiB per session for List.
@@ -106,9 +169,9 @@ func handshakeError(socketPath string, waited time.Duration, err error) error {
 	case codes.Unimplemented:
 		return newRPCError(fmt.Sprintf("%s is a gRPC server but not sandboxd: %s", socketPath, st.Message()), st, nil)
 	case codes.DeadlineExceeded:
-		return newRPCError(fmt.Sprintf("%s did not answer as sandboxd within %v (is something else listening there?)", socketPath, waited.Round(100*time.Millisecond)), st, nil)
-	case codes.Unavailable:
-		return newRPCError(fmt.Sprintf("%s does not speak sandboxd's protocol: %s", socketPath, st.Message()), st, nil)
+		return newRPCError(fmt.Sprintf("sandboxd on %s did not answer within %v: %s", socketPath, waited.Round(100*time.Millisecond), st.Message()), st, nil)
+	case codes.Unavailable, codes.ResourceExhausted:
+		return newRPCError(fmt.Sprintf("sandboxd on %s is busy and still refused after %v: %s", socketPath, waited.Round(100*time.Millisecond), st.Message()), st, nil)
 	default:
 		return newRPCError(fmt.Sprintf("sandboxd on %s: %s", socketPath, st.Message()), st, nil)
 	}

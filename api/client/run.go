@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -168,7 +169,27 @@ type sessionCall struct {
 	onStarted      func(id string)
 }
 
+// session runs sc, again after a delay while the daemon refuses it with a
+// retry hint (ResourceExhausted with a RetryInfo, before any answer:
+// nothing was started), for at most DialTimeout.
 func (c *Client) session(ctx context.Context, sc sessionCall) (*Result, error) {
+	begin := time.Now()
+	var b backoff
+	for {
+		res, answered, err := c.sessionOnce(ctx, sc)
+		if err == nil || answered || time.Since(begin) > DialTimeout {
+			return res, err
+		}
+		st := status.Convert(err)
+		if retryHint(st) == 0 || !b.wait(ctx, st) {
+			return res, err
+		}
+	}
+}
+
+// sessionOnce runs sc on one stream; answered says whether the daemon
+// sent anything on it.
+func (c *Client) sessionOnce(ctx context.Context, sc sessionCall) (_ *Result, answered bool, _ error) {
 	// Cancelling the stream is how the daemon learns that nobody is
 	// listening any more, so every early return below ends this client's
 	// part (and the session, unless it is detached or attached to).
@@ -176,7 +197,7 @@ func (c *Client) session(ctx context.Context, sc sessionCall) (*Result, error) {
 	defer cancel()
 	stream, err := c.rpc.Session(sctx)
 	if err != nil {
-		return nil, c.streamError(ctx, sc, "", err)
+		return nil, false, c.streamError(ctx, sc, "", err)
 	}
 	s := &sender{stream: stream}
 	// A failed Send means the stream is already over; Recv below reports why.
@@ -193,15 +214,16 @@ func (c *Client) session(ctx context.Context, sc sessionCall) (*Result, error) {
 			select {
 			case <-detached:
 				res.Detached = true
-				return res, nil
+				return res, true, nil
 			default:
 			}
 			if sc.detach && started && errors.Is(err, io.EOF) {
 				res.Detached = true
-				return res, nil
+				return res, true, nil
 			}
-			return nil, c.streamError(ctx, sc, res.SessionID, err)
+			return nil, answered, c.streamError(ctx, sc, res.SessionID, err)
 		}
+		answered = true
 		switch m := resp.Msg.(type) {
 		case *sandboxdv1.SessionResponse_Started:
 			if started {
@@ -237,11 +259,11 @@ func (c *Client) session(ctx context.Context, sc sessionCall) (*Result, error) {
 				continue
 			}
 			if _, err := w.Write(m.Output.GetData()); err != nil {
-				return nil, fmt.Errorf("session %s: writing %s: %w", res.SessionID, m.Output.GetStream(), err)
+				return nil, true, fmt.Errorf("session %s: writing %s: %w", res.SessionID, m.Output.GetStream(), err)
 			}
 		case *sandboxdv1.SessionResponse_Exit:
 			res.Exit = m.Exit
-			return res, nil
+			return res, true, nil
 		}
 	}
 }

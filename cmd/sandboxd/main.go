@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/internal/doctor"
@@ -58,6 +59,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stateDir := fs.String("state-dir", statedir.Default(), "`DIR` the audit log is kept in (audit.log, JSON lines, rotated by size), and on Windows the sandbox users' credentials and the journal of ACL entries (env "+statedir.Env+")")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics, e.g. 127.0.0.1:9464 (default: none)")
 	proxyHosts := fs.String("proxy-hosts", "", "hosts-format `FILE` (ADDR NAME...) of names the allowlist proxy resolves as written there, even to loopback, instead of through DNS (default: none)")
+	maxConns := fs.Int("max-connections", daemon.DefaultMaxConnections, "connections one caller (a uid; a session on its own socket) may have open; beyond them the daemon closes new ones at once")
+	maxStreams := fs.Int("max-streams", daemon.DefaultMaxStreams, "Session and Watch streams one caller may have open; beyond them new ones are refused with RESOURCE_EXHAUSTED")
+	maxSessions := fs.Int("max-sessions", daemon.DefaultMaxSessions, "sessions not yet ended (detached ones included) one caller may have; beyond them a Start is refused with RESOURCE_EXHAUSTED")
+	maxLaunches := fs.Int("max-launches", daemon.DefaultMaxLaunches, "Starts of one caller accepted and not yet running (queued for a launch slot or being built); beyond them a Start is refused with RESOURCE_EXHAUSTED")
+	firstMessage := fs.Duration("first-message-timeout", daemon.DefaultFirstMessageTimeout, "how long a Session stream may take to send its Start or Attach before it is ended with DEADLINE_EXCEEDED")
+	retainEnded := fs.Int("retain-ended", daemon.DefaultRetainEnded, "ended sessions kept inspectable (exit code, scrollback) per owner; one owner's sessions never push out another's")
+	retainFor := fs.Duration("retain-ended-for", daemon.DefaultRetainEndedFor, "how long an ended session stays inspectable at most")
 	selfTest := fs.Bool("self-test", false, "start no server: run the self-test, print what this host can enforce (as sandboxctl doctor does), exit 0 if the self-test passed and 1 if not")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -70,6 +78,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for name, v := range map[string]uint{"--sandbox-uid": *uid, "--sandbox-gid": *gid} {
 		if v == 0 || v > math.MaxUint32 {
 			fmt.Fprintf(stderr, "sandboxd: %s %d: must be an unprivileged id, 1 to %d\n", name, v, uint32(math.MaxUint32))
+			return 2
+		}
+	}
+	for name, v := range map[string]int{"--retain-ended": *retainEnded, "--max-connections": *maxConns, "--max-streams": *maxStreams, "--max-sessions": *maxSessions, "--max-launches": *maxLaunches} {
+		if v <= 0 {
+			fmt.Fprintf(stderr, "sandboxd: %s %d: must be positive\n", name, v)
+			return 2
+		}
+	}
+	for name, v := range map[string]time.Duration{"--first-message-timeout": *firstMessage, "--retain-ended-for": *retainFor} {
+		if v <= 0 {
+			fmt.Fprintf(stderr, "sandboxd: %s %v: must be positive\n", name, v)
 			return 2
 		}
 	}
@@ -110,18 +130,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		*stateDir, *metricsAddr = "", ""
 	}
 	svc, err := daemon.New(daemon.Config{
-		Backend:          backend,
-		SandboxUID:       uint32(*uid),
-		SandboxGID:       uint32(*gid),
-		SocketPath:       *socket,
-		SessionSocketDir: *sessionDir,
-		OperatorsGroup:   *operators,
-		SocketGroup:      *socketGroup,
-		ScrollbackBytes:  *scrollback,
-		StateDir:         *stateDir,
-		MetricsAddr:      *metricsAddr,
-		ProxyHosts:       pinned,
-		Logf:             logger.Printf,
+		Backend:             backend,
+		SandboxUID:          uint32(*uid),
+		SandboxGID:          uint32(*gid),
+		SocketPath:          *socket,
+		SessionSocketDir:    *sessionDir,
+		OperatorsGroup:      *operators,
+		SocketGroup:         *socketGroup,
+		ScrollbackBytes:     *scrollback,
+		StateDir:            *stateDir,
+		MetricsAddr:         *metricsAddr,
+		ProxyHosts:          pinned,
+		Quotas:              daemon.Quotas{Connections: *maxConns, Streams: *maxStreams, Sessions: *maxSessions, Launches: *maxLaunches},
+		FirstMessageTimeout: *firstMessage,
+		RetainEnded:         *retainEnded,
+		RetainEndedFor:      *retainFor,
+		Logf:                logger.Printf,
 	})
 	if err != nil {
 		logger.Printf("%v", err)

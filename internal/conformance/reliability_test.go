@@ -5,9 +5,16 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
@@ -239,5 +247,214 @@ func TestBadInputCodes(t *testing.T) {
 			absent(t, ran)
 			stillServing(t)
 		})
+	}
+}
+
+// TestConcurrentSandboxctlRuns: 200 sandboxctl processes at once, as a
+// burst of agents would start them. Every one must run its command and
+// report its own exit code: a busy daemon queues launches or answers
+// ResourceExhausted (a caller at its quota of launches in flight) or
+// closes connections (at its quota of connections), and the client
+// retries; none may fail for want of an answer within a fixed time. On
+// the suite's daemon, and on one whose quotas are small enough that most
+// of the burst is refused at first.
+func TestConcurrentSandboxctlRuns(t *testing.T) {
+	requireDaemon(t)
+	t.Run("suite daemon", func(t *testing.T) { concurrentRuns(t, suite.daemon) })
+	t.Run("small quotas", func(t *testing.T) {
+		d, err := startDaemonWith(filepath.Join(suite.root, "burst"), suite.wrap, "--max-connections", "32", "--max-launches", "4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.stop)
+		concurrentRuns(t, d)
+	})
+}
+
+func concurrentRuns(t *testing.T, d *daemonProc) {
+	const n = 200
+	f := newFixture(t)
+	type result struct {
+		cliResult
+		err error
+	}
+	results := make([]result, n)
+	begin := time.Now()
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			cmd := exec.Command(suite.sandboxctl, "--socket", d.socket, "run", "--", "sh", "-c", "echo $$; exit 7")
+			cmd.Dir = f.dir
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			r := result{cliResult: cliResult{stdout: stdout.String(), stderr: stderr.String()}}
+			var ee *exec.ExitError
+			switch {
+			case errors.As(err, &ee):
+				r.code = ee.ExitCode()
+			case err != nil:
+				r.err = err
+			}
+			results[i] = r
+		})
+	}
+	wg.Wait()
+	t.Logf("%d concurrent runs took %v", n, time.Since(begin).Round(time.Millisecond))
+	pid := regexp.MustCompile(`^[0-9]+\n$`)
+	failed := 0
+	for i, r := range results {
+		if r.err != nil || r.code != 7 || !pid.MatchString(r.stdout) {
+			failed++
+			if failed <= 5 {
+				t.Errorf("run %d: exit %d (%v), stdout %q, stderr %q; want exit 7 and a pid", i, r.code, r.err, r.stdout, r.stderr)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d concurrent runs failed", failed, n)
+	}
+}
+
+// asUser runs sandboxctl on d's socket as uid, with groups.
+func asUser(t *testing.T, d *daemonProc, uid int, groups []uint32, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, suite.sandboxctl, append([]string{"--socket", d.socket}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: groups}}
+	cmd.Dir = "/"
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := cliResult{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("sandboxctl as uid %d: %v", uid, err)
+	}
+	return r
+}
+
+// twoUserDaemon starts a daemon with extra flags whose socket two users,
+// userA and userB, may use besides root.
+func twoUserDaemon(t *testing.T, name string, extra ...string) *daemonProc {
+	t.Helper()
+	if !suite.asRoot {
+		t.Skip("needs root to act as two other users; the rootless run has one user")
+	}
+	d, err := startDaemonWith(filepath.Join(suite.root, name), suite.wrap, append([]string{"--socket-group", strconv.Itoa(userGroup)}, extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.stop)
+	return d
+}
+
+const userA, userB, userGroup = 4242, 4343, 4242
+
+var userGroups = []uint32{userGroup}
+
+// TestQuotaOneCallerOthersServed: a caller at its quota of live sessions
+// is refused with ResourceExhausted naming the quota, at once, while
+// another caller is served as before.
+func TestQuotaOneCallerOthersServed(t *testing.T) {
+	d := twoUserDaemon(t, "quota", "--max-sessions", "2")
+	var ids []string
+	for range 2 {
+		r := asUser(t, d, userA, userGroups, "run", "--detach", "--", "/bin/sleep", "60")
+		if r.code != 0 {
+			t.Fatalf("run --detach as %d: exit %d %q", userA, r.code, r.stderr)
+		}
+		ids = append(ids, strings.TrimSpace(r.stdout))
+	}
+	t.Cleanup(func() {
+		for _, id := range ids {
+			asUser(t, d, 0, []uint32{0}, "kill", id)
+		}
+	})
+	begin := time.Now()
+	r := asUser(t, d, userA, userGroups, "run", "--", "/bin/true")
+	if r.code != client.ExitDaemonFailed || !strings.Contains(r.stderr, "--max-sessions") {
+		t.Errorf("uid %d's third session: exit %d %q, want %d naming --max-sessions", userA, r.code, r.stderr, client.ExitDaemonFailed)
+	}
+	if took := time.Since(begin); took > 20*time.Second {
+		t.Errorf("the refusal took %v: a quota of live sessions must not be retried as if busy", took)
+	}
+	for uid, groups := range map[int][]uint32{userB: userGroups, 0: {0}} {
+		if r := asUser(t, d, uid, groups, "run", "--", "sh", "-c", "exit 3"); r.code != 3 {
+			t.Errorf("uid %d while uid %d is at its quota: exit %d %q, want 3", uid, userA, r.code, r.stderr)
+		}
+	}
+	// The quota is of sessions not yet ended: one ending frees a place.
+	if r := asUser(t, d, 0, []uint32{0}, "kill", ids[0]); r.code != 0 {
+		t.Fatalf("kill: %q", r.stderr)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := asUser(t, d, userA, userGroups, "run", "--", "sh", "-c", "exit 4")
+		if r.code == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("uid %d still refused after one of its sessions ended: exit %d %q", userA, r.code, r.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestEndedSessionsKeptPerCaller: one caller's many ended sessions never
+// push out another's; each caller keeps its own last --retain-ended.
+func TestEndedSessionsKeptPerCaller(t *testing.T) {
+	const keep = 3
+	d := twoUserDaemon(t, "retain", "--retain-ended", strconv.Itoa(keep))
+	r := asUser(t, d, userA, userGroups, "run", "--detach", "--", "sh", "-c", "echo kept; exit 5")
+	if r.code != 0 {
+		t.Fatalf("run --detach: exit %d %q", r.code, r.stderr)
+	}
+	aID := strings.TrimSpace(r.stdout)
+	c := dialDaemon(t, d)
+	ended := func(id string) *sandboxdv1.SessionInfo {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			info, err := c.Inspect(ctx, id)
+			cancel()
+			if err != nil {
+				t.Fatalf("inspect %s: %v", id, err)
+			}
+			if info.GetState() == sandboxdv1.State_EXITED {
+				return info
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("session %s still %v", id, info.GetState())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	ended(aID)
+	var bIDs []string
+	for range keep + 2 {
+		r := asUser(t, d, userB, userGroups, "run", "--detach", "--", "/bin/true")
+		if r.code != 0 {
+			t.Fatalf("uid %d run: exit %d %q", userB, r.code, r.stderr)
+		}
+		id := strings.TrimSpace(r.stdout)
+		ended(id)
+		bIDs = append(bIDs, id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Inspect(ctx, bIDs[0]); status.Code(err) != codes.NotFound {
+		t.Errorf("uid %d's oldest of %d ended sessions is still kept (%v): retention is not bounded per caller", userB, keep+2, err)
+	}
+	info, err := c.Inspect(ctx, aID)
+	if err != nil || info.GetExitCode() != 5 {
+		t.Fatalf("uid %d's ended session after uid %d ended %d: %v, %v; want it kept with exit code 5", userA, userB, keep+2, info, err)
+	}
+	if out := asUser(t, d, userA, userGroups, "attach", aID); !strings.Contains(out.stdout, "kept") || out.code != 5 {
+		t.Errorf("attach to uid %d's ended session: exit %d, stdout %q; want its scrollback and exit 5", userA, out.code, out.stdout)
 	}
 }

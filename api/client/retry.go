@@ -1,0 +1,63 @@
+package client
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Retries of a call the daemon refused for now: the delay doubles from
+// retryBase to retryMax, each one a random fraction (jitter) of it, so
+// that many clients refused together do not come back together.
+const (
+	retryBase = 50 * time.Millisecond
+	retryMax  = 2 * time.Second
+)
+
+// retryable says whether the daemon refused a call without acting on it,
+// in a way that passes by itself: busy, or at a quota of this caller's
+// that frees as its other calls end (ResourceExhausted with a RetryInfo),
+// or not reachable right now (Unavailable).
+func retryable(st *status.Status) bool {
+	return st.Code() == codes.Unavailable || retryHint(st) > 0
+}
+
+// retryHint is the delay the daemon's RetryInfo asks for, 0 without one.
+func retryHint(st *status.Status) time.Duration {
+	if st.Code() != codes.ResourceExhausted {
+		return 0
+	}
+	for _, det := range st.Details() {
+		if ri, ok := det.(*errdetails.RetryInfo); ok {
+			return max(ri.GetRetryDelay().AsDuration(), time.Millisecond)
+		}
+	}
+	return 0
+}
+
+// backoff is the state of one call's retries.
+type backoff struct{ n int }
+
+// wait sleeps before the next attempt: the backoff's delay, at least what
+// the daemon's RetryInfo in st (if any) asks for. It returns false, at
+// once, when ctx would end first.
+func (b *backoff) wait(ctx context.Context, st *status.Status) bool {
+	ceil := min(retryMax, retryBase<<min(b.n, 16))
+	b.n++
+	d := max(ceil/2+rand.N(ceil/2+1), retryHint(st))
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
