@@ -1,0 +1,162 @@
+package conformance
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// workspaceScript edits a workspace the way a tool would, from inside it:
+// it sees the workspace as its own, creates, edits, renames, removes, makes
+// a directory and changes modes (no set-id bits), then prints ok.
+const workspaceScript = `set -e
+test "$(stat -c %u:%g .)" = "$1"
+echo new > created
+echo after >> edit
+mkdir dir
+mv created dir/moved
+touch gone
+rm gone
+chmod 0640 edit
+chmod 0750 dir
+echo ok-workspace`
+
+// rootWorkspace is a directory as a root caller's repository is: root's,
+// mode 0700, holding a file of root's. A rootless suite cannot make one and
+// uses the root-only directory its runner prepared (rootOwnedEnv).
+func rootWorkspace(f *fixture) (dir, edit string) {
+	f.t.Helper()
+	if !suite.asRoot {
+		dir, _ := rootOwnedFixture(f)
+		return filepath.Join(dir, "private"), ""
+	}
+	dir = f.path("ws")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		f.t.Fatal(err)
+	}
+	edit = filepath.Join(dir, "edit")
+	if err := os.WriteFile(edit, []byte("before\n"), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	return dir, edit
+}
+
+// idmapsHere says whether the suite's daemon maps a root-owned write root
+// to the sandbox uid: a root daemon on the namespaces set. Everywhere else
+// such a root must be refused, never granted unwritable.
+func idmapsHere() bool {
+	return suite.asRoot && linuxHost.namespaces && suite.mechanism != "landlock"
+}
+
+// TestRootCallersWorkspace: a root caller's own workspace, root:root 0700,
+// is writable by its sandbox with the workspace as the cwd, and stays
+// root's on the host (issue 21); where the daemon cannot map it, the
+// launch is refused naming the path, owner, mode, uid and a remedy.
+func TestRootCallersWorkspace(t *testing.T) {
+	for _, path := range []string{"exec", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			f := newFixture(t)
+			ws, edit := rootWorkspace(f)
+			st := commandStart(path == "pty", fsPolicy(list(ws), nil, nil), nil,
+				"/bin/sh", "-c", workspaceScript, "sh", fmt.Sprintf("%d:%d", suite.uid, suite.gid))
+			st.Command.Cwd = ws
+			s := run(t, st, nil)
+			if !idmapsHere() {
+				wantUnusable(t, s, ws)
+				return
+			}
+			if s.err != nil || s.exit().GetExitCode() != 0 || !strings.Contains(s.stdout, "ok-workspace") {
+				t.Fatalf("session: %v, exit %v\n%s", s.err, s.exit(), s)
+			}
+			enforcedBy(t, s, "filesystem.write")
+			modes := map[string]fs.FileMode{"edit": 0o640, "dir": fs.ModeDir | 0o750}
+			err := filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				fi, err := os.Lstat(p)
+				if err != nil {
+					return err
+				}
+				sys := fi.Sys().(*syscall.Stat_t)
+				if sys.Uid != 0 || sys.Gid != 0 {
+					t.Errorf("%s is %d:%d on the host, want root's (0:0) as the workspace", p, sys.Uid, sys.Gid)
+				}
+				if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+					t.Errorf("%s has set-id bits on the host: %v", p, fi.Mode())
+				}
+				if want, ok := modes[strings.TrimPrefix(p, ws+"/")]; ok && fi.Mode() != want {
+					t.Errorf("%s has mode %v on the host, want %v as the sandbox set it", p, fi.Mode(), want)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			unchanged(t, edit, "before\nafter\n")
+			for _, gone := range []string{"gone", "created"} {
+				if _, err := os.Lstat(filepath.Join(ws, gone)); err == nil {
+					t.Errorf("%s is still on the host", gone)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(ws, "dir", "moved")); err != nil {
+				t.Errorf("the renamed file: %v", err)
+			}
+		})
+	}
+}
+
+// wantUnusable fails unless s was refused for filesystem.write, naming
+// the root, its owner and mode, the sandbox uid and a remedy.
+func wantUnusable(t *testing.T, s *session, root string) {
+	t.Helper()
+	u := client.UnenforceableFrom(s.err)
+	if u == nil || u.GetField() != "filesystem.write" || u.GetRemedy() == "" {
+		t.Fatalf("want a refusal of filesystem.write with a remedy, got %v\n%s", s.err, s)
+	}
+	for _, want := range []string{root, "owner 0, mode 0700", fmt.Sprintf("uid %d", suite.uid)} {
+		if !strings.Contains(s.err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", s.err, want)
+		}
+	}
+	t.Logf("refused: %v", s.err)
+}
+
+// TestInaccessibleCwdIsNamed: a cwd the sandbox uid may not enter fails to
+// start with a message that says so, not an execve error that blames the
+// program.
+func TestInaccessibleCwdIsNamed(t *testing.T) {
+	for _, path := range []string{"exec", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			f := newFixture(t)
+			dir, _ := rootWorkspace(f)
+			st := commandStart(path == "pty", nil, nil, trueCmd)
+			st.Command.Cwd = dir
+			s := run(t, st, nil)
+			e := s.exit()
+			want := fmt.Sprintf("cwd %s is not accessible to the sandbox uid %d (owner 0, mode 0700)", dir, suite.uid)
+			if s.err != nil || e.GetState() != sandboxdv1.State_FAILED_TO_START || e.GetExitCode() != 126 || !strings.HasPrefix(e.GetReason(), want) {
+				t.Fatalf("got %v, exit %v; want FAILED_TO_START, 126, reason %q...", s.err, e, want)
+			}
+		})
+	}
+}
+
+// TestMissingWriteRootIsNamed: sandboxctl says that a write root does not
+// exist, once, and not through the lstat behind it.
+func TestMissingWriteRootIsNamed(t *testing.T) {
+	f := newFixture(t)
+	missing := f.path("not-made")
+	r := sandboxctl(t, f.dir, "run", "--write", missing, "--", trueCmd)
+	if r.code != 125 || !strings.Contains(r.stderr, missing+" does not exist; create it first") ||
+		strings.Count(r.stderr, "start session") != 1 || strings.Contains(r.stderr, "lstat") {
+		t.Errorf("exit %d, stderr %q; want 125 and %q said once", r.code, r.stderr, missing+" does not exist; create it first")
+	}
+}
