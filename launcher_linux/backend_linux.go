@@ -182,6 +182,10 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		}
 		trees[w] = tree
 	}
+	var passwd, group string
+	if set == SetNamespaces {
+		passwd, group = sandboxIdentityFiles(spec.UID, spec.GID)
+	}
 	// Planning and taking the placeholders happen under one lock, so a
 	// session ending meanwhile cannot remove a placeholder this plan counts
 	// on already being there.
@@ -191,6 +195,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
 		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
 		HideSockets: spec.HideSockets, SessionSocket: spec.SessionSocket, Idmapped: mapped,
+		Passwd: passwd, Group: group,
 	}, b.host.planHost(set, hostExists))
 	var held []string
 	if err == nil {
@@ -445,6 +450,21 @@ func setupRefusal(m sandboxinit.Message) error {
 		u.Remedy = "the sandbox's uid may not reach this path: give it search permission on every ancestor, or call the daemon as the path's owner (a root caller's sandbox runs as the daemon's --sandbox-uid)"
 	}
 	return u
+}
+
+// sandboxIdentityFiles are identityFiles from the host's files; a file the
+// host does not have is not made up.
+func sandboxIdentityFiles(uid, gid uint32) (passwd, group string) {
+	p, perr := os.ReadFile("/etc/passwd")
+	g, gerr := os.ReadFile("/etc/group")
+	passwd, group = identityFiles(string(p), string(g), uid, gid)
+	if perr != nil {
+		passwd = ""
+	}
+	if gerr != nil {
+		group = ""
+	}
+	return passwd, group
 }
 
 func hostExists(path string) (bool, bool) {

@@ -25,4 +25,5 @@ const (
 	MountMaskFile       = sandboxinit.MountMaskFile
 	MountSymlink        = sandboxinit.MountSymlink
 	MountPlaceholder    = sandboxinit.MountPlaceholder
+	MountFile           = sandboxinit.MountFile
 )

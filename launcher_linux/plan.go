@@ -77,6 +77,10 @@ type PlanInput struct {
 	Terminal    bool
 	Rows, Cols  uint16
 	HideSockets []string
+	// Passwd and Group are the sandbox's /etc/passwd and /etc/group, the
+	// host's with an entry added for the sandbox uid and gid, "" where the
+	// host's already name them (see identityFiles).
+	Passwd, Group string
 	// Idmapped are the write roots the daemon ID-maps so that their owner
 	// is the sandbox uid inside (the namespaces set only).
 	Idmapped []string
@@ -167,6 +171,14 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	}
 	for _, w := range writesUnder {
 		add(MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write", Idmapped: mapped(w)})
+	}
+	// Over whatever write root holds them, under any carve-out or mask
+	// of the policy's.
+	if in.Passwd != "" {
+		add(MountStep{Kind: MountFile, Target: "/etc/passwd", Content: in.Passwd, Field: "process"})
+	}
+	if in.Group != "" {
+		add(MountStep{Kind: MountFile, Target: "/etc/group", Content: in.Group, Field: "process"})
 	}
 
 	add(MountStep{Kind: MountProc, Target: "/proc", Field: "process"})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"strings"
 	"testing"
 
@@ -141,5 +142,21 @@ func TestCarveOutInsideIdmappedRootIsHeld(t *testing.T) {
 	}
 	if _, err := os.Lstat(w + "/.git/x"); err == nil {
 		t.Error("the sandbox wrote into the read-only carve-out")
+	}
+}
+
+// The sandbox uid has a name inside, the host's or "sandbox".
+func TestSandboxUIDHasAName(t *testing.T) {
+	uid, gid := sandboxIdentity()
+	want := "sandbox sandbox"
+	if u, err := user.LookupId(fmt.Sprint(uid)); err == nil {
+		want = u.Username
+		if g, err := user.LookupGroupId(fmt.Sprint(gid)); err == nil {
+			want += " " + g.Name
+		}
+	}
+	out, serr, st := run(t, nil, "/bin/sh", "-c", `echo "$(id -un) $(id -gn)"`)
+	if got := strings.TrimSpace(out); st.ExitCode != 0 || got != want {
+		t.Errorf("id -un, id -gn: %q (status %+v, stderr %q), want %q", got, st, serr, want)
 	}
 }

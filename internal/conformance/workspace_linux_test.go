@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -158,5 +160,30 @@ func TestMissingWriteRootIsNamed(t *testing.T) {
 	if r.code != 125 || !strings.Contains(r.stderr, missing+" does not exist; create it first") ||
 		strings.Count(r.stderr, "start session") != 1 || strings.Contains(r.stderr, "lstat") {
 		t.Errorf("exit %d, stderr %q; want 125 and %q said once", r.code, r.stderr, missing+" does not exist; create it first")
+	}
+}
+
+// TestSandboxUIDHasAName: in the sandbox its uid and gid have names, the
+// host's or a generated "sandbox", so shells do not say "I have no name!".
+func TestSandboxUIDHasAName(t *testing.T) {
+	want, named := "sandbox sandbox", false
+	if u, err := user.LookupId(strconv.Itoa(suite.uid)); err == nil {
+		if g, err := user.LookupGroupId(strconv.Itoa(suite.gid)); err == nil {
+			want, named = u.Username+" "+g.Name, true
+		}
+	}
+	for _, path := range []string{"exec", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			s := run(t, commandStart(path == "pty", nil, nil, "/bin/sh", "-c", `echo "names: $(id -un) $(id -gn)"`), nil)
+			if s.err != nil {
+				t.Fatalf("session: %v\n%s", s.err, s)
+			}
+			if s.res.Enforcement.GetMechanismSet() == "landlock" && !named {
+				t.Skip("the landlock set has no mount namespace in which to give an unnamed sandbox uid a name")
+			}
+			if !strings.Contains(s.stdout, "names: "+want) {
+				t.Errorf("want %q in the output\n%s", "names: "+want, s)
+			}
+		})
 	}
 }

@@ -42,6 +42,8 @@ type rootBuilder struct {
 	// mapped are the daemon's ID-mapped write roots by host path, detached
 	// until their bind step attaches them.
 	mapped map[string]int
+	// files counts the MountFile steps applied, to name their files.
+	files int
 }
 
 func openIn(root int, name string, resolve uint64) (int, error) {
@@ -223,6 +225,20 @@ func (b *rootBuilder) apply(s MountStep) error {
 		return attachClone(target, target, attrReadOnly)
 	case MountPin:
 		return attachClone(target, target, 0)
+	case MountFile:
+		// In the init's tmpfs, which the sandbox never sees but through
+		// this read-only bind.
+		name := fmt.Sprintf("/file-%d", b.files)
+		b.files++
+		if err := os.WriteFile(name, []byte(s.Content), 0o644); err != nil {
+			return err
+		}
+		src, err := unix.Open(name, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(src)
+		return attachClone(src, target, attrReadOnly|unix.MOUNT_ATTR_NOEXEC)
 	case MountMaskFile:
 		src, err := unix.Open(maskFile, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {

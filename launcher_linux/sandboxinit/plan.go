@@ -37,6 +37,9 @@ const (
 	MountMaskFile MountKind = "mask-file"
 	// MountSymlink creates a symlink Target -> Source in a tmpfs of ours.
 	MountSymlink MountKind = "symlink"
+	// MountFile covers the non-directory Target with a read-only file
+	// holding Content, made in the init's own tmpfs.
+	MountFile MountKind = "file"
 	// MountPlaceholder creates host directory Source (and missing parents) so
 	// that a carve-out or deny path that does not exist yet can be protected.
 	MountPlaceholder MountKind = "placeholder"
@@ -50,6 +53,8 @@ type MountStep struct {
 	Target   string    `json:"target,omitempty"`
 	ReadOnly bool      `json:"read_only,omitempty"`
 	Mode     uint32    `json:"mode,omitempty"`
+	// Content is what a MountFile step's file holds.
+	Content string `json:"content,omitempty"`
 	// Optional steps are skipped when their target does not exist (kernel
 	// files that only some kernels have).
 	Optional bool `json:"optional,omitempty"`
