@@ -56,7 +56,7 @@ type daemonRecord struct {
 // logf, once until writes succeed again: the sessions go on, and the
 // daemon's own log says the trail has a gap. A failed rotation loses
 // nothing (the record is appended anyway) and is reported once too.
-func auditSink(log *auditlog.Log, logf func(string, ...any)) eventSink {
+func auditSink(log *auditlog.Log, logf func(string, ...any), health func(error)) eventSink {
 	var failing error
 	return func(ev *sandboxdv1.Event, d *eventDetail) {
 		rec := &auditRecord{EventRecord: client.Record(ev), PolicyDigest: d.digest, Cwd: d.cwd, TTY: d.tty, RefusedField: d.refusedField}
@@ -69,11 +69,17 @@ func auditSink(log *auditlog.Log, logf func(string, ...any)) eventSink {
 			rec.LaunchSeconds = d.launchLatency.Seconds()
 		}
 		err := log.Write(rec)
+		if errors.Is(err, auditlog.ErrRotate) {
+			// The record is in the file all the same.
+			health(nil)
+		} else {
+			health(err)
+		}
 		switch {
 		case err != nil && failing == nil && errors.Is(err, auditlog.ErrRotate):
 			logf("audit log: %v; the file grows past its size limit until rotation works again", err)
 		case err != nil && failing == nil:
-			logf("audit log: %v; events are missing from it until writes succeed again", err)
+			logf("audit log: %v; events are missing from it, and new sessions are refused, until writes succeed again", err)
 		case err == nil && failing != nil:
 			logf("audit log: writing again")
 		}

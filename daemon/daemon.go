@@ -153,6 +153,8 @@ type Service struct {
 	audit   *auditlog.Log // nil without Config.StateDir
 	metrics *metrics
 	quotas  *quotas
+	// auditHealth is the outcome of the audit log's latest write.
+	auditHealth auditHealth
 }
 
 // New returns a Service starting sandboxes with cfg.Backend.
@@ -242,7 +244,15 @@ func New(cfg Config) (*Service, error) {
 			return nil, fmt.Errorf("daemon: audit log: %w", err)
 		}
 		s.audit = log
-		sinks = append(sinks, auditSink(log, logf))
+		orphans, err := closeOrphans(log, cfg.StateDir)
+		if err != nil {
+			log.Close()
+			return nil, fmt.Errorf("daemon: audit log: recording the end of a previous daemon's sessions: %w", err)
+		}
+		if len(orphans) > 0 {
+			logf("audit log: a previous daemon died with %d sessions not ended; recorded them as killed (%s): %v", len(orphans), reasonDaemonDied, orphans)
+		}
+		sinks = append(sinks, auditSink(log, logf, s.auditHealth.set))
 	}
 	s.events = newEventBus(sinks...)
 	return s, nil

@@ -87,7 +87,7 @@ func toStatus(err error) error {
 			return status.Error(codes.ResourceExhausted, err.Error())
 		}
 		return st.Err()
-	case errors.Is(err, ErrShuttingDown):
+	case errors.Is(err, ErrShuttingDown), errors.Is(err, ErrAuditLog):
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())

@@ -77,6 +77,8 @@ func (m *metrics) refused(err error) {
 		m.refusals.With(we.Field).Inc()
 	case errors.As(err, &ue):
 		m.refusals.With(ue.Field).Inc()
+	case errors.Is(err, ErrAuditLog):
+		m.refusals.With("audit_log").Inc()
 	}
 }
 

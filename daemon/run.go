@@ -114,6 +114,13 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		s.metrics.refused(err)
 		return err
 	}
+	if err := s.recordStart(); err != nil {
+		s.logf("session %s: refused: %v", sess.id, err)
+		s.metrics.refused(err)
+		exit, ferr := sess.startFailure(err)
+		s.finished(sess, exit)
+		return ferr
+	}
 	ctx := stream.Context()
 	if sess.detached {
 		// Nothing of the starting client's may end a detached session.

@@ -1,0 +1,193 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sandboxd/sandboxd/api/client"
+)
+
+// TestDaemonKilledLeavesNoGaps kills a daemon with SIGKILL while a
+// detached session runs, then starts another on the same state directory:
+// the new one must write the end the dead one never wrote ("daemon died")
+// and say so in its log.
+func TestDaemonKilledLeavesNoGaps(t *testing.T) {
+	f := newFixture(t)
+	dir := f.path("run")
+	d, err := startDaemonWith(dir, suite.wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !d.dead() {
+			d.kill()
+		}
+	})
+	c := dialDaemon(t, d)
+	marker := "killed-" + randomHex()
+	st := probeStart(false, fsPolicy(list(f.dir), nil, nil), nil, "hold", marker)
+	st.Detach = true
+	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
+	defer cancel()
+	res, err := c.Run(ctx, client.RunOptions{Start: st})
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.SessionID
+	for deadline := time.Now().Add(10 * time.Second); len(processesWith(marker)) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s never ran", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.kill()
+	for deadline := time.Now().Add(10 * time.Second); len(processesWith(marker)) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("sandboxed processes survived their daemon")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	d2, err := startDaemonWith(dir, suite.wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d2.stop)
+	var ends []auditLine
+	for _, l := range readAudit(t, d2.state) {
+		if l.Session == id && l.Type == "state" && (l.To == "killed" || l.To == "exited" || l.To == "failed-to-start") {
+			ends = append(ends, l)
+		}
+	}
+	if len(ends) != 1 || ends[0].Reason != "daemon died" {
+		t.Errorf("end records of session %s after its daemon was killed and another started: %+v; want one, killed, reason \"daemon died\"", id, ends)
+	}
+	if !strings.Contains(d2.logTail(), id) {
+		t.Errorf("the new daemon's log does not name the session it recorded as ended:\n%s", d2.logTail())
+	}
+	// Once written, the end is not written again by the next daemon.
+	d2.stop()
+	d3, err := startDaemonWith(dir, suite.wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d3.stop()
+	n := 0
+	for _, l := range readAudit(t, d3.state) {
+		if l.Session == id && l.Reason == "daemon died" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d \"daemon died\" records of session %s after two restarts, want 1", n, id)
+	}
+}
+
+// TestAuditLogFull: with its state directory on a full filesystem the
+// daemon refuses new sessions (Unavailable, saying why), logs and counts
+// the refusal, runs nothing, and starts sessions again once the audit log
+// can be written.
+func TestAuditLogFull(t *testing.T) {
+	if !suite.asRoot {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	f := newFixture(t)
+	state := f.mkdir("state")
+	if err := syscall.Mount("tmpfs", state, "tmpfs", 0, "size=256k,mode=0700"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(state, syscall.MNT_DETACH) })
+	d, err := startDaemonWith(f.path("run"), suite.wrap, "--state-dir", state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.stop)
+	c := dialDaemon(t, d)
+	t.Cleanup(func() { c.Close() })
+	runOn(t, c, commandStart(false, nil, nil, trueCmd))
+
+	filler := filepath.Join(state, "filler")
+	fill(t, filler)
+	// The audit log's last page may still hold a record or two: the
+	// session whose start fits there runs, and the next is refused.
+	refused := false
+	for i := range 3 {
+		ran := f.path("ran" + strconv.Itoa(i))
+		ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
+		res, err := c.Run(ctx, client.RunOptions{Start: probeStart(false, fsPolicy(list(f.dir), nil, nil), nil, "write", ran)})
+		cancel()
+		if err == nil {
+			t.Logf("session %d ran with the filesystem full: exit %v", i, res.Exit)
+			continue
+		}
+		if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "audit log") {
+			t.Fatalf("session with the audit log full: %v, want Unavailable saying the audit log cannot be written", err)
+		}
+		absent(t, ran)
+		refused = true
+		break
+	}
+	if !refused {
+		t.Fatal("sessions still run with the audit log's filesystem full")
+	}
+	if !strings.Contains(d.logTail(), "refused") {
+		t.Errorf("the refusal is not in the daemon's log:\n%s", d.logTail())
+	}
+	if !strings.Contains(metricsText(t, d), `sandboxd_refusals_total{field="audit_log"}`) {
+		t.Errorf("the refusal is not counted in sandboxd_refusals_total{field=\"audit_log\"}")
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	ran := f.path("ran-again")
+	runOn(t, c, probeStart(false, fsPolicy(list(f.dir), nil, nil), nil, "write", ran))
+	unchanged(t, ran, payload)
+}
+
+// fill writes path until its filesystem is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := out.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", path, err)
+			}
+			return
+		}
+	}
+}
+
+func metricsText(t *testing.T, d *daemonProc) string {
+	t.Helper()
+	resp, err := http.Get(metricsURL(t, d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
