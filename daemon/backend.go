@@ -13,6 +13,13 @@ type BackendOptions struct {
 	// StateDir is where the backend keeps what outlives a session: on
 	// Windows the sandbox users' credentials, stored there by `sandboxd
 	// install`, and the journal of what sessions stamped on the host.
-	// Empty means statedir.Default(). The other backends keep nothing.
+	// Empty means statedir.Default(). On Linux the journal of placeholder
+	// directories and cgroups, which a daemon killed before it could
+	// remove them leaves for the next to remove; empty keeps none there.
+	// macOS keeps nothing.
 	StateDir string
+	// SelfTest: the backend serves only `sandboxd --self-test`, which may
+	// run beside a daemon on the same state directory, so on Linux it
+	// keeps no journal (and cleans none of the daemon's).
+	SelfTest bool
 }

@@ -12,8 +12,18 @@ func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
 		SandboxUID:   opts.SandboxUID,
 		SandboxGID:   opts.SandboxGID,
 		MechanismSet: opts.MechanismSet,
+		StateDir:     journalDir(opts),
 		// Two cover one client launching back to back, the refill
 		// running behind each launch; more would only idle.
 		Prestart: 2,
 	})
+}
+
+// journalDir is where the Linux backend keeps its journal: nowhere for the
+// self-test, which must leave a running daemon's alone.
+func journalDir(opts BackendOptions) string {
+	if opts.SelfTest {
+		return ""
+	}
+	return opts.StateDir
 }

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,7 +142,7 @@ type Service struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	ended    map[string][]endedSession // per owner (ownerKey), oldest first
-	hidden   []string // daemon sockets sandboxes must not reach
+	hidden   []string                  // daemon sockets sandboxes must not reach
 	closing  bool
 	live     sync.WaitGroup // one per session not yet ended
 	srv      *grpc.Server   // serves session sockets; set by Serve
@@ -234,6 +235,9 @@ func New(cfg Config) (*Service, error) {
 		if p != "" {
 			s.hidden = append(s.hidden, p)
 		}
+	}
+	if l, ok := cfg.Backend.(interface{ Leftovers() []string }); ok && len(l.Leftovers()) > 0 {
+		logf("removed what a daemon that died had left on the host: %s", strings.Join(l.Leftovers(), ", "))
 	}
 	// Last: the audit log holds a lock that nothing after may leak.
 	s.metrics = newMetrics(s)

@@ -46,6 +46,10 @@ type Config struct {
 	// one does not wait for namespaces and a Go runtime. Zero starts each
 	// init with its launch.
 	Prestart int
+	// StateDir is where the journal of placeholders and cgroups is kept
+	// (see journal), so that a daemon killed before it could remove them
+	// has them removed by the next; empty keeps none.
+	StateDir string
 }
 
 // initCapabilities are what the init needs to build the sandbox: mounts and
@@ -62,6 +66,8 @@ type backend struct {
 	inits        *initPool
 	cgroups      *cgroups
 	idmaps       *idmapper
+	journal      *journal
+	leftovers    []string
 }
 
 // New probes the host and returns the Linux backend.
@@ -81,6 +87,10 @@ func New(cfg Config) (launcher.Backend, error) {
 	defer cancel()
 	b.host = ProbeHost(ctx, selfExe, cfg.SandboxUID, cfg.SandboxGID)
 	b.cgroups = newCgroups(b.host.cgroups)
+	if b.journal, b.leftovers, err = openJournal(cfg.StateDir); err != nil {
+		return nil, err
+	}
+	b.cgroups.journal = b.journal
 	return b, nil
 }
 
@@ -549,6 +559,8 @@ type placeholder struct {
 	users int
 	// made are the directories created for it, deepest first.
 	made []string
+	// entry is its journal entry.
+	entry string
 }
 
 // holdPlaceholders counts this session among the users of every placeholder
@@ -573,6 +585,7 @@ func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem) []stri
 				}
 				e.made = append(e.made, d)
 			}
+			e.entry = b.journal.record(entryPlaceholder, e.made)
 			b.placeholders[p] = e
 		default:
 			continue
@@ -595,6 +608,7 @@ func (b *backend) releasePlaceholders(held []string) {
 		for _, d := range e.made {
 			removeEmptyDirNoFollow(d)
 		}
+		b.journal.forget(e.entry)
 	}
 }
 

@@ -155,6 +155,9 @@ type cgroups struct {
 	bases    map[string]string // mount -> the daemon's directory in it
 	baseErr  error
 	sessions map[string]*sessionCgroup
+	// journal records the bases; entries are their entries, by directory.
+	journal *journal
+	entries map[string]string
 }
 
 func newCgroups(h *cgroupHost) *cgroups {
@@ -196,6 +199,10 @@ func (g *cgroups) base() (map[string]string, error) {
 			return nil, err
 		}
 		bases[hy.mount] = dir
+		if g.entries == nil {
+			g.entries = map[string]string{}
+		}
+		g.entries[dir] = g.journal.record(entryCgroup, []string{dir})
 	}
 	g.bases = bases
 	return bases, nil
@@ -325,7 +332,14 @@ func (g *cgroups) close() {
 	for _, dir := range g.bases {
 		unix.Rmdir(dir)
 	}
-	g.bases = nil
+	// An entry whose directory a running session still holds stays, for
+	// the next daemon to remove.
+	for dir, e := range g.entries {
+		if _, err := os.Lstat(dir); err != nil {
+			g.journal.forget(e)
+		}
+	}
+	g.bases, g.entries = nil, nil
 }
 
 // sessionCgroup is one session's cgroups.

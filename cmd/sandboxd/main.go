@@ -119,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logger := log.New(stderr, "sandboxd: ", log.LstdFlags)
 	// The backend's state is the host's (on Windows the sandbox users
 	// that install made), which the self-test needs too.
-	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism, StateDir: *stateDir})
+	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism, StateDir: *stateDir, SelfTest: *selfTest})
 	if err != nil {
 		logger.Printf("%v", err)
 		return 1

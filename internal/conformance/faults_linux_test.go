@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,12 +18,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
 // TestDaemonKilledLeavesNoGaps kills a daemon with SIGKILL while a
 // detached session runs, then starts another on the same state directory:
-// the new one must write the end the dead one never wrote ("daemon died")
-// and say so in its log.
+// the new one must write the end the dead one never wrote ("daemon died"),
+// remove the placeholder directory and the cgroups the dead one made, and
+// say so in its log.
 func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 	f := newFixture(t)
 	dir := f.path("run")
@@ -37,7 +40,12 @@ func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 	})
 	c := dialDaemon(t, d)
 	marker := "killed-" + randomHex()
-	st := probeStart(false, fsPolicy(list(f.dir), nil, nil), nil, "hold", marker)
+	// A carve-out that does not exist gets a placeholder directory on the
+	// host; a limit gets the session a cgroup in the daemon's.
+	placeholder := f.path("made/by/daemon")
+	p := fsPolicy(list(f.dir), list(placeholder), nil)
+	p.Limits = &sandboxdv1.Limits{Pids: 64}
+	st := probeStart(false, p, nil, "hold", marker)
 	st.Detach = true
 	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
 	defer cancel()
@@ -61,11 +69,38 @@ func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
+	if _, err := os.Lstat(placeholder); err != nil {
+		t.Fatalf("no placeholder on the host before the restart: %v", err)
+	}
+	var cgroupDirs []string
+	if len(suite.wrap) == 0 && !suite.noCgroup {
+		cgroupDirs = daemonCgroups(d.cmd.Process.Pid)
+		if len(cgroupDirs) == 0 {
+			t.Fatalf("no cgroup of daemon %d before the restart", d.cmd.Process.Pid)
+		}
+	}
+
 	d2, err := startDaemonWith(dir, suite.wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(d2.stop)
+	for _, p := range []string{placeholder, f.path("made/by"), f.path("made")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("placeholder %s of the dead daemon is still there after the next started", p)
+		}
+	}
+	for _, dir := range cgroupDirs {
+		if _, err := os.Lstat(dir); err == nil {
+			t.Errorf("cgroup %s of the dead daemon is still there after the next started", dir)
+		}
+		if !strings.Contains(d2.logTail(), dir) {
+			t.Errorf("the new daemon's log does not say it removed %s:\n%s", dir, d2.logTail())
+		}
+	}
+	if !strings.Contains(d2.logTail(), placeholder) {
+		t.Errorf("the new daemon's log does not say it removed %s:\n%s", placeholder, d2.logTail())
+	}
 	var ends []auditLine
 	for _, l := range readAudit(t, d2.state) {
 		if l.Session == id && l.Type == "state" && (l.To == "killed" || l.To == "exited" || l.To == "failed-to-start") {
@@ -156,6 +191,27 @@ func TestAuditLogFull(t *testing.T) {
 	ran := f.path("ran-again")
 	runOn(t, c, probeStart(false, fsPolicy(list(f.dir), nil, nil), nil, "write", ran))
 	unchanged(t, ran, payload)
+}
+
+// daemonCgroups are the directories of the daemon with pid in the cgroup
+// hierarchies (named sandboxd-PID, see launcher_linux).
+func daemonCgroups(pid int) []string {
+	var out []string
+	name := "sandboxd-" + strconv.Itoa(pid)
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if d.Name() == name {
+			out = append(out, p)
+			return fs.SkipDir
+		}
+		if strings.Count(p, "/") > 6 {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	return out
 }
 
 // fill writes path until its filesystem is full.
