@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -16,9 +17,12 @@ import (
 // the first child field that would widen. The result is normalized, and
 // Narrow(parent, result) returns result again.
 //
-// child is taken as asked: pass it validated but not normalized, because
-// normalizing turns "omitted" into explicit defaults. What is omitted is
-// inherited from the parent:
+// child is taken as asked: pass it not normalized, because normalizing
+// turns "omitted" into explicit defaults. One rule: each field the child
+// leaves out is the parent's, and each field it gives is narrowed against
+// the parent's. The child is validated with what it inherits, so a
+// read_only or deny entry alone is checked against the parent's write
+// roots:
 //
 //   - A nil child, or a nil submessage of it (filesystem, network, limits,
 //     children), inherits the parent's, so an empty child gets exactly the
@@ -27,20 +31,22 @@ import (
 //     parent the child may read the parent's read roots and write roots.
 //     ALL under a LISTED parent widens. LISTED read roots must each lie
 //     within a parent read root or write root when the parent is LISTED.
-//   - filesystem.write is as asked (an empty list writes nothing); each root
-//     must lie within a parent write root and not within a parent read_only
-//     or deny entry.
+//   - filesystem.write empty inherits the parent's write roots; each root
+//     the child gives must lie within a parent write root and not within a
+//     parent read_only or deny entry.
 //   - The result always carries every parent deny entry and every parent
 //     read_only entry that lies within one of its write roots, in addition
 //     to the child's own: a child cannot lift them, only add to them.
 //   - network.mode orders NONE < ALLOWLIST < HOST; unspecified inherits the
-//     parent's mode and allow list. Under an ALLOWLIST parent every child
-//     allow entry must be admitted by a parent entry (see MatchHost; port 0
-//     means any port).
+//     parent's mode and allow list, and ALLOWLIST without entries under an
+//     ALLOWLIST parent inherits the parent's entries. Under an ALLOWLIST
+//     parent every child allow entry must be admitted by a parent entry
+//     (see MatchHost; port 0 means any port).
 //   - Each limit that the child leaves at 0 (or timeout unset or zero)
 //     inherits the parent's; a limit the child sets must not exceed the
 //     parent's, where the parent's 0 means unlimited.
-//   - children.allow true under a parent with false widens.
+//   - children.allow true under a parent with false widens; a children
+//     message with allow false is a child giving it up, not leaving it out.
 //
 // If child is invalid, Narrow returns its *FieldError; an invalid parent is
 // reported wrapped.
@@ -48,10 +54,11 @@ func Narrow(parent, child *sandboxdv1.Policy) (*sandboxdv1.Policy, error) {
 	if err := Validate(parent); err != nil {
 		return nil, fmt.Errorf("parent policy: %w", err)
 	}
+	par := Normalize(parent)
+	child = inherited(par, child)
 	if err := Validate(child); err != nil {
 		return nil, err
 	}
-	par := Normalize(parent)
 	fs, err := narrowFilesystem(par.GetFilesystem(), child.GetFilesystem())
 	if err != nil {
 		return nil, err
@@ -72,6 +79,27 @@ func Narrow(parent, child *sandboxdv1.Policy) (*sandboxdv1.Policy, error) {
 		children = c
 	}
 	return Normalize(&sandboxdv1.Policy{Filesystem: fs, Network: network, Limits: limits, Children: children}), nil
+}
+
+// inherited is child with the lists it leaves out filled in from the
+// normalized parent par: its write roots, and the allow list of an
+// ALLOWLIST under an ALLOWLIST parent. What narrowFilesystem, narrowNetwork
+// and narrowLimits inherit themselves (nil messages, unspecified read and
+// mode, zero limits) is left to them. child is not changed.
+func inherited(par, child *sandboxdv1.Policy) *sandboxdv1.Policy {
+	if child == nil {
+		return nil
+	}
+	c := proto.Clone(child).(*sandboxdv1.Policy)
+	if fs := c.GetFilesystem(); fs != nil && len(fs.GetWrite()) == 0 {
+		fs.Write = slices.Clone(par.GetFilesystem().GetWrite())
+	}
+	if n := c.GetNetwork(); n.GetMode() == sandboxdv1.Network_ALLOWLIST && len(n.GetAllow()) == 0 && par.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
+		for _, a := range par.GetNetwork().GetAllow() {
+			n.Allow = append(n.Allow, proto.Clone(a).(*sandboxdv1.NetworkAllow))
+		}
+	}
+	return c
 }
 
 // narrowFilesystem narrows child c against the normalized parent par.

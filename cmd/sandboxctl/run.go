@@ -52,12 +52,16 @@ the session's terminal starts at the size of the local one, which stays as it
 is. A refusal or a CMD that cannot be started exits as without --detach.
 
 Inside a sandbox whose policy allows children, $SANDBOXD_SOCKET is its own
-socket: the daemon narrows the policy against the sandbox's own, and a flag
-that would widen it (say --network host under network none) is refused with
-the field named (exit 125).
+socket: the daemon narrows the policy against the sandbox's own. What the
+flags leave out is the sandbox's (--deny or --read-only alone keeps its write
+roots), and a flag that would widen it (say --network host under network
+none) is refused with the field named (exit 125).
 
 flags:
 `
+
+// sessionEnv is set in every sandbox to its session's id.
+const sessionEnv = "SANDBOXD_SESSION"
 
 // stringList is a repeatable flag.
 type stringList []string
@@ -202,9 +206,14 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 	}
 	pol = policy.Merge(pol, extra)
 	// The daemon validates too; checking here names the offending flag's
-	// entry before anything is dialed.
-	if err := policy.Validate(pol); err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+	// entry before anything is dialed. Not inside a sandbox: there the
+	// daemon first fills in what the flags leave out from the sandbox's
+	// own policy (a --read-only alone keeps its write roots), which only
+	// the daemon knows.
+	if os.Getenv(sessionEnv) == "" {
+		if err := policy.Validate(pol); err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
 	}
 
 	var env map[string]string

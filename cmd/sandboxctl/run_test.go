@@ -301,6 +301,19 @@ func TestParseRunRejects(t *testing.T) {
 	}
 }
 
+// Inside a sandbox a carve-out alone is the daemon's to check: it keeps the
+// sandbox's write roots, which the client does not know.
+func TestParseRunInSandboxLeavesInheritanceToTheDaemon(t *testing.T) {
+	t.Setenv(sessionEnv, "0123456789abcdef")
+	got, err := parseRun([]string{"--read-only", "/w/.git", "true"}, wd, io.Discard)
+	if err != nil {
+		t.Fatalf("parseRun: %v", err)
+	}
+	if fs := got.GetPolicy().GetFilesystem(); len(fs.GetWrite()) != 0 || len(fs.GetReadOnly()) != 1 || fs.GetReadOnly()[0] != "/w/.git" {
+		t.Errorf("filesystem %v, want the carve-out alone", fs)
+	}
+}
+
 func TestParseRunRelativePathWithoutWorkingDirectory(t *testing.T) {
 	_, err := parseRun([]string{"--write", "proj", "true"}, "", io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "current directory is unknown") {
