@@ -335,7 +335,9 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		p.abort()
 		if m.Op == "chdir" {
 			_, remedy := idmapShortfall(plan.Set)
-			if remedy == "" {
+			if remedy == "" && (m.Blocker == "" || m.Blocker == m.Path) && !coveredBy(m.Path, hostTrees) {
+				// A write root there would be ID-mapped; one cannot open
+				// the way through an ancestor, nor a host tree.
 				remedy = "make it, or a directory above it, a write root"
 			}
 			e := unusableCwd(m, spec.UID, spec.GID, remedy)
