@@ -2,19 +2,23 @@ package daemon
 
 import (
 	"errors"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/sandboxd/sandboxd/internal/inputwait"
 )
 
 // The input state is polled from the kernel's view of the session's
-// processes. Polling backs off while nothing changes, so an idle session
-// costs a check a second, and comes back to the fastest rate whenever the
-// session prints or is given input: the moments a program starts or stops
-// waiting are usually right after those.
+// processes. Polling backs off while nothing changes, and comes back to the
+// fastest rate whenever the session prints or is given input: the moments
+// a program starts or stops waiting are usually right after those. The
+// slowest rate is what idle sessions cost: at a check every 10 s, 500 of
+// them take the daemon about 0.5% of a core, where a check a second took
+// 6% (the checks are reads of /proc, about 20 µs per process).
 const (
 	inputPollMin = 50 * time.Millisecond
-	inputPollMax = time.Second
+	inputPollMax = 10 * time.Second
 )
 
 // watchInput keeps sess moving between RUNNING and WAITING_FOR_INPUT until
@@ -29,7 +33,10 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		probe, err = inputwait.ForPipe(sess.pidOf(), sio.stdin)
 	}
 	if err != nil {
-		if !errors.Is(err, errors.ErrUnsupported) {
+		// A stdin closed already (the client had no input: sandboxctl
+		// with stdin from /dev/null) is at EOF: no read of it ever waits.
+		// A command gone already waits for nothing either.
+		if !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, fs.ErrNotExist) {
 			s.logf("session %s: cannot tell when it waits for input: %v", sess.id, err)
 		}
 		return
@@ -49,6 +56,10 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		case <-t.C:
 		}
 		waiting, err := probe.Waiting()
+		if errors.Is(err, fs.ErrNotExist) {
+			// The command has ended; stop follows.
+			return
+		}
 		if err != nil {
 			s.logf("session %s: cannot tell when it waits for input any more: %v", sess.id, err)
 			return

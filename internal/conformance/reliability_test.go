@@ -458,3 +458,23 @@ func TestEndedSessionsKeptPerCaller(t *testing.T) {
 		t.Errorf("attach to uid %d's ended session: exit %d, stdout %q; want its scrollback and exit 5", userA, out.code, out.stdout)
 	}
 }
+
+// TestNoInputWatchNoise: a session whose stdin the client closes at once
+// (sandboxctl with stdin from /dev/null) is not a fault the daemon logs.
+func TestNoInputWatchNoise(t *testing.T) {
+	f := newFixture(t)
+	var ids []string
+	for range 5 {
+		r := sandboxctl(t, f.dir, "run", "--", "sh", "-c", "echo $SANDBOXD_SESSION")
+		if r.code != 0 {
+			t.Fatalf("exit %d %q", r.code, r.stderr)
+		}
+		ids = append(ids, strings.TrimSpace(r.stdout))
+	}
+	log := suite.daemon.logTail()
+	for _, id := range ids {
+		if strings.Contains(log, "session "+id+": cannot tell when it waits for input") {
+			t.Errorf("daemon logged the input watch of session %s as failing:\n%s", id, log)
+		}
+	}
+}
