@@ -272,6 +272,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		GID:             gid,
 		HideSockets:     s.hiddenSockets(),
 		OnDenial:        sess.denied,
+		RootCaller:      owner == 0,
 	}
 	if sess.socket != nil {
 		spec.SessionSocket = sess.socket.path

@@ -32,6 +32,12 @@ type Spec struct {
 	// UID and GID are the host identity the sandboxed process runs as. The
 	// daemon never passes 0 here.
 	UID, GID uint32
+	// RootCaller says root started the session (for a child, its root
+	// session). Root may grant its sandbox, which runs as another uid,
+	// write roots of any owner, and a backend may show such a root to the
+	// sandbox as its own. Anyone else's sandbox must never write what they
+	// could not, so false, the zero value, allows no such mapping.
+	RootCaller bool
 	Stdio    Stdio
 	// HideSockets are host paths of daemon sockets, or of directories of
 	// them, that must not be reachable from inside the sandbox.

@@ -178,7 +178,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			Found: "the caller gave the backend no proxy to serve", Remedy: "start the session through sandboxd, which runs the proxy",
 		}
 	}
-	mapped, notes := idmapPlan(spec.Policy.GetFilesystem().GetWrite(), set, spec.UID, spec.GID)
+	mapped, notes := idmapPlan(spec.Policy.GetFilesystem().GetWrite(), set, spec.UID, spec.GID, spec.RootCaller)
 	trees := map[string]int{}
 	defer func() {
 		for _, fd := range trees {

@@ -90,12 +90,16 @@ type rootNote struct {
 }
 
 // idmapPlan decides, for a launch as uid:gid on set, which write roots are
-// ID-mapped: those the sandbox uid could not write by their mode, and only
-// where this daemon can map them. notes has, for every such root, what its
-// refusal should say if the sandbox finds it unusable after all.
-func idmapPlan(writes []string, set MechanismSet, uid, gid uint32) (mapped []string, notes map[string]rootNote) {
+// ID-mapped: those the sandbox uid could not write by their mode, only for
+// a root caller (launcher.Spec.RootCaller), and only where this daemon can
+// map them. notes has, for every such root, what its refusal should say if
+// the sandbox finds it unusable after all.
+func idmapPlan(writes []string, set MechanismSet, uid, gid uint32, rootCaller bool) (mapped []string, notes map[string]rootNote) {
 	notes = map[string]rootNote{}
 	setWhy, setRemedy := idmapShortfall(set)
+	if !rootCaller {
+		setWhy, setRemedy = "its owner is mapped to the sandbox uid for root callers only, whose sandboxes run as another uid", ""
+	}
 	for _, w := range usableRoots(writes) {
 		var st unix.Stat_t
 		if err := unix.Stat(w, &st); err != nil || st.Uid == uid || writableByMode(&st, uid, gid) {

@@ -98,9 +98,18 @@ func TestRootOwnedWriteRootIsIdmapped(t *testing.T) {
 test "$(stat -c %u:%g .)" = 65533:65533
 echo new > created; echo after > edit; mkdir dir; mv created dir/moved
 touch gone; rm gone; chmod 0640 edit; echo ok`
-	out, serr, st := run(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/sh", "-c", script, "sh", w)
-	if st.ExitCode != 0 || strings.TrimSpace(out) != "ok" {
-		t.Fatalf("status %+v, stdout %q, stderr %q", st, out, serr)
+	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/sh", "-c", script, "sh", w)
+	// Not for anyone else's caller: the sandbox must not write a root the
+	// caller could not.
+	_, err := newBackend(t).Start(context.Background(), spec)
+	wantRefusal(t, nil, err, "filesystem.write")
+	if !strings.Contains(err.Error(), "root callers only") {
+		t.Errorf("refusal %q does not say why it was not mapped", err)
+	}
+	spec.RootCaller = true
+	out, serr, _, st, err := runSpec(t, newBackend(t), spec)
+	if err != nil || st.ExitCode != 0 || strings.TrimSpace(out) != "ok" {
+		t.Fatalf("status %+v (%v), stdout %q, stderr %q", st, err, out, serr)
 	}
 	for name, mode := range map[string]os.FileMode{"edit": 0o640, "dir": os.ModeDir | 0o755, "dir/moved": 0o644} {
 		var st unix.Stat_t
@@ -121,7 +130,9 @@ touch gone; rm gone; chmod 0640 edit; echo ok`
 
 	// The landlock set cannot map it, and says so instead of granting
 	// nothing.
-	p, err := backendFor(t, SetLandlock).Start(context.Background(), testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/true"))
+	spec = testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/true")
+	spec.RootCaller = true
+	p, err := backendFor(t, SetLandlock).Start(context.Background(), spec)
 	wantRefusal(t, p, err, "filesystem.write")
 	if !strings.Contains(err.Error(), "no mount namespace") {
 		t.Errorf("refusal %q does not say why the landlock set cannot map it", err)
@@ -135,9 +146,11 @@ func TestCarveOutInsideIdmappedRootIsHeld(t *testing.T) {
 		t.Skip("ID-mapped write roots are a root daemon's: only root may map a filesystem's owners")
 	}
 	w := hostDir(t, 0o700)
-	_, serr, st := run(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, ReadOnly: []string{w + "/.git"}}},
+	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, ReadOnly: []string{w + "/.git"}}},
 		"/bin/sh", "-c", `mkdir -p "$1/.git"; touch "$1/.git/x" || exit 3; exit 0`, "sh", w)
-	if st.ExitCode != 3 {
+	spec.RootCaller = true
+	_, serr, _, st, err := runSpec(t, newBackend(t), spec)
+	if err != nil || st.ExitCode != 3 {
 		t.Errorf("writing into the read-only carve-out: status %+v, stderr %q; want it refused", st, serr)
 	}
 	if _, err := os.Lstat(w + "/.git/x"); err == nil {

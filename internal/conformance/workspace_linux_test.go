@@ -187,3 +187,33 @@ func TestSandboxUIDHasAName(t *testing.T) {
 		})
 	}
 }
+
+// TestChildWritesRootCallersWorkspace: a child of a root caller's session
+// writes the workspace it inherits as its parent does, and what it writes
+// is root's on the host.
+func TestChildWritesRootCallersWorkspace(t *testing.T) {
+	for _, path := range []string{"exec", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			f := newFixture(t)
+			ws, _ := rootWorkspace(f)
+			script := fmt.Sprintf(`%s run -- %s write %s/by-child 2>&1; echo "rc=$?"`, suite.sandboxctl, suite.probe, ws)
+			s := run(t, commandStart(path == "pty", supervisorPolicy(ws), nil, "/bin/sh", "-c", script), nil)
+			if childrenRefused(t, s.err) {
+				return
+			}
+			if !idmapsHere() {
+				wantUnusable(t, s, ws)
+				return
+			}
+			exitedCleanly(t, s)
+			if rc := rcOf(s.stdout); rc != 0 {
+				t.Fatalf("the child: exit %d\n%s", rc, s)
+			}
+			checkSteps(t, []step{allow("write", ws+"/by-child")}, parseOutcomes(s.stdout), s.String())
+			var st syscall.Stat_t
+			if err := syscall.Lstat(filepath.Join(ws, "by-child"), &st); err != nil || st.Uid != 0 || st.Gid != 0 {
+				t.Errorf("by-child on the host: %v, owner %d:%d; want root's", err, st.Uid, st.Gid)
+			}
+		})
+	}
+}
