@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,3 +174,41 @@ func TestSandboxUIDHasAName(t *testing.T) {
 		t.Errorf("id -un, id -gn: %q (status %+v, stderr %q), want %q", got, st, serr, want)
 	}
 }
+
+// Only roots the sandbox uid could not write are mapped, only for a root
+// caller on the namespaces set, and never one holding the host's own
+// trees.
+func TestIdmapPlanMapsOnlyWhatItMust(t *testing.T) {
+	const uid, gid = 4242424, 4242424 // owns nothing here
+	private, open, readable := hostDir(t, 0o700), hostDir(t, 0o1777), hostDir(t, 0o755)
+	writes := []string{"/", "/etc", "/var", private, open, readable}
+	mapped, notes := idmapPlan(writes, SetNamespaces, uid, gid, true)
+	if os.Geteuid() != 0 {
+		// Only root may map a filesystem's owners.
+		if len(mapped) != 0 {
+			t.Errorf("a rootless daemon mapped %q", mapped)
+		}
+	} else {
+		if want := []string{private, readable}; !slices.Equal(mapped, want) {
+			t.Errorf("mapped %q, want %q", mapped, want)
+		}
+		for _, w := range []string{"/etc", "/var"} {
+			if n := notes[w]; !n.noChown || !strings.Contains(n.why, "host's own files") {
+				t.Errorf("note for %s: %+v, want it kept unmapped as a host tree", w, n)
+			}
+		}
+	}
+	if _, ok := notes["/"]; ok {
+		t.Error(`"/" got a note; it is no root the sandbox must be able to write`)
+	}
+	for name, got := range map[string][]string{
+		"landlock set":    first(idmapPlan(writes, SetLandlock, uid, gid, true)),
+		"non-root caller": first(idmapPlan(writes, SetNamespaces, uid, gid, false)),
+	} {
+		if len(got) != 0 {
+			t.Errorf("%s: mapped %q, want nothing", name, got)
+		}
+	}
+}
+
+func first[A, B any](a A, _ B) A { return a }
