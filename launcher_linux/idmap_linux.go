@@ -97,7 +97,7 @@ type rootNote struct {
 func idmapPlan(writes []string, set MechanismSet, uid, gid uint32, rootCaller bool) (mapped []string, notes map[string]rootNote) {
 	notes = map[string]rootNote{}
 	setWhy, setRemedy := idmapShortfall(set)
-	if !rootCaller {
+	if setWhy == "" && !rootCaller {
 		setWhy, setRemedy = "its owner is mapped to the sandbox uid for root callers only, whose sandboxes run as another uid", ""
 	}
 	for _, w := range usableRoots(writes) {

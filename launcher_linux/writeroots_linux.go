@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/launcher"
@@ -19,8 +21,33 @@ func hostOwner(path string) (desc string, uid uint32, ok bool) {
 	if err := unix.Lstat(path, &st); err != nil {
 		return "", 0, false
 	}
-	return fmt.Sprintf("owner %d, mode %04o", st.Uid, st.Mode&0o7777), st.Uid, true
+	desc = fmt.Sprintf("owner %d, mode %04o", st.Uid, st.Mode&0o7777)
+	if st.Uid == overflowUID() && !inInitialUserNS() {
+		desc += "; its owner is not mapped in the daemon's own user namespace"
+	}
+	return desc, st.Uid, true
 }
+
+// overflowUID is the uid the kernel shows for an owner a user namespace
+// does not map.
+var overflowUID = sync.OnceValue(func() uint32 {
+	b, err := os.ReadFile("/proc/sys/kernel/overflowuid")
+	if err != nil {
+		return 65534
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 65534
+	}
+	return uint32(n)
+})
+
+// inInitialUserNS reports whether the daemon runs in the host's own user
+// namespace, where every uid is what it is.
+var inInitialUserNS = sync.OnceValue(func() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	return err == nil && strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295"
+})
 
 // identityRemedies are what lets the sandbox uid use path when it may
 // not: the path handed to it (when chown), a sandbox uid that already may,

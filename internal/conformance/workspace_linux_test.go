@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,6 +116,16 @@ func TestRootCallersWorkspace(t *testing.T) {
 	}
 }
 
+// rootAsDaemonSees is how a refusal names root as an owner: a daemon
+// wrapped in a user namespace of its own (bwrap --unshare-user) sees it as
+// the overflow uid.
+func rootAsDaemonSees() string {
+	if slices.Contains(suite.wrap, "--unshare-user") {
+		return "owner 65534"
+	}
+	return "owner 0"
+}
+
 // wantUnusable fails unless s was refused for filesystem.write, naming
 // the root, its owner and mode, the sandbox uid and a remedy.
 func wantUnusable(t *testing.T, s *session, root string) {
@@ -123,7 +134,7 @@ func wantUnusable(t *testing.T, s *session, root string) {
 	if u == nil || u.GetField() != "filesystem.write" || u.GetRemedy() == "" {
 		t.Fatalf("want a refusal of filesystem.write with a remedy, got %v\n%s", s.err, s)
 	}
-	for _, want := range []string{root, "owner 0, mode 0700", fmt.Sprintf("uid %d", suite.uid)} {
+	for _, want := range []string{root, rootAsDaemonSees() + ", mode 0700", fmt.Sprintf("uid %d", suite.uid)} {
 		if !strings.Contains(s.err.Error(), want) {
 			t.Errorf("the refusal %q does not say %q", s.err, want)
 		}
@@ -143,7 +154,7 @@ func TestInaccessibleCwdIsNamed(t *testing.T) {
 			st.Command.Cwd = dir
 			s := run(t, st, nil)
 			e := s.exit()
-			want := fmt.Sprintf("cwd %s is not accessible to the sandbox uid %d (owner 0, mode 0700)", dir, suite.uid)
+			want := fmt.Sprintf("cwd %s is not accessible to the sandbox uid %d (%s, mode 0700", dir, suite.uid, rootAsDaemonSees())
 			if s.err != nil || e.GetState() != sandboxdv1.State_FAILED_TO_START || e.GetExitCode() != 126 || !strings.HasPrefix(e.GetReason(), want) {
 				t.Fatalf("got %v, exit %v; want FAILED_TO_START, 126, reason %q...", s.err, e, want)
 			}
@@ -214,6 +225,34 @@ func TestChildWritesRootCallersWorkspace(t *testing.T) {
 			if err := syscall.Lstat(filepath.Join(ws, "by-child"), &st); err != nil || st.Uid != 0 || st.Gid != 0 {
 				t.Errorf("by-child on the host: %v, owner %d:%d; want root's", err, st.Uid, st.Gid)
 			}
+		})
+	}
+}
+
+// TestWriteRootWithoutIDMappingIsRefused: a root-owned write root on a
+// filesystem that cannot map owners (ramfs, as NFS or FUSE) is refused,
+// naming it, its owner and mode and the uid, never granted unwritable.
+func TestWriteRootWithoutIDMappingIsRefused(t *testing.T) {
+	if !suite.asRoot {
+		t.Skip("mounting the ramfs this case needs takes root; the unprivileged suite's refusal is TestRootCallersWorkspace's")
+	}
+	for _, path := range []string{"exec", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			f := newFixture(t)
+			ws := f.path("ramfs")
+			if err := os.Mkdir(ws, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mount("ramfs", ws, "ramfs", 0, "mode=0700"); err != nil {
+				t.Fatalf("mount ramfs: %v", err)
+			}
+			t.Cleanup(func() { syscall.Unmount(ws, syscall.MNT_DETACH) })
+			s := run(t, commandStart(path == "pty", fsPolicy(list(ws), nil, nil), nil, "/bin/sh", "-c", "touch "+ws+"/x"), nil)
+			wantUnusable(t, s, ws)
+			if idmapsHere() && !strings.Contains(s.err.Error(), "ID-mapped mounts do not work for it") {
+				t.Errorf("the refusal %q does not say the filesystem cannot map owners", s.err)
+			}
+			absent(t, filepath.Join(ws, "x"))
 		})
 	}
 }
