@@ -20,6 +20,16 @@
 // fswrite_linux.go) to record a refusal before it lets the kernel carry
 // them out.
 //
+// A root caller's write root that the sandbox uid could not write by its
+// mode is bound ID-mapped, its owner shown as the sandbox uid: only the
+// host's root may map a filesystem's owners, so the daemon clones the root
+// into a detached mount mapped through a user namespace of its own
+// (idmap_linux.go) and hands it to the init, which attaches it where a
+// plain bind would go. Before it forks the command, the init checks, as the
+// command will be, that every write root is writable and the cwd can be
+// entered; the daemon turns a failure into a refusal that names the path,
+// its owner and mode (writeroots_linux.go).
+//
 // Process tree inside the sandbox:
 //
 //	sandboxd-init (pid 1, the sandbox uid, setup capabilities, not dumpable)
