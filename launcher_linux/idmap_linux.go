@@ -180,16 +180,21 @@ func idmappedTree(path string, userns int) (int, error) {
 // FUSE, ...) or the kernel (before 5.12) does not map owners.
 func idmapRefusal(w string, uid, gid uint32, err error) *launcher.Unenforceable {
 	desc, owner, _ := hostOwner(w)
-	u := &launcher.Unenforceable{
+	var errno syscall.Errno
+	errors.As(err, &errno)
+	why, remedy := "its filesystem cannot map owners (as NFS, FUSE or ramfs cannot)", "put the workspace on a filesystem that supports ID-mapped mounts (ext4, xfs, btrfs, tmpfs on Linux 6.3+, overlayfs)"
+	switch errno {
+	case syscall.ENOSYS:
+		why, remedy = "the kernel has no ID-mapped mounts", "run on Linux 5.12 or later"
+	case syscall.EPERM:
+		why, remedy = "the daemon may not map its owners (it is not root of the host's user namespace)", "run sandboxd as root on the host"
+	}
+	return &launcher.Unenforceable{
 		Field:     "filesystem.write",
 		Mechanism: fmt.Sprintf("write access to %s for the sandbox uid %d: an ID-mapped bind showing its owner as that uid", w, uid),
-		Found:     fmt.Sprintf("%s (%s) is not writable by uid %d, and ID-mapped mounts do not work for it (a filesystem such as NFS or FUSE, or a kernel before 5.12, cannot map owners)", w, desc, uid),
+		Found:     fmt.Sprintf("%s (%s) is not writable by uid %d, and ID-mapped mounts do not work for it: %s", w, desc, uid, why),
 		Probe:     "open_tree + mount_setattr(MOUNT_ATTR_IDMAP) " + w,
-		Remedy:    joinRemedies(identityRemedies(w, owner, uid, gid, false, true), "put the workspace on a filesystem that supports ID-mapped mounts (ext4, xfs, btrfs, tmpfs on Linux 6.3+, overlayfs)"),
+		Errno:     errno,
+		Remedy:    joinRemedies(identityRemedies(w, owner, uid, gid, false, true), remedy),
 	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		u.Errno = errno
-	}
-	return u
 }
