@@ -119,6 +119,8 @@ func idmapPlan(writes []string, set MechanismSet, uid, gid uint32, rootCaller bo
 			notes[w] = rootNote{
 				why:    fmt.Sprintf("it is ID-mapped, its owner shown as uid %d, and its mode does not let its owner write it", uid),
 				remedy: "chmod u+wx " + w,
+				// Handed to the sandbox uid, it would still be shut.
+				noChown: true,
 			}
 		}
 	}

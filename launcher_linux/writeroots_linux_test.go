@@ -129,11 +129,22 @@ touch gone; rm gone; chmod 0640 edit; echo ok`
 		t.Errorf("gone: %v, want it removed", err)
 	}
 
+	// Mapped, a root whose mode shuts out even its owner is still shut,
+	// and the refusal says what opens it.
+	shut := hostDir(t, 0o555)
+	shutSpec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{shut}}}, "/bin/true")
+	shutSpec.RootCaller = true
+	p, err := newBackend(t).Start(context.Background(), shutSpec)
+	wantRefusal(t, p, err, "filesystem.write")
+	if !strings.Contains(err.Error(), "remedy: chmod u+wx "+shut) || strings.Contains(err.Error(), "chown") {
+		t.Errorf("refusal %q, want the chmod that opens it and no chown", err)
+	}
+
 	// The landlock set cannot map it, and says so instead of granting
 	// nothing.
 	spec = testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/true")
 	spec.RootCaller = true
-	p, err := backendFor(t, SetLandlock).Start(context.Background(), spec)
+	p, err = backendFor(t, SetLandlock).Start(context.Background(), spec)
 	wantRefusal(t, p, err, "filesystem.write")
 	if !strings.Contains(err.Error(), "no mount namespace") {
 		t.Errorf("refusal %q does not say why the landlock set cannot map it", err)
