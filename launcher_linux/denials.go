@@ -39,6 +39,16 @@ func denialSources(plan *Plan, host Host, none bool) []*sandboxdv1.DenialSource 
 		refusers = "Landlock (EACCES)"
 	}
 	write := src("filesystem.write", "seccomp user notification of every call that may write a name (open and openat with write flags, openat2, creat, truncate, mkdir, mknod, unlink, rmdir, rename, link, symlink and their *at forms): the daemon resolves the path as the sandbox sees it, judges it against the planned mounts and Landlock rules, records a refusal, and lets the kernel carry the call out, so that "+refusers+" refuse it, not the daemon; named filesystem.read_only or filesystem.deny within those paths")
+	meta := "the daemon records what the read-only mounts refuse (EROFS) and lets the kernel carry the call out"
+	if plan.Set == SetLandlock {
+		meta = "the daemon performs the call itself, on the inode it resolved with the sandbox's credentials, inside the write roots only, and records what it refuses (EROFS; EACCES at a deny path)"
+		if plan.Supervise.GetEmulate().GetLookups() {
+			meta += "; stat, access, readlink, xattr reads, statfs, chdir, inotify watches and O_PATH opens likewise, refused with EACCES and recorded as filesystem.deny when they reach a deny path"
+		}
+	}
+	if unobserved == "" {
+		write.How += "; every call that changes an inode's mode, owner, times, extended attributes, inode flags or fs-verity (chmod, chown, utime, setxattr, removexattr families with their f, l and *at forms, FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR, FS_IOC_ENABLE_VERITY and the other inode ioctls): " + meta
+	}
 	read := &sandboxdv1.DenialSource{Kind: "filesystem.read", How: "not observed: intercepting every open() would cost a daemon round trip each; Landlock audit records need the kernel audit subsystem, which the daemon does not turn on"}
 
 	var network *sandboxdv1.DenialSource

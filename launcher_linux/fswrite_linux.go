@@ -18,17 +18,26 @@ import (
 // sandbox sees them and judges it against the plan: the record of the
 // refusal the call is about to meet, nil when it meets none or when that
 // cannot be told (the record is then missing, never wrong on purpose).
-func (s *supervisor) judgeWrite(n *seccompNotif) *sandboxdv1.Denial {
+// With lookups, a name that resolves beneath a deny path is refused by
+// the daemon: denied is set, and the record says so.
+func (s *supervisor) judgeWrite(n *seccompNotif) (d *sandboxdv1.Denial, denied bool) {
 	v := &sandboxView{root: s.root, tid: int(n.Pid)}
+	if s.lookups {
+		v.deny = s.writes.Deny
+	}
 	c, err := v.readCall(n)
+	var dp *deniedPath
+	if errors.As(err, &dp) {
+		return &sandboxdv1.Denial{Field: "filesystem.deny", Operation: writeCallNames[n.Data.Nr], Target: dp.path, Errno: "EACCES"}, true
+	}
 	if err != nil || c == nil {
-		return nil
+		return nil, false
 	}
 	r := s.writes.judge(c)
 	if r == nil {
-		return nil
+		return nil, false
 	}
-	return &sandboxdv1.Denial{Field: r.Field, Operation: c.Op, Target: r.Path, Errno: r.Errno}
+	return &sandboxdv1.Denial{Field: r.Field, Operation: c.Op, Target: r.Path, Errno: r.Errno}, false
 }
 
 // sandboxView resolves the names one thread of the sandbox passes.
@@ -37,6 +46,11 @@ type sandboxView struct {
 	// of it, as none may chroot or pivot_root.
 	root int
 	tid  int
+	// args are the call's raw arguments, for the calls the daemon
+	// performs.
+	args [6]uint64
+	// deny are the paths every lookup refuses to enter (lookupOpts.deny).
+	deny []string
 	// status is read on first need, for /proc/self.
 	status *taskStatus
 }
@@ -61,7 +75,7 @@ func (v *sandboxView) readCall(n *seccompNotif) (*writeCall, error) {
 	a := n.Data.Args
 	c := &writeCall{Op: writeCallNames[n.Data.Nr]}
 	var target, source nameArg
-	o := lookupOpts{top: "/"}
+	o := lookupOpts{top: "/", deny: v.deny}
 	followSource := false
 	at := func(i int) nameArg { return nameArg{int32(a[i]), a[i+1]} }
 	cwd := func(i int) nameArg { return nameArg{atFdcwd, a[i]} }
@@ -234,7 +248,23 @@ type lookupOpts struct {
 	resolve uint64
 	// mounts asks for the mount ids of the name and its directory.
 	mounts bool
+	// pin asks for an O_PATH fd of what the name resolves to, for the
+	// daemon to act on in the sandbox's place: the walk then fails where
+	// the kernel's would (a missing or unsearchable directory), and the
+	// thread walking must have the sandbox's credentials.
+	pin bool
+	// deny are paths the walk must not enter, nor end at: it fails with
+	// errDenied there, as it would at the namespaces set's masks.
+	deny []string
 }
+
+// deniedPath is the error of a walk that met a path of lookupOpts.deny.
+type deniedPath struct{ path string }
+
+func (e *deniedPath) Error() string { return "walk enters denied path " + e.path }
+
+// Is makes a refused walk read as the EACCES it answers.
+func (e *deniedPath) Is(target error) bool { return target == unix.EACCES }
 
 // maxSymlinks is the kernel's limit on symlinks followed in one lookup.
 const maxSymlinks = 40
@@ -257,12 +287,60 @@ func (v *sandboxView) lookup(dir, name string, o lookupOpts) (namedPath, error) 
 	if !path.IsAbs(name) {
 		rel = strings.TrimPrefix(dir, o.top) + "/" + name
 	}
-	if o.top == "/" && o.resolve == 0 {
+	if o.top == "/" && o.resolve == 0 && !o.pin {
 		if np, ok, err := v.fastLookup(rel, o); ok || err != nil {
 			return np, err
 		}
 	}
-	var tr walkTrace
+	np, _, err := v.resolve(dir, rel, o)
+	return np, err
+}
+
+// pinned resolves a name argument as lookup does, with o.pin: the O_PATH
+// fd of what it names, which the caller closes, and what the walk found.
+func (v *sandboxView) pinned(arg nameArg, o lookupOpts) (int, namedPath, error) {
+	name, err := v.readString(arg.addr)
+	if err != nil {
+		return -1, namedPath{}, err
+	}
+	return v.pinnedName(arg.dirfd, name, o)
+}
+
+func (v *sandboxView) pinnedName(dirfd int32, name string, o lookupOpts) (int, namedPath, error) {
+	if name == "" {
+		return -1, namedPath{}, unix.ENOENT
+	}
+	dir := ""
+	if !path.IsAbs(name) || o.resolve&(unix.RESOLVE_IN_ROOT|unix.RESOLVE_BENEATH) != 0 {
+		var err error
+		if dir, err = v.dirOf(dirfd); err != nil {
+			return -1, namedPath{}, err
+		}
+		if coveredBy(dir, o.deny) {
+			return -1, namedPath{}, &deniedPath{path.Join(dir, name)}
+		}
+	}
+	if strings.HasSuffix(name, "/") {
+		o.follow = true
+	}
+	if o.resolve&unix.RESOLVE_IN_ROOT != 0 {
+		o.top = dir
+	}
+	rel := name
+	if !path.IsAbs(name) {
+		rel = strings.TrimPrefix(dir, o.top) + "/" + name
+	}
+	o.pin = true
+	np, fd, err := v.resolve(dir, rel, o)
+	if err == nil && fd < 0 {
+		err = unix.ENOENT
+	}
+	return fd, np, err
+}
+
+// resolve walks rel from o.top, restarting at each symlink it follows.
+func (v *sandboxView) resolve(dir, rel string, o lookupOpts) (namedPath, int, error) {
+	tr := walkTrace{pinned: -1}
 	for range maxSymlinks + 1 {
 		np, next, err := v.walk(rel, o, &tr)
 		if err != nil || next == "" {
@@ -270,11 +348,15 @@ func (v *sandboxView) lookup(dir, name string, o lookupOpts) (namedPath, error) 
 				// openat2 fails where its RESOLVE_* flags stop the walk.
 				err = unix.EXDEV
 			}
-			return np, err
+			if err != nil && tr.pinned >= 0 {
+				unix.Close(tr.pinned)
+				tr.pinned = -1
+			}
+			return np, tr.pinned, err
 		}
 		rel = next
 	}
-	return namedPath{}, unix.ELOOP
+	return namedPath{}, -1, unix.ELOOP
 }
 
 // walkTrace is what a walk met on its way that openat2's RESOLVE_* flags
@@ -282,6 +364,8 @@ func (v *sandboxView) lookup(dir, name string, o lookupOpts) (namedPath, error) 
 type walkTrace struct {
 	symlink, magic bool
 	steps          int
+	// pinned is the O_PATH fd of the walk's end, with lookupOpts.pin.
+	pinned int
 }
 
 // maxWalkSteps bounds the components one lookup walks, restarts at
@@ -379,6 +463,9 @@ func (v *sandboxView) walk(rel string, o lookupOpts, tr *walkTrace) (np namedPat
 		return np, "", err
 	}
 	defer func() { unix.Close(fd) }()
+	if coveredBy(cur, o.deny) {
+		return np, "", &deniedPath{innermostRoot(cur, o.deny)}
+	}
 	for i, c := range comps {
 		if tr.steps++; tr.steps > maxWalkSteps {
 			return np, "", unix.ELOOP
@@ -403,8 +490,19 @@ func (v *sandboxView) walk(rel string, o lookupOpts, tr *walkTrace) (np namedPat
 			tr.symlink = true
 			return np, relTo(cur, o.top) + "/" + v.procSelf(c) + "/" + rest, nil
 		}
+		if coveredBy(name, o.deny) {
+			// Even a lookup that would fail beneath it says the path is
+			// there.
+			return np, "", &deniedPath{path.Join(name, rest)}
+		}
 		np, link, err := statName(fd, c, o.mounts && last)
 		switch {
+		case err != nil && o.pin:
+			// The walk has the sandbox's credentials: its refusal is the
+			// kernel's.
+			return np, "", err
+		case !np.Exists && o.pin:
+			return np, "", unix.ENOENT
 		case errors.Is(err, unix.EACCES):
 			// The daemon may search no further than the sandbox's own uid
 			// (a daemon that is not root): neither can the sandbox, unless
@@ -431,6 +529,12 @@ func (v *sandboxView) walk(rel string, o lookupOpts, tr *walkTrace) (np namedPat
 				// A magic link: the kernel writes the file out as a path
 				// from the sandbox's root, or as no path at all.
 				tr.magic = true
+				if o.pin && !within(cur, "/proc/"+v.procSelf("self")) {
+					// Landlock lets the sandbox follow only its own
+					// domain's links; the daemon knows its own process
+					// for sure, and no other.
+					return np, "", unix.EACCES
+				}
 				if !path.IsAbs(target) || strings.HasSuffix(target, " (deleted)") {
 					return np, "", errNotAPath
 				}
@@ -443,6 +547,23 @@ func (v *sandboxView) walk(rel string, o lookupOpts, tr *walkTrace) (np namedPat
 				target = relTo(cur, o.top) + "/" + target
 			}
 			return np, target + "/" + rest, nil
+		case last && o.pin:
+			pfd, err := unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return np, "", err
+			}
+			var st unix.Stat_t
+			if err := unix.Fstat(pfd, &st); err != nil {
+				unix.Close(pfd)
+				return np, "", err
+			}
+			if st.Mode&modeType == modeLnk && o.follow {
+				// Became a symlink since it was looked at: walk again.
+				unix.Close(pfd)
+				return np, rel, nil
+			}
+			tr.pinned, np.Path, np.Type = pfd, name, st.Mode&modeType
+			return np, "", nil
 		case last:
 			np.Path = name
 			return np, "", nil
@@ -457,6 +578,9 @@ func (v *sandboxView) walk(rel string, o lookupOpts, tr *walkTrace) (np namedPat
 		fd, cur = nfd, name
 	}
 	// The name ends at a directory reached by "..", or is o.top itself.
+	if o.pin {
+		tr.pinned, fd = fd, -1
+	}
 	return namedPath{Path: cur, Exists: true, Type: modeDir, ParentExists: true}, "", nil
 }
 

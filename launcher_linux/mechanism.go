@@ -150,6 +150,7 @@ func (s MechanismSet) needs(p *sandboxdv1.Policy, h *HostProbe, children bool) (
 			}
 		}
 		ns = append(ns, need{field: "process", mechanism: "seccomp (sockets, SysV IPC, namespaces, kernel interfaces)", prim: PrimSeccomp, remedy: remedySeccomp})
+		ns = append(ns, need{field: "filesystem.write", mechanism: "seccomp user notification, so that the daemon performs chmod, chown, utimes, xattr and inode-flag calls only inside the write roots (Landlock governs none of them)", prim: PrimSeccompNotify, remedy: remedyNotify})
 		if h.EUID == 0 {
 			ns = append(ns, need{field: "process", mechanism: "setuid to the sandbox identity", prim: PrimSwitchID, remedy: remedyIDMap(true)})
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,9 @@ type supervisor struct {
 	// root, an fd of the sandbox's root directory.
 	writes *WriteModel
 	root   int
+	// emulate says the daemon performs metadata calls in the sandbox's
+	// place (fsmeta_linux.go), and lookups that it performs lookups too.
+	emulate, lookups bool
 	// onDenial records a refusal; nil when nobody asked.
 	onDenial func(*sandboxdv1.Denial)
 
@@ -108,6 +112,8 @@ func supervise(listener, root int, sv *Supervision, writes *WriteModel, hostSock
 		writes:       writes,
 		root:         root,
 		onDenial:     onDenial,
+		emulate:      sv.Emulate != nil,
+		lookups:      sv.Emulate != nil && sv.Emulate.Lookups,
 		connectSlots: make(chan struct{}, maxConnectsInFlight),
 		done:         make(chan struct{}),
 		inFlight:     map[int]bool{},
@@ -123,8 +129,28 @@ func supervise(listener, root int, sv *Supervision, writes *WriteModel, hostSock
 	// cost of every notified call (Linux 6.6; older kernels refuse the
 	// flag and wake the usual way).
 	unix.Syscall(unix.SYS_IOCTL, uintptr(listener), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
+	ready := make(chan error, 1)
 	s.wg.Add(1)
-	go s.receive()
+	go func() {
+		if sv.Emulate != nil {
+			// The thread that performs the sandbox's calls must hold no
+			// more than the sandbox does. It is never handed back to the
+			// runtime: it ends with the loop.
+			runtime.LockOSThread()
+			if err := restrictThread(sv.Emulate.UID, sv.Emulate.GID); err != nil {
+				s.wg.Done()
+				ready <- err
+				return
+			}
+		}
+		ready <- nil
+		s.receive()
+	}()
+	if err := <-ready; err != nil {
+		s.listener.Close()
+		unix.Close(root)
+		return nil, fmt.Errorf("seccomp supervisor thread: %w", err)
+	}
 	return s, nil
 }
 
@@ -220,6 +246,9 @@ func (s *supervisor) receive() {
 func (s *supervisor) answer(n seccompNotif, at time.Time) {
 	resp := seccompNotifResp{ID: n.ID}
 	var d *sandboxdv1.Denial
+	addfd := -1
+	var addfdFlags uint32
+	fc, isFs := s.fsCall(&n)
 	switch {
 	case n.Data.Arch != auditX8664:
 		resp.Error = -int32(unix.ENOSYS)
@@ -227,12 +256,38 @@ func (s *supervisor) answer(n seccompNotif, at time.Time) {
 		var errno syscall.Errno
 		errno, d = s.emulateConnect(n)
 		resp.Error = -int32(errno)
-	case writeCallNames[n.Data.Nr] != "":
-		// The kernel decides; the daemon only looks, and only when
+	case isFs && s.emulate:
+		a := s.emulateFs(&n, fc)
+		switch {
+		case a.cont:
+			resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		case a.hasFd:
+			addfd = a.addfd
+			if a.cloexec {
+				addfdFlags = unix.O_CLOEXEC
+			}
+		default:
+			resp.Val, resp.Error = a.val, -int32(a.errno)
+		}
+		d = a.denial
+	case isFs:
+		// The mounts decide; the daemon only looks, and only when
 		// someone wants the record.
 		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 		if s.onDenial != nil {
-			d = s.judgeWrite(&n)
+			d = s.judgeMeta(&n)
+		}
+	case writeCallNames[n.Data.Nr] != "":
+		// The kernel decides; the daemon only looks, and only when
+		// someone wants the record. A name beneath a deny path is
+		// refused here, where no mask hides it: the kernel would tell
+		// it exists (EEXIST) before Landlock refuses.
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		if s.onDenial != nil || s.lookups {
+			var denied bool
+			if d, denied = s.judgeWrite(&n); denied {
+				resp.Flags, resp.Error = 0, -int32(unix.EACCES)
+			}
 		}
 	default:
 		if d = refusedCall(n.Data); d != nil {
@@ -249,6 +304,14 @@ func (s *supervisor) answer(n seccompNotif, at time.Time) {
 	// is closed: nobody waits for the answer then, and nothing was
 	// refused.
 	if err := s.rc.Control(func(fd uintptr) {
+		if addfd >= 0 {
+			sendErr = sendAddfd(fd, n.ID, addfd, addfdFlags)
+			unix.Close(addfd)
+			if sendErr == nil || errors.Is(sendErr, unix.ENOENT) {
+				return
+			}
+			resp.Error = -int32(errnoOrEPERM(sendErr))
+		}
 		sendErr = ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 	}); err != nil || sendErr != nil || d == nil || s.onDenial == nil {
 		return
@@ -451,6 +514,46 @@ func targetPidfd(tid int) (int, error) {
 		return -1, err
 	}
 	return unix.PidfdOpen(st.tgid, 0)
+}
+
+// seccompNotifAddfd is struct seccomp_notif_addfd.
+type seccompNotifAddfd struct {
+	ID         uint64
+	Flags      uint32
+	Srcfd      uint32
+	Newfd      uint32
+	NewfdFlags uint32
+}
+
+// sendAddfd installs src in the target as the result of its call, and
+// answers the call with it in the same step (Linux 5.14).
+func sendAddfd(listener uintptr, id uint64, src int, flags uint32) error {
+	a := seccompNotifAddfd{ID: id, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(src), NewfdFlags: flags}
+	return ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_ADDFD, unsafe.Pointer(&a))
+}
+
+// fsCall decodes n when it is a call of the metadata or lookup families,
+// an inode ioctl, or an O_PATH open the daemon performs.
+func (s *supervisor) fsCall(n *seccompNotif) (fsCall, bool) {
+	switch n.Data.Nr {
+	case nrOpen, nrOpenat, nrOpenat2:
+		if !s.lookups {
+			return fsCall{}, false
+		}
+		flags, ok := isOPathOpen(n, &sandboxView{root: s.root, tid: int(n.Pid)})
+		if !ok {
+			return fsCall{}, false
+		}
+		c, ok := decodeFsCall(n)
+		c.op, c.flags, c.follow = writeCallNames[n.Data.Nr], flags, flags&unix.O_NOFOLLOW == 0
+		return c, ok
+	case nrIoctl:
+		return decodeFsCall(n)
+	}
+	if fsCallNames[n.Data.Nr] == "" {
+		return fsCall{}, false
+	}
+	return decodeFsCall(n)
 }
 
 func ioctlPtr(fd uintptr, req uint, arg unsafe.Pointer) error {

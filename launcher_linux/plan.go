@@ -35,6 +35,30 @@ type Supervision struct {
 	Connect bool `json:"connect,omitempty"`
 	// Writes judges the write-intent calls the filter notifies.
 	Writes *WriteModel `json:"writes"`
+	// Emulate, for a sandbox without a mount namespace, says the daemon
+	// performs its metadata calls (and lookups) in its place.
+	Emulate *Emulation `json:"emulate,omitempty"`
+}
+
+// GetEmulate is sv's emulation, nil for a nil sv.
+func (sv *Supervision) GetEmulate() *Emulation {
+	if sv == nil {
+		return nil
+	}
+	return sv.Emulate
+}
+
+// GetLookups says whether the daemon performs lookups; false for nil.
+func (e *Emulation) GetLookups() bool { return e != nil && e.Lookups }
+
+// Emulation is what the daemon needs to perform a sandbox's calls as the
+// sandbox would: its identity, and whether lookups are the daemon's too.
+type Emulation struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+	// Lookups: the policy has deny paths, which only the daemon can keep
+	// stat, access, readlink and xattr reads from seeing.
+	Lookups bool `json:"lookups,omitempty"`
 }
 
 // GetWrites is sv's write model, nil for a nil sv.

@@ -31,8 +31,19 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 			Found: fmt.Sprintf("landlock ABI %d, seccomp available: %v", host.LandlockABI, !host.NoSeccomp), Remedy: "run on a kernel with Landlock ABI 6 and seccomp, or where the namespaces set works",
 		}
 	}
+	if !host.Notify {
+		// Landlock does not govern mode, owner, times, extended
+		// attributes or inode flags, nor lookups of a deny path: only the
+		// daemon, performing those calls, can hold them to the policy.
+		return nil, &launcher.Unenforceable{
+			Field:     "filesystem.write",
+			Mechanism: "seccomp user notification, so that the daemon performs chmod, chown, utimes, xattr and inode-flag calls only inside the write roots (Landlock governs none of them)",
+			Found:     "seccomp user notification does not work here: " + host.NotifyMissing, Remedy: remedyNotify,
+		}
+	}
 	none := p.GetNetwork().GetMode() != sandboxdv1.Network_HOST
-	prog, err := SeccompProgram(SeccompOptions{NoSockets: none, NoUnixSockets: !none, NoSysVIPC: true, Notify: host.Notify})
+	lookups := len(fs.GetDeny()) > 0
+	prog, err := SeccompProgram(SeccompOptions{NoSockets: none, NoUnixSockets: !none, NoSysVIPC: true, Notify: true, NotifyLookups: lookups})
 	if err != nil {
 		return nil, err
 	}
@@ -45,11 +56,12 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 	plan.Exec = ExecPlan{
 		Argv: in.Argv, Env: in.Env, Cwd: cwd, WriteRoots: usableRoots(fs.GetWrite()),
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
-		Landlock: ll, Seccomp: prog, TerminalRule: in.Terminal, Listener: host.Notify,
+		Landlock: ll, Seccomp: prog, TerminalRule: in.Terminal, Listener: true,
 	}
-	if host.Notify {
-		// No mounts of its own: Landlock alone decides.
-		plan.Supervise = &Supervision{Writes: buildWriteModel(nil, ll, fs.GetReadOnly(), fs.GetDeny())}
+	// No mounts of its own: Landlock decides writes, the daemon the rest.
+	plan.Supervise = &Supervision{
+		Writes:  buildWriteModel(nil, ll, fs.GetReadOnly(), fs.GetDeny()),
+		Emulate: &Emulation{UID: in.UID, GID: in.GID, Lookups: lookups},
 	}
 	plan.Report = append(reportLandlock(p, plan), limitsReport(p, host)...)
 	plan.DenialSources = append(denialSources(plan, host, none), limitDenialSources(p)...)
@@ -91,7 +103,8 @@ func reportLandlock(p *sandboxdv1.Policy, plan *Plan) []*sandboxdv1.FieldEnforce
 	fs := p.GetFilesystem()
 	out := []*sandboxdv1.FieldEnforcement{
 		f("filesystem.read", ll+" read rules on the host tree except /dev (no mount namespace: the host's /tmp is visible, read-only)"),
-		f("filesystem.write", ll+" full rights on the write roots only; of /dev only "+strings.Join(landlockDevices, ", ")+" and the session's terminal"),
+		f("filesystem.write", ll+" full rights on the write roots only; of /dev only "+strings.Join(landlockDevices, ", ")+" and the session's terminal; "+
+			"mode, owner, times, xattrs and inode flags (which Landlock does not govern): seccomp user notification, the daemon performs each call on the inode it resolved, inside the write roots only"),
 	}
 	if len(fs.GetReadOnly()) > 0 {
 		out = append(out, f("filesystem.read_only", ll+": outside every write root, nothing is writable"))
@@ -99,7 +112,8 @@ func reportLandlock(p *sandboxdv1.Policy, plan *Plan) []*sandboxdv1.FieldEnforce
 		out = append(out, f("filesystem.read_only", "none requested"))
 	}
 	if len(fs.GetDeny()) > 0 {
-		out = append(out, f("filesystem.deny", ll+": read granted on every sibling on the way, never on the path; the directories above it cannot be listed, as a right on a directory reaches everything beneath"))
+		out = append(out, f("filesystem.deny", ll+": read granted on every sibling on the way, never on the path; the directories above it cannot be listed, as a right on a directory reaches everything beneath; "+
+			"stat, access, readlink, xattr reads, statfs, chdir, inotify and O_PATH opens: seccomp user notification, the daemon performs them and refuses any that reaches the path (EACCES)"))
 	} else {
 		out = append(out, f("filesystem.deny", "none requested"))
 	}

@@ -30,7 +30,20 @@ type SeccompOptions struct {
 	// (SECCOMP_USER_NOTIF_FLAG_CONTINUE) after recording whether the
 	// mounts and Landlock will refuse it. Without a listener, notified
 	// calls fail with ENOSYS: refused all the same.
+	//
+	// Every call that changes an inode's metadata without writing a name
+	// (mode, owner, times, extended attributes, inode flags, fs-verity)
+	// reaches the daemon too: in a mount namespace the read-only mounts
+	// refuse it and the daemon only records that; without one (the
+	// landlock set, which Landlock cannot confine there) the daemon
+	// performs it itself, on the inode it resolved, if the policy lets it.
 	Notify bool
+	// NotifyLookups, with Notify, hands the daemon every call that looks
+	// a name up to read what it names (stat, access, readlink, xattrs,
+	// statfs, chdir, inotify watches, O_PATH opens): without a mount
+	// namespace to mask the deny paths, the daemon performs them so that
+	// a deny path's metadata never reaches the sandbox.
+	NotifyLookups bool
 	// NotifyConnect, with Notify, hands every connect() to the daemon,
 	// which performs it: a filter cannot read the address a unix socket is
 	// connected to, nor learn what an inet connect got.
@@ -83,6 +96,9 @@ const (
 	// O_WRONLY, O_RDWR, O_CREAT, O_TRUNC. O_TMPFILE carries O_WRONLY or
 	// O_RDWR by rule.
 	openWriteFlags = 0x1 | 0x2 | 0x40 | 0x200
+	// oPath opens a name without reading it, which Landlock does not
+	// check.
+	oPath = 0x200000
 )
 
 // syscallName is an amd64 syscall number with its name, which denial
@@ -166,6 +182,48 @@ var amd64WriteCalls = []syscallName{
 	{"openat2", nrOpenat2},
 }
 
+// amd64MetaCalls change an inode's mode, owner, times or extended
+// attributes. Landlock governs none of them.
+var amd64MetaCalls = []syscallName{
+	{"chmod", 90}, {"fchmod", 91}, {"fchmodat", 268}, {"fchmodat2", 452},
+	{"chown", 92}, {"fchown", 93}, {"lchown", 94}, {"fchownat", 260},
+	{"utime", 132}, {"utimes", 235}, {"futimesat", 261}, {"utimensat", 280},
+	{"setxattr", 188}, {"lsetxattr", 189}, {"fsetxattr", 190},
+	{"removexattr", 197}, {"lremovexattr", 198}, {"fremovexattr", 199},
+	{"setxattrat", 463}, {"removexattrat", 466}, {"file_setattr", 469},
+}
+
+// amd64LookupCalls read what a name names, or make it the working
+// directory or a watch, without opening it for reading: Landlock checks
+// none of them.
+var amd64LookupCalls = []syscallName{
+	{"stat", 4}, {"lstat", 6}, {"newfstatat", 262}, {"statx", 332},
+	{"access", 21}, {"faccessat", 269}, {"faccessat2", 439},
+	{"readlink", 89}, {"readlinkat", 267},
+	{"getxattr", 191}, {"lgetxattr", 192}, {"listxattr", 194}, {"llistxattr", 195},
+	{"getxattrat", 464}, {"listxattrat", 465}, {"file_getattr", 468},
+	{"statfs", 137}, {"chdir", 80}, {"inotify_add_watch", 254},
+}
+
+// inodeIoctl is an ioctl that changes an inode through any fd of it, one
+// opened read-only or O_PATH included: the kernel asks only that the
+// caller own the inode. size is how many bytes of argument it reads.
+type inodeIoctl struct {
+	name string
+	cmd  uint32
+	size int
+}
+
+var inodeIoctls = []inodeIoctl{
+	{"FS_IOC_SETFLAGS", 0x40086602, 4}, {"FS_IOC32_SETFLAGS", 0x40046602, 4},
+	{"FS_IOC_FSSETXATTR", 0x401c5820, 28},
+	{"FS_IOC_SETVERSION", 0x40087602, 4}, {"FS_IOC32_SETVERSION", 0x40047602, 4},
+	{"EXT4_IOC_SETVERSION", 0x40086604, 4}, {"EXT4_IOC32_SETVERSION", 0x40046604, 4},
+	{"FS_IOC_ENABLE_VERITY", 0x40806685, 128},
+	{"FS_IOC_SET_ENCRYPTION_POLICY", 0x800c6613, 12},
+	{"BTRFS_IOC_SUBVOL_SETFLAGS", 0x4008941a, 8},
+}
+
 // SeccompProgram builds the filter the sandboxed command runs under.
 func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 	if runtime.GOARCH != "amd64" {
@@ -213,15 +271,25 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 
 	// TIOCSTI and TIOCLINUX push input into a terminal. The kernel reads the
 	// command as 32 bits, so compare only the low word: that also catches
-	// the variant with high bits set.
+	// the variant with high bits set. No later rule is about ioctl, so the
+	// block ends in an answer.
+	var ioctlNotified []inodeIoctl
+	if o.Notify {
+		ioctlNotified = inodeIoctls
+	}
 	ld(offNr)
-	jeq(nrIoctl, 0, 4)
+	jeq(nrIoctl, 0, uint8(6+2*len(ioctlNotified)))
 	ld(offArg0 + 8)
-	jeq(tiocsti, 1, 0)
-	jeq(tioclinux, 0, 1)
-	ret(deny)
+	for _, c := range []uint32{tiocsti, tioclinux} {
+		jeq(c, 0, 1)
+		ret(deny)
+	}
+	for _, c := range ioctlNotified {
+		jeq(c.cmd, 0, 1)
+		ret(retNotify)
+	}
+	ret(retAllow)
 
-	// The terminal check above leaves an argument in the accumulator.
 	ld(offNr)
 	if o.NoSysVIPC {
 		for _, s := range amd64SysVIPC {
@@ -279,7 +347,13 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		ret(retNotify)
 	}
 	if o.Notify {
-		for _, s := range amd64WriteCalls {
+		notified := append(append([]syscallName(nil), amd64WriteCalls...), amd64MetaCalls...)
+		openFlags := uint32(openWriteFlags)
+		if o.NotifyLookups {
+			notified = append(notified, amd64LookupCalls...)
+			openFlags |= oPath
+		}
+		for _, s := range notified {
 			jeq(s.nr, 0, 1)
 			ret(retNotify)
 		}
@@ -288,7 +362,7 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		for _, c := range []struct{ nr, off uint32 }{{nrOpen, offArg0 + 8}, {nrOpenat, offArg0 + 16}} {
 			jeq(c.nr, 0, 4)
 			ld(c.off)
-			jset(openWriteFlags, 0, 1)
+			jset(openFlags, 0, 1)
 			ret(retNotify)
 			ret(retAllow)
 		}

@@ -24,6 +24,9 @@ type WriteModel struct {
 	// that field's, whichever layer refuses.
 	ReadOnly []string `json:"read_only,omitempty"`
 	Deny     []string `json:"deny,omitempty"`
+	// Terminal is the session's terminal replica, which the command may
+	// change as its owner though it is outside every write root.
+	Terminal string `json:"terminal,omitempty"`
 }
 
 // ModelMount is one mount of the sandbox's view.
@@ -185,6 +188,7 @@ func (m *WriteModel) granted(p string, need uint64) bool {
 func (m *WriteModel) withTerminal(replica string) *WriteModel {
 	c := *m
 	c.Rules = append(append([]LandlockRule(nil), m.Rules...), LandlockRule{Path: replica, Access: (llReadFile | llWriteFile | llIoctlDev) & m.HandledFS})
+	c.Terminal = replica
 	return &c
 }
 
@@ -198,6 +202,35 @@ func (m *WriteModel) blame(p, layer string) string {
 		return "filesystem.read_only"
 	}
 	return layer
+}
+
+// metaRefusal judges a change of p's metadata (mode, owner, times,
+// extended attributes, inode flags): nil when the policy lets the sandbox
+// make it. Only a write root may change, not a read-only carve-out or deny
+// path within one, and of the devices only the session's terminal: the
+// same as the namespaces set's read-only mounts allow, whose EROFS the
+// refusal answers. Without mounts (the landlock set), a write root is a
+// path granted the right to make files.
+func (m *WriteModel) metaRefusal(p string) *writeRefusal {
+	if r := m.searchMasked(p); r != nil {
+		return r
+	}
+	if coveredBy(p, m.Deny) {
+		return m.refuse(p, "filesystem.deny", "EACCES")
+	}
+	if p == m.Terminal && p != "" {
+		return nil
+	}
+	if len(m.Mounts) > 0 {
+		if mnt := m.at(p); mnt.ReadOnly {
+			return m.refuse(p, mnt.Field, "EROFS")
+		}
+		return nil
+	}
+	if coveredBy(p, m.ReadOnly) || !m.granted(p, llMakeReg|llRemoveFile) {
+		return m.refuse(p, "filesystem.write", "EROFS")
+	}
+	return nil
 }
 
 // writeKind is what a write-intent call does to the names it is given.

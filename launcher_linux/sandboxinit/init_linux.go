@@ -327,6 +327,16 @@ func restrictAndFork(p *ExecPlan, stdio []uintptr, cgroupTasks []int, namespaces
 	if err := ApplyLandlock(p.Landlock); err != nil {
 		return 0, -1, setup("landlock", err)
 	}
+	// The command's working directory is set here, on this thread alone
+	// (its own fs struct), for the child to inherit: once the filter is
+	// on, a chdir in the child would wait for the daemon, which does not
+	// hold the listener yet.
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		return 0, -1, setup("unshare(CLONE_FS)", err)
+	}
+	if err := unix.Chdir(p.Cwd); err != nil {
+		return 0, -1, &commandError{typ: "exec-error", op: "chdir", path: p.Cwd, err: err}
+	}
 	// From here until the daemon holds the listener, this thread and any
 	// the runtime starts from it (which inherit the filter) must make no
 	// call the filter notifies: nothing would answer it. The fork and exec
@@ -338,7 +348,6 @@ func restrictAndFork(p *ExecPlan, stdio []uintptr, cgroupTasks []int, namespaces
 		return 0, -1, setup("seccomp", err)
 	}
 	pid, err := syscall.ForkExec(path, p.Argv, &syscall.ProcAttr{
-		Dir:   p.Cwd,
 		Env:   p.Env,
 		Files: stdio,
 		Sys:   &syscall.SysProcAttr{Setsid: true, Setctty: p.Terminal, Ctty: 0},

@@ -16,7 +16,7 @@ import (
 
 // unixOps are the operations every Unix probe has, beside its OS's own.
 func unixOps() map[string]op {
-	return map[string]op{
+	m := map[string]op{
 		"fork-bomb":     {1, forkBomb},
 		"cpu-burn":      {1, cpuBurn},
 		"detach-writer": {2, detachWriter},
@@ -25,6 +25,10 @@ func unixOps() map[string]op {
 		"detach-writer-mid":   {2, detachWriterMid},
 		"detach-writer-child": {2, detachWriterChild},
 	}
+	for name, o := range metaOps() {
+		m[name] = o
+	}
+	return m
 }
 
 // forkSeconds parses fork-bomb's duration in seconds (decimals allowed).

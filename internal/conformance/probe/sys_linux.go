@@ -19,6 +19,9 @@ func platformOps() map[string]op {
 	for name, o := range unixOps() {
 		m[name] = o
 	}
+	for name, o := range linuxMetaOps() {
+		m[name] = o
+	}
 	return m
 }
 
