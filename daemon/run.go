@@ -174,6 +174,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		owner    uint32
 		ownerSID string
 		uid, gid uint32
+		groups   []uint32
 	)
 	if caller.Session != "" {
 		parent, err := s.lookupFor(caller, caller.Session)
@@ -188,6 +189,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		}
 		parentID, owner, ownerSID = parent.id, parent.ownerUID, parent.ownerSID
 		uid, gid = parent.sandboxUID, parent.sandboxGID
+		groups = parent.callerGroups
 	} else {
 		if err := policy.Validate(start.GetPolicy()); err != nil {
 			return nil, launcher.Spec{}, fmt.Errorf("invalid policy: %w", err)
@@ -198,6 +200,9 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		}
 		owner, ownerSID = caller.UID, caller.SID
 		uid, gid = s.sandboxIdentity(caller)
+		if caller.UID != 0 {
+			groups = append([]uint32{caller.GID}, caller.Groups...)
+		}
 	}
 	digest := policy.Digest(pol)
 	cmd := start.GetCommand()
@@ -242,6 +247,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		// session waits for an interactive attach.
 		interactive: !start.GetDetach(),
 	}
+	sess.callerGroups = groups
 	if n := pol.GetLimits().GetOutputBytes(); n != 0 {
 		sess.outCap = &outputCap{limit: n, tty: sess.tty}
 	}
@@ -273,6 +279,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		HideSockets:     s.hiddenSockets(),
 		OnDenial:        sess.denied,
 		RootCaller:      owner == 0,
+		CallerGroups:    groups,
 	}
 	if sess.socket != nil {
 		spec.SessionSocket = sess.socket.path

@@ -67,6 +67,9 @@ type session struct {
 	caller Caller
 	// events records the session's transitions and denials.
 	events *eventBus
+	// callerGroups are the groups of the caller that started the session
+	// tree when it is not root (launcher.Spec.CallerGroups).
+	callerGroups []uint32
 
 	// closed is set, under the Service's mu, once the session has ended
 	// and its subtree is being killed; no child may be added after.

@@ -38,7 +38,13 @@ type Spec struct {
 	// sandbox as its own. Anyone else's sandbox must never write what they
 	// could not, so false, the zero value, allows no such mapping.
 	RootCaller bool
-	Stdio    Stdio
+	// CallerGroups are the groups of a caller that is not root (of the
+	// root session's, for a child): its primary and supplementary groups.
+	// The sandbox runs with the primary alone; a write root the caller
+	// may write through another of them may be shown to the sandbox with
+	// that group as its own.
+	CallerGroups []uint32
+	Stdio        Stdio
 	// HideSockets are host paths of daemon sockets, or of directories of
 	// them, that must not be reachable from inside the sandbox.
 	HideSockets []string

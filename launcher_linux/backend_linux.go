@@ -178,7 +178,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			Found: "the caller gave the backend no proxy to serve", Remedy: "start the session through sandboxd, which runs the proxy",
 		}
 	}
-	mapped, notes := idmapPlan(spec.Policy.GetFilesystem().GetWrite(), set, spec.UID, spec.GID, spec.RootCaller)
+	mapped, keys, notes := idmapPlan(spec.Policy.GetFilesystem().GetWrite(), set, identity{uid: spec.UID, gid: spec.GID, rootCaller: spec.RootCaller, groups: spec.CallerGroups})
 	trees := map[string]int{}
 	defer func() {
 		for _, fd := range trees {
@@ -186,7 +186,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		}
 	}()
 	for _, w := range mapped {
-		tree, err := b.idmappedTree(w, spec.UID, spec.GID)
+		tree, err := b.idmappedTree(w, keys[w])
 		if err != nil {
 			return nil, idmapRefusal(w, spec.UID, spec.GID, err)
 		}
@@ -359,14 +359,9 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	return nil, fmt.Errorf("sandbox init: unexpected message %q", m.Type)
 }
 
-// idmappedTree is the ID-mapped clone of write root w, its owner and group
-// shown as uid and gid.
-func (b *backend) idmappedTree(w string, uid, gid uint32) (int, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(w, &st); err != nil {
-		return -1, fmt.Errorf("stat %s: %w", w, err)
-	}
-	ns, err := b.idmaps.userns(idmapKey{owner: st.Uid, group: st.Gid, uid: uid, gid: gid})
+// idmappedTree is the ID-mapped clone of write root w, mapped as k says.
+func (b *backend) idmappedTree(w string, k idmapKey) (int, error) {
+	ns, err := b.idmaps.userns(k)
 	if err != nil {
 		return -1, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -21,8 +22,33 @@ import (
 var hostTrees = []string{"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/root", "/sbin", "/usr", "/var/lib"}
 
 // idmapKey is one mapping: the host owner and group of write roots, shown
-// inside as the sandbox uid and gid.
+// inside as the sandbox uid and gid, and these as them; every other id is
+// itself. Other ids must stay mapped: the kernel refuses every write to an
+// inode whose owner or group the mount does not map.
 type idmapKey struct{ owner, group, uid, gid uint32 }
+
+// swapped is the ID map that is the identity but for a and b, which trade
+// places.
+func swapped(a, b uint32) []syscall.SysProcIDMap {
+	// Every id but 2^32-1, which is none.
+	const all = 1<<32 - 1
+	lo, hi := int(min(a, b)), int(max(a, b))
+	if lo == hi {
+		return []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: all}}
+	}
+	var m []syscall.SysProcIDMap
+	add := func(id, host, n int) {
+		if n > 0 {
+			m = append(m, syscall.SysProcIDMap{ContainerID: id, HostID: host, Size: n})
+		}
+	}
+	add(0, 0, lo)
+	add(lo, hi, 1)
+	add(lo+1, lo+1, hi-lo-1)
+	add(hi, lo, 1)
+	add(hi+1, hi+1, all-hi-1)
+	return m
+}
 
 // idmapper makes the user namespaces that ID-mapped write roots are
 // mapped with, one per mapping, kept for the daemon's life: a namespace
@@ -38,8 +64,8 @@ func newIdmapper(initPath string) *idmapper {
 	return &idmapper{initPath: initPath, ns: map[idmapKey]int{}}
 }
 
-// userns is an fd of a user namespace mapping k.owner to k.uid and
-// k.group to k.gid, and nothing else.
+// userns is an fd of a user namespace mapping k.owner and k.uid to each
+// other, k.group and k.gid too, and every other id to itself.
 func (m *idmapper) userns(k idmapKey) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -58,8 +84,8 @@ func (m *idmapper) userns(k idmapKey) (int, error) {
 		Stdin: r,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:  unix.CLONE_NEWUSER,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: int(k.owner), HostID: int(k.uid), Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: int(k.group), HostID: int(k.gid), Size: 1}},
+			UidMappings: swapped(k.owner, k.uid),
+			GidMappings: swapped(k.group, k.gid),
 			Pdeathsig:   syscall.SIGKILL,
 		},
 	}
@@ -89,22 +115,34 @@ type rootNote struct {
 	noChown bool
 }
 
-// idmapPlan decides, for a launch as uid:gid on set, which write roots are
-// ID-mapped: those the sandbox uid could not write by their mode, only for
-// a root caller (launcher.Spec.RootCaller), and only where this daemon can
-// map them. notes has, for every such root, what its refusal should say if
-// the sandbox finds it unusable after all.
-func idmapPlan(writes []string, set MechanismSet, uid, gid uint32, rootCaller bool) (mapped []string, notes map[string]rootNote) {
-	notes = map[string]rootNote{}
+// identity is who a launch's write roots may be mapped for: the sandbox's
+// uid and gid, and what the caller itself may write.
+type identity struct {
+	uid, gid uint32
+	// rootCaller: root started the session (launcher.Spec.RootCaller).
+	rootCaller bool
+	// groups are a non-root caller's (launcher.Spec.CallerGroups).
+	groups []uint32
+}
+
+// idmapPlan decides, for a launch on set, which write roots are ID-mapped:
+// those the sandbox uid could not write by their mode, and only where this
+// daemon can map them. For a root caller a root's owner and group become
+// the sandbox's; for another caller only a group of its own that may write
+// the root becomes the sandbox's gid, giving back what dropping the
+// caller's supplementary groups took. keys says how each is mapped; notes
+// has, for every root considered, what its refusal should say if the
+// sandbox finds it unusable after all.
+func idmapPlan(writes []string, set MechanismSet, who identity) (mapped []string, keys map[string]idmapKey, notes map[string]rootNote) {
+	keys, notes = map[string]idmapKey{}, map[string]rootNote{}
 	setWhy, setRemedy := idmapShortfall(set)
-	if setWhy == "" && !rootCaller {
-		setWhy, setRemedy = "its owner is mapped to the sandbox uid for root callers only, whose sandboxes run as another uid", ""
-	}
 	for _, w := range usableRoots(writes) {
 		var st unix.Stat_t
-		if err := unix.Stat(w, &st); err != nil || st.Uid == uid || writableByMode(&st, uid, gid) {
+		if err := unix.Stat(w, &st); err != nil || st.Uid == who.uid || writableByMode(&st, who.uid, who.gid) {
 			continue
 		}
+		need := writeBits(&st)
+		groupMay := slices.Contains(who.groups, st.Gid) && st.Mode>>3&need == need
 		switch {
 		case setWhy != "":
 			notes[w] = rootNote{why: setWhy, remedy: setRemedy}
@@ -114,17 +152,23 @@ func idmapPlan(writes []string, set MechanismSet, uid, gid uint32, rootCaller bo
 				remedy:  "grant the workspace inside it, not the host's own tree",
 				noChown: true,
 			}
-		default:
+		case who.rootCaller:
 			mapped = append(mapped, w)
+			keys[w] = idmapKey{owner: st.Uid, group: st.Gid, uid: who.uid, gid: who.gid}
 			notes[w] = rootNote{
-				why:    fmt.Sprintf("it is ID-mapped, its owner shown as uid %d, and its mode does not let its owner write it", uid),
+				why:    fmt.Sprintf("it is ID-mapped, its owner shown as uid %d, and its mode does not let its owner write it", who.uid),
 				remedy: "chmod u+wx " + w,
 				// Handed to the sandbox uid, it would still be shut.
 				noChown: true,
 			}
+		case groupMay:
+			mapped = append(mapped, w)
+			keys[w] = idmapKey{owner: who.uid, group: st.Gid, uid: who.uid, gid: who.gid}
+		default:
+			notes[w] = rootNote{why: "the caller is not root and may not write it through a group of its own, so it is not mapped to the sandbox"}
 		}
 	}
-	return mapped, notes
+	return mapped, keys, notes
 }
 
 // anyWithin reports whether one of paths is root or beneath it.
@@ -142,10 +186,7 @@ func anyWithin(paths []string, root string) bool {
 // write a file. ACLs are not read: a root they open stays unmapped, and the
 // init's own check has the last word.
 func writableByMode(st *unix.Stat_t, uid, gid uint32) bool {
-	need := uint32(0o2)
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		need = 0o3
-	}
+	need := writeBits(st)
 	switch {
 	case st.Uid == uid:
 		return st.Mode>>6&need == need
@@ -153,6 +194,15 @@ func writableByMode(st *unix.Stat_t, uid, gid uint32) bool {
 		return st.Mode>>3&need == need
 	}
 	return st.Mode&need == need
+}
+
+// writeBits are the permission bits, of one class, that writing st takes:
+// write, and search for a directory.
+func writeBits(st *unix.Stat_t) uint32 {
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		return 0o3
+	}
+	return 0o2
 }
 
 // idmappedTree is a detached clone of the mount tree at path, its owner

@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -104,7 +105,7 @@ touch gone; rm gone; chmod 0640 edit; echo ok`
 	// caller could not.
 	_, err := newBackend(t).Start(context.Background(), spec)
 	wantRefusal(t, nil, err, "filesystem.write")
-	if !strings.Contains(err.Error(), "root callers only") {
+	if !strings.Contains(err.Error(), "the caller is not root") {
 		t.Errorf("refusal %q does not say why it was not mapped", err)
 	}
 	spec.RootCaller = true
@@ -151,6 +152,32 @@ touch gone; rm gone; chmod 0640 edit; echo ok`
 	}
 }
 
+// A caller that is not root gets back, through the mapping, the group it
+// writes a root with, which its sandbox (its primary group alone) lacks;
+// what the sandbox makes there is the caller's and that group's.
+func TestCallersGroupWriteRootIsIdmapped(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("ID-mapped write roots are a root daemon's: only root may map a filesystem's owners")
+	}
+	const team = 4343
+	w := hostDir(t, 0o770)
+	if err := os.Chown(w, 0, team); err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/sh", "-c", `echo x > "$1/made"`, "sh", w)
+	p, err := newBackend(t).Start(context.Background(), spec)
+	wantRefusal(t, p, err, "filesystem.write")
+	spec.CallerGroups = []uint32{spec.GID, team}
+	_, serr, _, st, err := runSpec(t, newBackend(t), spec)
+	if err != nil || st.ExitCode != 0 {
+		t.Fatalf("status %+v (%v), stderr %q", st, err, serr)
+	}
+	var made unix.Stat_t
+	if err := unix.Lstat(w+"/made", &made); err != nil || made.Uid != spec.UID || made.Gid != team {
+		t.Errorf("made on the host: %v, owner %d:%d; want %d:%d", err, made.Uid, made.Gid, spec.UID, team)
+	}
+}
+
 // A carve-out inside an ID-mapped root that does not exist yet is made
 // through the mapping, so the sandbox cannot make it writable first.
 func TestCarveOutInsideIdmappedRootIsHeld(t *testing.T) {
@@ -193,7 +220,7 @@ func TestIdmapPlanMapsOnlyWhatItMust(t *testing.T) {
 	const uid, gid = 4242424, 4242424 // owns nothing here
 	private, open, readable := hostDir(t, 0o700), hostDir(t, 0o1777), hostDir(t, 0o755)
 	writes := []string{"/", "/etc", "/var", private, open, readable}
-	mapped, notes := idmapPlan(writes, SetNamespaces, uid, gid, true)
+	mapped, _, notes := idmapPlan(writes, SetNamespaces, identity{uid: uid, gid: gid, rootCaller: true})
 	if os.Geteuid() != 0 {
 		// Only root may map a filesystem's owners.
 		if len(mapped) != 0 {
@@ -212,14 +239,40 @@ func TestIdmapPlanMapsOnlyWhatItMust(t *testing.T) {
 	if _, ok := notes["/"]; ok {
 		t.Error(`"/" got a note; it is no root the sandbox must be able to write`)
 	}
-	for name, got := range map[string][]string{
-		"landlock set":    first(idmapPlan(writes, SetLandlock, uid, gid, true)),
-		"non-root caller": first(idmapPlan(writes, SetNamespaces, uid, gid, false)),
+	for name, who := range map[string]identity{
+		"landlock set":    {uid: uid, gid: gid, rootCaller: true},
+		"non-root caller": {uid: uid, gid: gid, groups: []uint32{gid, 4343}},
 	} {
-		if len(got) != 0 {
+		set := SetNamespaces
+		if name == "landlock set" {
+			set = SetLandlock
+		}
+		if got, _, _ := idmapPlan(writes, set, who); len(got) != 0 {
 			t.Errorf("%s: mapped %q, want nothing", name, got)
 		}
 	}
 }
 
-func first[A, B any](a A, _ B) A { return a }
+func TestSwappedTradesTwoIDsAndKeepsTheRest(t *testing.T) {
+	at := func(m []syscall.SysProcIDMap, id int) int {
+		for _, e := range m {
+			if id >= e.ContainerID && id < e.ContainerID+e.Size {
+				return e.HostID + id - e.ContainerID
+			}
+		}
+		return -1
+	}
+	for _, c := range [][2]uint32{{0, 65533}, {65533, 0}, {4343, 1000}, {7, 7}} {
+		m := swapped(c[0], c[1])
+		want := map[int]int{int(c[0]): int(c[1]), int(c[1]): int(c[0])}
+		for _, id := range []int{0, 1, 999, 1000, 1001, 4343, 65532, 65533, 65534, 1<<32 - 2} {
+			w, ok := want[id]
+			if !ok {
+				w = id
+			}
+			if got := at(m, id); got != w {
+				t.Errorf("swapped(%d, %d) maps %d to %d, want %d", c[0], c[1], id, got, w)
+			}
+		}
+	}
+}
