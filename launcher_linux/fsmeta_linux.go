@@ -735,33 +735,75 @@ const ptraceOnly = 1 << unix.CAP_SYS_PTRACE
 // daemon's sandbox has none), and no capability that bypasses file
 // permissions. setgroups, setfsuid and capset act on the calling thread
 // alone when made as raw system calls, which is what is wanted: the
-// thread is locked and never returned to the runtime.
-func restrictThread(uid, gid uint32) error {
-	if unix.Geteuid() == 0 {
-		if _, _, errno := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); errno != 0 {
-			return fmt.Errorf("setgroups: %w", errno)
-		}
-		unix.RawSyscall(unix.SYS_SETFSGID, uintptr(gid), 0, 0)
-		unix.RawSyscall(unix.SYS_SETFSUID, uintptr(uid), 0, 0)
-		// Neither call reports failure; asked for an invalid id, each
-		// returns the current one.
-		if got, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0); uint32(got) != uid {
-			return fmt.Errorf("setfsuid %d: thread kept fs uid %d", uid, uint32(got))
-		}
-		if got, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0); uint32(got) != gid {
-			return fmt.Errorf("setfsgid %d: thread kept fs gid %d", gid, uint32(got))
-		}
-	}
+// caller has locked the thread. restore gives the thread back what it had,
+// so that it can return to the runtime: letting it end instead would send
+// the death signal (Pdeathsig) to every sandbox init it happened to fork.
+func restrictThread(uid, gid uint32) (restore func() error, err error) {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
+	var caps [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &caps[0]); err != nil {
+		return nil, fmt.Errorf("capget: %w", err)
 	}
-	data[0].Effective &= ptraceOnly
-	data[1].Effective = 0
-	data[0].Inheritable, data[1].Inheritable = 0, 0
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capset: %w", err)
+	setCaps := func(c [2]unix.CapUserData) error {
+		h := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		if err := unix.Capset(&h, &c[0]); err != nil {
+			return fmt.Errorf("capset: %w", err)
+		}
+		return nil
+	}
+	root := unix.Geteuid() == 0
+	groups := make([]uint32, 65536)
+	n, _, errno := unix.RawSyscall(unix.SYS_GETGROUPS, uintptr(len(groups)), uintptr(unsafe.Pointer(&groups[0])), 0)
+	if errno != 0 {
+		return nil, fmt.Errorf("getgroups: %w", errno)
+	}
+	groups = groups[:n]
+	fsuid, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	fsgid, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
+	restore = func() error {
+		if err := setCaps(caps); err != nil {
+			return err
+		}
+		if root {
+			if err := setThreadIDs(groups, uint32(fsuid), uint32(fsgid)); err != nil {
+				return err
+			}
+		}
+		// Changing the fs uid to or from 0 changes the effective set.
+		return setCaps(caps)
+	}
+	if root {
+		if err := setThreadIDs(nil, uid, gid); err != nil {
+			return nil, errors.Join(err, restore())
+		}
+	}
+	less := caps
+	less[0].Effective &= ptraceOnly
+	less[1].Effective = 0
+	if err := setCaps(less); err != nil {
+		return nil, errors.Join(err, restore())
+	}
+	return restore, nil
+}
+
+// setThreadIDs sets the calling thread's supplementary groups and fs ids.
+func setThreadIDs(groups []uint32, uid, gid uint32) error {
+	var p unsafe.Pointer
+	if len(groups) > 0 {
+		p = unsafe.Pointer(&groups[0])
+	}
+	if _, _, errno := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(p), 0); errno != 0 {
+		return fmt.Errorf("setgroups: %w", errno)
+	}
+	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(gid), 0, 0)
+	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(uid), 0, 0)
+	// Neither call reports failure; asked for an invalid id, each
+	// returns the current one.
+	if got, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0); uint32(got) != uid {
+		return fmt.Errorf("setfsuid %d: thread kept fs uid %d", uid, uint32(got))
+	}
+	if got, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0); uint32(got) != gid {
+		return fmt.Errorf("setfsgid %d: thread kept fs gid %d", gid, uint32(got))
 	}
 	return nil
 }

@@ -134,14 +134,24 @@ func supervise(listener, root int, sv *Supervision, writes *WriteModel, hostSock
 	go func() {
 		if sv.Emulate != nil {
 			// The thread that performs the sandbox's calls must hold no
-			// more than the sandbox does. It is never handed back to the
-			// runtime: it ends with the loop.
+			// more than the sandbox does, for as long as the loop runs.
 			runtime.LockOSThread()
-			if err := restrictThread(sv.Emulate.UID, sv.Emulate.GID); err != nil {
+			restore, err := restrictThread(sv.Emulate.UID, sv.Emulate.GID)
+			if err != nil {
 				s.wg.Done()
 				ready <- err
+				runtime.UnlockOSThread()
 				return
 			}
+			defer func() {
+				if err := restore(); err != nil {
+					// Neither back to the runtime with the sandbox's
+					// credentials, nor ended (which would kill the inits
+					// it forked): parked for good.
+					select {}
+				}
+				runtime.UnlockOSThread()
+			}()
 		}
 		ready <- nil
 		s.receive()

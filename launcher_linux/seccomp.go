@@ -128,6 +128,7 @@ var amd64Denied = []syscallName{
 	{"io_uring_setup", 425}, {"io_uring_enter", 426}, {"io_uring_register", 427},
 	{"open_tree", 428}, {"move_mount", 429}, {"fsopen", 430}, {"fsconfig", 431},
 	{"fsmount", 432}, {"fspick", 433}, {"mount_setattr", 442},
+	{"quotactl_fd", 443}, {"open_tree_attr", 467},
 	{"adjtimex", 159},
 }
 

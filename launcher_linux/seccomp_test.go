@@ -97,8 +97,31 @@ func TestSeccompProgramNotifies(t *testing.T) {
 		// The landlock set: no network namespace, so connect is not
 		// notified, but socket() is refused through the listener.
 		{SeccompOptions{NoSockets: true, NoSysVIPC: true, Notify: true}, map[uint32][]call{
-			retAllow:  {{"connect", nrConnect, nil}, {"socketpair", socketpair, nil}},
-			retNotify: {{"inet socket", nrSocket, []uint64{afInet, sockStream}}, {"shmget", 29, nil}, {"creat", nrCreat, nil}},
+			retAllow: {
+				{"connect", nrConnect, nil}, {"socketpair", socketpair, nil},
+				// Without deny paths nothing is hidden from lookups.
+				{"newfstatat", nrNewfstatat, nil}, {"readlink", nrReadlink, nil}, {"openat O_PATH", openat, []uint64{0, 0, oPath}},
+				{"FS_IOC_GETFLAGS", nrIoctl, []uint64{0, 0x80086601}},
+			},
+			retNotify: {
+				{"inet socket", nrSocket, []uint64{afInet, sockStream}}, {"shmget", 29, nil}, {"creat", nrCreat, nil},
+				{"chmod", nrChmod, nil}, {"fchmod", nrFchmod, nil}, {"fchmodat2", nrFchmodat2, nil}, {"fchownat", nrFchownat, nil},
+				{"utimensat", nrUtimensat, nil}, {"fsetxattr", nrFsetxattr, nil}, {"removexattrat", nrRemovexattrat, nil},
+				{"file_setattr", nrFileSetattr, nil},
+				{"FS_IOC_SETFLAGS", nrIoctl, []uint64{0, 0x40086602}}, {"FS_IOC_SETFLAGS with high bits", nrIoctl, []uint64{0, 1<<32 | 0x40086602}},
+				{"FS_IOC_FSSETXATTR", nrIoctl, []uint64{0, 0x401c5820}}, {"FS_IOC_ENABLE_VERITY", nrIoctl, []uint64{0, 0x40806685}},
+			},
+		}},
+		// The landlock set with deny paths: every lookup by name reaches
+		// the daemon, a read-only open does not.
+		{SeccompOptions{NoSockets: true, NoSysVIPC: true, Notify: true, NotifyLookups: true}, map[uint32][]call{
+			retAllow: {{"openat read-only", openat, []uint64{0, 0, oRdonly}}, {"read", read, nil}},
+			retNotify: {
+				{"stat", nrStat, nil}, {"newfstatat", nrNewfstatat, nil}, {"statx", nrStatx, nil}, {"faccessat2", nrFaccessat2, nil},
+				{"readlinkat", nrReadlinkat, nil}, {"lgetxattr", nrLgetxattr, nil}, {"listxattrat", nrListxattrat, nil},
+				{"chdir", nrChdir, nil}, {"inotify_add_watch", nrInotifyAddWatch, nil}, {"statfs", nrStatfs, nil},
+				{"open O_PATH", nrOpen, []uint64{0, oPath}}, {"openat O_PATH", openat, []uint64{0, 0, oPath | oRdonly}},
+			},
 		}},
 	}
 	for _, c := range cases {

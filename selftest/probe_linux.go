@@ -49,6 +49,8 @@ func attempt(step, arg string) error {
 	switch step {
 	case StepWriteRoot, StepWriteOutside:
 		return os.WriteFile(arg, []byte("written by the sandboxd self-test probe\n"), 0o644)
+	case StepChmodOutside:
+		return os.Chmod(arg, 0o777)
 	case StepReadDeny:
 		_, err := os.ReadFile(arg)
 		return err

@@ -304,6 +304,7 @@ func (fx *fixtures) argv() []string {
 		fx.probe,
 		StepWriteRoot + "=" + filepath.Join(fx.writeRoot, "probe"),
 		StepWriteOutside + "=" + filepath.Join(fx.outside, "probe"),
+		StepChmodOutside + "=" + fx.outside,
 		StepReadDeny + "=" + fx.secret,
 		StepTCPLoopback + "=" + fx.tcp.Addr().String(),
 		StepUnixSocket + "=" + fx.unix.Addr().String(),

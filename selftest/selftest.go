@@ -24,6 +24,7 @@ const ProbeName = "sandboxd-selftest-probe"
 const (
 	StepWriteRoot    = "write-root"
 	StepWriteOutside = "write-outside"
+	StepChmodOutside = "chmod-outside"
 	StepReadDeny     = "read-deny"
 	StepTCPLoopback  = "tcp-loopback"
 	StepUnixSocket   = "unix-socket"
@@ -45,6 +46,7 @@ type step struct {
 var steps = []step{
 	{StepWriteRoot, true, "write a file inside the write root"},
 	{StepWriteOutside, false, "write a file outside the write roots (writable by permissions)"},
+	{StepChmodOutside, false, "chmod a directory outside the write roots (owned by the sandbox uid)"},
 	{StepReadDeny, false, "read a filesystem.deny file (readable by permissions)"},
 	{StepTCPLoopback, false, "TCP connect to a listener on the host's 127.0.0.1 under network NONE"},
 	{StepUnixSocket, false, "connect to a host unix socket (mode 0777) under network NONE"},

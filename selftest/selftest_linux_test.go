@@ -98,7 +98,7 @@ func TestRealBackendPasses(t *testing.T) {
 			if !st.GetPassed() {
 				t.Fatalf("%s", Summary(st))
 			}
-			for _, name := range []string{"start", StepWriteRoot, StepWriteOutside, StepReadDeny, StepTCPLoopback, StepUnixSocket, StepSignalDaemon, StepNonRoot, "exit"} {
+			for _, name := range []string{"start", StepWriteRoot, StepWriteOutside, StepChmodOutside, StepReadDeny, StepTCPLoopback, StepUnixSocket, StepSignalDaemon, StepNonRoot, "exit"} {
 				if !checks[name].GetOk() {
 					t.Errorf("check %q missing or failed", name)
 				}
@@ -185,7 +185,7 @@ func TestUnconfinedProbeFails(t *testing.T) {
 			t.Errorf("check %q failed: %s", name, checks[name].GetDetail())
 		}
 	}
-	for _, name := range []string{StepWriteOutside, StepReadDeny, StepTCPLoopback, StepUnixSocket, StepSignalDaemon} {
+	for _, name := range []string{StepWriteOutside, StepChmodOutside, StepReadDeny, StepTCPLoopback, StepUnixSocket, StepSignalDaemon} {
 		c := checks[name]
 		if c.GetOk() || !strings.Contains(c.GetDetail(), "NOT denied") {
 			t.Errorf("check %q: ok=%v %s; want NOT denied", name, c.GetOk(), c.GetDetail())

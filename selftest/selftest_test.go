@@ -12,6 +12,7 @@ func TestEvaluate(t *testing.T) {
 		`{"step":"write-root","ok":true,"err":""}`,
 		`noise from somewhere`,
 		`{"step":"write-outside","ok":false,"err":"read-only file system"}`,
+		`{"step":"chmod-outside","ok":true,"err":""}`,
 		`{"step":"read-deny","ok":true,"err":""}`,
 		`{"step":"tcp-loopback","ok":false,"err":"connection refused"}`,
 		`{"step":"tcp-loopback","ok":true,"err":""}`,
@@ -23,7 +24,7 @@ func TestEvaluate(t *testing.T) {
 		got[c.GetName()] = c
 		order = append(order, c.GetName())
 	}
-	if want := "write-root write-outside read-deny tcp-loopback unix-socket signal-daemon non-root"; strings.Join(order, " ") != want {
+	if want := "write-root write-outside chmod-outside read-deny tcp-loopback unix-socket signal-daemon non-root"; strings.Join(order, " ") != want {
 		t.Errorf("order %q, want %q", order, want)
 	}
 	for _, tc := range []struct {
@@ -33,6 +34,7 @@ func TestEvaluate(t *testing.T) {
 	}{
 		{"write-root", true, "allowed"},
 		{"write-outside", true, "denied: read-only file system"},
+		{"chmod-outside", false, "NOT denied"},
 		{"read-deny", false, "NOT denied"},
 		// A second line for a step cannot overwrite the first.
 		{"tcp-loopback", true, "denied: connection refused"},
