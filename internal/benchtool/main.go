@@ -29,7 +29,7 @@ import (
 )
 
 // figures in the order they run and print.
-var allFigures = []string{"latency", "sandboxctl", "throughput", "memory", "hold", "pty"}
+var allFigures = []string{"latency", "sandboxctl", "throughput", "memory", "hold", "pty", "soak"}
 
 type config struct {
 	socket     string
@@ -38,15 +38,16 @@ type config struct {
 	bwrap      string
 	only       []string
 
-	nLatency   int
-	nCtl       int
-	warmup     int
-	duration   time.Duration
-	clients    int
-	sessions   int
-	hold       int
-	ptyMiB     int
-	keystrokes int
+	nLatency    int
+	nCtl        int
+	warmup      int
+	duration    time.Duration
+	clients     int
+	sessions    int
+	hold        int
+	ptyMiB      int
+	keystrokes  int
+	soakClients int
 
 	minAvailMiB int64
 	pidReserve  int
@@ -70,6 +71,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.hold, "hold", 10000, "idle sessions the hold figure tries to keep at once")
 	fs.IntVar(&c.ptyMiB, "pty-mib", 256, "MiB the pty throughput figure moves through the terminal")
 	fs.IntVar(&c.keystrokes, "keystrokes", 200, "keystroke round trips timed per side")
+	fs.IntVar(&c.soakClients, "soak-clients", 1000, "clients that dial and run a session all at once for the soak figure (its idle CPU uses --sessions)")
 	fs.Int64Var(&c.minAvailMiB, "min-available-mib", 3072, "stop starting sessions or processes when MemAvailable falls below this many MiB")
 	fs.IntVar(&c.pidReserve, "pid-reserve", 1000, "stop starting sessions or processes when fewer than this many pids are left below kernel.pid_max, so the rest of the machine can still fork")
 	if err := fs.Parse(args); err != nil {
@@ -212,6 +214,8 @@ func (b *bench) figure(name string) error {
 		return b.memory()
 	case "hold":
 		return b.holdFigure()
+	case "soak":
+		return b.soak()
 	case "pty":
 		return b.ptyFigures()
 	}
