@@ -80,6 +80,7 @@ func (s *Service) lookupFor(c Caller, id string) (*session, error) {
 	v := s.viewOf(c)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expireLocked()
 	sess, ok := s.sessions[id]
 	if !ok || !s.visibleLocked(v, sess) {
 		return nil, fmt.Errorf("session %s: %w", quoteID(id), ErrNotFound)

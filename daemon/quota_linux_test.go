@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -111,6 +112,20 @@ func TestFirstMessageDeadline(t *testing.T) {
 	}
 	_, err = s.Recv()
 	wantCode(t, err, codes.DeadlineExceeded, "no Start or Attach within")
+}
+
+// TestEndedSessionsExpire: an ended session is kept for at most
+// Config.RetainEndedFor, however few sessions its owner has.
+func TestEndedSessionsExpire(t *testing.T) {
+	h := startDaemon(t, func(c *Config) { c.RetainEndedFor = time.Second })
+	id := h.open(cmd("/bin/true")).finish().started.GetSessionId()
+	if _, err := h.svc.Inspect(context.Background(), Caller{}, id); err != nil {
+		t.Fatalf("just ended: %v", err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if _, err := h.svc.Inspect(context.Background(), Caller{}, id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("still kept past RetainEndedFor: %v", err)
+	}
 }
 
 func dialRaw(t *testing.T, socket string) *grpc.ClientConn {
