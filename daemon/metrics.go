@@ -72,6 +72,7 @@ func (m *metrics) sink(ev *sandboxdv1.Event, d *eventDetail) {
 func (m *metrics) refused(err error) {
 	var we *policy.WidenError
 	var ue *launcher.Unenforceable
+	var qe *QuotaError
 	switch {
 	case errors.As(err, &we):
 		m.refusals.With(we.Field).Inc()
@@ -79,6 +80,8 @@ func (m *metrics) refused(err error) {
 		m.refusals.With(ue.Field).Inc()
 	case errors.Is(err, ErrAuditLog):
 		m.refusals.With("audit_log").Inc()
+	case errors.As(err, &qe):
+		m.refusals.With("quota." + qe.Flag).Inc()
 	}
 }
 

@@ -43,6 +43,8 @@ const retryAfter = 200 * time.Millisecond
 // QuotaError is the refusal of a caller at one of its quotas.
 type QuotaError struct {
 	msg string
+	// Flag names the quota: the sandboxd flag that sets it.
+	Flag string
 	// Transient: the quota frees by itself soon (a launch, a stream or a
 	// connection ends), so the client is told to retry; a caller at its
 	// quota of live sessions is not, since those may run for days.
@@ -152,6 +154,7 @@ func (q *quotas) acquire(key string, k quotaKind) error {
 	n := u.field(k)
 	if *n >= q.limit(k) {
 		return &QuotaError{
+			Flag:      "max-" + quotaFlags[k],
 			msg:       fmt.Sprintf("quota reached: %s has %d %s, its quota (sandboxd --max-%s)", key, *n, quotaHeld[k], quotaFlags[k]),
 			Transient: k != quotaSessions,
 		}

@@ -3,9 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
-	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -231,18 +229,3 @@ func fill(t *testing.T, path string) {
 		}
 	}
 }
-
-func metricsText(t *testing.T, d *daemonProc) string {
-	t.Helper()
-	resp, err := http.Get(metricsURL(t, d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-

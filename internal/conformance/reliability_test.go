@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -382,6 +384,9 @@ func TestQuotaOneCallerOthersServed(t *testing.T) {
 	if took := time.Since(begin); took > 20*time.Second {
 		t.Errorf("the refusal took %v: a quota of live sessions must not be retried as if busy", took)
 	}
+	if m := metricsText(t, d); !strings.Contains(m, `sandboxd_refusals_total{field="quota.max-sessions"} 1`) {
+		t.Errorf("the refusal is not counted in sandboxd_refusals_total{field=\"quota.max-sessions\"}")
+	}
 	for uid, groups := range map[int][]uint32{userB: userGroups, 0: {0}} {
 		if r := asUser(t, d, uid, groups, "run", "--", "sh", "-c", "exit 3"); r.code != 3 {
 			t.Errorf("uid %d while uid %d is at its quota: exit %d %q, want 3", uid, userA, r.code, r.stderr)
@@ -477,4 +482,18 @@ func TestNoInputWatchNoise(t *testing.T) {
 			t.Errorf("daemon logged the input watch of session %s as failing:\n%s", id, log)
 		}
 	}
+}
+
+func metricsText(t *testing.T, d *daemonProc) string {
+	t.Helper()
+	resp, err := http.Get(metricsURL(t, d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
