@@ -241,6 +241,57 @@ func (s *supervisor) judgeMeta(n *seccompNotif) *sandboxdv1.Denial {
 	return &sandboxdv1.Denial{Field: r.Field, Operation: c.op, Target: r.Path, Errno: r.Errno}
 }
 
+// setIDCall names the call of data when the filter notified it for a
+// set-ID mode (or as openat2) under SeccompOptions.NoSetID, "" otherwise.
+func setIDCall(data seccompData) string {
+	if data.Nr == nrOpenat2 {
+		return "openat2"
+	}
+	for _, c := range amd64ModeCalls {
+		if int32(c.nr) != data.Nr {
+			continue
+		}
+		if c.flagsArg >= 0 && data.Args[c.flagsArg]&openCreates == 0 {
+			return ""
+		}
+		if data.Args[c.modeArg]&setIDBits != 0 {
+			return c.name
+		}
+	}
+	return ""
+}
+
+// setIDDetail says why a set-ID mode is refused.
+const setIDDetail = "set-user-ID and set-group-ID bits are refused where a write root is ID-mapped: what the sandbox makes there is owned on the host by the root's owner"
+
+// refuseSetID answers a call setIDCall named: EPERM for a set-ID mode,
+// ENOSYS for openat2, whose mode and flags are in memory the sandbox can
+// change after the daemon has read them.
+func (s *supervisor) refuseSetID(n *seccompNotif) (syscall.Errno, *sandboxdv1.Denial) {
+	op := setIDCall(n.Data)
+	d := &sandboxdv1.Denial{Field: "filesystem.write", Operation: op, Errno: "EPERM", Detail: setIDDetail}
+	errno := unix.EPERM
+	if op == "openat2" {
+		errno, d.Errno = unix.ENOSYS, "ENOSYS"
+		d.Detail = "openat2 is not offered where a write root is ID-mapped (its mode could turn set-ID after the daemon looked); programs fall back to openat"
+	}
+	v := &sandboxView{root: s.root, tid: int(n.Pid)}
+	a := n.Data.Args
+	var p string
+	switch n.Data.Nr {
+	case nrFchmod:
+		p, _ = v.dirOf(int32(a[0]))
+	case nrChmod, nrCreat, nrMkdir, nrMknod, nrOpen:
+		np, _ := v.name(nameArg{atFdcwd, a[0]}, lookupOpts{top: "/", follow: true})
+		p = np.Path
+	default:
+		np, _ := v.name(nameArg{int32(a[0]), a[1]}, lookupOpts{top: "/", follow: true})
+		p = np.Path
+	}
+	d.Target = p
+	return errno, d
+}
+
 // fsAnswer is the daemon's answer to an emulated call.
 type fsAnswer struct {
 	val   int64

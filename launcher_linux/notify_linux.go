@@ -82,6 +82,8 @@ type supervisor struct {
 	// emulate says the daemon performs metadata calls in the sandbox's
 	// place (fsmeta_linux.go), and lookups that it performs lookups too.
 	emulate, lookups bool
+	// noSetID refuses set-ID modes and openat2 (SeccompOptions.NoSetID).
+	noSetID bool
 	// onDenial records a refusal; nil when nobody asked.
 	onDenial func(*sandboxdv1.Denial)
 
@@ -114,6 +116,7 @@ func supervise(listener, root int, sv *Supervision, writes *WriteModel, hostSock
 		onDenial:     onDenial,
 		emulate:      sv.Emulate != nil,
 		lookups:      sv.Emulate != nil && sv.Emulate.Lookups,
+		noSetID:      sv.NoSetID,
 		connectSlots: make(chan struct{}, maxConnectsInFlight),
 		done:         make(chan struct{}),
 		inFlight:     map[int]bool{},
@@ -265,6 +268,10 @@ func (s *supervisor) answer(n seccompNotif, at time.Time) {
 	case n.Data.Nr == nrConnect && s.connect:
 		var errno syscall.Errno
 		errno, d = s.emulateConnect(n)
+		resp.Error = -int32(errno)
+	case s.noSetID && setIDCall(n.Data) != "":
+		var errno syscall.Errno
+		errno, d = s.refuseSetID(&n)
 		resp.Error = -int32(errno)
 	case isFs && s.emulate:
 		a := s.emulateFs(&n, fc)

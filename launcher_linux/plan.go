@@ -35,6 +35,9 @@ type Supervision struct {
 	Connect bool `json:"connect,omitempty"`
 	// Writes judges the write-intent calls the filter notifies.
 	Writes *WriteModel `json:"writes"`
+	// NoSetID: the filter notifies modes with set-ID bits, and openat2,
+	// for the daemon to refuse and record (SeccompOptions.NoSetID).
+	NoSetID bool `json:"no_set_id,omitempty"`
 	// Emulate, for a sandbox without a mount namespace, says the daemon
 	// performs its metadata calls (and lookups) in its place.
 	Emulate *Emulation `json:"emulate,omitempty"`
@@ -314,17 +317,25 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 			Found: "seccomp user notification does not work here: " + host.NotifyMissing, Remedy: remedyNotify,
 		}
 	}
+	// What the sandbox makes in an ID-mapped write root is owned on the
+	// host by the root's owner: it must not leave a set-ID file there.
+	noSetID := len(in.Idmapped) > 0
 	var prog []SockFilter
 	if !host.NoSeccomp {
 		var err error
-		if prog, err = SeccompProgram(SeccompOptions{RestrictSocketFamilies: plan.NetNS, Notify: notify, NotifyConnect: notify && plan.NetNS, UnixStream: unixStream}); err != nil {
+		if prog, err = SeccompProgram(SeccompOptions{RestrictSocketFamilies: plan.NetNS, Notify: notify, NotifyConnect: notify && plan.NetNS, UnixStream: unixStream, NoSetID: noSetID}); err != nil {
 			return nil, err
 		}
 	} else if plan.NetNS {
 		return nil, &launcher.Unenforceable{Field: "network.mode", Mechanism: "seccomp for unix sockets", Found: "seccomp filters do not work here", Remedy: remedySeccomp}
+	} else if noSetID {
+		return nil, &launcher.Unenforceable{
+			Field: "filesystem.write", Mechanism: "seccomp, so that no set-user-ID or set-group-ID file is made in an ID-mapped write root (owned there by " + in.Idmapped[0] + "'s owner)",
+			Found: "seccomp filters do not work here", Remedy: remedySeccomp + ", or make the write root the sandbox uid's",
+		}
 	}
 	if notify {
-		plan.Supervise = &Supervision{Connect: plan.NetNS, Writes: buildWriteModel(plan.Mounts, ll, fs.GetReadOnly(), fs.GetDeny())}
+		plan.Supervise = &Supervision{Connect: plan.NetNS, Writes: buildWriteModel(plan.Mounts, ll, fs.GetReadOnly(), fs.GetDeny()), NoSetID: noSetID}
 	}
 	cwd := in.Cwd
 	if cwd == "" {

@@ -54,7 +54,37 @@ type SeccompOptions struct {
 	// types: a datagram socket reaches any path through sendto(), with no
 	// connect() to intercept.
 	UnixStream bool
+	// NoSetID refuses set-user-ID and set-group-ID bits in every mode the
+	// sandbox passes (chmod family, open and openat creating, creat,
+	// mkdir, mknod): a file made through an ID-mapped write root is owned
+	// on the host by the root's owner, root for a root caller's
+	// workspace. openat2 keeps its mode in memory the sandbox may change
+	// after any look, so it is refused whole (ENOSYS, as before Linux
+	// 5.6: programs fall back to openat).
+	NoSetID bool
 }
+
+// setIDBits are S_ISUID and S_ISGID.
+const setIDBits = 0o6000
+
+// modeCall is a call that takes a mode in a register: at modeArg, and,
+// where flagsArg >= 0, only when its flags create (O_CREAT, O_TMPFILE).
+type modeCall struct {
+	name              string
+	nr                uint32
+	modeArg, flagsArg int
+}
+
+var amd64ModeCalls = []modeCall{
+	{"chmod", 90, 1, -1}, {"fchmod", 91, 1, -1}, {"fchmodat", 268, 2, -1}, {"fchmodat2", 452, 2, -1},
+	{"creat", nrCreat, 1, -1}, {"mkdir", nrMkdir, 1, -1}, {"mkdirat", nrMkdirat, 2, -1},
+	{"mknod", nrMknod, 1, -1}, {"mknodat", nrMknodat, 2, -1},
+	{"open", nrOpen, 2, 1}, {"openat", nrOpenat, 3, 2},
+}
+
+// openCreates are the open flags that make a file: O_CREAT and
+// __O_TMPFILE.
+const openCreates = 0x40 | 0x400000
 
 const (
 	bpfLdAbsW  = 0x20
@@ -292,6 +322,28 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 	ret(retAllow)
 
 	ld(offNr)
+	if o.NoSetID {
+		refuse := uint32(retErrno | errEPERM)
+		refuseOpenat2 := uint32(retErrno | errENOSYS)
+		if o.Notify {
+			refuse, refuseOpenat2 = retNotify, retNotify
+		}
+		for _, c := range amd64ModeCalls {
+			if c.flagsArg < 0 {
+				jeq(c.nr, 0, 4)
+			} else {
+				jeq(c.nr, 0, 6)
+				ld(offArg0 + 8*uint32(c.flagsArg))
+				jset(openCreates, 0, 3)
+			}
+			ld(offArg0 + 8*uint32(c.modeArg))
+			jset(setIDBits, 0, 1)
+			ret(refuse)
+			ld(offNr)
+		}
+		jeq(nrOpenat2, 0, 1)
+		ret(refuseOpenat2)
+	}
 	if o.NoSysVIPC {
 		for _, s := range amd64SysVIPC {
 			jeq(s.nr, 0, 1)

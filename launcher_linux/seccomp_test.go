@@ -112,6 +112,24 @@ func TestSeccompProgramNotifies(t *testing.T) {
 				{"FS_IOC_FSSETXATTR", nrIoctl, []uint64{0, 0x401c5820}}, {"FS_IOC_ENABLE_VERITY", nrIoctl, []uint64{0, 0x40806685}},
 			},
 		}},
+		// An ID-mapped write root: set-ID modes in registers are refused,
+		// openat2 whole; other modes and opens that do not create pass.
+		{SeccompOptions{NoSetID: true}, map[uint32][]call{
+			retAllow: {
+				{"chmod 0755", nrChmod, []uint64{0, 0o755}}, {"openat 04755 without O_CREAT", openat, []uint64{0, 0, oWronly, 0o4755}},
+				{"mkdir 0755", nrMkdir, []uint64{0, 0o755}}, {"fchmod high bits only", nrFchmod, []uint64{0, 0o6000 << 32}},
+			},
+			eperm: {
+				{"chmod 04755", nrChmod, []uint64{0, 0o4755}}, {"fchmod 02755", nrFchmod, []uint64{0, 0o2755}},
+				{"fchmodat2 06755", nrFchmodat2, []uint64{0, 0, 0o6755}}, {"creat 04755", nrCreat, []uint64{0, 0o4755}},
+				{"openat O_CREAT 04755", openat, []uint64{0, 0, oCreat, 0o4755}}, {"open O_TMPFILE 02755", nrOpen, []uint64{0, 0x410000 | oWronly, 0o2755}},
+				{"mkdirat 02755", nrMkdirat, []uint64{0, 0, 0o2755}}, {"mknodat 04755", nrMknodat, []uint64{0, 0, 0o104755}},
+			},
+			retErrno | errENOSYS: {{"openat2", nrOpenat2, nil}},
+		}},
+		{SeccompOptions{NoSetID: true, Notify: true}, map[uint32][]call{
+			retNotify: {{"chmod 04755", nrChmod, []uint64{0, 0o4755}}, {"openat2", nrOpenat2, nil}},
+		}},
 		// The landlock set with deny paths: every lookup by name reaches
 		// the daemon, a read-only open does not.
 		{SeccompOptions{NoSockets: true, NoSysVIPC: true, Notify: true, NotifyLookups: true}, map[uint32][]call{

@@ -32,6 +32,8 @@ func linuxMetaOps() map[string]op {
 		"setxattrat":  {1, setxattrat},
 		"statx":       {1, statx},
 		"opath-stat":  {1, opathStat},
+		// openat2 creating a plain 0644 file.
+		"openat2-create": {1, openat2Create},
 	}
 }
 
@@ -145,4 +147,12 @@ func opathStat(args []string) Result {
 		return outcome(err, "fstat")
 	}
 	return outcome(nil, statDetail(uint32(st.Mode), st.Size, st.Mtim.Sec))
+}
+
+func openat2Create(args []string) Result {
+	fd, err := unix.Openat2(unix.AT_FDCWD, args[0], &unix.OpenHow{Flags: unix.O_CREAT | unix.O_WRONLY | unix.O_CLOEXEC, Mode: 0o644})
+	if err == nil {
+		unix.Close(fd)
+	}
+	return outcome(err, nil)
 }

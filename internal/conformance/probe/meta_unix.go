@@ -24,6 +24,9 @@ func metaOps() map[string]op {
 		"stat":     {1, stat},
 		"access":   {1, access},
 		"readlink": {1, readlink},
+		// Make a file or directory with a mode, as given (octal).
+		"create-mode": {2, createMode},
+		"mkdir-mode":  {2, mkdirMode},
 	}
 }
 
@@ -66,4 +69,29 @@ func access(args []string) Result {
 func readlink(args []string) Result {
 	target, err := os.Readlink(args[0])
 	return outcome(err, target)
+}
+
+func parseMode(s string) (uint32, error) {
+	m, err := strconv.ParseUint(s, 8, 32)
+	return uint32(m), err
+}
+
+func createMode(args []string) Result {
+	mode, err := parseMode(args[1])
+	if err != nil {
+		return outcome(err, nil)
+	}
+	fd, err := unix.Open(args[0], unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, mode)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return outcome(err, nil)
+}
+
+func mkdirMode(args []string) Result {
+	mode, err := parseMode(args[1])
+	if err != nil {
+		return outcome(err, nil)
+	}
+	return outcome(unix.Mkdir(args[0], mode), nil)
 }
