@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -255,4 +256,81 @@ func TestWriteRootWithoutIDMappingIsRefused(t *testing.T) {
 			absent(t, filepath.Join(ws, "x"))
 		})
 	}
+}
+
+// TestNonRootCallersWorkspace: on a root daemon, a caller that is not root
+// writes a root through a group of its own, which its sandbox (run with the
+// caller's primary group alone) gets back on that root, and what it makes
+// is the caller's and that group's; a root the caller could not write is
+// never mapped for it.
+func TestNonRootCallersWorkspace(t *testing.T) {
+	if !suite.asRoot {
+		t.Skip("needs root to act as another user; the rootless run has one user")
+	}
+	const user, team = 4242, 4646
+	args := []string{"--socket-group", strconv.Itoa(user)}
+	if suite.mechanism != "" {
+		args = append(args, "--mechanism", suite.mechanism)
+	}
+	d, err := startDaemonWith(filepath.Join(suite.root, "ws-authz"), suite.wrap, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.stop()
+	f := newFixture(t)
+	shared, private := f.path("team"), f.path("private")
+	for dir, id := range map[string]int{shared: team, private: 0} {
+		if err := os.Mkdir(dir, 0o770); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 0, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o770); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := func(groups []uint32, root string) cliResult {
+		t.Helper()
+		cmd := exec.Command(suite.sandboxctl, "--socket", d.socket, "run", "--write", root, "--", "/bin/sh", "-c", `echo x > "$0/made"`, root)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: user, Gid: user, Groups: groups}}
+		cmd.Dir = f.dir
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("sandboxctl as uid %d: %v", user, err)
+		}
+		return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	}
+	refused := func(r cliResult, what string, say ...string) {
+		t.Helper()
+		if r.code != client.ExitDaemonFailed {
+			t.Errorf("%s: exit %d, want %d (refused); stderr %q", what, r.code, client.ExitDaemonFailed, r.stderr)
+		}
+		for _, s := range say {
+			if !strings.Contains(r.stderr, s) {
+				t.Errorf("%s: the refusal %q does not say %q", what, r.stderr, s)
+			}
+		}
+	}
+
+	r := as([]uint32{user, team}, shared)
+	if suite.mechanism == "landlock" || !linuxHost.namespaces {
+		refused(r, "the team's root on the landlock set", shared, fmt.Sprintf("uid %d", user))
+	} else {
+		if r.code != 0 {
+			t.Fatalf("the team's root, as a member: exit %d, stderr %q", r.code, r.stderr)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(shared, "made"), &st); err != nil || st.Uid != user || st.Gid != team {
+			t.Errorf("made on the host: %v, owner %d:%d; want %d:%d", err, st.Uid, st.Gid, user, team)
+		}
+	}
+	refused(as([]uint32{user}, shared), "the team's root, as a stranger", shared, fmt.Sprintf("uid %d", user))
+	refused(as([]uint32{user, team}, private), "root's own root", private, fmt.Sprintf("uid %d", user))
+	absent(t, filepath.Join(private, "made"))
 }
