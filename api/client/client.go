@@ -105,6 +105,14 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 			conn.Close()
 			return nil, handshakeError(socketPath, time.Since(begin), err)
 		}
+		if st.Code() == codes.Unavailable {
+			// A daemon that went away meanwhile is reported as gone at
+			// once, not waited for.
+			if err := probe(ctx, socketPath); err != nil && !errors.Is(err, errClosedEarly) {
+				conn.Close()
+				return nil, err
+			}
+		}
 	}
 }
 

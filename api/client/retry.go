@@ -42,13 +42,20 @@ func retryHint(st *status.Status) time.Duration {
 // backoff is the state of one call's retries.
 type backoff struct{ n int }
 
+// next is the delay before the next attempt: a random share, at least
+// half, of a ceiling that doubles from retryBase to retryMax, and at least
+// the daemon's hint.
+func (b *backoff) next(st *status.Status) time.Duration {
+	ceil := min(retryMax, retryBase<<min(b.n, 16))
+	b.n++
+	return max(ceil/2+rand.N(ceil/2+1), retryHint(st))
+}
+
 // wait sleeps before the next attempt: the backoff's delay, at least what
 // the daemon's RetryInfo in st (if any) asks for. It returns false, at
 // once, when ctx would end first.
 func (b *backoff) wait(ctx context.Context, st *status.Status) bool {
-	ceil := min(retryMax, retryBase<<min(b.n, 16))
-	b.n++
-	d := max(ceil/2+rand.N(ceil/2+1), retryHint(st))
+	d := b.next(st)
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 		return false
 	}

@@ -1,0 +1,98 @@
+package client
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// busy is a refusal as the daemon makes it when a caller is at a quota
+// that frees by itself: ResourceExhausted with a RetryInfo.
+func busy() error { return busyFor(10 * time.Millisecond) }
+
+func busyFor(d time.Duration) error {
+	st, err := status.New(codes.ResourceExhausted, "quota reached: uid 0 has 4 launches in flight").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
+	if err != nil {
+		panic(err)
+	}
+	return st.Err()
+}
+
+// TestRunRetriesABusyDaemon: a Start refused with a retry hint is sent
+// again after a delay until the daemon takes it; one refused without a
+// hint is not.
+func TestRunRetriesABusyDaemon(t *testing.T) {
+	var attempts atomic.Int32
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		if _, err := recvStart(stream); err != nil {
+			return err
+		}
+		if attempts.Add(1) <= 3 {
+			return busy()
+		}
+		if err := stream.Send(started("s1")); err != nil {
+			return err
+		}
+		return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED, ExitCode: 7}))
+	}})
+	c := dial(t, sock)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := c.Run(ctx, RunOptions{Start: runStart("true")})
+	if err != nil || res.Exit.GetExitCode() != 7 {
+		t.Fatalf("Run = %v, %v; want exit 7 after the refusals", res, err)
+	}
+	if n := attempts.Load(); n != 4 {
+		t.Errorf("%d attempts, want 4", n)
+	}
+
+	attempts.Store(0)
+	sock, _ = serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		attempts.Add(1)
+		return status.Error(codes.ResourceExhausted, "quota reached: uid 0 has 2 sessions not yet ended")
+	}})
+	c = dial(t, sock)
+	if _, err := c.Run(ctx, RunOptions{Start: runStart("true")}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("Run = %v, want ResourceExhausted", err)
+	}
+	if n := attempts.Load(); n != 1 {
+		t.Errorf("%d attempts of a refusal without a retry hint, want 1", n)
+	}
+}
+
+// TestBackoffGrowsWithJitter: delays double up to retryMax, each a random
+// share of at least half its ceiling, never below the daemon's hint; a
+// wait that would outlast ctx is not begun.
+func TestBackoffGrowsWithJitter(t *testing.T) {
+	var b backoff
+	seen := map[time.Duration]bool{}
+	for i := range 12 {
+		ceil := min(retryMax, retryBase<<i)
+		d := b.next(nil)
+		if d < ceil/2 || d > ceil {
+			t.Errorf("delay %d is %v, want within [%v, %v]", i, d, ceil/2, ceil)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 6 {
+		t.Errorf("delays %v: no jitter", seen)
+	}
+	b = backoff{}
+	if d := b.next(status.Convert(busyFor(time.Second))); d < time.Second {
+		t.Errorf("delay %v, below the daemon's hint of 1s", d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	b = backoff{n: 10}
+	if b.wait(ctx, status.Convert(busyFor(2*time.Hour))) {
+		t.Errorf("a wait longer than ctx's deadline was begun")
+	}
+}
