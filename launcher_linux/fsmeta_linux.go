@@ -64,19 +64,6 @@ var metaCallNrs = func() map[int32]bool {
 }()
 
 const (
-	nrStat, nrLstat, nrNewfstatat, nrStatx         = 4, 6, 262, 332
-	nrAccess, nrFaccessat, nrFaccessat2            = 21, 269, 439
-	nrReadlink, nrReadlinkat                       = 89, 267
-	nrGetxattr, nrLgetxattr, nrGetxattrat          = 191, 192, 464
-	nrListxattr, nrLlistxattr, nrListxattrat       = 194, 195, 465
-	nrStatfs, nrChdir, nrInotifyAddWatch           = 137, 80, 254
-	nrFileGetattr, nrFileSetattr                   = 468, 469
-	nrChmod, nrFchmod, nrFchmodat, nrFchmodat2     = 90, 91, 268, 452
-	nrChown, nrFchown, nrLchown, nrFchownat        = 92, 93, 94, 260
-	nrUtime, nrUtimes, nrFutimesat, nrUtimensat    = 132, 235, 261, 280
-	nrSetxattr, nrLsetxattr, nrFsetxattr           = 188, 189, 190
-	nrRemovexattr, nrLremovexattr, nrFremovexattr  = 197, 198, 199
-	nrSetxattrat, nrRemovexattrat                  = 463, 466
 	inDontFollow                                   = 0x02000000
 	atStatxSyncType                                = 0x6000
 	xattrSizeMax                                   = 65536
@@ -319,7 +306,13 @@ func (s *supervisor) emulateFs(n *seccompNotif, c fsCall) fsAnswer {
 		return fsAnswer{errno: errno, denial: &sandboxdv1.Denial{Field: r.Field, Operation: c.op, Target: r.Path, Errno: r.Errno}}
 	}
 	if !c.byFd && c.emptyPath {
-		name, err := v.readString(c.name.addr)
+		// Since Linux 6.11 a NULL name with AT_EMPTY_PATH is the empty
+		// name.
+		var name string
+		var err error
+		if c.name.addr != 0 {
+			name, err = v.readString(c.name.addr)
+		}
 		if err != nil {
 			return fsAnswer{errno: unix.EFAULT}
 		}

@@ -273,26 +273,7 @@ const maxSymlinks = 40
 // kernel would for the thread, through the sandbox's root: the daemon
 // never leaves the sandbox's tree, whatever the sandbox's symlinks say.
 func (v *sandboxView) lookup(dir, name string, o lookupOpts) (namedPath, error) {
-	if name == "" {
-		return namedPath{}, unix.ENOENT
-	}
-	if strings.HasSuffix(name, "/") {
-		// A trailing slash follows a final symlink.
-		o.follow = true
-	}
-	if o.resolve&unix.RESOLVE_IN_ROOT != 0 {
-		o.top = dir
-	}
-	rel := name
-	if !path.IsAbs(name) {
-		rel = strings.TrimPrefix(dir, o.top) + "/" + name
-	}
-	if o.top == "/" && o.resolve == 0 && !o.pin {
-		if np, ok, err := v.fastLookup(rel, o); ok || err != nil {
-			return np, err
-		}
-	}
-	np, _, err := v.resolve(dir, rel, o)
+	np, _, err := v.resolveName(dir, name, o)
 	return np, err
 }
 
@@ -307,11 +288,8 @@ func (v *sandboxView) pinned(arg nameArg, o lookupOpts) (int, namedPath, error) 
 }
 
 func (v *sandboxView) pinnedName(dirfd int32, name string, o lookupOpts) (int, namedPath, error) {
-	if name == "" {
-		return -1, namedPath{}, unix.ENOENT
-	}
 	dir := ""
-	if !path.IsAbs(name) || o.resolve&(unix.RESOLVE_IN_ROOT|unix.RESOLVE_BENEATH) != 0 {
+	if name != "" && (!path.IsAbs(name) || o.resolve&(unix.RESOLVE_IN_ROOT|unix.RESOLVE_BENEATH) != 0) {
 		var err error
 		if dir, err = v.dirOf(dirfd); err != nil {
 			return -1, namedPath{}, err
@@ -320,7 +298,22 @@ func (v *sandboxView) pinnedName(dirfd int32, name string, o lookupOpts) (int, n
 			return -1, namedPath{}, &deniedPath{path.Join(dir, name)}
 		}
 	}
+	o.pin = true
+	np, fd, err := v.resolveName(dir, name, o)
+	if err == nil && fd < 0 {
+		err = unix.ENOENT
+	}
+	return fd, np, err
+}
+
+// resolveName resolves name from dir, with o.pin also the O_PATH fd of
+// what it names.
+func (v *sandboxView) resolveName(dir, name string, o lookupOpts) (namedPath, int, error) {
+	if name == "" {
+		return namedPath{}, -1, unix.ENOENT
+	}
 	if strings.HasSuffix(name, "/") {
+		// A trailing slash follows a final symlink.
 		o.follow = true
 	}
 	if o.resolve&unix.RESOLVE_IN_ROOT != 0 {
@@ -330,12 +323,12 @@ func (v *sandboxView) pinnedName(dirfd int32, name string, o lookupOpts) (int, n
 	if !path.IsAbs(name) {
 		rel = strings.TrimPrefix(dir, o.top) + "/" + name
 	}
-	o.pin = true
-	np, fd, err := v.resolve(dir, rel, o)
-	if err == nil && fd < 0 {
-		err = unix.ENOENT
+	if o.top == "/" && o.resolve == 0 && !o.pin {
+		if np, ok, err := v.fastLookup(rel, o); ok || err != nil {
+			return np, -1, err
+		}
 	}
-	return fd, np, err
+	return v.resolve(dir, rel, o)
 }
 
 // resolve walks rel from o.top, restarting at each symlink it follows.

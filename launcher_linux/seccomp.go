@@ -213,6 +213,23 @@ var amd64WriteCalls = []syscallName{
 	{"openat2", nrOpenat2},
 }
 
+// Numbers of the metadata and lookup calls the supervisor dispatches on.
+const (
+	nrStat, nrLstat, nrNewfstatat, nrStatx        = 4, 6, 262, 332
+	nrAccess, nrFaccessat, nrFaccessat2           = 21, 269, 439
+	nrReadlink, nrReadlinkat                      = 89, 267
+	nrGetxattr, nrLgetxattr, nrGetxattrat         = 191, 192, 464
+	nrListxattr, nrLlistxattr, nrListxattrat      = 194, 195, 465
+	nrStatfs, nrChdir, nrInotifyAddWatch          = 137, 80, 254
+	nrFileGetattr, nrFileSetattr                  = 468, 469
+	nrChmod, nrFchmod, nrFchmodat, nrFchmodat2    = 90, 91, 268, 452
+	nrChown, nrFchown, nrLchown, nrFchownat       = 92, 93, 94, 260
+	nrUtime, nrUtimes, nrFutimesat, nrUtimensat   = 132, 235, 261, 280
+	nrSetxattr, nrLsetxattr, nrFsetxattr          = 188, 189, 190
+	nrRemovexattr, nrLremovexattr, nrFremovexattr = 197, 198, 199
+	nrSetxattrat, nrRemovexattrat                 = 463, 466
+)
+
 // amd64MetaCalls change an inode's mode, owner, times or extended
 // attributes. Landlock governs none of them.
 var amd64MetaCalls = []syscallName{
