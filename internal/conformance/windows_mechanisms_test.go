@@ -49,4 +49,9 @@ var windowsMechanisms = map[string]string{
 	"cpu burn is throttled to limits.cpu_millis":                                        "job object: CPU rate control with a hard cap (the Windows suite's 'limits.cpu_millis caps the session's CPU time')",
 	"timeout kills the whole session tree, escaped processes too":                       "the daemon's wall-clock timer ends the session, whose job object (KILL_ON_JOB_CLOSE, no breakaway) is terminated with every process in it",
 	"output beyond limits.output_bytes is dropped with one marker, the command runs on": "daemon-side: the daemon counts what it reads of the session's output (its pipes, or the pseudo console) and drops what is past the cap, the same on every OS",
+	"cannot change mode, owner or times outside write roots":                            "not run on Windows: chmod, chown and utimes are Unix calls; their Windows counterparts need FILE_WRITE_ATTRIBUTES, WRITE_DAC or WRITE_OWNER, which no ACL outside the write roots grants the session",
+	"cannot change metadata of read-only carve-out":                                     "not run on Windows: chmod, chown and utimes are Unix calls; the carve-out's inheritable deny entry covers FILE_WRITE_ATTRIBUTES, WRITE_DAC and WRITE_OWNER",
+	"deny path is neither changed nor seen":                                             "not run on Windows: stat, access and readlink are Unix calls; what a directory listing shows of a deny path there is not measured yet",
+	"cannot change xattrs or inode flags outside write roots":                           "not applicable: extended attributes and inode-flag ioctls are Linux's",
+	"deny path's xattrs and O_PATH fds are not seen":                                    "not applicable: extended attributes, statx and O_PATH are Linux's",
 }
