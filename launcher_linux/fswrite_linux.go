@@ -288,22 +288,59 @@ func (v *sandboxView) pinned(arg nameArg, o lookupOpts) (int, namedPath, error) 
 }
 
 func (v *sandboxView) pinnedName(dirfd int32, name string, o lookupOpts) (int, namedPath, error) {
-	dir := ""
-	if name != "" && (!path.IsAbs(name) || o.resolve&(unix.RESOLVE_IN_ROOT|unix.RESOLVE_BENEATH) != 0) {
-		var err error
-		if dir, err = v.dirOf(dirfd); err != nil {
-			return -1, namedPath{}, err
-		}
-		if coveredBy(dir, o.deny) {
-			return -1, namedPath{}, &deniedPath{path.Join(dir, name)}
-		}
-	}
 	o.pin = true
-	np, fd, err := v.resolveName(dir, name, o)
+	var np namedPath
+	fd := -1
+	var err error
+	if start, ok := v.startAt(dirfd, name, o); ok {
+		defer unix.Close(start.fd)
+		if coveredBy(start.path, o.deny) {
+			return -1, namedPath{}, &deniedPath{path.Join(start.path, name)}
+		}
+		if strings.HasSuffix(name, "/") {
+			o.follow = true
+		}
+		np, fd, err = v.resolve(start.path, name, o, start)
+	} else {
+		dir := ""
+		if name != "" && (!path.IsAbs(name) || o.resolve&(unix.RESOLVE_IN_ROOT|unix.RESOLVE_BENEATH) != 0) {
+			if dir, err = v.dirOf(dirfd); err != nil {
+				return -1, namedPath{}, err
+			}
+			if coveredBy(dir, o.deny) {
+				return -1, namedPath{}, &deniedPath{path.Join(dir, name)}
+			}
+		}
+		np, fd, err = v.resolveName(dir, name, o)
+	}
 	if err == nil && fd < 0 {
 		err = unix.ENOENT
 	}
 	return fd, np, err
+}
+
+// startAt opens the directory a plain relative name is looked up from
+// (the working directory or dirfd), for the walk to begin there: most
+// names a program passes are relative to a deep directory, which the
+// walk would otherwise go down again component by component.
+func (v *sandboxView) startAt(dirfd int32, name string, o lookupOpts) (*walkStart, bool) {
+	if name == "" || path.IsAbs(name) || o.resolve != 0 || o.top != "/" {
+		return nil, false
+	}
+	link := "cwd"
+	if dirfd != atFdcwd {
+		link = "fd/" + strconv.Itoa(int(dirfd))
+	}
+	fd, err := unix.Open("/proc/"+strconv.Itoa(v.tid)+"/"+link, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || !path.IsAbs(p) || strings.HasSuffix(p, " (deleted)") {
+		unix.Close(fd)
+		return nil, false
+	}
+	return &walkStart{fd: fd, path: p, rel: name}, true
 }
 
 // resolveName resolves name from dir, with o.pin also the O_PATH fd of
@@ -328,12 +365,12 @@ func (v *sandboxView) resolveName(dir, name string, o lookupOpts) (namedPath, in
 			return np, -1, err
 		}
 	}
-	return v.resolve(dir, rel, o)
+	return v.resolve(dir, rel, o, nil)
 }
 
 // resolve walks rel from o.top, restarting at each symlink it follows.
-func (v *sandboxView) resolve(dir, rel string, o lookupOpts) (namedPath, int, error) {
-	tr := walkTrace{pinned: -1}
+func (v *sandboxView) resolve(dir, rel string, o lookupOpts, start *walkStart) (namedPath, int, error) {
+	tr := walkTrace{pinned: -1, start: start}
 	for range maxSymlinks + 1 {
 		np, next, err := v.walk(rel, o, &tr)
 		if err != nil || next == "" {
@@ -357,8 +394,17 @@ func (v *sandboxView) resolve(dir, rel string, o lookupOpts) (namedPath, int, er
 type walkTrace struct {
 	symlink, magic bool
 	steps          int
+	// start, when set, is where the first walk begins instead of o.top.
+	start *walkStart
 	// pinned is the O_PATH fd of the walk's end, with lookupOpts.pin.
 	pinned int
+}
+
+// walkStart is a directory a relative name is walked from without
+// walking to it first: fd, an O_PATH fd of it the caller holds, at path.
+type walkStart struct {
+	fd        int
+	path, rel string
 }
 
 // maxWalkSteps bounds the components one lookup walks, restarts at
@@ -444,16 +490,23 @@ func statName(fd int, name string, mounts bool) (np namedPath, link bool, err er
 // follows, it returns where the walk starts again instead: next, relative
 // to o.top.
 func (v *sandboxView) walk(rel string, o lookupOpts, tr *walkTrace) (np namedPath, next string, err error) {
+	cur := o.top
+	var fd int
+	if st := tr.start; st != nil {
+		tr.start = nil
+		cur, rel = st.path, st.rel
+		fd, err = unix.FcntlInt(uintptr(st.fd), unix.F_DUPFD_CLOEXEC, 0)
+	} else {
+		fd, err = v.openDir(cur)
+	}
+	if err != nil {
+		return np, "", err
+	}
 	var comps []string
 	for _, c := range strings.Split(rel, "/") {
 		if c != "" && c != "." {
 			comps = append(comps, c)
 		}
-	}
-	cur := o.top
-	fd, err := v.openDir(cur)
-	if err != nil {
-		return np, "", err
 	}
 	defer func() { unix.Close(fd) }()
 	if coveredBy(cur, o.deny) {

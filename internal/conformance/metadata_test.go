@@ -5,6 +5,7 @@ package conformance
 import (
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -128,6 +129,9 @@ func metadataCases() []conformanceCase {
 					deny("access", key),
 					deny("readlink", ssh+"/link"),
 					deny("access", w+"/to-key"),
+					// Relative to the working directory, "/".
+					deny("stat", strings.TrimPrefix(key, "/")),
+					deny("access", w+"/../home/.ssh/id_rsa"),
 					deny("chmod", token, "644"),
 					deny("utimes", token),
 					// A mask may stand where the path is: its own
@@ -138,7 +142,7 @@ func metadataCases() []conformanceCase {
 				after: func(t *testing.T, s *session) {
 					sameMeta(t, key, before)
 					sameMeta(t, token, beforeToken)
-					notRealMeta(t, s.outcomes[9], beforeToken)
+					notRealMeta(t, s.outcomes[11], beforeToken)
 					metaDenials(t, s, denialWant{field: "filesystem.deny", target: key}, denialWant{field: "filesystem.deny", target: token})
 				},
 			}
