@@ -69,6 +69,8 @@ func denialProbe(mode string) {
 		report("clone3", errnoErr(errno))
 	case "opens":
 		openLoop(os.Getenv(envWriteRoot), os.Getenv(envOpens))
+	case "stats", "chmods":
+		metaLoop(os.Getenv(envDenialProbe), os.Getenv(envWriteRoot), os.Getenv(envOpens))
 	}
 	os.Exit(0)
 }
@@ -158,6 +160,32 @@ func openLoop(dir, n string) {
 		unix.Close(fd)
 	}
 	fmt.Printf("ns-per-open=%d\n", time.Since(start).Nanoseconds()/int64(max(count, 1)))
+}
+
+// metaLoop stats or chmods a file in dir n times and prints the time
+// each took.
+func metaLoop(what, dir, n string) {
+	count, _ := strconv.Atoi(n)
+	p := dir + "/f"
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		fmt.Printf("create=%s\n", outcome(err))
+		os.Exit(1)
+	}
+	start := time.Now()
+	for range count {
+		var err error
+		if what == "stats" {
+			var st unix.Stat_t
+			err = unix.Stat(p, &st)
+		} else {
+			err = unix.Chmod(p, 0o644)
+		}
+		if err != nil {
+			fmt.Printf("%s=%s\n", what, outcome(err))
+			os.Exit(1)
+		}
+	}
+	fmt.Printf("ns-per-call=%d\n", time.Since(start).Nanoseconds()/int64(max(count, 1)))
 }
 
 // probeBinary is a copy of this test binary that the sandbox uid can run
@@ -564,6 +592,50 @@ func BenchmarkWriteOpen(b *testing.B) {
 					b.Fatalf("probe: %q", out)
 				}
 				b.ReportMetric(float64(ns), "ns/open")
+			})
+		}
+	}
+}
+
+// BenchmarkMetadataCall measures one stat and one chmod of a file in a
+// write root inside a sandbox whose policy has a deny path: on the
+// namespaces set chmod is notified to be recorded and stat is the
+// kernel's alone; on the landlock set the daemon performs both.
+func BenchmarkMetadataCall(b *testing.B) {
+	probe := probeBinary(b)
+	for _, set := range MechanismSets {
+		for _, what := range []string{"stats", "chmods"} {
+			b.Run(string(set)+"/"+what, func(b *testing.B) {
+				be := backendFor(b, set)
+				w, err := os.MkdirTemp("/var/tmp", "sandboxd-bench-")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer os.RemoveAll(w)
+				os.Chmod(w, 0o777)
+				deny, err := os.MkdirTemp("/var/tmp", "sandboxd-bench-deny-")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer os.RemoveAll(deny)
+				spec := testSpec(b, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, Deny: []string{deny}}}, probe, "-test.run=^$")
+				spec.Env = append(spec.Env, envDenialProbe+"="+what, envWriteRoot+"="+w, envOpens+"="+strconv.Itoa(b.N))
+				spec.OnDenial = func(*sandboxdv1.Denial) {}
+				outR, outW, _ := os.Pipe()
+				spec.Stdio.Stdout = outW
+				p, err := be.Start(context.Background(), spec)
+				outW.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				out, _ := io.ReadAll(outR)
+				outR.Close()
+				p.Wait()
+				ns, err := strconv.Atoi(probeLines(string(out))["ns-per-call"])
+				if err != nil {
+					b.Fatalf("probe: %q", out)
+				}
+				b.ReportMetric(float64(ns), "ns/call")
 			})
 		}
 	}
