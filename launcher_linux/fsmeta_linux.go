@@ -279,6 +279,43 @@ func (s *supervisor) refuseSetID(n *seccompNotif) (syscall.Errno, *sandboxdv1.De
 	return errno, d
 }
 
+// privilegedXattr is the name of the extended attribute the setxattr call
+// of n sets when it is one that grants privilege on the host (file
+// capabilities, trusted.*), "" otherwise. The kernel refuses it to the
+// sandbox, which holds no capability; the daemon refuses it first to say
+// why. Reading the name races with the sandbox only towards letting the
+// kernel decide.
+func (s *supervisor) privilegedXattr(n *seccompNotif) string {
+	idx := map[int32]int{nrSetxattr: 1, nrLsetxattr: 1, nrFsetxattr: 1, nrSetxattrat: 3}
+	i, ok := idx[n.Data.Nr]
+	if !ok {
+		return ""
+	}
+	v := &sandboxView{root: s.root, tid: int(n.Pid)}
+	name, err := v.readString(n.Data.Args[i])
+	if err != nil || name != "security.capability" && !strings.HasPrefix(name, "trusted.") {
+		return ""
+	}
+	return name
+}
+
+// refusePrivilegedXattr answers the setxattr of a privileged name where a
+// write root is ID-mapped.
+func (s *supervisor) refusePrivilegedXattr(n *seccompNotif, name string) (syscall.Errno, *sandboxdv1.Denial) {
+	d := &sandboxdv1.Denial{Field: "filesystem.write", Operation: fsCallNames[n.Data.Nr], Errno: "EPERM",
+		Detail: name + " grants privilege on the host: refused where a write root is ID-mapped, as what the sandbox makes there is owned by the root's owner"}
+	if c, ok := decodeFsCall(n); ok {
+		v := &sandboxView{root: s.root, tid: int(n.Pid)}
+		if c.byFd {
+			d.Target, _ = v.dirOf(c.fd)
+		} else {
+			np, _ := v.name(c.name, lookupOpts{top: "/", follow: c.follow})
+			d.Target = np.Path
+		}
+	}
+	return unix.EPERM, d
+}
+
 // fsAnswer is the daemon's answer to an emulated call.
 type fsAnswer struct {
 	val   int64

@@ -262,6 +262,10 @@ func (s *supervisor) answer(n seccompNotif, at time.Time) {
 	addfd := -1
 	var addfdFlags uint32
 	fc, isFs := s.fsCall(&n)
+	var xattr string
+	if s.noSetID {
+		xattr = s.privilegedXattr(&n)
+	}
 	switch {
 	case n.Data.Arch != auditX8664:
 		resp.Error = -int32(unix.ENOSYS)
@@ -272,6 +276,10 @@ func (s *supervisor) answer(n seccompNotif, at time.Time) {
 	case s.noSetID && setIDCall(n.Data) != "":
 		var errno syscall.Errno
 		errno, d = s.refuseSetID(&n)
+		resp.Error = -int32(errno)
+	case xattr != "":
+		var errno syscall.Errno
+		errno, d = s.refusePrivilegedXattr(&n, xattr)
 		resp.Error = -int32(errno)
 	case isFs && s.emulate:
 		a := s.emulateFs(&n, fc)

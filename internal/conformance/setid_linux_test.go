@@ -27,6 +27,7 @@ func TestNoSetIDInIDMappedRoot(t *testing.T) {
 				deny("create-mode", ws+"/suid", "4755"),
 				deny("mkdir-mode", ws+"/sgid", "2755"),
 				deny("openat2-create", ws+"/via-openat2"),
+				deny("setcap", edit),
 				allow("chmod", edit, "755"),
 				allow("create-mode", ws+"/plain", "755"),
 			}
@@ -64,7 +65,8 @@ func TestNoSetIDInIDMappedRoot(t *testing.T) {
 				denialWant{field: "filesystem.write", operation: "fchmodat", target: edit, errno: "EPERM", needDetail: true},
 				denialWant{field: "filesystem.write", operation: "openat", target: ws + "/suid", errno: "EPERM"},
 				denialWant{field: "filesystem.write", operation: "mkdirat", target: ws + "/sgid", errno: "EPERM"},
-				denialWant{field: "filesystem.write", operation: "openat2", errno: "ENOSYS"})
+				denialWant{field: "filesystem.write", operation: "openat2", errno: "ENOSYS"},
+				denialWant{field: "filesystem.write", operation: "setxattr", target: edit, errno: "EPERM", detail: "security.capability"})
 		})
 	}
 }
