@@ -40,14 +40,15 @@ type verb struct {
 }
 
 var verbs = map[string]verb{
-	"run":     {"run a command in a sandbox, or start it detached", runVerb},
-	"attach":  {"watch a session's output, or take over its input", attachVerb},
-	"ps":      {"list sessions", psVerb},
-	"inspect": {"show a session as JSON", inspectVerb},
-	"kill":    {"signal or kill a session", killVerb},
-	"doctor":  {"show what the host can enforce and the self-test", doctorVerb},
-	"events":  {"follow session state changes and denials", eventsVerb},
-	"top":     {"ps, refreshed as sessions change", topVerb},
+	"run":        {"run a command in a sandbox, or start it detached", runVerb},
+	"attach":     {"watch a session's output, or take over its input", attachVerb},
+	"ps":         {"list sessions", psVerb},
+	"inspect":    {"show a session as JSON", inspectVerb},
+	"kill":       {"signal or kill a session", killVerb},
+	"doctor":     {"show what the host can enforce and the self-test", doctorVerb},
+	"events":     {"follow session state changes and denials", eventsVerb},
+	"top":        {"ps, refreshed as sessions change", topVerb},
+	"export-oci": {"write the OCI runtime config that enforces a policy as sandboxd does", exportOCIVerb},
 }
 
 func main() {

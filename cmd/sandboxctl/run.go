@@ -101,6 +101,18 @@ func parseRun(args []string, wd string, out io.Writer) (*sandboxdv1.Start, error
 		fmt.Fprint(fs.Output(), runUsage)
 		fs.PrintDefaults()
 	}
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() == 0 {
+		return nil, errors.New("missing command")
+	}
+	return f.start(fs.Args(), wd)
+}
+
+// register adds the flags that make a sandbox's policy and command to fs.
+func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.write, "write", "writable root `PATH` (repeatable)")
 	fs.Var(&f.readOnly, "read-only", "read-only carve-out `PATH` inside a writable root (repeatable)")
 	fs.Var(&f.deny, "deny", "`PATH` neither readable nor writable (repeatable)")
@@ -118,13 +130,6 @@ func parseRun(args []string, wd string, out io.Writer) (*sandboxdv1.Start, error
 	fs.Var(&f.pids, "pids", "limit of `N` processes and threads")
 	fs.Var(&f.cpus, "cpus", "CPU quota of `N` CPUs, e.g. 0.5 or 2")
 	fs.Var(&f.outputLimit, "output-limit", "output limit `SIZE`, e.g. 10M: output beyond it is dropped, the command runs on")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() == 0 {
-		return nil, errors.New("missing command")
-	}
-	return f.start(fs.Args(), wd)
 }
 
 func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
