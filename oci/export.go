@@ -74,6 +74,11 @@ func Env(extra map[string]string, terminal bool, home string) []string {
 	return out
 }
 
+// Version is the ociVersion of exported configs: every field they use is
+// in runtime-spec 1.0.2, and runtimes refuse versions newer than they know
+// (Debian 12's crun 1.8.1 answers "unknown version specified" to 1.2.0).
+const Version = "1.0.2"
+
 // Export is the OCI config that enforces in.Policy as sandboxd does, or a
 // *Refusal naming the first field it cannot express.
 func Export(in Input) (*specs.Spec, error) {
@@ -107,7 +112,7 @@ func Export(in Input) (*specs.Spec, error) {
 	}
 
 	s := &specs.Spec{
-		Version:  specs.Version,
+		Version:  Version,
 		Hostname: plan.Hostname,
 		Root:     &specs.Root{Path: in.Root, Readonly: true},
 		Process: &specs.Process{
