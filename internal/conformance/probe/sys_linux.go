@@ -15,6 +15,7 @@ func platformOps() map[string]op {
 		"uid":          {0, uid},
 		"tiocsti":      {0, tiocsti},
 		"no-extra-fds": {0, noExtraFds},
+		"syscall":      {1, rawSyscall},
 	}
 	for name, o := range unixOps() {
 		m[name] = o
