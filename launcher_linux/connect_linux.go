@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
+	"path"
 	"syscall"
 	"unsafe"
 
@@ -84,7 +85,7 @@ func (s *supervisor) emulateConnect(n seccompNotif) (syscall.Errno, *sandboxdv1.
 	}
 	switch family {
 	case unix.AF_UNIX:
-		errno, refused := s.connectUnix(sock, addr)
+		errno, refused := s.connectUnix(sock, addr, int(n.Pid))
 		if refused {
 			return errno, connectDenial(unixTarget(addr), errno)
 		}
@@ -103,9 +104,10 @@ func (s *supervisor) emulateConnect(n seccompNotif) (syscall.Errno, *sandboxdv1.
 }
 
 // connectUnix connects sock to the session socket when addr names
-// SessionSocketPath, and refuses every other address; refused says the
-// refusal is the policy's.
-func (s *supervisor) connectUnix(sock int, addr []byte) (errno syscall.Errno, refused bool) {
+// SessionSocketPath, fails as the kernel would where nothing is at the
+// path (ENOENT) and refuses every other address; refused says the refusal
+// is the policy's. tid is the thread that called connect.
+func (s *supervisor) connectUnix(sock int, addr []byte, tid int) (errno syscall.Errno, refused bool) {
 	if len(addr) >= 2 && binary.NativeEndian.Uint16(addr) == unix.AF_UNSPEC {
 		// Dissolves a datagram socket's association and reaches nothing.
 		return rawConnect(sock, addr), false
@@ -116,10 +118,32 @@ func (s *supervisor) connectUnix(sock int, addr []byte) (errno syscall.Errno, re
 	}
 	// An abstract address (a leading NUL) never equals the path, nor does
 	// a relative one.
-	if s.hostSocket == "" || unixPath(addr) != SessionSocketPath {
-		return errUnixRefused, true
+	p := unixPath(addr)
+	if s.hostSocket != "" && p == SessionSocketPath {
+		return errnoOrEPERM(unix.Connect(sock, &unix.SockaddrUnix{Name: s.hostSocket})), false
 	}
-	return errnoOrEPERM(unix.Connect(sock, &unix.SockaddrUnix{Name: s.hostSocket})), false
+	if addr[2] != 0 && p != "" && !s.unixPathExists(p, tid) {
+		return unix.ENOENT, false
+	}
+	return errUnixRefused, true
+}
+
+// unixPathExists says whether p names anything in the sandbox's view, as
+// the thread tid would look it up, or lies behind a mask; true when that
+// cannot be told, so that the connect is refused.
+func (s *supervisor) unixPathExists(p string, tid int) bool {
+	v := &sandboxView{root: s.root, tid: tid}
+	dir := ""
+	if !path.IsAbs(p) {
+		var err error
+		if dir, err = v.dirOf(atFdcwd); err != nil {
+			return true
+		}
+	}
+	np, err := v.lookup(dir, p, lookupOpts{top: "/", follow: true})
+	// Behind a mask (another session's socket, a deny path) is what the
+	// policy hides: a connect there is refused, and recorded.
+	return err != nil || np.Exists || s.writes != nil && s.writes.searchMasked(np.Path) != nil
 }
 
 // unixPath is the path of a unix address, up to its first NUL; an

@@ -29,6 +29,7 @@ const (
 	envWriteRoot   = "SANDBOXD_TEST_WRITE_ROOT"
 	envReadOnlyDir = "SANDBOXD_TEST_READ_ONLY_DIR"
 	envPort        = "SANDBOXD_TEST_PORT"
+	envUnixSocket  = "SANDBOXD_TEST_UNIX_SOCKET"
 	envOpens       = "SANDBOXD_TEST_OPENS"
 )
 
@@ -52,6 +53,16 @@ func denialProbe(mode string) {
 			unix.Close(fd)
 		}
 		report("unix-socket", err)
+		unixConnect := func(path string) error {
+			fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			return unix.Connect(fd, &unix.SockaddrUnix{Name: path})
+		}
+		report("unix-host", unixConnect(os.Getenv(envUnixSocket)))
+		report("unix-missing", unixConnect("/var/run/nscd/socket-of-no-daemon"))
 	case "socket":
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 		if err == nil {
@@ -449,27 +460,39 @@ func TestDenialsOfConnectUnderNetworkNone(t *testing.T) {
 		}
 	}()
 	port := strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
+	sockDir := hostDir(t, 0o755)
+	hostSock := sockDir + "/host.sock"
+	ul, err := net.Listen("unix", hostSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	os.Chmod(hostSock, 0o777)
 	probe := probeBinary(t)
 	spec := func(mode sandboxdv1.Network_Mode) launcher.Spec {
 		s := testSpec(t, &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: mode}}, probe, "-test.run=^$")
-		s.Env = append(s.Env, envDenialProbe+"=connect", envPort+"="+port)
+		s.Env = append(s.Env, envDenialProbe+"=connect", envPort+"="+port, envUnixSocket+"="+hostSock)
 		return s
 	}
 	out, _, p, _, d := runRecorded(t, newBackend(t), spec(sandboxdv1.Network_NONE))
 	got := probeLines(out)
-	wantProbe(t, got, map[string]string{"tcp-blocking": "ECONNREFUSED", "tcp-dial": "ECONNREFUSED", "tcp-unreachable": "ENETUNREACH", "unix-socket": "EPERM"})
+	// A unix stream socket may be made; its connect reaches no host
+	// socket, and one to a path where nothing is fails as on a host
+	// without it (glibc tries nscd's socket on every user lookup).
+	wantProbe(t, got, map[string]string{"tcp-blocking": "ECONNREFUSED", "tcp-dial": "ECONNREFUSED", "tcp-unreachable": "ENETUNREACH",
+		"unix-socket": "ok", "unix-host": "ECONNREFUSED", "unix-missing": "ENOENT"})
 	wantDenials(t, d, []string{
 		"network.mode connect 127.0.0.1:" + port + " ECONNREFUSED",
 		"network.mode connect 127.0.0.1:" + port + " ECONNREFUSED",
 		"network.mode connect 10.1.2.3:80 ENETUNREACH",
-		"network.mode socket AF_UNIX SOCK_STREAM EPERM",
+		"network.mode connect unix:" + hostSock + " ECONNREFUSED",
 	})
 	wantObserved(t, p, map[string]bool{"network.mode": true})
 
-	// The host's network: the same connects reach the host's listener,
+	// The host's network: the same connects reach the host's listeners,
 	// and nothing is refused.
 	out, _, p, _, d = runRecorded(t, newBackend(t), spec(sandboxdv1.Network_HOST))
-	wantProbe(t, probeLines(out), map[string]string{"tcp-blocking": "ok", "tcp-dial": "ok", "unix-socket": "ok"})
+	wantProbe(t, probeLines(out), map[string]string{"tcp-blocking": "ok", "tcp-dial": "ok", "unix-socket": "ok", "unix-host": "ok", "unix-missing": "ENOENT"})
 	for _, x := range d.list {
 		if x.GetField() == "network.mode" {
 			t.Errorf("network HOST: recorded %v", x)

@@ -309,9 +309,14 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	// In a private network namespace a unix socket is the one way out, and
 	// the session socket must be reachable through one: the daemon performs
 	// each connect() itself, and only to that socket.
-	unixStream := plan.NetNS && in.SessionSocket != ""
+	sessionSocket := plan.NetNS && in.SessionSocket != ""
 	notify := host.Notify && !host.NoSeccomp
-	if unixStream && !notify {
+	// With the daemon performing every connect, a unix stream socket
+	// reaches nothing the policy refuses, and a program that tries a
+	// socket that is not there (glibc's user lookups try nscd's first)
+	// sees what it would see on a host without one, not a refusal.
+	unixStream := plan.NetNS && notify
+	if sessionSocket && !notify {
 		return nil, &launcher.Unenforceable{
 			Field: "children.allow", Mechanism: "seccomp user notification, so that the daemon performs the sandbox's connect() to its session socket",
 			Found: "seccomp user notification does not work here: " + host.NotifyMissing, Remedy: remedyNotify,
@@ -484,10 +489,10 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sa
 	} else {
 		out = append(out, f("filesystem.deny", "none requested"))
 	}
-	unixStream := plan.NetNS && sessionSocket
+	unixStream := plan.NetNS && plan.Exec.Listener
 	switch {
 	case unixStream:
-		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink and unix stream; unix connect only to the session socket, emulated by the daemon via seccomp user notification"))
+		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink and unix stream; the daemon performs every connect (seccomp user notification): a unix socket reaches only the session socket, a path where nothing is fails with ENOENT, any other is refused with ECONNREFUSED"))
 	case plan.NetNS:
 		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink"))
 	default:

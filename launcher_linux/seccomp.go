@@ -50,7 +50,7 @@ type SeccompOptions struct {
 	NotifyConnect bool
 	// UnixStream, with RestrictSocketFamilies and NotifyConnect, also lets
 	// socket() make unix stream sockets, whose connects reach the session
-	// socket and nothing else. socket() still refuses the other unix
+	// socket, if any, and nothing else. socket() still refuses the other unix
 	// types: a datagram socket reaches any path through sendto(), with no
 	// connect() to intercept.
 	UnixStream bool
