@@ -33,6 +33,10 @@ func forkBomb(args []string) Result {
 	}
 	runtime.GC()
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	// One P: when the scheduler preempts this goroutine there is no idle
+	// P for it to start a thread for, which it could not while the
+	// children hold every task the limit allows.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	parent := uintptr(os.Getpid())
