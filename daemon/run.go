@@ -96,13 +96,19 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		s.metrics.refused(err)
 		return err
 	}
-	launched := func() { s.quotas.release(key, quotaLaunches) }
-	defer func() { launched() }()
 	release, err := s.quotas.launchSlot(stream.Context())
 	if err != nil {
+		s.quotas.release(key, quotaLaunches)
 		return err
 	}
-	defer func() { release() }()
+	// The slot and the place in the caller's quota are the launch's: they
+	// are given back once the sandbox runs (or will not), not held while
+	// the session does.
+	launchOver := sync.OnceFunc(func() {
+		release()
+		s.quotas.release(key, quotaLaunches)
+	})
+	defer launchOver()
 	sess, spec, err := s.prepare(caller, start)
 	if err != nil {
 		s.metrics.refused(err)
@@ -127,11 +133,7 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		ctx = context.WithoutCancel(ctx)
 	}
 	proc, sio, exit, err := s.launch(ctx, sess, spec, start.GetWindow())
-	// The launch is over: the next may use its slot while this session
-	// runs, for as long as it does.
-	release()
-	launched()
-	release, launched = func() {}, func() {}
+	launchOver()
 	if proc == nil {
 		s.finished(sess, exit)
 		if err != nil {
