@@ -723,7 +723,15 @@ func (p *process) receivePassed(sock *os.File, plan *Plan, spec launcher.Spec) e
 			unix.Close(fd)
 			return fmt.Errorf("sandbox root: %w", err)
 		}
-		if p.supervisor, err = supervise(fd, root, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
+		diag := -1
+		if plan.NetNS {
+			if diag, err = receiveFd(sock, sandboxinit.PassDiag); err != nil {
+				unix.Close(fd)
+				unix.Close(root)
+				return fmt.Errorf("sock_diag socket: %w", err)
+			}
+		}
+		if p.supervisor, err = supervise(fd, root, diag, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
 			return err
 		}
 	}

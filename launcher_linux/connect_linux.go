@@ -3,8 +3,9 @@ package launcherlinux
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net/netip"
-	"path"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -119,31 +120,113 @@ func (s *supervisor) connectUnix(sock int, addr []byte, tid int) (errno syscall.
 	// An abstract address (a leading NUL) never equals the path, nor does
 	// a relative one.
 	p := unixPath(addr)
-	if s.hostSocket != "" && p == SessionSocketPath {
+	switch {
+	case s.hostSocket != "" && p == SessionSocketPath:
 		return errnoOrEPERM(unix.Connect(sock, &unix.SockaddrUnix{Name: s.hostSocket})), false
+	case addr[2] == 0:
+		// An abstract name is looked up in the socket's network
+		// namespace, the sandbox's own: its listener is the sandbox's.
+		return rawConnect(sock, addr), false
+	case p == "":
+		return errUnixRefused, true
 	}
-	if addr[2] != 0 && p != "" && !s.unixPathExists(p, tid) {
+	v := &sandboxView{root: s.root, tid: tid}
+	fd, np, err := v.pinnedName(atFdcwd, p, lookupOpts{top: "/", follow: true})
+	switch {
+	case err == nil:
+		defer unix.Close(fd)
+	case s.writes != nil && s.writes.searchMasked(np.Path) != nil, !errors.Is(err, unix.ENOENT):
+		// Behind a mask (another session's socket, a deny path) is what
+		// the policy hides: refused, and recorded.
+		return errUnixRefused, true
+	default:
+		// Nothing there: what the kernel answers anywhere, unrecorded
+		// (glibc tries nscd's socket on every user lookup).
 		return unix.ENOENT, false
 	}
-	return errUnixRefused, true
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&modeType != modeSock || !s.ownListener(st.Dev, st.Ino) {
+		return errUnixRefused, true
+	}
+	// Connected through the fd that was judged: the name may have been
+	// swapped since.
+	return errnoOrEPERM(unix.Connect(sock, &unix.SockaddrUnix{Name: "/proc/self/fd/" + strconv.Itoa(fd)})), false
 }
 
-// unixPathExists says whether p names anything in the sandbox's view, as
-// the thread tid would look it up, or lies behind a mask; true when that
-// cannot be told, so that the connect is refused.
-func (s *supervisor) unixPathExists(p string, tid int) bool {
-	v := &sandboxView{root: s.root, tid: tid}
-	dir := ""
-	if !path.IsAbs(p) {
-		var err error
-		if dir, err = v.dirOf(atFdcwd); err != nil {
-			return true
+// Netlink sock_diag for unix sockets (linux/unix_diag.h).
+const (
+	udiagShowVFS  = 0x2
+	unixDiagVFS   = 1
+	tcpListen     = 10
+	nlmsgHdrSize  = 16
+	unixDiagReqSz = 24
+	unixDiagMsgSz = 16
+)
+
+// ownListener says whether a socket listening in the sandbox's network
+// namespace is bound to the inode dev, ino: a unix socket belongs to the
+// namespace of the process that made it, so such a listener is the
+// sandbox's own, and a host daemon's socket, wherever its file lies, is
+// not.
+func (s *supervisor) ownListener(dev, ino uint64) bool {
+	if s.diag < 0 {
+		return false
+	}
+	s.diagMu.Lock()
+	defer s.diagMu.Unlock()
+	req := make([]byte, nlmsgHdrSize+unixDiagReqSz)
+	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
+	binary.NativeEndian.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	req[nlmsgHdrSize] = unix.AF_UNIX
+	binary.NativeEndian.PutUint32(req[nlmsgHdrSize+4:], 1<<tcpListen)
+	binary.NativeEndian.PutUint32(req[nlmsgHdrSize+12:], udiagShowVFS)
+	if _, err := unix.Write(s.diag, req); err != nil {
+		return false
+	}
+	found := false
+	buf := make([]byte, 32<<10)
+	for {
+		n, _, err := unix.Recvfrom(s.diag, buf, 0)
+		if err != nil {
+			return false
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return false
+		}
+		for _, m := range msgs {
+			switch m.Header.Type {
+			case unix.NLMSG_DONE, unix.NLMSG_ERROR:
+				return found
+			case unix.SOCK_DIAG_BY_FAMILY:
+				// The kernel's own dev_t (major<<20 | minor), not stat's
+				// encoding; the inode number cut to 32 bits.
+				if vfs, ok := diagVFS(m.Data); ok && vfs[1] == unix.Major(dev)<<20|unix.Minor(dev) && vfs[0] == uint32(ino) {
+					found = true
+				}
+			}
 		}
 	}
-	np, err := v.lookup(dir, p, lookupOpts{top: "/", follow: true})
-	// Behind a mask (another session's socket, a deny path) is what the
-	// policy hides: a connect there is refused, and recorded.
-	return err != nil || np.Exists || s.writes != nil && s.writes.searchMasked(np.Path) != nil
+}
+
+// diagVFS is the inode and device of a unix_diag_msg's UNIX_DIAG_VFS
+// attribute.
+func diagVFS(msg []byte) ([2]uint32, bool) {
+	if len(msg) < unixDiagMsgSz {
+		return [2]uint32{}, false
+	}
+	for a := msg[unixDiagMsgSz:]; len(a) >= 4; {
+		l, typ := int(binary.NativeEndian.Uint16(a)), binary.NativeEndian.Uint16(a[2:])
+		if l < 4 || l > len(a) {
+			return [2]uint32{}, false
+		}
+		if typ == unixDiagVFS && l >= 12 {
+			return [2]uint32{binary.NativeEndian.Uint32(a[4:]), binary.NativeEndian.Uint32(a[8:])}, true
+		}
+		a = a[min((l+3)&^3, len(a)):]
+	}
+	return [2]uint32{}, false
 }
 
 // unixPath is the path of a unix address, up to its first NUL; an

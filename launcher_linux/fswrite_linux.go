@@ -548,7 +548,7 @@ func (v *sandboxView) walk(rel string, o lookupOpts, tr *walkTrace) (np namedPat
 			// kernel's.
 			return np, "", err
 		case !np.Exists && o.pin:
-			return np, "", unix.ENOENT
+			return namedPath{Path: path.Join(name, rest)}, "", unix.ENOENT
 		case errors.Is(err, unix.EACCES):
 			// The daemon may search no further than the sandbox's own uid
 			// (a daemon that is not root): neither can the sandbox, unless

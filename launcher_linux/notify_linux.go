@@ -84,6 +84,11 @@ type supervisor struct {
 	emulate, lookups bool
 	// noSetID refuses set-ID modes and openat2 (SeccompOptions.NoSetID).
 	noSetID bool
+	// diag is a NETLINK_SOCK_DIAG socket of the sandbox's network
+	// namespace (sandboxinit.PassDiag), -1 without one; diagMu keeps its
+	// requests and answers from interleaving.
+	diag   int
+	diagMu sync.Mutex
 	// onDenial records a refusal; nil when nobody asked.
 	onDenial func(*sandboxdv1.Denial)
 
@@ -99,12 +104,13 @@ type supervisor struct {
 // supervise takes over listener, the seccomp listener the init sent for
 // a sandbox planned with sv, and root, an fd of the sandbox's root
 // directory, and answers the listener's notifications until stop.
-func supervise(listener, root int, sv *Supervision, writes *WriteModel, hostSocket string, onDenial func(*sandboxdv1.Denial)) (*supervisor, error) {
+func supervise(listener, root, diag int, sv *Supervision, writes *WriteModel, hostSocket string, onDenial func(*sandboxdv1.Denial)) (*supervisor, error) {
 	// Non-blocking so that the runtime's poller waits for notifications and
 	// closing the file ends the wait; the ioctls ignore the flag.
 	if err := unix.SetNonblock(listener, true); err != nil {
 		unix.Close(listener)
 		unix.Close(root)
+		closeIfOpen(diag)
 		return nil, fmt.Errorf("seccomp listener: %w", err)
 	}
 	s := &supervisor{
@@ -113,6 +119,7 @@ func supervise(listener, root int, sv *Supervision, writes *WriteModel, hostSock
 		hostSocket:   hostSocket,
 		writes:       writes,
 		root:         root,
+		diag:         diag,
 		onDenial:     onDenial,
 		emulate:      sv.Emulate != nil,
 		lookups:      sv.Emulate != nil && sv.Emulate.Lookups,
@@ -125,6 +132,7 @@ func supervise(listener, root int, sv *Supervision, writes *WriteModel, hostSock
 	if err != nil {
 		s.listener.Close()
 		unix.Close(root)
+		closeIfOpen(diag)
 		return nil, fmt.Errorf("seccomp listener: %w", err)
 	}
 	s.rc = rc
@@ -162,6 +170,7 @@ func supervise(listener, root int, sv *Supervision, writes *WriteModel, hostSock
 	if err := <-ready; err != nil {
 		s.listener.Close()
 		unix.Close(root)
+		closeIfOpen(diag)
 		return nil, fmt.Errorf("seccomp supervisor thread: %w", err)
 	}
 	return s, nil
@@ -185,6 +194,13 @@ func (s *supervisor) stop() {
 	s.listener.Close()
 	s.wg.Wait()
 	unix.Close(s.root)
+	closeIfOpen(s.diag)
+}
+
+func closeIfOpen(fd int) {
+	if fd >= 0 {
+		unix.Close(fd)
+	}
 }
 
 func (s *supervisor) receive() {

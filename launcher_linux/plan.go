@@ -492,7 +492,7 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sa
 	unixStream := plan.NetNS && plan.Exec.Listener
 	switch {
 	case unixStream:
-		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink and unix stream; the daemon performs every connect (seccomp user notification): a unix socket reaches only the session socket, a path where nothing is fails with ENOENT, any other is refused with ECONNREFUSED"))
+		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink and unix stream; the daemon performs every connect (seccomp user notification): a unix socket reaches the session socket and sockets the sandbox itself listens on (abstract names live in its own network namespace; a path only through the inode a listener of that namespace is bound to), a path where nothing is fails with ENOENT, any other is refused with ECONNREFUSED"))
 	case plan.NetNS:
 		out = append(out, f("network.mode", "net-ns with private loopback + seccomp socket families inet, inet6, netlink"))
 	default:

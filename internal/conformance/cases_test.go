@@ -492,6 +492,31 @@ func baseCases() []conformanceCase {
 				steps:  steps,
 			}
 		}},
+		{name: "can connect to its own unix sockets under network none",
+			linuxOnly: "a session's own unix sockets under the macOS backend are not measured yet (issue 26)",
+			// Without a network namespace to tell the sandbox's sockets
+			// from the host's, the landlock set refuses every socket().
+			landlockWants: []want{denied, denied, denied},
+			setup: func(f *fixture) spec {
+				w := f.mkdir("w")
+				// A host daemon's socket inside the write root is still
+				// the host's.
+				planted := w + "/host.sock"
+				unixListener(f.t, planted)
+				return spec{
+					policy: &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: list(w)}, Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}},
+					steps: []step{
+						allow("unix-own", w+"/own.sock"),
+						allow("unix-own", "@sandboxd-own-"+randomHex()),
+						deny("unix-connect", planted),
+					},
+					after: func(t *testing.T, s *session) {
+						if s.res.Enforcement.GetMechanismSet() != "landlock" {
+							recordedDenials(t, s.res.SessionID, denialWant{field: "network.mode", operation: "connect", target: "unix:" + planted})
+						}
+					},
+				}
+			}},
 		{name: "cannot reach the daemon socket", setup: func(f *fixture) spec {
 			// Network host: nothing else stands between the probe and a
 			// unix socket on the host, so only hiding the socket (on

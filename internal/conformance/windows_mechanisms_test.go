@@ -54,4 +54,5 @@ var windowsMechanisms = map[string]string{
 	"deny path is neither changed nor seen":                                             "not run on Windows: stat, access and readlink are Unix calls; what a directory listing shows of a deny path there is not measured yet",
 	"cannot change xattrs or inode flags outside write roots":                           "not applicable: extended attributes and inode-flag ioctls are Linux's",
 	"deny path's xattrs and O_PATH fds are not seen":                                    "not applicable: extended attributes, statx and O_PATH are Linux's",
+	"can connect to its own unix sockets under network none":                            "not applicable: the case is Linux's (its own unix sockets under NONE); Windows AF_UNIX sockets are files whose ACLs decide",
 }

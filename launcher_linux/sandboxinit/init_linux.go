@@ -51,6 +51,11 @@ const (
 	// PassProxy is the listening socket in the sandbox's network
 	// namespace that the daemon serves its allowlist proxy on.
 	PassProxy = 'P'
+	// PassDiag is a NETLINK_SOCK_DIAG socket made in the sandbox's network
+	// namespace, after the root directory, when the sandbox has one: with
+	// it the daemon tells a unix socket the sandbox listens on from any
+	// other, as only the sandbox's own are in its namespace.
+	PassDiag = 'D'
 	// PassMount comes from the daemon, first of all: an ID-mapped clone
 	// of a write root (MountStep.Idmapped), one message each.
 	PassMount = 'M'
@@ -235,6 +240,11 @@ func runInit() {
 		// /proc/PID/root, as the init may be gone by the time it would.
 		if err := passRoot(); err != nil {
 			setupErr("process", "send root directory to daemon", "/", err)
+		}
+		if plan.NetNS {
+			if err := passDiag(); err != nil {
+				setupErr("network.mode", "send a sock_diag socket to daemon", "", err)
+			}
 		}
 	}
 	unix.Close(passFd)
@@ -503,6 +513,15 @@ func passRoot() error {
 	}
 	defer unix.Close(root)
 	return passToDaemon(PassRootDir, root)
+}
+
+func passDiag() error {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return passToDaemon(PassDiag, fd)
 }
 
 // passProxyListener listens on addr, an IPv4 address and port, and hands

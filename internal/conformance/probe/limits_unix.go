@@ -28,6 +28,9 @@ func unixOps() map[string]op {
 	for name, o := range metaOps() {
 		m[name] = o
 	}
+	for name, o := range socketOps() {
+		m[name] = o
+	}
 	return m
 }
 
