@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ex
 // hostTree is the host a test exports on: directories end in "/".
 var hostTree = map[string]bool{
 	"/w": true, "/w/.git": true, "/w/key": false, "/w/secrets": true, "/w/sub": true, "/w/sub/deep": true,
-	"/home/u/.ssh": true, "/etc/shadow": false, "/run/sandboxd/sandboxd.sock": false,
+	"/home": true, "/home/u": true, "/home/u/.ssh": true, "/etc/shadow": false, "/run/sandboxd/sandboxd.sock": false,
 }
 
 func fakeExists(p string) (bool, bool) {
@@ -34,7 +34,13 @@ func input(p *sandboxdv1.Policy, argv ...string) Input {
 	}
 }
 
-func TestExportGolden(t *testing.T) {
+type goldenCase struct {
+	name string
+	in   Input
+}
+
+// goldenCases are the exports testdata/export holds.
+func goldenCases() []goldenCase {
 	workspace := &sandboxdv1.Policy{
 		Filesystem: &sandboxdv1.Filesystem{
 			Write:    []string{"/w"},
@@ -43,10 +49,7 @@ func TestExportGolden(t *testing.T) {
 		},
 		Limits: &sandboxdv1.Limits{MemoryBytes: 64 << 20, Pids: 100, CpuMillis: 500},
 	}
-	cases := []struct {
-		name string
-		in   Input
-	}{
+	return []goldenCase{
 		{"default", input(nil, "/bin/true")},
 		{"workspace", func() Input {
 			in := input(workspace, "make", "-j2")
@@ -60,8 +63,12 @@ func TestExportGolden(t *testing.T) {
 			return in
 		}()},
 		{"small-cpu", input(&sandboxdv1.Policy{Limits: &sandboxdv1.Limits{CpuMillis: 5}}, "/bin/true")},
+		{"write-everything", input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{"/"}, Deny: []string{"/home/u/.ssh"}}}, "sh")},
 	}
-	for _, c := range cases {
+}
+
+func TestExportGolden(t *testing.T) {
+	for _, c := range goldenCases() {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := Export(c.in)
 			if err != nil {
