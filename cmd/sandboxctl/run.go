@@ -88,6 +88,10 @@ type runFlags struct {
 	tty, detach, children                  bool
 	timeout                                time.Duration
 	memory, pids, cpus, outputLimit        optional
+	// ociFile is run's --oci; base is the policy read from it, under
+	// what the other flags add.
+	ociFile string
+	base    *sandboxdv1.Policy
 }
 
 // parseRun turns sandboxctl run's arguments into the session's Start
@@ -102,8 +106,12 @@ func parseRun(args []string, wd string, out io.Writer) (*sandboxdv1.Start, error
 		fs.PrintDefaults()
 	}
 	f.register(fs)
+	fs.StringVar(&f.ociFile, "oci", "", "run the OCI runtime config `FILE` (config.json): its process, and a policy from what sandboxd enforces of it; flags add to it")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if f.ociFile != "" {
+		return f.startOCI(fs.Args(), wd)
 	}
 	if fs.NArg() == 0 {
 		return nil, errors.New("missing command")
@@ -183,6 +191,9 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 			return nil, fmt.Errorf("--policy %s: %w", f.policyFile, err)
 		}
 		pol = policy.Merge(pol, p)
+	}
+	if f.base != nil {
+		pol = policy.Merge(pol, f.base)
 	}
 
 	extra := &sandboxdv1.Policy{}
