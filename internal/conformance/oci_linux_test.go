@@ -152,6 +152,40 @@ func compareBundle(t *testing.T, rt, bin string, c conformanceCase, runtimeLimit
 			t.Errorf("step %d (%s): %s ok=%v, sandboxd ok=%v", i, strings.Join(st.args, " "), rt, oks[i], want[i])
 		}
 	}
+	// And sandboxd running an exported config itself, of a fixture of
+	// its own too.
+	sp2 := c.setup(newFixture(t))
+	config, code := exportOCI(t, sp2)
+	if code != 0 {
+		t.Fatalf("sandboxctl export-oci exited %d: %s", code, config)
+	}
+	byOCI := runOCIOnSandboxd(t, config, sp2.stdin)
+	if len(byOCI) != len(sp.steps) {
+		t.Fatalf("sandboxctl run --oci: probe reported %d steps, want %d", len(byOCI), len(sp.steps))
+	}
+	for i, st := range sp.steps {
+		if st.want != either && oks[i] != byOCI[i].OK {
+			t.Errorf("step %d (%s): %s ok=%v, sandboxctl run --oci of the same config %s", i, strings.Join(st.args, " "), rt, oks[i], byOCI[i])
+		}
+	}
+}
+
+// runOCIOnSandboxd runs config with sandboxctl run --oci on the suite's
+// daemon and returns the probe's outcomes.
+func runOCIOnSandboxd(t *testing.T, config, stdin string) []outcome {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(suite.sandboxctl, "--socket", suite.daemon.socket, "run", "--oci", file)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sandboxctl run --oci: %v\n%s", err, stderr.String())
+	}
+	return parseOutcomes(stdout.String())
 }
 
 // deniedSyscallsCase tries, with zero arguments, every call sandboxd's
