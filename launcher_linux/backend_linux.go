@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -630,6 +631,9 @@ type process struct {
 	cgroup *sessionCgroup
 	// proxy is the listener the daemon's proxy serves, nil without one.
 	proxy net.Listener
+	// forwards accept on the sandbox's 127.0.0.1 at the ports the policy
+	// allows of the host's (Plan.LoopbackForwards).
+	forwards []net.Listener
 	// supervisor answers the sandbox's seccomp notifications, nil when
 	// it has no listener.
 	supervisor *supervisor
@@ -694,6 +698,20 @@ func (p *process) receivePassed(sock *os.File, plan *Plan, spec launcher.Spec) e
 		}
 		p.proxy = l
 		go spec.Proxy(l)
+		for _, port := range plan.LoopbackForwards {
+			fd, err := receiveFd(sock, sandboxinit.PassForward)
+			if err != nil {
+				return fmt.Errorf("loopback forward %d: %w", port, err)
+			}
+			f := os.NewFile(uintptr(fd), "forward")
+			l, err := net.FileListener(f)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("loopback forward %d: %w", port, err)
+			}
+			p.forwards = append(p.forwards, l)
+			go forwardToHost(l, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port).String())
+		}
 	}
 	if plan.Exec.Terminal {
 		fd, err := receiveFd(sock, sandboxinit.PassTerminal)
@@ -820,6 +838,9 @@ func (p *process) Wait() (launcher.Status, error) {
 		}
 		if p.proxy != nil {
 			p.proxy.Close()
+		}
+		for _, l := range p.forwards {
+			l.Close()
 		}
 		if p.cgroup != nil && p.cgroup.end() {
 			st.Limit = "limits.memory_bytes"

@@ -2,9 +2,11 @@ package launcherlinux
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -161,6 +163,11 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	}}
 	if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
 		plan.ProxyListen = launcher.ProxyAddress
+		fwd, err := loopbackForwards(p.GetNetwork().GetAllow())
+		if err != nil {
+			return nil, err
+		}
+		plan.LoopbackForwards = fwd
 	}
 	add := func(s MountStep) { plan.Mounts = append(plan.Mounts, s) }
 
@@ -360,6 +367,33 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	return plan, nil
 }
 
+// loopbackForwards are the ports of allow entries that name the host's
+// 127.0.0.1. Default clients never ask the proxy for them (NO_PROXY lists
+// the loopback, which is the sandbox's own), so the sandbox's 127.0.0.1
+// at each such port leads to the host's instead.
+func loopbackForwards(allow []*sandboxdv1.NetworkAllow) ([]uint16, error) {
+	var ports []uint16
+	proxy := netip.MustParseAddrPort(launcher.ProxyAddress)
+	for _, a := range allow {
+		if a.GetHost() != "127.0.0.1" || a.GetPort() == 0 {
+			continue
+		}
+		port := uint16(a.GetPort())
+		if port == proxy.Port() {
+			return nil, &launcher.Unenforceable{
+				Field: "network.allow", Mechanism: "the sandbox's 127.0.0.1:" + strconv.Itoa(int(port)) + " leading to the host's",
+				Found:  "the sandbox reaches the daemon's proxy at " + launcher.ProxyAddress,
+				Remedy: "serve the host's service on another port, or reach it through the proxy by another address of the host",
+			}
+		}
+		if !slices.Contains(ports, port) {
+			ports = append(ports, port)
+		}
+	}
+	slices.Sort(ports)
+	return ports, nil
+}
+
 // idmapReport names the write roots whose owner the sandbox sees as its
 // own uid.
 func idmapReport(plan *Plan) string {
@@ -499,8 +533,12 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sa
 		out = append(out, f("network.mode", "host network"))
 	}
 	if plan.ProxyListen != "" {
-		out = append(out, f("network.allow", "net-ns whose only way out is the daemon's proxy at "+plan.ProxyListen+
-			" (HTTP CONNECT, HTTP forward, SOCKS5): each connection checked against the host patterns and ports, names resolved by the daemon, loopback and link-local answers refused"))
+		mech := "net-ns whose only way out is the daemon's proxy at " + plan.ProxyListen +
+			" (HTTP CONNECT, HTTP forward, SOCKS5): each connection checked against the host patterns and ports, names resolved by the daemon, loopback and link-local answers refused"
+		for _, port := range plan.LoopbackForwards {
+			mech += fmt.Sprintf("; the sandbox's 127.0.0.1:%d leads to the host's, which network.allow names", port)
+		}
+		out = append(out, f("network.allow", mech))
 	}
 	sc := "seccomp deny-list"
 	if len(plan.Exec.Seccomp) == 0 {

@@ -199,6 +199,27 @@ func allowlistCases() []conformanceCase {
 				}
 			})
 		}),
+		allowlistCase("an allowed port of the host's loopback is reached as default clients reach it", func(f *fixture) spec {
+			// NO_PROXY keeps 127.0.0.1 away from the proxy: the sandbox's
+			// own 127.0.0.1 at the allowed port leads to the host's. A
+			// port the policy does not name stays the sandbox's own.
+			o, q := newOrigin(f.t), newOrigin(f.t)
+			return spec{
+				policy: allowPolicy(allowEntry("127.0.0.1", o.port)),
+				steps: []step{
+					allow("http-get", "http://127.0.0.1:"+strconv.Itoa(o.port)+"/"),
+					deny("http-get", "http://127.0.0.1:"+strconv.Itoa(q.port)+"/"),
+				},
+				after: func(t *testing.T, s *session) {
+					if !strings.Contains(s.outcomes[0].String(), o.token) {
+						t.Errorf("the allowed host port answered %s, want its token %s", s.outcomes[0], o.token)
+					}
+					if strings.Contains(s.stdout, q.token) {
+						t.Errorf("a host port the policy does not name answered:\n%s", s)
+					}
+				},
+			}
+		}),
 		allowlistCase("wildcard host admits names below it, never its apex", func(f *fixture) spec {
 			o := newOrigin(f.t)
 			ps := []proxyStep{

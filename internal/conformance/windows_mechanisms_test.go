@@ -55,4 +55,5 @@ var windowsMechanisms = map[string]string{
 	"cannot change xattrs or inode flags outside write roots":                           "not applicable: extended attributes and inode-flag ioctls are Linux's",
 	"deny path's xattrs and O_PATH fds are not seen":                                    "not applicable: extended attributes, statx and O_PATH are Linux's",
 	"can connect to its own unix sockets under network none":                            "not applicable: the case is Linux's (its own unix sockets under NONE); Windows AF_UNIX sockets are files whose ACLs decide",
+	"an allowed port of the host's loopback is reached as default clients reach it":     "refused: network.allow — no daemon-run allowlist proxy on Windows",
 }

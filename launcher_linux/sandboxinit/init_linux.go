@@ -56,6 +56,9 @@ const (
 	// it the daemon tells a unix socket the sandbox listens on from any
 	// other, as only the sandbox's own are in its namespace.
 	PassDiag = 'D'
+	// PassForward is a listener on the sandbox's 127.0.0.1 at a port of
+	// Plan.LoopbackForwards, one each, in that order, after PassProxy.
+	PassForward = 'F'
 	// PassMount comes from the daemon, first of all: an ID-mapped clone
 	// of a write root (MountStep.Idmapped), one message each.
 	PassMount = 'M'
@@ -164,8 +167,14 @@ func runInit() {
 		if plan.ProxyListen != "" {
 			// Made here, so that it is in the sandbox's network
 			// namespace; the daemon accepts on it from outside.
-			if err := passProxyListener(plan.ProxyListen); err != nil {
+			if err := passListener(PassProxy, plan.ProxyListen); err != nil {
 				setupErr("network.allow", "listen for the proxy", plan.ProxyListen, err)
+			}
+			for _, port := range plan.LoopbackForwards {
+				addr := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port).String()
+				if err := passListener(PassForward, addr); err != nil {
+					setupErr("network.allow", "listen to forward to the host's loopback", addr, err)
+				}
 			}
 		}
 		if err := unix.Sethostname([]byte(plan.Hostname)); err != nil {
@@ -524,13 +533,13 @@ func passDiag() error {
 	return passToDaemon(PassDiag, fd)
 }
 
-// passProxyListener listens on addr, an IPv4 address and port, and hands
-// the socket to the daemon. The init keeps no copy: the daemon closing
-// its own ends the listener.
-func passProxyListener(addr string) error {
+// passListener listens on addr, an IPv4 address and port, and hands the
+// socket to the daemon, tagged tag. The init keeps no copy: the daemon
+// closing its own ends the listener.
+func passListener(tag byte, addr string) error {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil || !ap.Addr().Is4() {
-		return fmt.Errorf("proxy address %q is not IPv4 address:port", addr)
+		return fmt.Errorf("address %q is not IPv4 address:port", addr)
 	}
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -543,7 +552,7 @@ func passProxyListener(addr string) error {
 	if err := unix.Listen(fd, 128); err != nil {
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
-	return passToDaemon(PassProxy, fd)
+	return passToDaemon(tag, fd)
 }
 
 func passToDaemon(tag byte, fd int) error {

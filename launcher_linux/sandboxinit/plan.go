@@ -181,8 +181,13 @@ type Plan struct {
 	// ProxyListen is the address in the sandbox's network namespace
 	// where the init listens for the daemon's proxy and hands the
 	// listener over (PassProxy); empty when there is no proxy.
-	ProxyListen string   `json:"proxy_listen,omitempty"`
-	Exec        ExecPlan `json:"exec"`
+	ProxyListen string `json:"proxy_listen,omitempty"`
+	// LoopbackForwards are the ports of the host's 127.0.0.1 the policy
+	// allows: the init listens on each in the sandbox's network namespace
+	// too and hands the listeners over (PassForward), for the daemon to
+	// forward what they accept to the host's port.
+	LoopbackForwards []uint16 `json:"loopback_forwards,omitempty"`
+	Exec             ExecPlan `json:"exec"`
 }
 
 // Landlock access rights the init itself grants, from
