@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -156,6 +157,8 @@ type Service struct {
 	quotas  *quotas
 	// auditHealth is the outcome of the audit log's latest write.
 	auditHealth auditHealth
+	// inputWatches counts the sessions whose input state is polled.
+	inputWatches atomic.Int64
 }
 
 // New returns a Service starting sandboxes with cfg.Backend.

@@ -13,13 +13,22 @@ import (
 // processes. Polling backs off while nothing changes, and comes back to the
 // fastest rate whenever the session prints or is given input: the moments
 // a program starts or stops waiting are usually right after those. The
-// slowest rate is what idle sessions cost: at a check every 10 s, 500 of
-// them (sleep, pipes) take the daemon 1.7% of a core, where a check a
-// second took 8.5%; the checks are reads of /proc.
+// slowest rate is what idle sessions cost, and it slows further with their
+// number, so that together they never take more than idleChecksPerSecond:
+// what idle sessions cost does not grow with how many there are. At a
+// check every 10 s, 500 of them (sleep, pipes) took the daemon 1.7% of a
+// core, where a check a second took 8.5%; the checks are reads of /proc.
 const (
-	inputPollMin = 50 * time.Millisecond
-	inputPollMax = 10 * time.Second
+	inputPollMin        = 50 * time.Millisecond
+	inputPollMax        = 10 * time.Second
+	idleChecksPerSecond = 50
 )
+
+// slowestInputPoll is the slowest rate of checks with watched sessions
+// watching their input.
+func slowestInputPoll(watched int64) time.Duration {
+	return max(inputPollMax, time.Duration(watched)*time.Second/idleChecksPerSecond)
+}
 
 // watchInput keeps sess moving between RUNNING and WAITING_FOR_INPUT until
 // stop is closed. It gives up, and says so once, when the kernel's view
@@ -42,6 +51,8 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		return
 	}
 	defer probe.Close()
+	s.inputWatches.Add(1)
+	defer s.inputWatches.Add(-1)
 	interval := inputPollMin
 	t := time.NewTimer(interval)
 	defer t.Stop()
@@ -72,7 +83,7 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		if changed {
 			interval = inputPollMin
 		} else {
-			interval = min(2*interval, inputPollMax)
+			interval = min(2*interval, slowestInputPoll(s.inputWatches.Load()))
 		}
 		t.Reset(interval)
 	}

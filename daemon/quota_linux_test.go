@@ -151,3 +151,17 @@ func (q *quotas) usage(key string) usage {
 	}
 	return usage{}
 }
+
+// TestIdleChecksAreBounded: however many sessions sit idle, their input
+// checks together stay within idleChecksPerSecond.
+func TestIdleChecksAreBounded(t *testing.T) {
+	for _, n := range []int64{0, 1, 500, 1000, 100000} {
+		d := slowestInputPoll(n)
+		if d < inputPollMax {
+			t.Errorf("%d sessions: every %v, faster than the slowest rate %v", n, d, inputPollMax)
+		}
+		if rate := float64(n) / d.Seconds(); rate > idleChecksPerSecond {
+			t.Errorf("%d sessions checked every %v: %.0f checks a second, more than %d", n, d, rate, idleChecksPerSecond)
+		}
+	}
+}
