@@ -82,6 +82,9 @@ type Config struct {
 	// owner; zero means DefaultRetainEnded and DefaultRetainEndedFor.
 	RetainEnded    int
 	RetainEndedFor time.Duration
+	// Keepalive is how long a connection may be silent before it is
+	// pinged (see DefaultKeepalive); zero means DefaultKeepalive.
+	Keepalive time.Duration
 	// FirstMessageTimeout is how long a Session stream may take to send
 	// its Start or Attach; zero means DefaultFirstMessageTimeout.
 	FirstMessageTimeout time.Duration
@@ -183,6 +186,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.RetainEndedFor <= 0 {
 		cfg.RetainEndedFor = DefaultRetainEndedFor
+	}
+	if cfg.Keepalive <= 0 {
+		cfg.Keepalive = DefaultKeepalive
 	}
 	if cfg.FirstMessageTimeout <= 0 {
 		cfg.FirstMessageTimeout = DefaultFirstMessageTimeout

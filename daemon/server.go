@@ -22,12 +22,10 @@ const (
 	stopWait     = 5 * time.Second
 )
 
-// Keepalive: a connection silent for keepaliveTime is pinged, and closed
-// when the ping is not answered within keepaliveTimeout.
-const (
-	keepaliveTime    = time.Minute
-	keepaliveTimeout = 20 * time.Second
-)
+// DefaultKeepalive is how long a connection may be silent before the
+// daemon pings it; one whose ping is not answered within a third of that
+// is closed, with its streams.
+const DefaultKeepalive = time.Minute
 
 // Serve serves the Sandboxd service on lis until ctx is done, then kills
 // every sandbox, waits for the sessions to report their end, and stops.
@@ -42,8 +40,8 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		grpc.StreamInterceptor(s.quotas.streamQuota),
 		// A peer that stopped answering (a client frozen or its host
 		// suspended) is dropped instead of holding its streams forever.
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 4, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: s.cfg.Keepalive, Timeout: s.cfg.Keepalive / 3}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: s.cfg.Keepalive / 4, PermitWithoutStream: true}),
 	)
 	desc := decodingService(sandboxdv1.Sandboxd_ServiceDesc)
 	srv.RegisterService(&desc, &grpcServer{svc: s})

@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxStreams := fs.Int("max-streams", daemon.DefaultMaxStreams, "Session and Watch streams one caller may have open; beyond them new ones are refused with RESOURCE_EXHAUSTED")
 	maxSessions := fs.Int("max-sessions", daemon.DefaultMaxSessions, "sessions not yet ended (detached ones included) one caller may have; beyond them a Start is refused with RESOURCE_EXHAUSTED")
 	maxLaunches := fs.Int("max-launches", daemon.DefaultMaxLaunches, "Starts of one caller accepted and not yet running (queued for a launch slot or being built); beyond them a Start is refused with RESOURCE_EXHAUSTED")
+	keepalive := fs.Duration("keepalive", daemon.DefaultKeepalive, "ping a connection silent this long, and close it (with its streams) when the ping is not answered within a third of it")
 	firstMessage := fs.Duration("first-message-timeout", daemon.DefaultFirstMessageTimeout, "how long a Session stream may take to send its Start or Attach before it is ended with DEADLINE_EXCEEDED")
 	retainEnded := fs.Int("retain-ended", daemon.DefaultRetainEnded, "ended sessions kept inspectable (exit code, scrollback) per owner; one owner's sessions never push out another's")
 	retainFor := fs.Duration("retain-ended-for", daemon.DefaultRetainEndedFor, "how long an ended session stays inspectable at most")
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	for name, v := range map[string]time.Duration{"--first-message-timeout": *firstMessage, "--retain-ended-for": *retainFor} {
+	for name, v := range map[string]time.Duration{"--keepalive": *keepalive, "--first-message-timeout": *firstMessage, "--retain-ended-for": *retainFor} {
 		if v <= 0 {
 			fmt.Fprintf(stderr, "sandboxd: %s %v: must be positive\n", name, v)
 			return 2
@@ -143,6 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ProxyHosts:          pinned,
 		Quotas:              daemon.Quotas{Connections: *maxConns, Streams: *maxStreams, Sessions: *maxSessions, Launches: *maxLaunches},
 		FirstMessageTimeout: *firstMessage,
+		Keepalive:           *keepalive,
 		RetainEnded:         *retainEnded,
 		RetainEndedFor:      *retainFor,
 		Logf:                logger.Printf,
