@@ -27,3 +27,7 @@ with open("deploy/com.github.sandboxd.sandboxd.plist", "rb") as f:
 if plist.get("ProgramArguments", [None])[0] != "/usr/local/bin/sandboxd":
     sys.exit("check-deploy: the launchd plist does not run /usr/local/bin/sandboxd")
 PY
+
+# The Kubernetes manifests, decoded strictly into the k8s.io/api types: a
+# module of its own, so that sandboxd itself does not depend on that API.
+(cd deploy/kubernetes/validate && go test -count=1 ./...)
