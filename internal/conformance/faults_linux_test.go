@@ -42,6 +42,13 @@ func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 	// host; a limit gets the session a cgroup in the daemon's.
 	placeholder := f.path("made/by/daemon")
 	p := fsPolicy(list(f.dir), list(placeholder), nil)
+	// The landlock set makes no placeholders: it refuses carve-outs
+	// inside write roots; the session then has only its cgroup and its
+	// audit record to leave behind.
+	placeholders := linuxHost.namespaces && suite.mechanism != "landlock"
+	if !placeholders {
+		p = fsPolicy(list(f.dir), nil, nil)
+	}
 	if !suite.noCgroup {
 		p.Limits = &sandboxdv1.Limits{Pids: 64}
 	}
@@ -69,7 +76,7 @@ func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	if _, err := os.Lstat(placeholder); err != nil {
+	if _, err := os.Lstat(placeholder); placeholders && err != nil {
 		t.Fatalf("no placeholder on the host before the restart: %v", err)
 	}
 	var cgroupDirs []string
@@ -98,7 +105,7 @@ func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 			t.Errorf("the new daemon's log does not say it removed %s:\n%s", dir, d2.logTail())
 		}
 	}
-	if !strings.Contains(d2.logTail(), placeholder) {
+	if placeholders && !strings.Contains(d2.logTail(), placeholder) {
 		t.Errorf("the new daemon's log does not say it removed %s:\n%s", placeholder, d2.logTail())
 	}
 	var ends []auditLine
