@@ -37,6 +37,7 @@ func marshal(t *testing.T, in Input) []byte {
 // TestRoundTrip: export, import, export gives the same config, and the
 // import the policy exported (normalized).
 func TestRoundTrip(t *testing.T) {
+	exportable(t)
 	for _, c := range goldenCases() {
 		t.Run(c.name, func(t *testing.T) {
 			first := marshal(t, c.in)
@@ -70,6 +71,7 @@ func obj(c map[string]any, keys ...string) map[string]any {
 }
 
 func TestImportRefuses(t *testing.T) {
+	exportable(t)
 	base := marshal(t, input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{"/w"}, Deny: []string{"/w/key"}}}, "make"))
 	cases := []struct {
 		path string
@@ -139,6 +141,7 @@ func TestImportRefuses(t *testing.T) {
 // error; what it takes is a valid policy that exports (or is refused
 // with a field) and comes back from that export the same.
 func FuzzImport(f *testing.F) {
+	exportable(f)
 	golden, err := filepath.Glob(filepath.Join("testdata", "export", "*.json"))
 	if err != nil {
 		f.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 
 	"github.com/sandboxd/sandboxd/internal/socketpath"
@@ -55,6 +56,10 @@ func exportOCIVerb(_ context.Context, c *cli, args []string) int {
 	if fs.NArg() == 0 {
 		fmt.Fprintln(c.stderr, "sandboxctl export-oci: missing command")
 		return exitUsage
+	}
+	if runtime.GOOS == "windows" {
+		fmt.Fprintln(c.stderr, "sandboxctl export-oci: it writes configs for Linux, whose paths a Windows policy cannot name")
+		return exitFailed
 	}
 	if f.detach {
 		fmt.Fprintln(c.stderr, "sandboxctl export-oci: --detach is the runtime's (runc run --detach)")
