@@ -8,7 +8,7 @@ import (
 
 // EventRecord is an Event as one JSON object, the form `sandboxctl events
 // --json` prints and the daemon's audit log builds on: states are named as
-// DESIGN.md spells them ("waiting-for-input"), times are RFC 3339.
+// StateName spells them ("waiting-for-input"), times are RFC 3339.
 type EventRecord struct {
 	Seq      uint64    `json:"seq"`
 	Time     time.Time `json:"time"`

@@ -2,8 +2,8 @@ package client
 
 import sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 
-// StateName is a state as DESIGN.md and sandboxctl spell it, e.g.
-// "waiting-for-input".
+// StateName is a state as sandboxctl, the audit log and the metrics spell
+// it, e.g. "waiting-for-input".
 func StateName(s sandboxdv1.State) string {
 	switch s {
 	case sandboxdv1.State_STARTING:

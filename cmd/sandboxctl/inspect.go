@@ -39,7 +39,7 @@ func inspectVerb(ctx context.Context, c *cli, args []string) int {
 
 // inspectJSON is the session as indented JSON with proto field names and
 // unpopulated fields, so that "exit_code": 0 is there for scripts to read
-// rather than absent, and with the state named as DESIGN.md spells it
+// rather than absent, and with the state named as ps and events spell it
 // ("waiting-for-input") rather than as the enum constant.
 func inspectJSON(info *sandboxdv1.SessionInfo) ([]byte, error) {
 	raw, err := protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}.Marshal(info)
