@@ -29,6 +29,13 @@
 // output flood from the probe; the fork bomb never holds more than 2000
 // children, so a missing limit fails the case without taking the host down.
 //
+// TestOCIBundles (Linux, as root) runs the filesystem, network and
+// process cases an OCI config can express in bundles written by
+// sandboxctl export-oci, under runc and crun, and compares each step with
+// sandboxd's own session of the same case and with sandboxctl run --oci of
+// the config. A runtime that refuses the host itself (crun 1.8.1 on hybrid
+// cgroups) is skipped with what it said.
+//
 // The suite needs no root: run as an unprivileged user, it starts the daemon
 // as that user, which then builds its sandboxes (on Linux from unprivileged
 // user namespaces). scripts/rootless-test.sh runs it that way on Linux.
