@@ -40,13 +40,15 @@ deps: system-packages $(TOOLS)
 
 # Debian packages: protoc and its well-known types for proto-check, bubblewrap
 # for the launch-latency comparison, runc and crun to run exported OCI
-# bundles. apt is only touched when one is missing.
+# bundles, systemd for systemd-socket-activate (the socket-activation test).
+# apt is only touched when one is missing.
 .PHONY: system-packages
 system-packages:
 	missing=(); \
 	command -v protoc >/dev/null || missing+=(protobuf-compiler); \
 	[ -f /usr/include/google/protobuf/duration.proto ] || missing+=(libprotobuf-dev); \
 	command -v bwrap >/dev/null || missing+=(bubblewrap); \
+	command -v systemd-socket-activate >/dev/null || missing+=(systemd); \
 	command -v runc >/dev/null || missing+=(runc); \
 	command -v crun >/dev/null || missing+=(crun); \
 	python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml); \

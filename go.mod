@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/Microsoft/go-winio v0.6.4
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/creack/pty v1.1.24
 	github.com/opencontainers/runtime-spec v1.3.0
 	github.com/tailscale/wf v0.0.0-20240214030419-6fbb0a674ee6

@@ -69,6 +69,7 @@ func (s *Service) selfTestDone(st *sandboxdv1.SelfTest) {
 	defer s.mu.Unlock()
 	s.selfTestRunning--
 	s.selfTest = st
+	s.setHealth(st.GetPassed())
 }
 
 // selfTestDir picks where the fixtures go: Config.SelfTestDir as given (a
@@ -107,4 +108,9 @@ func (s *Service) selfTestAtStart(ctx context.Context) {
 		s.logf("self-test: %s %s: %s", verdict, c.GetName(), c.GetDetail())
 	}
 	s.logf("%s", selftest.Summary(st))
+	// Ready, for systemd's Type=notify, once the daemon knows whether its
+	// sandboxes hold; the health service says which.
+	if err := notifyReady(selftest.Summary(st)); err != nil {
+		s.logf("notify systemd: %v", err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/health"
 	"io"
 	"net/netip"
 	"path/filepath"
@@ -137,6 +138,8 @@ const DefaultSandboxID = 65533
 type Service struct {
 	cfg  Config
 	logf func(format string, args ...any)
+	// health is the grpc.health.v1 service (health.go).
+	health *health.Server
 	// operators and socketGID are the gids of Config.OperatorsGroup and
 	// Config.SocketGroup, nil when not set.
 	operators, socketGID *uint32
@@ -216,7 +219,7 @@ func New(cfg Config) (*Service, error) {
 		}
 		cfg.SessionSocketDir = abs
 	}
-	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), ended: make(map[string][]endedSession), socketInSandbox: func(h string) string { return h }, quotas: newQuotas(cfg.Quotas)}
+	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), ended: make(map[string][]endedSession), socketInSandbox: func(h string) string { return h }, quotas: newQuotas(cfg.Quotas), health: newHealth()}
 
 	if p, ok := cfg.Backend.(launcher.SessionSocketPlacer); ok {
 		s.socketInSandbox = p.SessionSocketPath

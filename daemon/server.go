@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
@@ -47,6 +48,7 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	srv.RegisterService(&desc, &grpcServer{svc: s})
 	// Reflection lets operators poke at a live daemon with grpcurl.
 	reflection.Register(srv)
+	healthpb.RegisterHealthServer(srv, s.health)
 	// Session sockets are served by the same server: one set of
 	// handlers, the caller told apart by the socket alone.
 	s.mu.Lock()
@@ -62,6 +64,8 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		serveErr = fmt.Errorf("serve %s: %w", lis.Addr(), err)
 	}
 
+	// From here on no new work is taken: say so before the wind-down.
+	s.health.Shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
 	defer cancel()
 	if err := s.Shutdown(sctx); err != nil {
@@ -84,8 +88,15 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 // ctx is done. Once listening it runs the self-test in the background and
 // logs its result; Capabilities reports it pending until then.
 func (s *Service) ListenAndServe(ctx context.Context) error {
-	lis, err := Listen(s.cfg.SocketPath)
+	lis, activated, err := activatedListener()
 	if err != nil {
+		return err
+	}
+	if activated {
+		// The socket is systemd's (its path, mode and group in the
+		// .socket unit); the daemon serves where it was handed one.
+		s.cfg.SocketPath = lis.Addr().String()
+	} else if lis, err = Listen(s.cfg.SocketPath); err != nil {
 		return err
 	}
 	if s.cfg.SessionSocketDir != "" {
@@ -94,13 +105,17 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 			return err
 		}
 	}
-	if s.socketGID != nil {
+	if s.socketGID != nil && !activated {
 		if err := os.Chown(s.cfg.SocketPath, -1, int(*s.socketGID)); err != nil {
 			lis.Close()
 			return fmt.Errorf("socket group: %w", err)
 		}
 	}
-	s.logf("listening on %s", s.cfg.SocketPath)
+	if activated {
+		s.logf("listening on %s (socket activation)", s.cfg.SocketPath)
+	} else {
+		s.logf("listening on %s", s.cfg.SocketPath)
+	}
 	if s.audit != nil {
 		s.logf("audit log %s", s.audit.Path())
 	}

@@ -62,7 +62,7 @@ func openJournal(stateDir string) (*journal, []string, error) {
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		lock.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, nil, fmt.Errorf("journal %s: another sandboxd uses this state directory", dir)
+			return nil, nil, fmt.Errorf("journal %s: another sandboxd uses this state directory; give each daemon its own with --state-dir", dir)
 		}
 		return nil, nil, fmt.Errorf("journal %s: lock: %w", dir, err)
 	}
