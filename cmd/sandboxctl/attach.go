@@ -61,7 +61,7 @@ func attachVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprint(fs.Output(), attachUsage)
 		fs.PrintDefaults()
 	}
-	if code, ok := parseVerb(fs, args, 1); !ok {
+	if code, ok := c.parseVerb(fs, args, 1); !ok {
 		return code
 	}
 	id := fs.Arg(0)

@@ -207,13 +207,13 @@ func TestAttachUsage(t *testing.T) {
 	if code, _, _ := sandboxctl(t, "", "attach", "a", "b"); code != exitUsage {
 		t.Errorf("two ids: code %d", code)
 	}
-	code, _, stderr := sandboxctl(t, "", "attach", "--help")
+	code, stdout, _ := sandboxctl(t, "", "attach", "--help")
 	if code != 0 {
 		t.Errorf("--help: code %d", code)
 	}
 	for _, want := range []string{"usage: sandboxctl attach [--read-only] [--no-stdin] ID", "ctrl-p ctrl-q", "--no-stdin", "Exits 1 when there is no session"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("help does not mention %q:\n%s", want, stderr)
+		if !strings.Contains(stdout, want) {
+			t.Errorf("help does not mention %q:\n%s", want, stdout)
 		}
 	}
 }

@@ -42,11 +42,11 @@ func eventsVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprint(fs.Output(), eventsUsage)
 		fs.PrintDefaults()
 	}
-	if code, ok := parseVerb(fs, args, 0); !ok {
+	if code, ok := c.parseVerb(fs, args, 0); !ok {
 		return code
 	}
 	if *untilEnd && *session == "" {
-		fmt.Fprintln(c.stderr, "sandboxctl events: --until-end needs --session")
+		c.usageError(fs.Name(), "--until-end needs --session")
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

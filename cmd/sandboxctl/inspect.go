@@ -15,10 +15,14 @@ import (
 func inspectVerb(ctx context.Context, c *cli, args []string) int {
 	fs := flag.NewFlagSet("sandboxctl inspect", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
+	// Accepted so that every verb that lists or shows sessions takes
+	// --json; inspect has only the one form.
+	fs.Bool("json", true, "print JSON (the only form)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: sandboxctl inspect ID\n\nPrints the session as JSON: state, argv, policy, enforcement, exit code.\n")
+		fmt.Fprintf(fs.Output(), "usage: sandboxctl inspect [--json] ID\n\nPrints the session as JSON: state, argv, policy, enforcement, exit code.\n\nflags:\n")
+		fs.PrintDefaults()
 	}
-	if code, ok := parseVerb(fs, args, 1); !ok {
+	if code, ok := c.parseVerb(fs, args, 1); !ok {
 		return code
 	}
 	var info *sandboxdv1.SessionInfo

@@ -16,12 +16,12 @@ func killVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(fs.Output(), "usage: sandboxctl kill [--signal N] ID\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if code, ok := parseVerb(fs, args, 1); !ok {
+	if code, ok := c.parseVerb(fs, args, 1); !ok {
 		return code
 	}
 	n, err := parseSignal(*sig)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "sandboxctl kill: --signal: %v\n", err)
+		c.usageError(fs.Name(), fmt.Sprintf("--signal %s: %v", *sig, err))
 		return exitUsage
 	}
 	return c.withClient(ctx, func(cl *client.Client) error {

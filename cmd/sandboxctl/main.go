@@ -6,21 +6,23 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strconv"
 
 	"github.com/sandboxd/sandboxd/api/client"
 )
 
-// Exit codes of sandboxctl itself. run and attach use client.ExitCode;
-// their own failures, and those before a verb is known, are
-// client.ExitDaemonFailed (125) so that they never look like the
-// command's exit code. Only a missing session is exitFailed for attach
-// too, as for the other verbs that take a session id.
+// Exit codes of sandboxctl itself. run and attach use client.ExitCode
+// (the command's code, 125, 126, 127, 128+N); their own failures are
+// client.ExitDaemonFailed (125) so that they never look like the command's
+// exit code. A command line sandboxctl cannot make sense of exits
+// exitUsage on every verb, before anything is sent to the daemon. The
+// other verbs exit exitFailed when the daemon refuses or fails, as does
+// attach for a missing session.
 const (
 	exitFailed = 1
 	exitUsage  = 2
@@ -42,8 +44,9 @@ type verb struct {
 var verbs = map[string]verb{
 	"run":        {"run a command in a sandbox, or start it detached", runVerb},
 	"attach":     {"watch a session's output, or take over its input", attachVerb},
-	"ps":         {"list sessions", psVerb},
+	"ps":         {"list live sessions (-a: ended ones too)", psVerb},
 	"inspect":    {"show a session as JSON", inspectVerb},
+	"logs":       {"print the output the daemon kept of a session", logsVerb},
 	"kill":       {"signal or kill a session", killVerb},
 	"doctor":     {"show what the host can enforce and the self-test", doctorVerb},
 	"events":     {"follow session state changes and denials", eventsVerb},
@@ -60,61 +63,56 @@ func (c *cli) main(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("sandboxctl", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	fs.StringVar(&c.socket, "socket", "", "daemon socket (default: $SANDBOXD_SOCKET, else the daemon's default socket)")
+	version := fs.Bool("version", false, "print the version and the commit sandboxctl was built from, and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: sandboxctl [--socket PATH] COMMAND [ARGS...]\n\ncommands:\n")
-		names := make([]string, 0, len(verbs))
-		for name := range verbs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			fmt.Fprintf(fs.Output(), "  %-8s %s\n", name, verbs[name].summary)
+		for _, name := range verbNames() {
+			fmt.Fprintf(fs.Output(), "  %-10s %s\n", name, verbs[name].summary)
 		}
 		fmt.Fprintf(fs.Output(), "\nglobal flags:\n")
 		fs.PrintDefaults()
-		fmt.Fprintf(fs.Output(), "\nRun 'sandboxctl COMMAND --help' for a command's flags.\n")
+		fmt.Fprintf(fs.Output(), "\nRun 'sandboxctl COMMAND --help' for a command's flags. A command line\nsandboxctl cannot make sense of exits %d.\n", exitUsage)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return client.ExitDaemonFailed
+	if code, ok := c.parseFlags(fs, args); !ok {
+		return code
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return client.ExitDaemonFailed
-	}
-	if fs.Arg(0) == "help" {
-		fs.SetOutput(c.stdout)
-		fs.Usage()
+	if *version {
+		fmt.Fprintln(c.stdout, versionLine(buildInfo()))
 		return 0
 	}
-	v, ok := verbs[fs.Arg(0)]
-	if !ok {
-		fmt.Fprintf(c.stderr, "sandboxctl: unknown command %q (see sandboxctl --help)\n", fs.Arg(0))
-		return client.ExitDaemonFailed
+	if fs.NArg() == 0 {
+		// Asked for nothing: the commands, where a script's mistake is
+		// seen, and not a success.
+		fs.Usage()
+		return exitUsage
 	}
-	return v.run(ctx, c, fs.Args()[1:])
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	if name == "help" {
+		if len(rest) == 0 {
+			c.printHelp(fs)
+			return 0
+		}
+		name, rest = rest[0], []string{"--help"}
+	}
+	v, ok := verbs[name]
+	if !ok {
+		c.usageError("sandboxctl", fmt.Sprintf("unknown command %q%s", name, didYouMean(name, verbNames(), strconv.Quote)))
+		return exitUsage
+	}
+	return v.run(ctx, c, rest)
+}
+
+func verbNames() []string {
+	names := make([]string, 0, len(verbs))
+	for name := range verbs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func (c *cli) dial(ctx context.Context) (*client.Client, error) {
 	return client.Dial(ctx, c.socket)
-}
-
-// parseVerb parses an operator verb's flags and checks that it got nargs
-// positional arguments. When ok is false the verb returns code.
-func parseVerb(fs *flag.FlagSet, args []string, nargs int) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
-		}
-		return exitUsage, false
-	}
-	if fs.NArg() != nargs {
-		fs.Usage()
-		return exitUsage, false
-	}
-	return 0, true
 }
 
 // withClient dials the daemon, runs f with the client and closes it.

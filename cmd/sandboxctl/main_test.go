@@ -180,25 +180,32 @@ func TestRunCommandNotFound(t *testing.T) {
 	}
 }
 
-func TestRunUsageAndConnectionErrorsExit125(t *testing.T) {
+// TestRunErrorsBeforeTheCommand: a command line sandboxctl cannot make
+// sense of exits 2, as on every verb; a policy it refuses on the daemon's
+// behalf, and a daemon it cannot reach, exit 125, as the daemon's refusal.
+func TestRunErrorsBeforeTheCommand(t *testing.T) {
 	missing := testsock.Missing(t)
+	misspelt := writePolicy(t, `{"filesystem": {"denny": ["/etc"]}}`)
 	for _, tc := range []struct {
 		name   string
 		args   []string
+		code   int
 		stderr string
 	}{
-		{"missing command", []string{"--socket", missing, "run"}, "sandboxctl run: missing command\n"},
-		{"no daemon", []string{"--socket", missing, "run", "--", "true"}, "no sandboxd listening on " + missing},
-		{"bad size", []string{"--socket", missing, "run", "--memory", "lots", "--", "true"}, `sandboxctl run: --memory "lots": not a size`},
-		{"bad host pattern", []string{"--socket", missing, "run", "--allow-host", "*.org", "--", "true"}, `sandboxctl run: --allow-host "*.org": host "*.org"`},
-		{"allowlist without hosts", []string{"--socket", missing, "run", "--network", "allowlist", "--", "true"}, "sandboxctl run: --network allowlist needs at least one --allow-host\n"},
-		{"unknown verb", []string{"frobnicate"}, `unknown command "frobnicate"`},
-		{"no verb", nil, "usage: sandboxctl"},
+		{"missing command", []string{"--socket", missing, "run"}, 2, "sandboxctl run: missing command\nRun 'sandboxctl run --help' for usage.\n"},
+		{"bad size", []string{"--socket", missing, "run", "--memory", "lots", "--", "true"}, 2, `sandboxctl run: --memory "lots": not a size`},
+		{"bad host pattern", []string{"--socket", missing, "run", "--allow-host", "*.org", "--", "true"}, 2, `sandboxctl run: --allow-host "*.org": host "*.org"`},
+		{"allowlist without hosts", []string{"--socket", missing, "run", "--network", "allowlist", "--", "true"}, 2, "sandboxctl run: --network allowlist needs at least one --allow-host\n"},
+		{"unknown verb", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"no verb", nil, 2, "usage: sandboxctl"},
+		{"no daemon", []string{"--socket", missing, "run", "--", "true"}, 125, "no sandboxd listening on " + missing},
+		{"policy file refused", []string{"--socket", missing, "run", "--policy", misspelt, "--", "true"}, 125, "sandboxctl run: --policy " + misspelt + ": "},
+		{"policy refused", []string{"--socket", missing, "run", "--read-only", "/etc", "--", "true"}, 125, "filesystem.read_only[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := sandboxctl(t, "", tc.args...)
-			if code != 125 || !strings.Contains(stderr, tc.stderr) {
-				t.Errorf("code %d, stderr %q; want 125 and %q", code, stderr, tc.stderr)
+			code, stdout, stderr := sandboxctl(t, "", tc.args...)
+			if code != tc.code || stdout != "" || !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("code %d, stdout %q, stderr %q; want %d and %q", code, stdout, stderr, tc.code, tc.stderr)
 			}
 		})
 	}
@@ -399,8 +406,8 @@ func TestDoctorErrors(t *testing.T) {
 	if code, _, _ := sandboxctl(t, "", "doctor", "extra"); code != exitUsage {
 		t.Errorf("extra argument: code %d", code)
 	}
-	if code, _, stderr := sandboxctl(t, "", "doctor", "--help"); code != 0 || !strings.Contains(stderr, "usage: sandboxctl doctor [--json]") {
-		t.Errorf("--help: code %d, stderr %q", code, stderr)
+	if code, stdout, _ := sandboxctl(t, "", "doctor", "--help"); code != 0 || !strings.Contains(stdout, "usage: sandboxctl doctor [--json]") {
+		t.Errorf("--help: code %d, stdout %q", code, stdout)
 	}
 }
 

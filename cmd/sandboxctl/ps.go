@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,16 +15,18 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
-const psUsage = `usage: sandboxctl ps [-q] [--tree]
+const psUsage = `usage: sandboxctl ps [-a] [-q | --json] [--tree]
 
-Lists sessions: ID STATE PID AGE DENIALS VIEWERS PARENT COMMAND. STATE is
+Lists the live sessions, with -a the ended ones the daemon still keeps
+too: ID STATE PID AGE DENIALS VIEWERS PARENT COMMAND. STATE is
 starting, running, waiting-for-input (blocked reading its terminal or
 stdin), exited, failed-to-start or killed. DENIALS counts the operations
 the sandbox refused (sandboxctl inspect shows the latest). VIEWERS counts the
 clients attached to the session's output now, the one that started it
 included, and says "(detached)" for a session started with run --detach,
 which no client keeps alive. PARENT is the session whose sandbox started
-this one, empty for a session started from outside any sandbox.
+this one, empty for a session started from outside any sandbox. --json
+prints a JSON array of the sessions, each as inspect prints one.
 
 flags:
 `
@@ -31,13 +34,15 @@ flags:
 func psVerb(ctx context.Context, c *cli, args []string) int {
 	fs := flag.NewFlagSet("sandboxctl ps", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
+	all := fs.Bool("a", false, "list ended sessions too")
 	quiet := fs.Bool("q", false, "print session ids only")
+	asJSON := fs.Bool("json", false, "print the sessions as a JSON array")
 	tree := fs.Bool("tree", false, "show child sessions under their parents, each level in the order they were created")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), psUsage)
 		fs.PrintDefaults()
 	}
-	if code, ok := parseVerb(fs, args, 0); !ok {
+	if code, ok := c.parseVerb(fs, args, 0); !ok {
 		return code
 	}
 	var sessions []*sandboxdv1.SessionInfo
@@ -46,6 +51,18 @@ func psVerb(ctx context.Context, c *cli, args []string) int {
 		return err
 	}); code != 0 {
 		return code
+	}
+	if !*all {
+		sessions = live(sessions)
+	}
+	if *asJSON {
+		out, err := sessionsJSON(psRows(sessions, *tree))
+		if err != nil {
+			fmt.Fprintf(c.stderr, "sandboxctl: encoding sessions: %v\n", err)
+			return exitFailed
+		}
+		fmt.Fprintf(c.stdout, "%s\n", out)
+		return 0
 	}
 	if *quiet {
 		for _, r := range psRows(sessions, *tree) {
@@ -58,6 +75,33 @@ func psVerb(ctx context.Context, c *cli, args []string) int {
 		return exitFailed
 	}
 	return 0
+}
+
+// live leaves out the sessions that have ended.
+func live(sessions []*sandboxdv1.SessionInfo) []*sandboxdv1.SessionInfo {
+	var out []*sandboxdv1.SessionInfo
+	for _, s := range sessions {
+		switch s.GetState() {
+		case sandboxdv1.State_EXITED, sandboxdv1.State_FAILED_TO_START, sandboxdv1.State_KILLED:
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sessionsJSON is the rows' sessions, in their order, as a JSON array of
+// what inspect prints for each.
+func sessionsJSON(rows []psRow) ([]byte, error) {
+	list := make([]json.RawMessage, 0, len(rows))
+	for _, r := range rows {
+		b, err := inspectJSON(r.s)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: %w", r.s.GetId(), err)
+		}
+		list = append(list, b)
+	}
+	return json.MarshalIndent(list, "", "  ")
 }
 
 func psRows(sessions []*sandboxdv1.SessionInfo, tree bool) []psRow {

@@ -31,7 +31,7 @@ func family() []*sandboxdv1.SessionInfo {
 
 func TestPsTree(t *testing.T) {
 	sock := startDaemon(t, &fakeDaemon{sessions: family()})
-	code, stdout, stderr := sandboxctl(t, "", "--socket", sock, "ps", "--tree")
+	code, stdout, stderr := sandboxctl(t, "", "--socket", sock, "ps", "-a", "--tree")
 	want := `ID        STATE              PID  AGE  DENIALS  VIEWERS       PARENT  COMMAND
 r1        running            10   20m  0        2                     agent
 ├─ c1     running            11   9m   0        0 (detached)  r1      worker
@@ -43,7 +43,7 @@ r2        running            20   3m   0        1 (detached)          sleep 100
 	if code != 0 || stderr != "" || stdout != want {
 		t.Errorf("code %d, stderr %q, stdout\n%s\nwant\n%s", code, stderr, stdout, want)
 	}
-	code, stdout, _ = sandboxctl(t, "", "--socket", sock, "ps", "--tree", "-q")
+	code, stdout, _ = sandboxctl(t, "", "--socket", sock, "ps", "-a", "--tree", "-q")
 	if code != 0 || stdout != "r1\nc1\ng1\nc2\no1\nr2\n" {
 		t.Errorf("ps --tree -q: code %d, stdout %q", code, stdout)
 	}
@@ -51,7 +51,7 @@ r2        running            20   3m   0        1 (detached)          sleep 100
 
 func TestPsFlatKeepsTheDaemonsOrder(t *testing.T) {
 	sock := startDaemon(t, &fakeDaemon{sessions: family()})
-	code, stdout, _ := sandboxctl(t, "", "--socket", sock, "ps")
+	code, stdout, _ := sandboxctl(t, "", "--socket", sock, "ps", "-a")
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
 	if code != 0 || len(lines) != 7 {
 		t.Fatalf("code %d, stdout\n%s", code, stdout)

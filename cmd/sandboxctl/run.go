@@ -26,7 +26,11 @@ const runUsage = `usage: sandboxctl run [flags] -- CMD [ARG...]
 Runs CMD in a sandbox, streams its output, forwards stdin and SIGINT, SIGTERM
 and SIGHUP, and exits with CMD's exit code: 125 when the daemon refused or
 failed, 126 when CMD could not be executed, 127 when it was not found, 128+N
-when signal N killed it.
+when signal N killed it, and 2, before anything runs, when the command line
+is wrong (an unknown flag, a value that does not parse, no CMD). With --json
+the last line of stdout is the session's status as one JSON object:
+session_id, state, exit_code, signal, reason, and error and refusal when it
+was refused.
 
 The policy is built in layers: --preset, then --policy FILE on top of it, then
 the flags (lists are appended, set values override). Without any, the sandbox
@@ -96,8 +100,16 @@ type runFlags struct {
 
 // parseRun turns sandboxctl run's arguments into the session's Start
 // message. wd is the client's current directory, against which relative
-// paths are resolved. It returns flag.ErrHelp for --help.
+// paths are resolved. For --help it writes the usage to out and returns
+// flag.ErrHelp. An error is the command line's (exitUsage) unless it is a
+// policyError.
 func parseRun(args []string, wd string, out io.Writer) (*sandboxdv1.Start, error) {
+	start, _, err := parseRunJSON(args, wd, out)
+	return start, err
+}
+
+// parseRunJSON is parseRun that also says whether --json was given.
+func parseRunJSON(args []string, wd string, out io.Writer) (_ *sandboxdv1.Start, asJSON bool, _ error) {
 	var f runFlags
 	fs := flag.NewFlagSet("sandboxctl run", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -107,16 +119,24 @@ func parseRun(args []string, wd string, out io.Writer) (*sandboxdv1.Start, error
 	}
 	f.register(fs)
 	fs.StringVar(&f.ociFile, "oci", "", "run the OCI runtime config `FILE` (config.json): its process, and a policy from what sandboxd enforces of it; flags add to it")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	fs.BoolVar(&asJSON, "json", false, "when the session ends (or is refused, or detached), print its status as one JSON object, the last line of stdout")
+	if err := parseQuietly(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+		}
+		return nil, false, err
 	}
-	if f.ociFile != "" {
-		return f.startOCI(fs.Args(), wd)
+	var start *sandboxdv1.Start
+	var err error
+	switch {
+	case f.ociFile != "":
+		start, err = f.startOCI(fs.Args(), wd)
+	case fs.NArg() == 0:
+		err = errors.New("missing command")
+	default:
+		start, err = f.start(fs.Args(), wd)
 	}
-	if fs.NArg() == 0 {
-		return nil, errors.New("missing command")
-	}
-	return f.start(fs.Args(), wd)
+	return start, asJSON, err
 }
 
 // register adds the flags that make a sandbox's policy and command to fs.
@@ -133,7 +153,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.policyFile, "policy", "", "Policy message as protojson `FILE`; flags add to it")
 	fs.StringVar(&f.preset, "preset", "", "start from a preset `NAME`: "+strings.Join(policy.PresetNames(), ", "))
 	fs.BoolVar(&f.children, "allow-children", false, "let the sandbox start child sandboxes, each at most as wide as itself, through its own socket ($SANDBOXD_SOCKET inside)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock limit of the session as a Go `DURATION`, e.g. 30s or 5m")
+	fs.Var(durationFlag{&f.timeout}, "timeout", "wall-clock limit of the session, a `DURATION` such as 30s or 5m")
 	fs.Var(&f.memory, "memory", "memory limit `SIZE`, e.g. 512M or 2G")
 	fs.Var(&f.pids, "pids", "limit of `N` processes and threads")
 	fs.Var(&f.cpus, "cpus", "CPU quota of `N` CPUs, e.g. 0.5 or 2")
@@ -184,11 +204,11 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 	if f.policyFile != "" {
 		data, err := os.ReadFile(f.policyFile)
 		if err != nil {
-			return nil, fmt.Errorf("--policy: %w", err)
+			return nil, policyError{fmt.Errorf("--policy: %w", err)}
 		}
 		p, err := policy.Decode(data)
 		if err != nil {
-			return nil, fmt.Errorf("--policy %s: %w", f.policyFile, err)
+			return nil, policyError{fmt.Errorf("--policy %s: %w", f.policyFile, err)}
 		}
 		pol = policy.Merge(pol, p)
 	}
@@ -228,7 +248,7 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 	// the daemon knows.
 	if os.Getenv(sessionEnv) == "" {
 		if err := policy.Validate(pol); err != nil {
-			return nil, fmt.Errorf("policy: %w", err)
+			return nil, policyError{fmt.Errorf("policy: %w", err)}
 		}
 	}
 
@@ -251,6 +271,15 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 		Detach:  f.detach,
 	}, nil
 }
+
+// policyError is a policy that the command line names well enough but
+// that is refused, by sandboxctl on the daemon's behalf: a --policy or
+// --oci file that cannot be read or decoded, or a policy the daemon would
+// refuse. sandboxctl run exits 125 for it, as for the daemon's refusal.
+type policyError struct{ err error }
+
+func (e policyError) Error() string { return e.err.Error() }
+func (e policyError) Unwrap() error { return e.err }
 
 // networkPolicy is what --network and --allow-host ask for, nil for
 // neither.
@@ -373,13 +402,17 @@ func allDigits(s string) bool {
 
 func runVerb(ctx context.Context, c *cli, args []string) int {
 	wd, _ := os.Getwd()
-	start, err := parseRun(args, wd, c.stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	start, asJSON, err := parseRunJSON(args, wd, c.stdout)
+	var refused policyError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		return 0
-	}
-	if err != nil {
+	case errors.As(err, &refused):
 		fmt.Fprintf(c.stderr, "sandboxctl run: %v\n", err)
 		return client.ExitDaemonFailed
+	case err != nil:
+		c.usageError("sandboxctl run", err.Error())
+		return exitUsage
 	}
 	// The program draws for the caller's terminal, so it gets that
 	// terminal's type; this is the client's explicit choice, not a leak of
@@ -392,18 +425,31 @@ func runVerb(ctx context.Context, c *cli, args []string) int {
 			start.Command.Env["TERM"] = t
 		}
 	}
-	cl, err := c.dial(ctx)
-	if err != nil {
-		printError(c.stderr, err)
-		return client.ExitDaemonFailed
+	var out *lastByteWriter
+	if asJSON {
+		out = &lastByteWriter{w: c.stdout}
+		c.stdout = out
 	}
-	defer cl.Close()
-
-	res, err := c.session(ctx, cl, start)
-	if err == nil && res.Detached {
+	res, err := c.dialAndRun(ctx, start)
+	if err == nil && res.Detached && !asJSON {
 		fmt.Fprintln(c.stdout, res.SessionID)
 	}
-	return c.finish(res, err)
+	code := c.finish(res, err)
+	if asJSON {
+		if err := out.writeStatus(runStatusOf(res, err, code)); err != nil {
+			fmt.Fprintf(c.stderr, "sandboxctl run: --json: %v\n", err)
+		}
+	}
+	return code
+}
+
+func (c *cli) dialAndRun(ctx context.Context, start *sandboxdv1.Start) (*client.Result, error) {
+	cl, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return c.session(ctx, cl, start)
 }
 
 // finish prints why a session ended when that needs saying, and returns

@@ -280,14 +280,15 @@ func TestParseRunRejects(t *testing.T) {
 		{"env without =", []string{"--env", "FOO", "true"}, `--env "FOO": want KEY=VALUE`},
 		{"env without key", []string{"--env", "=v", "true"}, `--env "=v": want KEY=VALUE`},
 		{"negative timeout", []string{"--timeout", "-1s", "true"}, "--timeout -1s: must not be negative"},
-		{"bad timeout", []string{"--timeout", "soon", "true"}, "invalid value"},
+		{"bad timeout", []string{"--timeout", "soon", "true"}, "--timeout soon: not a duration"},
+		{"timeout without unit", []string{"--timeout", "5", "true"}, "--timeout 5: missing unit, e.g. 5s"},
 		{"unknown preset", []string{"--preset", "yolo", "true"}, `unknown preset "yolo"`},
 		{"empty path", []string{"--write", "", "true"}, "--write: empty path"},
 		{"relative path in policy file", []string{"--policy", relative, "true"}, "is not absolute"},
 		{"unknown field in policy file", []string{"--policy", misspelt, "true"}, "denny"},
 		{"missing policy file", []string{"--policy", "/nonexistent/policy.json", "true"}, "no such file"},
 		{"carve-out outside every writable root", []string{"--read-only", "/etc", "true"}, "filesystem.read_only[0]"},
-		{"unknown flag", []string{"--wirte", "/tmp", "true"}, "flag provided but not defined"},
+		{"unknown flag", []string{"--wirte", "/tmp", "true"}, "unknown flag --wirte; did you mean --write?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseRun(tc.args, wd, io.Discard)

@@ -20,14 +20,14 @@ func (f *runFlags) startOCI(args []string, wd string) (*sandboxdv1.Start, error)
 	}
 	data, err := os.ReadFile(f.ociFile)
 	if err != nil {
-		return nil, fmt.Errorf("--oci: %w", err)
+		return nil, policyError{fmt.Errorf("--oci: %w", err)}
 	}
 	// The daemon masks its own sockets in every sandbox; a config that
 	// sandboxctl export-oci wrote masks them too.
 	sock := socketpath.Default()
 	im, err := oci.Import(data, []string{sock, filepath.Join(filepath.Dir(sock), "sandboxd-sessions")})
 	if err != nil {
-		return nil, fmt.Errorf("--oci %s: %w", f.ociFile, err)
+		return nil, policyError{fmt.Errorf("--oci %s: %w", f.ociFile, err)}
 	}
 	f.base = im.Policy
 	// The config's environment first, so that --env overrides it.

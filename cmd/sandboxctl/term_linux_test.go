@@ -239,3 +239,28 @@ func TestTTYAttachDetachKeys(t *testing.T) {
 		t.Error("terminal left in raw mode")
 	}
 }
+
+// TestTopRedrawsATerminal: on a terminal top homes the cursor and clears
+// the screen before each table (the plain form is tested elsewhere).
+func TestTopRedrawsATerminal(t *testing.T) {
+	master, replica := openPTYPair(t)
+	sock := startDaemon(t, &fakeDaemon{})
+	c := &cli{stdin: os.Stdin, stdout: replica, stderr: io.Discard}
+	done := make(chan int, 1)
+	go func() { done <- c.main(context.Background(), []string{"--socket", sock, "top", "-n", "1"}) }()
+	var seen strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(seen.String(), "a1b2") {
+		n, err := master.Read(buf)
+		if err != nil {
+			t.Fatalf("reading the terminal: %v; read %q", err, seen.String())
+		}
+		seen.Write(buf[:n])
+	}
+	if code := <-done; code != 0 {
+		t.Errorf("code %d", code)
+	}
+	if !strings.HasPrefix(seen.String(), "\x1b[H\x1b[2Jsandboxd ") {
+		t.Errorf("top on a terminal wrote %q, want it to home and clear first", seen.String())
+	}
+}

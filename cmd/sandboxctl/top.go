@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,11 +14,13 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
-const topUsage = `usage: sandboxctl top [--interval D] [--tree] [-n N]
+const topUsage = `usage: sandboxctl top [-a] [--interval D] [--tree] [-n N]
 
 Shows the ps table full screen and redraws it whenever a session changes
 state or is denied something (sandboxctl events), and at least every
-interval for the ages. Interrupt to stop.
+interval for the ages. Interrupt to stop. When stdout is not a terminal
+(a pipe, a file), each table is printed after the last, a blank line
+between them, with no screen control codes.
 
 flags:
 `
@@ -29,20 +32,23 @@ const topSettle = 100 * time.Millisecond
 func topVerb(ctx context.Context, c *cli, args []string) int {
 	fs := flag.NewFlagSet("sandboxctl top", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
-	interval := fs.Duration("interval", time.Second, "redraw at least this often")
+	interval := time.Second
+	fs.Var(durationFlag{&interval}, "interval", "redraw at least this often")
+	all := fs.Bool("a", false, "list ended sessions too, as ps -a")
 	tree := fs.Bool("tree", false, "show child sessions under their parents")
 	count := fs.Int("n", 0, "stop after `N` redraws (0: until interrupted)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), topUsage)
 		fs.PrintDefaults()
 	}
-	if code, ok := parseVerb(fs, args, 0); !ok {
+	if code, ok := c.parseVerb(fs, args, 0); !ok {
 		return code
 	}
-	if *interval <= 0 {
-		fmt.Fprintln(c.stderr, "sandboxctl top: --interval must be positive")
+	if interval <= 0 {
+		c.usageError(fs.Name(), fmt.Sprintf("--interval %v: must be above 0", interval))
 		return exitUsage
 	}
+	screen := isTerminalWriter(c.stdout)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return c.withClient(ctx, func(cl *client.Client) error {
@@ -57,7 +63,7 @@ func topVerb(ctx context.Context, c *cli, args []string) int {
 				return nil
 			})
 		}()
-		tick := time.NewTicker(*interval)
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for n := 1; ; n++ {
 			sessions, err := cl.List(ctx)
@@ -67,9 +73,17 @@ func topVerb(ctx context.Context, c *cli, args []string) int {
 				}
 				return err
 			}
+			if !*all {
+				sessions = live(sessions)
+			}
 			now := time.Now()
-			// Home and clear, as top does; the table is redrawn whole.
-			fmt.Fprint(c.stdout, "\x1b[H\x1b[2J")
+			switch {
+			case screen:
+				// Home and clear, as top does; the table is redrawn whole.
+				fmt.Fprint(c.stdout, "\x1b[H\x1b[2J")
+			case n > 1:
+				fmt.Fprintln(c.stdout)
+			}
 			fmt.Fprintf(c.stdout, "sandboxd %s  %s\n\n", now.Format("15:04:05"), summary(sessions))
 			if err := writePS(c.stdout, sessions, *tree, now); err != nil {
 				return err
@@ -91,6 +105,12 @@ func topVerb(ctx context.Context, c *cli, args []string) int {
 			}
 		}
 	})
+}
+
+// isTerminalWriter says whether w is a terminal, which top may redraw.
+func isTerminalWriter(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(int(f.Fd()))
 }
 
 // summary counts sessions by state, live ones first.
