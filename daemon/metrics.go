@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
-	"github.com/sandboxd/sandboxd/internal/promtext"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 )
@@ -21,29 +24,31 @@ var launchBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 
 // metrics are the daemon's Prometheus metrics. Counters are fed by the
 // event bus, so they count exactly what the audit log records; sessions by
-// state are counted from the registry when scraped.
+// state are counted from the registry when scraped. The Go runtime's and
+// the process's own collectors come beside them.
 type metrics struct {
-	reg      *promtext.Registry
-	launches *promtext.CounterVec
-	latency  *promtext.HistogramVec
-	refusals *promtext.CounterVec
-	denials  *promtext.CounterVec
+	reg      *prometheus.Registry
+	launches *prometheus.CounterVec
+	latency  prometheus.Histogram
+	refusals *prometheus.CounterVec
+	denials  *prometheus.CounterVec
 }
 
 func newMetrics(s *Service) *metrics {
-	reg := promtext.NewRegistry()
+	reg := prometheus.NewRegistry()
 	m := &metrics{
 		reg: reg,
-		launches: reg.Counter("sandboxd_launches_total",
-			"Sessions the daemon tried to launch, by result: started, or failed_to_start (refused, or the command could not be executed).", "result"),
-		latency: reg.Histogram("sandboxd_launch_duration_seconds",
-			"Time from a Start request to its command running in the sandbox.", launchBuckets),
-		refusals: reg.Counter("sandboxd_refusals_total",
-			"Sessions refused, by the policy field that could not be enforced on this host or that would widen a parent's policy.", "field"),
-		denials: reg.Counter("sandboxd_denials_total",
-			"Operations sandboxes tried and were refused, by the policy field that refused them.", "field"),
+		launches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_launches_total",
+			Help: "Sessions the daemon tried to launch, by result: started, or failed_to_start (refused, or the command could not be executed)."}, []string{"result"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sandboxd_launch_duration_seconds",
+			Help: "Time from a Start request to its command running in the sandbox.", Buckets: launchBuckets}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_refusals_total",
+			Help: "Sessions refused, by the policy field that could not be enforced on this host or that would widen a parent's policy."}, []string{"field"}),
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_denials_total",
+			Help: "Operations sandboxes tried and were refused, by the policy field that refused them."}, []string{"field"}),
 	}
-	reg.GaugeFunc("sandboxd_sessions", "Sessions the daemon holds, by state (ended ones until they are forgotten).", []string{"state"}, s.sessionsByState)
+	reg.MustRegister(m.launches, m.latency, m.refusals, m.denials, sessionsCollector{s},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -52,17 +57,17 @@ func (m *metrics) sink(ev *sandboxdv1.Event, d *eventDetail) {
 	if st := ev.GetState(); st != nil {
 		switch {
 		case st.GetFrom() == sandboxdv1.State_STARTING && st.GetTo() == sandboxdv1.State_RUNNING:
-			m.launches.With("started").Inc()
-			m.latency.With().Observe(d.launchLatency.Seconds())
+			m.launches.WithLabelValues("started").Inc()
+			m.latency.Observe(d.launchLatency.Seconds())
 		case st.GetTo() == sandboxdv1.State_FAILED_TO_START:
-			m.launches.With("failed_to_start").Inc()
+			m.launches.WithLabelValues("failed_to_start").Inc()
 			if d.refusedField != "" {
-				m.refusals.With(d.refusedField).Inc()
+				m.refusals.WithLabelValues(d.refusedField).Inc()
 			}
 		}
 	}
 	if dn := ev.GetDenial(); dn != nil {
-		m.denials.With(dn.GetField()).Inc()
+		m.denials.WithLabelValues(dn.GetField()).Inc()
 	}
 }
 
@@ -75,17 +80,32 @@ func (m *metrics) refused(err error) {
 	var qe *QuotaError
 	switch {
 	case errors.As(err, &we):
-		m.refusals.With(we.Field).Inc()
+		m.refusals.WithLabelValues(we.Field).Inc()
 	case errors.As(err, &ue):
-		m.refusals.With(ue.Field).Inc()
+		m.refusals.WithLabelValues(ue.Field).Inc()
 	case errors.Is(err, ErrAuditLog):
-		m.refusals.With("audit_log").Inc()
+		m.refusals.WithLabelValues("audit_log").Inc()
 	case errors.As(err, &qe):
-		m.refusals.With("quota." + qe.Flag).Inc()
+		m.refusals.WithLabelValues("quota." + qe.Flag).Inc()
 	}
 }
 
-func (s *Service) sessionsByState() []promtext.GaugeValue {
+// sessionsCollector counts the daemon's sessions by state when scraped,
+// every state included, so a series does not vanish at zero.
+type sessionsCollector struct{ s *Service }
+
+var sessionsDesc = prometheus.NewDesc("sandboxd_sessions",
+	"Sessions the daemon holds, by state (ended ones until they are forgotten).", []string{"state"}, nil)
+
+func (c sessionsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- sessionsDesc }
+
+func (c sessionsCollector) Collect(ch chan<- prometheus.Metric) {
+	for st, n := range c.s.sessionsByState() {
+		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, n, client.StateName(st))
+	}
+}
+
+func (s *Service) sessionsByState() map[sandboxdv1.State]float64 {
 	counts := map[sandboxdv1.State]float64{}
 	for st := range sandboxdv1.State_name {
 		if st != 0 {
@@ -103,17 +123,18 @@ func (s *Service) sessionsByState() []promtext.GaugeValue {
 		counts[sess.state]++
 		sess.mu.Unlock()
 	}
-	out := make([]promtext.GaugeValue, 0, len(counts))
-	for st, n := range counts {
-		out = append(out, promtext.GaugeValue{LabelValues: []string{client.StateName(st)}, Value: n})
-	}
-	return out
+	return counts
 }
 
 // MetricsHandler serves the metrics in the Prometheus text format.
 func (s *Service) MetricsHandler() http.Handler {
-	return s.metrics.reg.Handler()
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorLog: metricsLog{s}})
 }
+
+// metricsLog hands promhttp's errors to the daemon's log.
+type metricsLog struct{ s *Service }
+
+func (l metricsLog) Println(v ...any) { l.s.logf("metrics: %s", fmt.Sprint(v...)) }
 
 // serveMetrics serves /metrics on addr until ctx ends. It returns once
 // listening, with the address actually bound (addr may ask for port 0).

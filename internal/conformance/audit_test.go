@@ -11,14 +11,18 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/auditlog"
-	"github.com/sandboxd/sandboxd/internal/promtext"
 )
 
 // auditLine is what the tests read of an audit log line.
@@ -184,27 +188,52 @@ func TestMetrics(t *testing.T) {
 	if s := run(t, commandStart(false, nil, nil, "/bin/sh", "-c", "echo x > /etc/metrics-blocked"), nil); s.err != nil {
 		t.Fatalf("session: %v", s.err)
 	}
+	// A policy this OS's backend always refuses, for a refusal to count.
+	refusedField, refused := "filesystem.read", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Read: sandboxdv1.Filesystem_LISTED, ReadRoots: list("/usr")}}
+	if runtime.GOOS == "darwin" {
+		refusedField, refused = "network.allow", allowPolicy(allowEntry("example.com", 443))
+	}
+	if s := run(t, commandStart(false, refused, nil, "/bin/true"), nil); client.UnenforceableFrom(s.err).GetField() != refusedField {
+		t.Fatalf("want a refusal for %s, got %v", refusedField, s.err)
+	}
 	url := metricsURL(t, suite.daemon)
 	fams := scrape(t, url)
 	for name, typ := range map[string]string{
 		"sandboxd_sessions": "gauge", "sandboxd_launches_total": "counter", "sandboxd_launch_duration_seconds": "histogram",
 		"sandboxd_refusals_total": "counter", "sandboxd_denials_total": "counter",
 	} {
-		if f := fams[name]; f == nil || f.Type != typ || f.Help == "" {
-			t.Errorf("family %s: %+v, want a %s with help", name, f, typ)
+		if f := fams[name]; f == nil || strings.ToLower(f.GetType().String()) != typ || f.GetHelp() == "" {
+			t.Errorf("family %s: %v, want a %s with help", name, f, typ)
+		}
+	}
+	// The Go runtime's and the process's collectors are there too.
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes"} {
+		if fams[name] == nil {
+			t.Errorf("no %s", name)
 		}
 	}
 	value := func(fam, name string, labels map[string]string) float64 {
-		for _, s := range fams[fam].Samples {
-			match := s.Name == name
+		for _, m := range fams[fam].GetMetric() {
+			match := true
 			for k, v := range labels {
-				match = match && s.Labels[k] == v
+				match = match && slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == k && l.GetValue() == v })
 			}
-			if match {
-				return s.Value
+			if !match {
+				continue
+			}
+			switch {
+			case name == fam+"_count" && m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
 			}
 		}
 		return -1
+	}
+	if v := value("sandboxd_refusals_total", "sandboxd_refusals_total", map[string]string{"field": refusedField}); v < 1 {
+		t.Errorf("refusals of %s %v", refusedField, v)
 	}
 	if v := value("sandboxd_launches_total", "sandboxd_launches_total", map[string]string{"result": "started"}); v < 1 {
 		t.Errorf("launches started %v", v)
@@ -234,8 +263,8 @@ func TestMetrics(t *testing.T) {
 }
 
 // scrape reads the metrics at url, which must be in the Prometheus text
-// format.
-func scrape(t *testing.T, url string) map[string]*promtext.Family {
+// format, strictly parsed.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
@@ -245,7 +274,8 @@ func scrape(t *testing.T, url string) map[string]*promtext.Family {
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
 		t.Errorf("content type %q", ct)
 	}
-	fams, err := promtext.Parse(resp.Body)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		t.Fatalf("parse %s: %v", url, err)
 	}
