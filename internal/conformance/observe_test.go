@@ -59,16 +59,23 @@ func watchAll(t *testing.T) *eventLog {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	marker := run(t, commandStart(false, nil, nil, trueCmd), nil)
-	if marker.err != nil {
-		t.Fatalf("marker session: %v", marker.err)
-	}
-	select {
-	case <-ready:
-	case err := <-l.done:
-		t.Fatalf("watch ended: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("watch delivered nothing within 20s")
+	// The stream may be set up only after a marker session has come and
+	// gone: another one, until one is seen.
+	deadline := time.After(20 * time.Second)
+	for done := false; !done; {
+		marker := run(t, commandStart(false, nil, nil, trueCmd), nil)
+		if marker.err != nil {
+			t.Fatalf("marker session: %v", marker.err)
+		}
+		select {
+		case <-ready:
+			done = true
+		case err := <-l.done:
+			t.Fatalf("watch ended: %v", err)
+		case <-deadline:
+			t.Fatal("watch delivered nothing within 20s")
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	t.Cleanup(func() {
 		cancel()
