@@ -591,29 +591,8 @@ func BenchmarkWriteOpen(b *testing.B) {
 					}
 					be = backendWithout(b, be)
 				}
-				w, err := os.MkdirTemp("/var/tmp", "sandboxd-bench-")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer os.RemoveAll(w)
-				os.Chmod(w, 0o777)
-				spec := testSpec(b, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, probe, "-test.run=^$")
-				spec.Env = append(spec.Env, envDenialProbe+"=opens", envWriteRoot+"="+w, envOpens+"="+strconv.Itoa(b.N))
-				spec.OnDenial = func(*sandboxdv1.Denial) {}
-				outR, outW, _ := os.Pipe()
-				spec.Stdio.Stdout = outW
-				p, err := be.Start(context.Background(), spec)
-				outW.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
-				out, _ := io.ReadAll(outR)
-				outR.Close()
-				p.Wait()
-				ns, err := strconv.Atoi(probeLines(string(out))["ns-per-open"])
-				if err != nil {
-					b.Fatalf("probe: %q", out)
-				}
+				w := benchDir(b)
+				ns := benchLoop(b, be, probe, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "opens", w, "ns-per-open")
 				b.ReportMetric(float64(ns), "ns/open")
 			})
 		}
@@ -630,36 +609,44 @@ func BenchmarkMetadataCall(b *testing.B) {
 		for _, what := range []string{"stats", "chmods"} {
 			b.Run(string(set)+"/"+what, func(b *testing.B) {
 				be := backendFor(b, set)
-				w, err := os.MkdirTemp("/var/tmp", "sandboxd-bench-")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer os.RemoveAll(w)
-				os.Chmod(w, 0o777)
-				deny, err := os.MkdirTemp("/var/tmp", "sandboxd-bench-deny-")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer os.RemoveAll(deny)
-				spec := testSpec(b, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, Deny: []string{deny}}}, probe, "-test.run=^$")
-				spec.Env = append(spec.Env, envDenialProbe+"="+what, envWriteRoot+"="+w, envOpens+"="+strconv.Itoa(b.N))
-				spec.OnDenial = func(*sandboxdv1.Denial) {}
-				outR, outW, _ := os.Pipe()
-				spec.Stdio.Stdout = outW
-				p, err := be.Start(context.Background(), spec)
-				outW.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
-				out, _ := io.ReadAll(outR)
-				outR.Close()
-				p.Wait()
-				ns, err := strconv.Atoi(probeLines(string(out))["ns-per-call"])
-				if err != nil {
-					b.Fatalf("probe: %q", out)
-				}
+				w, deny := benchDir(b), benchDir(b)
+				ns := benchLoop(b, be, probe, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, Deny: []string{deny}}}, what, w, "ns-per-call")
 				b.ReportMetric(float64(ns), "ns/call")
 			})
 		}
 	}
+}
+
+// benchDir is a directory on the host anyone may write, removed after b.
+func benchDir(b *testing.B) string {
+	w, err := os.MkdirTemp("/var/tmp", "sandboxd-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(w) })
+	os.Chmod(w, 0o777)
+	return w
+}
+
+// benchLoop runs the denial probe in mode b.N times over write root w
+// under pol and returns the nanoseconds per call it reports as key.
+func benchLoop(b *testing.B, be launcher.Backend, probe string, pol *sandboxdv1.Policy, mode, w, key string) int {
+	spec := testSpec(b, pol, probe, "-test.run=^$")
+	spec.Env = append(spec.Env, envDenialProbe+"="+mode, envWriteRoot+"="+w, envOpens+"="+strconv.Itoa(b.N))
+	spec.OnDenial = func(*sandboxdv1.Denial) {}
+	outR, outW, _ := os.Pipe()
+	spec.Stdio.Stdout = outW
+	p, err := be.Start(context.Background(), spec)
+	outW.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, _ := io.ReadAll(outR)
+	outR.Close()
+	p.Wait()
+	ns, err := strconv.Atoi(probeLines(string(out))[key])
+	if err != nil {
+		b.Fatalf("probe: %q", out)
+	}
+	return ns
 }
