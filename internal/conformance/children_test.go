@@ -183,7 +183,7 @@ echo "== grandchild"; $ctl run -- $ctl run -- $probe env 2>&1; echo "rc=$?"
 echo "== grandchild-widens"; $ctl run --write %[5]s -- $ctl run --write %[6]s -- %[10]s 2>&1; echo "rc=$?"
 echo "== main-socket"; $probe unix-connect %[7]s
 echo "== other-socket"; $probe unix-connect %[8]s
-echo "== ps"; $ctl ps 2>&1; echo "rc=$?"
+echo "== ps"; $ctl ps -a 2>&1; echo "rc=$?"
 echo "== inspect-other"; $ctl inspect %[9]s 2>&1; echo "rc=$?"
 echo "== kill-other"; $ctl kill %[9]s 2>&1; echo "rc=$?"
 echo "== bad-request"; $ctl run --env SANDBOXD_SOCKET=/elsewhere -- %[10]s 2>&1; echo "rc=$?"
