@@ -61,10 +61,11 @@ func attachVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprint(fs.Output(), attachUsage)
 		fs.PrintDefaults()
 	}
-	if code, ok := c.parseVerb(fs, args, 1); !ok {
+	pos, code, ok := c.parseVerb(fs, args, 1)
+	if !ok {
 		return code
 	}
-	id := fs.Arg(0)
+	id := pos[0]
 	cl, err := c.dial(ctx)
 	if err != nil {
 		printError(c.stderr, err)

@@ -94,6 +94,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"kill", "--signal", "BOGUS", "a1"}, "sandboxctl kill: --signal BOGUS: unknown signal \"BOGUS\"\n"},
 		{[]string{"attach", "a", "b"}, "sandboxctl attach: unexpected argument \"b\"\n"},
 		{[]string{"ps", "x"}, "sandboxctl ps: unexpected argument \"x\"\n"},
+		{[]string{"ps", "-q", "--json"}, "sandboxctl ps: -q and --json: choose one\n"},
+		{[]string{"inspect", "a", "--bogus"}, "sandboxctl inspect: unknown flag --bogus\n"},
+		{[]string{"inspect", "--", "a", "--json"}, "sandboxctl inspect: unexpected argument \"--json\"\n"},
 		{[]string{"doctor", "x"}, "sandboxctl doctor: unexpected argument \"x\"\n"},
 		{[]string{"events", "--until-end"}, "sandboxctl events: --until-end needs --session\n"},
 		{[]string{"top", "--interval", "0s"}, "sandboxctl top: --interval 0s: must be above 0\n"},
@@ -292,9 +295,24 @@ func TestPsJSON(t *testing.T) {
 func TestInspectTakesJSON(t *testing.T) {
 	sock := startDaemon(t, &fakeDaemon{})
 	_, plain, _ := sandboxctl(t, "", "--socket", sock, "inspect", "a1b2")
-	code, withFlag, stderr := sandboxctl(t, "", "--socket", sock, "inspect", "--json", "a1b2")
-	if code != 0 || withFlag != plain || !json.Valid([]byte(withFlag)) {
-		t.Errorf("inspect --json: code %d, stderr %q, stdout %q; want %q", code, stderr, withFlag, plain)
+	for _, args := range [][]string{{"--json", "a1b2"}, {"a1b2", "--json"}, {"--json", "--", "a1b2"}} {
+		code, out, stderr := sandboxctl(t, "", append([]string{"--socket", sock, "inspect"}, args...)...)
+		if code != 0 || out != plain || !json.Valid([]byte(out)) {
+			t.Errorf("inspect %q: code %d, stderr %q, stdout %q; want %q", args, code, stderr, out, plain)
+		}
+	}
+}
+
+// Flags may follow a verb's argument, as docker and kubectl allow.
+func TestFlagsAfterTheSessionID(t *testing.T) {
+	d := &fakeDaemon{killed: make(chan *sandboxdv1.KillRequest, 1)}
+	sock := startDaemon(t, d)
+	code, _, stderr := sandboxctl(t, "", "--socket", sock, "kill", "a1b2", "--signal", "TERM")
+	if code != 0 {
+		t.Fatalf("kill ID --signal TERM: code %d, stderr %q", code, stderr)
+	}
+	if req := <-d.killed; req.GetId() != "a1b2" || req.GetSignal() != 15 {
+		t.Errorf("kill ID --signal TERM sent %v", req)
 	}
 }
 

@@ -31,7 +31,7 @@ func doctorVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprint(fs.Output(), doctorUsage)
 		fs.PrintDefaults()
 	}
-	if code, ok := c.parseVerb(fs, args, 0); !ok {
+	if _, code, ok := c.parseVerb(fs, args, 0); !ok {
 		return code
 	}
 	var r *sandboxdv1.CapabilitiesReport

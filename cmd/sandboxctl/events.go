@@ -42,7 +42,7 @@ func eventsVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprint(fs.Output(), eventsUsage)
 		fs.PrintDefaults()
 	}
-	if code, ok := c.parseVerb(fs, args, 0); !ok {
+	if _, code, ok := c.parseVerb(fs, args, 0); !ok {
 		return code
 	}
 	if *untilEnd && *session == "" {

@@ -22,19 +22,20 @@ func inspectVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(fs.Output(), "usage: sandboxctl inspect [--json] ID\n\nPrints the session as JSON: state, argv, policy, enforcement, exit code.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if code, ok := c.parseVerb(fs, args, 1); !ok {
+	pos, code, ok := c.parseVerb(fs, args, 1)
+	if !ok {
 		return code
 	}
 	var info *sandboxdv1.SessionInfo
 	if code := c.withClient(ctx, func(cl *client.Client) (err error) {
-		info, err = cl.Inspect(ctx, fs.Arg(0))
+		info, err = cl.Inspect(ctx, pos[0])
 		return err
 	}); code != 0 {
 		return code
 	}
 	out, err := inspectJSON(info)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "sandboxctl: encoding session %s: %v\n", fs.Arg(0), err)
+		fmt.Fprintf(c.stderr, "sandboxctl: encoding session %s: %v\n", pos[0], err)
 		return exitFailed
 	}
 	fmt.Fprintf(c.stdout, "%s\n", out)

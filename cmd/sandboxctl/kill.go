@@ -16,7 +16,8 @@ func killVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(fs.Output(), "usage: sandboxctl kill [--signal N] ID\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if code, ok := c.parseVerb(fs, args, 1); !ok {
+	pos, code, ok := c.parseVerb(fs, args, 1)
+	if !ok {
 		return code
 	}
 	n, err := parseSignal(*sig)
@@ -25,6 +26,6 @@ func killVerb(ctx context.Context, c *cli, args []string) int {
 		return exitUsage
 	}
 	return c.withClient(ctx, func(cl *client.Client) error {
-		return cl.Kill(ctx, fs.Arg(0), n)
+		return cl.Kill(ctx, pos[0], n)
 	})
 }

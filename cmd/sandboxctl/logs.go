@@ -29,10 +29,11 @@ func logsVerb(ctx context.Context, c *cli, args []string) int {
 	fs := flag.NewFlagSet("sandboxctl logs", flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	fs.Usage = func() { fmt.Fprint(fs.Output(), logsUsage) }
-	if code, ok := c.parseVerb(fs, args, 1); !ok {
+	pos, code, ok := c.parseVerb(fs, args, 1)
+	if !ok {
 		return code
 	}
-	id := fs.Arg(0)
+	id := pos[0]
 	// Stopping logs leaves the session as it is: a read-only attach
 	// sends it nothing.
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)

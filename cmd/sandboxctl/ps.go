@@ -42,8 +42,12 @@ func psVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprint(fs.Output(), psUsage)
 		fs.PrintDefaults()
 	}
-	if code, ok := c.parseVerb(fs, args, 0); !ok {
+	if _, code, ok := c.parseVerb(fs, args, 0); !ok {
 		return code
+	}
+	if *quiet && *asJSON {
+		c.usageError(fs.Name(), "-q and --json: choose one")
+		return exitUsage
 	}
 	var sessions []*sandboxdv1.SessionInfo
 	if code := c.withClient(ctx, func(cl *client.Client) (err error) {

@@ -41,7 +41,7 @@ func topVerb(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprint(fs.Output(), topUsage)
 		fs.PrintDefaults()
 	}
-	if code, ok := c.parseVerb(fs, args, 0); !ok {
+	if _, code, ok := c.parseVerb(fs, args, 0); !ok {
 		return code
 	}
 	if interval <= 0 {

@@ -39,21 +39,35 @@ func (c *cli) parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	return exitUsage, false
 }
 
-// parseVerb is parseFlags for a verb that takes nargs arguments after its
-// flags (0, or 1 for a session ID).
-func (c *cli) parseVerb(fs *flag.FlagSet, args []string, nargs int) (code int, ok bool) {
-	if code, ok := c.parseFlags(fs, args); !ok {
-		return code, false
+// parseVerb is parseFlags for a verb that takes nargs arguments (0, or 1
+// for a session ID), which it returns. Flags may also follow the
+// argument, as in "inspect ID --json"; after "--" everything is an
+// argument.
+func (c *cli) parseVerb(fs *flag.FlagSet, args []string, nargs int) (_ []string, code int, ok bool) {
+	var pos []string
+	for {
+		if code, ok := c.parseFlags(fs, args); !ok {
+			return nil, code, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if ended := len(args) > len(rest) && args[len(args)-len(rest)-1] == "--"; ended {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
 	switch {
-	case fs.NArg() == nargs:
-		return 0, true
-	case fs.NArg() < nargs:
+	case len(pos) == nargs:
+		return pos, 0, true
+	case len(pos) < nargs:
 		c.usageError(fs.Name(), "missing session ID")
 	default:
-		c.usageError(fs.Name(), fmt.Sprintf("unexpected argument %q", fs.Arg(nargs)))
+		c.usageError(fs.Name(), fmt.Sprintf("unexpected argument %q", pos[nargs]))
 	}
-	return exitUsage, false
+	return nil, exitUsage, false
 }
 
 // parseQuietly parses args into fs with the flag package printing
