@@ -370,6 +370,16 @@ func TestRunJSONStatus(t *testing.T) {
 			}
 		})
 	}
+	t.Run("policy refused by sandboxctl", func(t *testing.T) {
+		code, stdout, _ := sandboxctl(t, "", "--socket", "/nonexistent/sandboxd.sock", "run", "--json", "--read-only", "/etc", "--", "x")
+		var st struct {
+			ExitCode int    `json:"exit_code"`
+			Error    string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &st); code != 125 || err != nil || st.ExitCode != 125 || !strings.Contains(st.Error, "filesystem.read_only[0]") {
+			t.Errorf("code %d, stdout %q", code, stdout)
+		}
+	})
 }
 
 func TestLogsPrintsTheKeptOutput(t *testing.T) {

@@ -409,6 +409,9 @@ func runVerb(ctx context.Context, c *cli, args []string) int {
 		return 0
 	case errors.As(err, &refused):
 		fmt.Fprintf(c.stderr, "sandboxctl run: %v\n", err)
+		if asJSON {
+			c.writeStatus(&lastByteWriter{w: c.stdout}, runStatusOf(nil, err, client.ExitDaemonFailed))
+		}
 		return client.ExitDaemonFailed
 	case err != nil:
 		c.usageError("sandboxctl run", err.Error())
@@ -436,11 +439,17 @@ func runVerb(ctx context.Context, c *cli, args []string) int {
 	}
 	code := c.finish(res, err)
 	if asJSON {
-		if err := out.writeStatus(runStatusOf(res, err, code)); err != nil {
-			fmt.Fprintf(c.stderr, "sandboxctl run: --json: %v\n", err)
-		}
+		c.writeStatus(out, runStatusOf(res, err, code))
 	}
 	return code
+}
+
+// writeStatus is run --json's last line. Failing to write it changes
+// nothing of the exit code, which is the command's.
+func (c *cli) writeStatus(out *lastByteWriter, st runStatus) {
+	if err := out.writeStatus(st); err != nil {
+		fmt.Fprintf(c.stderr, "sandboxctl run: --json: %v\n", err)
+	}
 }
 
 func (c *cli) dialAndRun(ctx context.Context, start *sandboxdv1.Start) (*client.Result, error) {
