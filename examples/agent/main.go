@@ -11,7 +11,7 @@
 // fields by asking for no network at all, which is narrower and so never
 // weakens what was asked, and says so; any other refusal ends it.
 //
-//	go run ./examples/agent --allow-host proxy.golang.org:443 -- go mod download
+//	go run ./examples/agent --allow-host example.com:443 -- curl -sI https://example.com/
 package main
 
 import (
