@@ -186,13 +186,30 @@ func (s *supervisor) stop() {
 	if !s.stopped {
 		s.stopped = true
 		close(s.done)
-		for fd := range s.inFlight {
-			unix.Shutdown(fd, unix.SHUT_RDWR)
-		}
 	}
 	s.mu.Unlock()
 	s.listener.Close()
-	s.wg.Wait()
+	// A shutdown before a connect has begun does nothing, and a connect
+	// registered just now may not have: shut down again until every
+	// connect in flight has returned.
+	finished := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(finished)
+	}()
+	for {
+		s.mu.Lock()
+		for fd := range s.inFlight {
+			unix.Shutdown(fd, unix.SHUT_RDWR)
+		}
+		s.mu.Unlock()
+		select {
+		case <-finished:
+		case <-time.After(20 * time.Millisecond):
+			continue
+		}
+		break
+	}
 	unix.Close(s.root)
 	closeIfOpen(s.diag)
 }
