@@ -3,6 +3,7 @@ module github.com/sandboxd/sandboxd
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v0.4.1
 	github.com/Microsoft/go-winio v0.6.4
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/creack/pty v1.1.24
@@ -18,7 +19,6 @@ require (
 )
 
 require (
-	github.com/BurntSushi/toml v0.4.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
