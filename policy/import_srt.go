@@ -237,9 +237,12 @@ func unmarshalList(key string, raw json.RawMessage, l *[]string) error {
 	return nil
 }
 
-// strictJSON decodes one JSON object into v, refusing trailing data.
+// strictJSON decodes one JSON value into v, refusing trailing data.
+// Numbers stay as written (json.Number in an any): a uint64 limit must
+// not pass through a float.
 func strictJSON(data []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
 	if err := d.Decode(v); err != nil {
 		return err
 	}

@@ -37,8 +37,10 @@ the flags (lists are appended, set values override). Without any, the sandbox
 reads everything, writes nothing and has no network.
 
 Relative paths given to --write, --read-only, --deny and --cwd are made
-absolute against the current directory. Paths in a --policy file must already
-be absolute. CMD runs in --cwd, by default the current directory.
+absolute against the current directory, and so are those in a --policy file,
+where "~/" stands for $HOME and enum values may be written as the flags write
+them ("none" as well as "NONE"). CMD runs in --cwd, by default the current
+directory.
 
 --allow-host limits the network to the hosts given, reached through a proxy
 the daemon runs. PATTERN is a name, *.domain for every name under domain (not
@@ -206,7 +208,8 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 		if err != nil {
 			return nil, policyError{fmt.Errorf("--policy: %w", err)}
 		}
-		p, err := policy.Decode(data)
+		home, _ := os.UserHomeDir()
+		p, err := policy.DecodeFile(data, home, wd)
 		if err != nil {
 			return nil, policyError{fmt.Errorf("--policy %s: %w", f.policyFile, err)}
 		}

@@ -231,7 +231,7 @@ func TestParseRun(t *testing.T) {
 }
 
 func TestParseRunRejects(t *testing.T) {
-	relative := writePolicy(t, `{"filesystem": {"write": ["relative/dir"]}}`)
+	otherHome := writePolicy(t, `{"filesystem": {"write": ["~root/dir"]}}`)
 	misspelt := writePolicy(t, `{"filesystem": {"denny": ["/etc"]}}`)
 	for _, tc := range []struct {
 		name string
@@ -284,7 +284,7 @@ func TestParseRunRejects(t *testing.T) {
 		{"timeout without unit", []string{"--timeout", "5", "true"}, "--timeout 5: missing unit, e.g. 5s"},
 		{"unknown preset", []string{"--preset", "yolo", "true"}, `unknown preset "yolo"`},
 		{"empty path", []string{"--write", "", "true"}, "--write: empty path"},
-		{"relative path in policy file", []string{"--policy", relative, "true"}, "is not absolute"},
+		{"another user's home in policy file", []string{"--policy", otherHome, "true"}, "names another user's home"},
 		{"unknown field in policy file", []string{"--policy", misspelt, "true"}, "denny"},
 		{"missing policy file", []string{"--policy", "/nonexistent/policy.json", "true"}, "no such file"},
 		{"carve-out outside every writable root", []string{"--read-only", "/etc", "true"}, "filesystem.read_only[0]"},
@@ -328,7 +328,7 @@ func TestParseRunHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("err = %v, want flag.ErrHelp", err)
 	}
-	for _, want := range []string{"--write", "made\nabsolute", "--policy file must", "125", "--detach", "sandboxctl\nattach ID",
+	for _, want := range []string{"--write", "made\nabsolute", "in a --policy file", "125", "--detach", "sandboxctl\nattach ID",
 		"-allow-host PATTERN[:PORT]", "[::1]:443", "-memory SIZE", "1024-based", "-cpus N", "-pids N", "-output-limit SIZE", "none, host or allowlist"} {
 		if !strings.Contains(strings.ReplaceAll(out.String(), "\n", " "), strings.ReplaceAll(want, "\n", " ")) {
 			t.Errorf("help does not mention %q:\n%s", want, out.String())
