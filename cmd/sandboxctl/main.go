@@ -52,6 +52,7 @@ var verbs = map[string]verb{
 	"events":     {"follow session state changes and denials", eventsVerb},
 	"top":        {"ps, refreshed as sessions change", topVerb},
 	"export-oci": {"write the OCI runtime config that enforces a policy as sandboxd does", exportOCIVerb},
+	"import":     {"print the policy file that srt or Codex sandbox settings mean", importVerb},
 }
 
 func main() {
