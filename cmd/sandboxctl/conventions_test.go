@@ -24,11 +24,6 @@ func (d *fakeDaemon) Watch(_ *sandboxdv1.WatchRequest, s grpc.ServerStreamingSer
 	return nil
 }
 
-// ownFlagParsing are the verbs that parse their flags without
-// parseFlags, so only the exit code of their mistakes is theirs to keep:
-// export-oci's flags are its own file's.
-var ownFlagParsing = map[string]bool{"export-oci": true}
-
 func TestHelpGoesToStdoutAndExits0(t *testing.T) {
 	type helpCase struct {
 		args []string
@@ -40,9 +35,6 @@ func TestHelpGoesToStdoutAndExits0(t *testing.T) {
 		{[]string{"help"}, "usage: sandboxctl [--socket PATH] COMMAND"},
 	}
 	for _, name := range verbNames() {
-		if ownFlagParsing[name] {
-			continue
-		}
 		want := "usage: sandboxctl " + name
 		cases = append(cases, helpCase{[]string{name, "--help"}, want}, helpCase{[]string{name, "-h"}, want}, helpCase{[]string{"help", name}, want})
 	}
@@ -74,9 +66,6 @@ func TestUsageErrorsExit2(t *testing.T) {
 	var cases []usageCase
 	for _, name := range verbNames() {
 		want := "sandboxctl " + name + ": unknown flag --bogus\nRun 'sandboxctl " + name + " --help' for usage.\n"
-		if ownFlagParsing[name] {
-			want = ""
-		}
 		cases = append(cases, usageCase{[]string{name, "--bogus"}, want})
 	}
 	cases = append(cases, []usageCase{

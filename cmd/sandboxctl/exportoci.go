@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -47,14 +46,11 @@ func exportOCIVerb(_ context.Context, c *cli, args []string) int {
 	rootfs := fs.String("rootfs", "rootfs", "the config's root.path `DIR`, an empty directory (relative: to the bundle)")
 	uid := fs.Uint("sandbox-uid", 65533, "host `UID` the sandbox runs as, as sandboxd --sandbox-uid")
 	gid := fs.Uint("sandbox-gid", 65533, "host `GID` the sandbox runs as, as sandboxd --sandbox-gid")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, ok := c.parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(c.stderr, "sandboxctl export-oci: missing command")
+		c.usageError(fs.Name(), "missing command")
 		return exitUsage
 	}
 	if runtime.GOOS == "windows" {
