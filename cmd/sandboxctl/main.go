@@ -53,6 +53,7 @@ var verbs = map[string]verb{
 	"top":        {"ps, refreshed as sessions change", topVerb},
 	"export-oci": {"write the OCI runtime config that enforces a policy as sandboxd does", exportOCIVerb},
 	"import":     {"print the policy file that srt or Codex sandbox settings mean", importVerb},
+	"profiles":   {"list the agent profiles run --profile takes, and where each comes from", profilesVerb},
 }
 
 func main() {

@@ -33,7 +33,7 @@ session_id, state, exit_code, signal, reason, and error and refusal when it
 was refused.
 
 The policy is built in layers: --preset, then --policy FILE on top of it, then
-the flags (lists are appended, set values override). Without any, the sandbox
+--profile, then the other flags (lists are appended, set values override). Without any, the sandbox
 reads everything, writes nothing and has no network.
 
 Relative paths given to --write, --read-only, --deny and --cwd are made
@@ -98,6 +98,10 @@ type runFlags struct {
 	// what the other flags add.
 	ociFile string
 	base    *sandboxdv1.Policy
+	// profiles are run's --profile; profilePolicy is what they add,
+	// over base and under the other flags.
+	profiles      stringList
+	profilePolicy *sandboxdv1.Policy
 }
 
 // parseRun turns sandboxctl run's arguments into the session's Start
@@ -121,11 +125,15 @@ func parseRunJSON(args []string, wd string, out io.Writer) (_ *sandboxdv1.Start,
 	}
 	f.register(fs)
 	fs.StringVar(&f.ociFile, "oci", "", "run the OCI runtime config `FILE` (config.json): its process, and a policy from what sandboxd enforces of it; flags add to it")
+	fs.Var(&f.profiles, "profile", "add agent profile `NAME`: its home directories writable (made if missing), its API hosts as the allowlist, the environment it reads (repeatable; see sandboxctl profiles)")
 	fs.BoolVar(&asJSON, "json", false, "when the session ends (or is refused, or detached), print its status as one JSON object, the last line of stdout")
 	if err := parseQuietly(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.Usage()
 		}
+		return nil, false, err
+	}
+	if err := f.applyProfiles(); err != nil {
 		return nil, false, err
 	}
 	var start *sandboxdv1.Start
@@ -218,6 +226,7 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 	if f.base != nil {
 		pol = policy.Merge(pol, f.base)
 	}
+	pol = policy.Merge(pol, f.profilePolicy)
 
 	extra := &sandboxdv1.Policy{}
 	var err error
