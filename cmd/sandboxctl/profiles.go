@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 
@@ -101,8 +103,7 @@ func (f *runFlags) applyProfiles() error {
 			return policyError{fmt.Errorf("--profile: %w", err)}
 		}
 		for _, d := range a.MakeDirs {
-			// Private: agents keep credentials in these.
-			if err := os.MkdirAll(d, 0o700); err != nil {
+			if err := makeProfileDir(d); err != nil {
 				return policyError{fmt.Errorf("--profile %s: %w", name, err)}
 			}
 		}
@@ -112,5 +113,19 @@ func (f *runFlags) applyProfiles() error {
 		}
 	}
 	f.env = append(env, f.env...)
+	return nil
+}
+
+// makeProfileDir makes a profile's directory private, as agents keep
+// credentials in it, and missing parents (~/.cache, ~/.local/share)
+// searchable, as they are by convention: a root caller's sandbox runs as
+// another uid, which must get through them to the write root.
+func makeProfileDir(d string) error {
+	if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
 	return nil
 }
