@@ -33,8 +33,8 @@ session_id, state, exit_code, signal, reason, and error and refusal when it
 was refused.
 
 The policy is built in layers: --preset, then --policy FILE on top of it, then
---profile, then the other flags (lists are appended, set values override). Without any, the sandbox
-reads everything, writes nothing and has no network.
+--profile, then the other flags (lists are appended, set values override).
+Without any, the sandbox reads everything, writes nothing and has no network.
 
 Relative paths given to --write, --read-only, --deny and --cwd are made
 absolute against the current directory, and so are those in a --policy file,
