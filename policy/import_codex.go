@@ -105,7 +105,10 @@ func ImportCodex(data []byte, profile string, opts ImportOptions) (*sandboxdv1.P
 
 	if mode == "" {
 		if v, ok := doc["default_permissions"]; ok {
-			name, _ := v.(string)
+			name, ok := v.(string)
+			if !ok || name == "" {
+				return nil, nil, &KeyError{Key: "default_permissions", Msg: "want the name of a permission profile"}
+			}
 			m, builtin := codexBuiltins[name]
 			if !builtin {
 				return nil, nil, &KeyError{Key: "permissions." + name, Msg: "a custom permission profile; only the built-in ones (:read-only, :workspace, :danger-full-access) are imported"}

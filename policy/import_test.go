@@ -278,3 +278,23 @@ func decodeSRT(data []byte) (srtShape, bool) {
 	var s srtShape
 	return s, json.Unmarshal(data, &s) == nil
 }
+
+func TestImportCodexRejects(t *testing.T) {
+	for in, want := range map[string]string{
+		`default_permissions = 1`:       "default_permissions: want the name of a permission profile",
+		`default_permissions = ":yolo"`: `permissions.:yolo: a custom permission profile`,
+		`sandbox_mode = "yolo"`:         `sandbox_mode: "yolo": want read-only`,
+		`sandbox_mode = true`:           "sandbox_mode: want read-only",
+		`profile = 3`:                   "profile: want the name",
+		"sandbox_mode = \"workspace-write\"\nsandbox_workspace_write = 1":                              "sandbox_workspace_write: want a table",
+		"sandbox_mode = \"workspace-write\"\n[sandbox_workspace_write]\nwritable_roots = [1]":          "sandbox_workspace_write.writable_roots[0]: want a path",
+		"sandbox_mode = \"workspace-write\"\n[sandbox_workspace_write]\nnetwork_access = \"yes\"":      "sandbox_workspace_write.network_access: want true or false",
+		"sandbox_mode = \"workspace-write\"\n[sandbox_workspace_write]\nwritable_roots = [\"~bob/x\"]": `writable_roots[0]: "~bob/x" names another user's home`,
+		"sandbox_mode = [": "codex config",
+	} {
+		_, _, err := ImportCodex([]byte(in), "", importTestOptions(true))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ImportCodex(%q): %v, want an error containing %q", in, err, want)
+		}
+	}
+}
