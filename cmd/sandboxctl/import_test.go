@@ -81,3 +81,26 @@ func TestImportVerb(t *testing.T) {
 		})
 	}
 }
+
+func TestImportVerbStdin(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the settings name Unix paths")
+	}
+	in := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(in, []byte("sandbox_mode = \"danger-full-access\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var out, errOut bytes.Buffer
+	c := &cli{stdin: stdin, stdout: &out, stderr: &errOut}
+	if code := c.main(context.Background(), []string{"import", "codex", "-"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), `"mode": "HOST"`) {
+		t.Errorf("danger-full-access from stdin:\n%s", out.String())
+	}
+}
