@@ -26,7 +26,8 @@ import (
 // opts.Lossy it is a warning instead and the key is imported narrower:
 // globs in allowWrite and allowRead are dropped, globs in denyRead and
 // denyWrite widen to the literal directory above them, a write root inside
-// a denyRead path is dropped, a domain sandboxd cannot name is dropped, an
+// a denyRead path is dropped, a denyRead path inside a write root is denied
+// writing too, a domain sandboxd cannot name is dropped, an
 // allowed domain that a denied one cuts into is dropped, and settings that
 // only ever widen srt (allowUnixSockets, allowLocalBinding, ...) are
 // dropped. A key ImportSRT does not know is an error even with Lossy: it
@@ -132,6 +133,13 @@ func (im *importer) srtFilesystem(raw json.RawMessage, fs *sandboxdv1.Filesystem
 			continue
 		}
 		fs.Write = append(fs.Write, w)
+	}
+	for j, d := range deny {
+		if withinAny(d, fs.Write) >= 0 && withinAny(d, readOnly) < 0 {
+			if err := im.inexact(fmt.Sprintf("filesystem.denyRead[%d]", j), fmt.Sprintf("%q lies within a write root: srt lets it be written unread, sandboxd denies both", lists["denyRead"][j]), "denied both"); err != nil {
+				return err
+			}
+		}
 	}
 	// A denyWrite path outside every write root is not writable anyway.
 	fs.ReadOnly = slices.DeleteFunc(readOnly, func(r string) bool { return withinAny(r, fs.Write) < 0 })
