@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -63,13 +64,20 @@ type Found struct {
 }
 
 // Dirs are the directories user profiles are looked up in, before the
-// built-in ones: the user's own, then the system's.
+// built-in ones: the user's own, then the system's (on Windows, which has
+// no /etc, under %ProgramData%).
 func Dirs(home string) []string {
 	var dirs []string
 	if filepath.IsAbs(home) {
 		dirs = append(dirs, filepath.Join(home, ".config", "sandboxd", "profiles"))
 	}
-	return append(dirs, filepath.Join(string(filepath.Separator), "etc", "sandboxd", "profiles"))
+	if runtime.GOOS == "windows" {
+		if pd := os.Getenv("ProgramData"); filepath.IsAbs(pd) {
+			dirs = append(dirs, filepath.Join(pd, "sandboxd", "profiles"))
+		}
+		return dirs
+	}
+	return append(dirs, "/etc/sandboxd/profiles")
 }
 
 // validName reports whether name can be a profile's: it becomes a file

@@ -179,3 +179,15 @@ func TestParseRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestDirs(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the system directory is under %ProgramData% there")
+	}
+	if got, want := Dirs("/home/u"), []string{"/home/u/.config/sandboxd/profiles", "/etc/sandboxd/profiles"}; !slices.Equal(got, want) {
+		t.Errorf("Dirs = %q, want %q", got, want)
+	}
+	if got := Dirs(""); !slices.Equal(got, []string{"/etc/sandboxd/profiles"}) {
+		t.Errorf("Dirs without a home = %q", got)
+	}
+}
