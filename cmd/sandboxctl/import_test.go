@@ -16,8 +16,7 @@ func TestImportVerb(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the settings name Unix paths")
 	}
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
+	dir, home := t.TempDir(), t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("TMPDIR", "")
 	t.Chdir(dir)
