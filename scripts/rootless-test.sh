@@ -32,6 +32,9 @@ CGO_ENABLED=0 go build -o "$work/bin/sandboxctl" ./cmd/sandboxctl
 CGO_ENABLED=0 go build -o "$work/bin/probe" ./internal/conformance/probe
 CGO_ENABLED=0 go build -o "$work/bin/hostsim" ./internal/hostsim/cmd/hostsim
 go test -c -o "$work/conformance.test" ./internal/conformance
+# The quickstart test reads the README, which the test user may not reach
+# where the repository is.
+cp README.md "$work/README.md"
 install -d -m 0700 -o "$user" -g "$(id -gn "$user")" "$work/runtime" "$work/tmp"
 # A write root of the user's holding a root-owned file and a root-only
 # directory: the suite cannot make them without root, and the cases using
@@ -90,6 +93,7 @@ runuser -u "$user" -- env -i \
 	XDG_RUNTIME_DIR="$work/runtime" TMPDIR="$work/tmp" \
 	SANDBOXD_CONFORMANCE_BIN="$work/bin" \
 	SANDBOXD_CONFORMANCE_ROOT_OWNED_DIR="$work/root-owned" \
+	SANDBOXD_CONFORMANCE_README="$work/README.md" \
 	SANDBOXD_CONFORMANCE_MECHANISM="${SANDBOXD_CONFORMANCE_MECHANISM:-}" \
 	SANDBOXD_CONFORMANCE_WRAP="${SANDBOXD_CONFORMANCE_WRAP:-}" \
 	./conformance.test -test.v -test.count=1 -test.timeout=20m "$@"

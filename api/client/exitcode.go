@@ -16,7 +16,7 @@ const (
 )
 
 // ExitCode maps the outcome of Run or Attach to an exit code, the one
-// sandboxctl run exits with (README, "Exit codes of sandboxctl run"): the
+// sandboxctl run exits with (docs/sessions.md, "Exit codes of sandboxctl run"): the
 // command's own code; 125 for any error, refusal or lost connection; 126
 // or 127 when the command failed to start; 128+N when signal N killed it;
 // 0 when the client detached from a session that went on running, since
