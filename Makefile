@@ -26,7 +26,12 @@ TOOLS := $(GOBIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
 
 .PHONY: build run deps proto proto-check lint cross unit conformance-rootless conformance-mechanisms test bench
 
+# The first build fetches modules and compiles for a minute or two: say so,
+# rather than sit silent.
 build:
+	@echo "make: fetching Go modules from the module proxy (once)"
+	$(GO) mod download
+	@echo "make: building bin/sandboxd, bin/sandboxd-init and bin/sandboxctl"
 	$(GO) build -o bin/sandboxd ./cmd/sandboxd
 	CGO_ENABLED=0 $(GO) build -o bin/sandboxd-init ./cmd/sandboxd-init
 	# Static: a run pays for the dynamic loader on every launch.
@@ -34,6 +39,7 @@ build:
 
 # ARGS passes flags to the daemon, e.g. make run ARGS='--socket /tmp/s.sock'.
 run: build
+	@echo "make: starting bin/sandboxd $(ARGS); it logs its socket and its self-test"
 	exec ./bin/sandboxd $(ARGS)
 
 deps: system-packages $(TOOLS)
