@@ -38,12 +38,17 @@ func refused(t *testing.T, r cliResult, ran string, mention ...string) {
 }
 
 func TestSandboxctlBadInput(t *testing.T) {
-	t.Run("policy file with a relative path is refused", func(t *testing.T) {
+	t.Run("policy file's relative path is the caller's working directory's", func(t *testing.T) {
 		f := newFixture(t)
+		f.mkdir("relative/dir")
 		pol := f.file("policy.json", `{"filesystem":{"write":["relative/dir"]}}`)
-		ran := f.path("ran")
-		r := sandboxctl(t, f.dir, "run", "--policy", pol, "--write", f.dir, "--", suite.probe, "write", ran)
-		refused(t, r, ran, "relative/dir")
+		inside, outside := f.path("relative/dir/ran"), f.path("ran")
+		r := sandboxctl(t, f.dir, "run", "--policy", pol, "--", suite.probe, "write", inside, "write", outside)
+		if r.code != 0 || strings.Count(r.stdout, `"op":"write","ok":true`) != 1 {
+			t.Errorf("exit %d, stdout %q, stderr %q; want exit 0, the write inside relative/dir alone allowed", r.code, r.stdout, r.stderr)
+		}
+		unchanged(t, inside, payload)
+		absent(t, outside)
 	})
 	t.Run("policy file with an unknown field is refused", func(t *testing.T) {
 		f := newFixture(t)
