@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -37,7 +38,16 @@ func TestAgentProfiles(t *testing.T) {
 			prefix := f.path("npm")
 			// As a user installs it: claude-code's install script puts
 			// its native binary in place.
-			install := exec.Command(npm, "install", "--prefix", prefix, "--no-audit", "--no-fund", tc.pkg)
+			args := []string{"install", "--prefix", prefix, "--no-audit", "--no-fund", tc.pkg}
+			// --prefix moves npm's global config (PREFIX/etc/npmrc) too:
+			// the machine's own settings, a CA file among them, are
+			// passed on by hand.
+			if out, err := exec.Command(npm, "config", "get", "cafile").Output(); err == nil {
+				if ca := strings.TrimSpace(string(out)); ca != "" && ca != "null" && ca != "undefined" {
+					args = append(args, "--cafile", ca)
+				}
+			}
+			install := exec.Command(npm, args...)
 			if out, err := install.CombinedOutput(); err != nil {
 				t.Fatalf("npm install %s: %v\n%s", tc.pkg, err, out)
 			}
