@@ -54,6 +54,15 @@ func TestAgentProfiles(t *testing.T) {
 			home := f.mkdir("home")
 			t.Setenv("HOME", home)
 			r := sandboxctl(t, f.dir, "run", "--profile", tc.profile, "--", filepath.Join(prefix, "node_modules", ".bin", tc.bin), "--version")
+			if suite.mechanism == "landlock" || !linuxHost.namespaces {
+				// A profile's API hosts are a network allowlist, which
+				// the landlock set has no network namespace for.
+				if r.code != 125 || !strings.Contains(r.stderr, "cannot enforce network.mode") || !strings.Contains(r.stderr, "remedy:") {
+					t.Fatalf("--profile %s without namespaces: exit %d, stderr %q; want the allowlist refused with a remedy", tc.profile, r.code, r.stderr)
+				}
+				t.Logf("refused, as the landlock set must: %s", r.stderr)
+				return
+			}
 			if r.code != 0 || !tc.version.MatchString(r.stdout) {
 				t.Fatalf("%s --version under --profile %s: exit %d, stdout %q, stderr %q; want %q", tc.bin, tc.profile, r.code, r.stdout, r.stderr, tc.version)
 			}
