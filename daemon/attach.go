@@ -19,7 +19,7 @@ func (s *Service) attach(caller Caller, stream SessionStream, att *sandboxdv1.At
 	if err := checkWindow(att.GetWindow()); err != nil {
 		return err
 	}
-	interactive := !att.GetReadOnly()
+	interactive := !att.GetReadOnly() && !att.GetReplayOnly()
 	if interactive {
 		if err := sess.claimInput(); err != nil {
 			return err
@@ -61,6 +61,11 @@ func (s *Service) attach(caller Caller, stream SessionStream, att *sandboxdv1.At
 			sess.releaseInput()
 		}
 		return stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: exit}})
+	}
+	if att.GetReplayOnly() {
+		// The session runs on; the stream ends with what was kept.
+		sess.out.leave(v)
+		return nil
 	}
 	return s.relay(stream, sess, v, interactive, false)
 }

@@ -63,6 +63,10 @@ type AttachOptions struct {
 	// session's one interactive client, and the daemon refuses it
 	// (FailedPrecondition) while another one is.
 	ReadOnly bool
+	// ReplayOnly, read-only too, writes only the output the daemon kept:
+	// Attach returns after it, with the Exit of a session that has ended
+	// and Detached set for one still running.
+	ReplayOnly bool
 	// Stdin is forwarded to the process as in RunOptions, except that a
 	// nil Stdin sends nothing and leaves the process's stdin open.
 	Stdin io.Reader
@@ -133,15 +137,17 @@ func (c *Client) Attach(ctx context.Context, opts AttachOptions) (*Result, error
 	if opts.ID == "" {
 		return nil, errors.New("attach: AttachOptions.ID is empty")
 	}
-	att := &sandboxdv1.Attach{Id: opts.ID, ReadOnly: opts.ReadOnly}
+	att := &sandboxdv1.Attach{Id: opts.ID, ReadOnly: opts.ReadOnly || opts.ReplayOnly, ReplayOnly: opts.ReplayOnly}
 	sc := sessionCall{
+		// The daemon ends a replay's stream after the scrollback.
+		detach: opts.ReplayOnly,
 		first:  &sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Attach{Attach: att}},
 		op:     "attach " + opts.ID,
 		before: "before attaching to session " + opts.ID,
 		stdout: opts.Stdout,
 		stderr: opts.Stderr,
 	}
-	if !opts.ReadOnly {
+	if !att.ReadOnly {
 		if w := opts.Window; w != nil {
 			att.Window = &sandboxdv1.WindowSize{Rows: w.Rows, Cols: w.Cols}
 		}

@@ -19,10 +19,9 @@ const logsUsage = `usage: sandboxctl logs ID
 Prints the output the daemon kept of session ID (its last 64 KiB by
 default, sandboxd --scrollback), stdout to stdout and stderr to stderr; a
 PTY session's is all on stdout. Ended sessions keep theirs while they are
-listed by ps -a. For a session still running, logs goes on printing its
-output as it comes until the session ends; interrupt to stop, and the
-session runs on. Exits 0, whatever the session's own exit code (see
-inspect), and 1 when there is no session ID or the daemon failed.
+listed by ps -a; a session still running runs on (attach --read-only
+follows its live output). Exits 0, whatever the session's own exit code
+(see inspect), and 1 when there is no session ID or the daemon failed.
 `
 
 func logsVerb(ctx context.Context, c *cli, args []string) int {
@@ -39,7 +38,7 @@ func logsVerb(ctx context.Context, c *cli, args []string) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	return c.withClient(ctx, func(cl *client.Client) error {
-		_, err := cl.Attach(ctx, client.AttachOptions{ID: id, ReadOnly: true, Stdout: c.stdout, Stderr: c.stderr})
+		_, err := cl.Attach(ctx, client.AttachOptions{ID: id, ReplayOnly: true, Stdout: c.stdout, Stderr: c.stderr})
 		switch {
 		case err == nil, ctx.Err() != nil:
 			return nil

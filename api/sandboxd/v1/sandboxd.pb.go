@@ -342,7 +342,11 @@ type Attach struct {
 	// attached without read_only.
 	ReadOnly bool `protobuf:"varint,2,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
 	// The terminal size of an interactive client of a PTY session.
-	Window        *WindowSize `protobuf:"bytes,3,opt,name=window,proto3" json:"window,omitempty"`
+	Window *WindowSize `protobuf:"bytes,3,opt,name=window,proto3" json:"window,omitempty"`
+	// Only the kept output: the daemon ends the stream after the scrollback
+	// (with the Exit of a session that has ended), never sending live
+	// output. Implies read_only.
+	ReplayOnly    bool `protobuf:"varint,4,opt,name=replay_only,json=replayOnly,proto3" json:"replay_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -396,6 +400,13 @@ func (x *Attach) GetWindow() *WindowSize {
 		return x.Window
 	}
 	return nil
+}
+
+func (x *Attach) GetReplayOnly() bool {
+	if x != nil {
+		return x.ReplayOnly
+	}
+	return false
 }
 
 type Stdin struct {
@@ -2613,11 +2624,13 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\acommand\x18\x02 \x01(\v2\x14.sandboxd.v1.CommandR\acommand\x12\x10\n" +
 	"\x03tty\x18\x03 \x01(\bR\x03tty\x12/\n" +
 	"\x06window\x18\x04 \x01(\v2\x17.sandboxd.v1.WindowSizeR\x06window\x12\x16\n" +
-	"\x06detach\x18\x05 \x01(\bR\x06detach\"f\n" +
+	"\x06detach\x18\x05 \x01(\bR\x06detach\"\x87\x01\n" +
 	"\x06Attach\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12/\n" +
-	"\x06window\x18\x03 \x01(\v2\x17.sandboxd.v1.WindowSizeR\x06window\"-\n" +
+	"\x06window\x18\x03 \x01(\v2\x17.sandboxd.v1.WindowSizeR\x06window\x12\x1f\n" +
+	"\vreplay_only\x18\x04 \x01(\bR\n" +
+	"replayOnly\"-\n" +
 	"\x05Stdin\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x10\n" +
 	"\x03eof\x18\x02 \x01(\bR\x03eof\" \n" +
