@@ -60,6 +60,9 @@
 //	  getxattr, listxattr and their l and        shows the empty mask's metadata,        and answers EACCES at a deny
 //	  *at forms, statfs, chdir,                  never its own                           path; without deny paths there
 //	  inotify_add_watch, O_PATH opens                                                    is nothing to hide
+//	openat2 (flags in memory)                  as open and openat above                with deny paths: ENOSYS from the
+//	                                                                                     filter (programs fall back to
+//	                                                                                     openat); else as openat
 //	fstat, fstatfs, fgetxattr, flistxattr,     no fd of a deny path exists: the        the same: every open of a deny
 //	  fchdir on an fd                            masks hide it from every open           path is refused or judged
 //	name_to_handle_at, open_by_handle_at,      seccomp filter (EPERM)                  seccomp filter (EPERM)

@@ -77,26 +77,17 @@ const (
 )
 
 // isOPathOpen says whether n is an open that only looks its name up: the
-// kernel ignores every other flag of open and openat beside O_PATH.
-func isOPathOpen(n *seccompNotif, v *sandboxView) (uint64, bool) {
+// kernel ignores every other flag of open and openat beside O_PATH. Both
+// take their flags in a register, which the sandbox cannot change once the
+// call is made; openat2, whose flags are in memory, never reaches the
+// daemon where lookups are its (SeccompOptions.NotifyLookups).
+func isOPathOpen(n *seccompNotif) (uint64, bool) {
 	a := n.Data.Args
 	switch n.Data.Nr {
 	case nrOpen:
 		return a[1], a[1]&oPath != 0
 	case nrOpenat:
 		return a[2], a[2]&oPath != 0
-	case nrOpenat2:
-		if a[3] < openHowSize {
-			return 0, false
-		}
-		how := make([]byte, openHowSize)
-		if v.readMemory(a[2], how) != nil {
-			return 0, false
-		}
-		flags := binary.NativeEndian.Uint64(how)
-		// openat2 refuses other flags beside O_PATH itself (EINVAL):
-		// the kernel answers that, without a lookup.
-		return flags, flags&oPath != 0 && flags&^uint64(oPathFlags) == 0
 	}
 	return 0, false
 }
@@ -164,7 +155,7 @@ func decodeFsCall(n *seccompNotif) (c fsCall, ok bool) {
 		path(0)
 		c.flags = a[1]
 		c.follow = a[1]&unix.O_NOFOLLOW == 0
-	case nrOpenat, nrOpenat2:
+	case nrOpenat:
 		at(0)
 		c.flags = a[2]
 		c.follow = a[2]&unix.O_NOFOLLOW == 0
@@ -385,13 +376,6 @@ func (s *supervisor) emulateFs(n *seccompNotif, c fsCall) fsAnswer {
 		var err error
 		var np namedPath
 		o := lookupOpts{top: "/", follow: c.follow, deny: deny}
-		if c.nr == nrOpenat2 {
-			how := make([]byte, openHowSize)
-			if err := v.readMemory(n.Data.Args[2], how); err != nil {
-				return fsAnswer{errno: unix.EFAULT}
-			}
-			o.resolve = binary.NativeEndian.Uint64(how[16:])
-		}
 		if c.name.addr == 0 {
 			fd, np, err = v.pinnedName(atFdcwd, ".", o)
 		} else {

@@ -594,11 +594,11 @@ func sendAddfd(listener uintptr, id uint64, src int, flags uint32) error {
 // an inode ioctl, or an O_PATH open the daemon performs.
 func (s *supervisor) fsCall(n *seccompNotif) (fsCall, bool) {
 	switch n.Data.Nr {
-	case nrOpen, nrOpenat, nrOpenat2:
+	case nrOpen, nrOpenat:
 		if !s.lookups {
 			return fsCall{}, false
 		}
-		flags, ok := isOPathOpen(n, &sandboxView{root: s.root, tid: int(n.Pid)})
+		flags, ok := isOPathOpen(n)
 		if !ok {
 			return fsCall{}, false
 		}

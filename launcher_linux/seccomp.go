@@ -42,7 +42,10 @@ type SeccompOptions struct {
 	// a name up to read what it names (stat, access, readlink, xattrs,
 	// statfs, chdir, inotify watches, O_PATH opens): without a mount
 	// namespace to mask the deny paths, the daemon performs them so that
-	// a deny path's metadata never reaches the sandbox.
+	// a deny path's metadata never reaches the sandbox. openat2 is
+	// refused whole (ENOSYS, as before Linux 5.6; programs fall back to
+	// openat): its flags are in memory, so one the daemon let through
+	// could turn into an O_PATH open of a deny path after it looked.
 	NotifyLookups bool
 	// NotifyConnect, with Notify, hands every connect() to the daemon,
 	// which performs it: a filter cannot read the address a unix socket is
@@ -360,6 +363,10 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		}
 		jeq(nrOpenat2, 0, 1)
 		ret(refuseOpenat2)
+	}
+	if o.NotifyLookups && !o.NoSetID {
+		jeq(nrOpenat2, 0, 1)
+		ret(retErrno | errENOSYS)
 	}
 	if o.NoSysVIPC {
 		for _, s := range amd64SysVIPC {

@@ -140,6 +140,7 @@ func TestSeccompProgramNotifies(t *testing.T) {
 				{"chdir", nrChdir, nil}, {"inotify_add_watch", nrInotifyAddWatch, nil}, {"statfs", nrStatfs, nil},
 				{"open O_PATH", nrOpen, []uint64{0, oPath}}, {"openat O_PATH", openat, []uint64{0, 0, oPath | oRdonly}},
 			},
+			retErrno | errENOSYS: {{"openat2", nrOpenat2, nil}},
 		}},
 	}
 	for _, c := range cases {

@@ -102,6 +102,7 @@ func linuxMetadataCases() []conformanceCase {
 					deny("listxattr", key),
 					deny("statx", key),
 					deny("opath-stat", key),
+					deny("openat2-opath", key),
 					deny("setxattr", key),
 					deny("chattr", key),
 					allow("statx", w),

@@ -34,6 +34,8 @@ func linuxMetaOps() map[string]op {
 		"opath-stat":  {1, opathStat},
 		// Set file capabilities (cap_setuid+ep, version 2).
 		"setcap": {1, setcap},
+		// openat2 opening a name O_PATH, then asking the fd.
+		"openat2-opath": {1, openat2OPath},
 		// openat2 creating a plain 0644 file.
 		"openat2-create": {1, openat2Create},
 	}
@@ -164,4 +166,17 @@ func setcap(args []string) Result {
 	// permitted.
 	capData := []byte{0x01, 0x00, 0x00, 0x02, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	return outcome(unix.Setxattr(args[0], "security.capability", capData, 0), nil)
+}
+
+func openat2OPath(args []string) Result {
+	fd, err := unix.Openat2(unix.AT_FDCWD, args[0], &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC})
+	if err != nil {
+		return outcome(err, "openat2")
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return outcome(err, "fstat")
+	}
+	return outcome(nil, statDetail(uint32(st.Mode), st.Size, st.Mtim.Sec))
 }
