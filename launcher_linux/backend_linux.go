@@ -742,14 +742,22 @@ func (p *process) receivePassed(sock *os.File, plan *Plan, spec launcher.Spec) e
 			return fmt.Errorf("sandbox root: %w", err)
 		}
 		diag := -1
-		if plan.NetNS {
+		switch {
+		case plan.NetNS:
 			if diag, err = receiveFd(sock, sandboxinit.PassDiag); err != nil {
 				unix.Close(fd)
 				unix.Close(root)
 				return fmt.Errorf("sock_diag socket: %w", err)
 			}
+		case plan.Supervise.SharedNetNS:
+			// The sandbox's network namespace is the daemon's own.
+			if diag, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG); err != nil {
+				unix.Close(fd)
+				unix.Close(root)
+				return fmt.Errorf("sock_diag socket: %w", err)
+			}
 		}
-		if p.supervisor, err = supervise(fd, root, diag, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
+		if p.supervisor, err = supervise(fd, root, diag, p.cmd.Process.Pid, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
 			return err
 		}
 	}

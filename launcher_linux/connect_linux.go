@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"os"
+	"path"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -93,8 +96,13 @@ func (s *supervisor) emulateConnect(n seccompNotif) (syscall.Errno, *sandboxdv1.
 		return errno, nil
 	case unix.AF_INET, unix.AF_INET6:
 		// They live in the sandbox's network namespace, and connect()
-		// acts there whoever calls it.
+		// acts there whoever calls it. Sharing the host's, the sandbox
+		// has network host (under none it can make no inet socket), and
+		// nothing it reaches is a refusal of the policy.
 		errno := rawConnect(sock, addr)
+		if s.sharedNetNS {
+			return errno, nil
+		}
 		return errno, inetDenial(sock, addr, errno)
 	case unix.AF_NETLINK:
 		return connectNetlink(sock, addr), nil
@@ -123,9 +131,17 @@ func (s *supervisor) connectUnix(sock int, addr []byte, tid int) (errno syscall.
 	switch {
 	case s.hostSocket != "" && p == SessionSocketPath:
 		return errnoOrEPERM(unix.Connect(sock, &unix.SockaddrUnix{Name: s.hostSocket})), false
-	case addr[2] == 0:
+	case addr[2] == 0 && !s.sharedNetNS:
 		// An abstract name is looked up in the socket's network
 		// namespace, the sandbox's own: its listener is the sandbox's.
+		return rawConnect(sock, addr), false
+	case addr[2] == 0:
+		switch s.abstractListener(addr[2:]) {
+		case listenerNone:
+			return unix.ECONNREFUSED, false
+		case listenerOthers:
+			return errUnixRefused, true
+		}
 		return rawConnect(sock, addr), false
 	case p == "":
 		return errUnixRefused, true
@@ -155,7 +171,9 @@ func (s *supervisor) connectUnix(sock int, addr []byte, tid int) (errno syscall.
 
 // Netlink sock_diag for unix sockets (linux/unix_diag.h).
 const (
+	udiagShowName = 0x1
 	udiagShowVFS  = 0x2
+	unixDiagName  = 0
 	unixDiagVFS   = 1
 	tcpListen     = 10
 	nlmsgHdrSize  = 16
@@ -167,10 +185,40 @@ const (
 // namespace is bound to the inode dev, ino: a unix socket belongs to the
 // namespace of the process that made it, so such a listener is the
 // sandbox's own, and a host daemon's socket, wherever its file lies, is
-// not.
+// not. In the host's namespace (sharedNetNS) the listener must also be
+// held by a process of the session.
 func (s *supervisor) ownListener(dev, ino uint64) bool {
+	return s.whoseListener(udiagShowVFS, func(msg []byte) bool {
+		// The kernel's own dev_t (major<<20 | minor), not stat's
+		// encoding; the inode number cut to 32 bits.
+		vfs := diagAttr(msg, unixDiagVFS)
+		return len(vfs) >= 8 && binary.NativeEndian.Uint32(vfs[4:]) == unix.Major(dev)<<20|unix.Minor(dev) &&
+			binary.NativeEndian.Uint32(vfs) == uint32(ino)
+	}) == listenerOwn
+}
+
+// abstractListener says whose the listener bound to the abstract name is
+// (name with its leading NUL, as the address has it).
+func (s *supervisor) abstractListener(name []byte) listenerOwner {
+	return s.whoseListener(udiagShowName, func(msg []byte) bool {
+		return bytes.Equal(diagAttr(msg, unixDiagName), name)
+	})
+}
+
+type listenerOwner int
+
+const (
+	listenerNone listenerOwner = iota
+	listenerOthers
+	listenerOwn
+)
+
+// listener finds, through sock_diag, the unix socket listening in diag's
+// namespace that match accepts (show says which attributes it reads), and
+// says whose it is.
+func (s *supervisor) whoseListener(show uint32, match func(msg []byte) bool) listenerOwner {
 	if s.diag < 0 {
-		return false
+		return listenerNone
 	}
 	s.diagMu.Lock()
 	defer s.diagMu.Unlock()
@@ -180,53 +228,180 @@ func (s *supervisor) ownListener(dev, ino uint64) bool {
 	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
 	req[nlmsgHdrSize] = unix.AF_UNIX
 	binary.NativeEndian.PutUint32(req[nlmsgHdrSize+4:], 1<<tcpListen)
-	binary.NativeEndian.PutUint32(req[nlmsgHdrSize+12:], udiagShowVFS)
+	binary.NativeEndian.PutUint32(req[nlmsgHdrSize+12:], show)
 	if _, err := unix.Write(s.diag, req); err != nil {
-		return false
+		return listenerNone
 	}
-	found := false
+	var found []uint32
 	buf := make([]byte, 32<<10)
-	for {
+	for done := false; !done; {
 		n, _, err := unix.Recvfrom(s.diag, buf, 0)
 		if err != nil {
-			return false
+			return listenerNone
 		}
 		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
 		if err != nil {
-			return false
+			return listenerNone
 		}
 		for _, m := range msgs {
 			switch m.Header.Type {
 			case unix.NLMSG_DONE, unix.NLMSG_ERROR:
-				return found
+				done = true
 			case unix.SOCK_DIAG_BY_FAMILY:
-				// The kernel's own dev_t (major<<20 | minor), not stat's
-				// encoding; the inode number cut to 32 bits.
-				if vfs, ok := diagVFS(m.Data); ok && vfs[1] == unix.Major(dev)<<20|unix.Minor(dev) && vfs[0] == uint32(ino) {
-					found = true
+				if len(m.Data) >= unixDiagMsgSz && match(m.Data) {
+					found = append(found, binary.NativeEndian.Uint32(m.Data[4:]))
 				}
 			}
 		}
 	}
+	switch {
+	case len(found) == 0:
+		return listenerNone
+	case !s.sharedNetNS:
+		return listenerOwn
+	}
+	for _, ino := range found {
+		if s.sessionHolds(ino) {
+			return listenerOwn
+		}
+	}
+	return listenerOthers
 }
 
-// diagVFS is the inode and device of a unix_diag_msg's UNIX_DIAG_VFS
-// attribute.
-func diagVFS(msg []byte) ([2]uint32, bool) {
+// diagAttr is the payload of a unix_diag_msg's attribute typ, nil when
+// it has none.
+func diagAttr(msg []byte, typ uint16) []byte {
 	if len(msg) < unixDiagMsgSz {
-		return [2]uint32{}, false
+		return nil
 	}
 	for a := msg[unixDiagMsgSz:]; len(a) >= 4; {
-		l, typ := int(binary.NativeEndian.Uint16(a)), binary.NativeEndian.Uint16(a[2:])
+		l, t := int(binary.NativeEndian.Uint16(a)), binary.NativeEndian.Uint16(a[2:])
 		if l < 4 || l > len(a) {
-			return [2]uint32{}, false
+			return nil
 		}
-		if typ == unixDiagVFS && l >= 12 {
-			return [2]uint32{binary.NativeEndian.Uint32(a[4:]), binary.NativeEndian.Uint32(a[8:])}, true
+		if t == typ {
+			return a[4:l]
 		}
 		a = a[min((l+3)&^3, len(a)):]
 	}
-	return [2]uint32{}, false
+	return nil
+}
+
+// sessionHolds says whether the sandbox's init or a descendant of it
+// holds an fd of the socket whose inode is ino. The init is a child
+// subreaper, so every process of the session stays below it. A socket
+// reaches a process only by being made there, inherited or passed over
+// another unix socket, all of which the session's own connects confine
+// to the session.
+func (s *supervisor) sessionHolds(ino uint32) bool {
+	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
+	for _, pid := range descendants(s.init) {
+		dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink(dir + fd.Name()); err == nil && l == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// descendants is pid and every process below it, read from each task's
+// children list.
+func descendants(pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		p := strconv.Itoa(out[i])
+		tasks, err := os.ReadDir("/proc/" + p + "/task")
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile("/proc/" + p + "/task/" + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// emulateBind answers a bind() of a sandbox in the host's network
+// namespace under network none: an abstract name would be the host's, and
+// is refused; a path is bound by the daemon, on the thread with the
+// sandbox's file credentials, in the directory it resolved and judged, as
+// Landlock would judge a socket made there; every other bind is the
+// kernel's (cont). Performed rather than continued, since the sandbox
+// could change the address in its memory once judged.
+func (s *supervisor) emulateBind(n seccompNotif) (errno syscall.Errno, cont bool, d *sandboxdv1.Denial) {
+	targetFd := int(int32(n.Data.Args[0]))
+	addrLen := int(int32(n.Data.Args[2]))
+	if addrLen <= 2 || addrLen > sockaddrStorageSize {
+		// A bare family autobinds a name the kernel picks; the length is
+		// in a register, so the kernel checks what was judged.
+		return 0, true, nil
+	}
+	v := &sandboxView{root: s.root, tid: int(n.Pid), deny: s.writes.Deny}
+	addr := make([]byte, addrLen)
+	readErr := v.readMemory(n.Data.Args[1], addr)
+	sock, err := s.targetFd(&n, targetFd)
+	if !notificationValid(s.rc, n.ID) {
+		closeIfOpen(sock)
+		return unix.ESRCH, false, nil
+	}
+	switch {
+	case err != nil:
+		return errnoOrEPERM(err), false, nil
+	case readErr != nil:
+		unix.Close(sock)
+		return errnoOrEPERM(readErr), false, nil
+	}
+	defer unix.Close(sock)
+	if family, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil || family != unix.AF_UNIX {
+		// Network none leaves no other family but netlink, whose
+		// address means the same whatever the sandbox does to it.
+		return 0, true, nil
+	}
+	if binary.NativeEndian.Uint16(addr) != unix.AF_UNIX || addrLen > unix.SizeofSockaddrUnix {
+		return unix.EINVAL, false, nil
+	}
+	if addr[2] == 0 {
+		return unix.EPERM, false, &sandboxdv1.Denial{Field: "network.mode", Operation: "bind", Target: unixTarget(addr), Errno: "EPERM"}
+	}
+	p := unixPath(addr)
+	base := path.Base(p)
+	switch {
+	case strings.HasSuffix(p, "/"):
+		return unix.ENOENT, false, nil
+	case base == "." || base == "..":
+		return unix.EEXIST, false, nil
+	}
+	dirfd, dir, err := v.pinnedName(atFdcwd, path.Dir(p), lookupOpts{top: "/", follow: true, deny: v.deny})
+	var dp *deniedPath
+	switch {
+	case errors.As(err, &dp):
+		return unix.EACCES, false, &sandboxdv1.Denial{Field: "filesystem.deny", Operation: "bind", Target: dp.path, Errno: "EACCES"}
+	case err != nil:
+		return errnoOrEPERM(err), false, nil
+	}
+	defer unix.Close(dirfd)
+	if r := s.writes.create(path.Join(dir.Path, base), modeSock); r != nil {
+		errno := unix.EROFS
+		if r.Errno == "EACCES" {
+			errno = unix.EACCES
+		}
+		return errno, false, &sandboxdv1.Denial{Field: r.Field, Operation: "bind", Target: r.Path, Errno: r.Errno}
+	}
+	return errnoOrEPERM(unix.Bind(sock, &unix.SockaddrUnix{Name: "/proc/self/fd/" + strconv.Itoa(dirfd) + "/" + base})), false, nil
 }
 
 // unixPath is the path of a unix address, up to its first NUL; an

@@ -11,11 +11,11 @@
 // Where the host has seccomp user notification, the init hands the
 // listener of the command's filter to the daemon (notify_linux.go), which
 // answers three kinds of call: what the policy refuses (always EPERM,
-// recorded as a denial), connect() in a private network namespace (the
-// daemon performs it on a duplicate of the command's socket,
-// connect_linux.go: a unix socket reaches the session socket, bound at
-// SessionSocketPath for a session that may have children, and nothing else
-// of the host's), and calls that may write a name, which the daemon judges
+// recorded as a denial), connect() (the daemon performs it on a duplicate
+// of the command's socket, connect_linux.go: a unix socket reaches the
+// session socket, bound at SessionSocketPath for a session that may have
+// children, and the session's own listeners, nothing else of the host's;
+// without a network namespace, bind() under network none too), and calls that may write a name, which the daemon judges
 // against the plan's model of the filesystem (writemodel.go,
 // fswrite_linux.go) to record a refusal before it lets the kernel carry
 // them out.
@@ -42,7 +42,9 @@
 //	                                             record                                  path the daemon answers EACCES
 //	mkdir, mknod, symlink, link, unlink,       read-only mounts; Landlock MAKE_*,      Landlock MAKE_*, REMOVE_*, REFER;
 //	  rmdir, rename and their *at forms          REMOVE_*, REFER; notified to record     notified; deny paths: EACCES
-//	  (bind of a unix socket: MAKE_SOCK)                                                 (socket(AF_UNIX) is refused)
+//	  (bind of a unix socket: MAKE_SOCK)                                                 (bind under network none: notified,
+//	                                                                                     the daemon binds inside the write
+//	                                                                                     roots, refuses abstract names)
 //	chmod, fchmod, fchmodat, fchmodat2;        read-only mounts (EROFS, the fd's       notified: the daemon performs the
 //	  chown, fchown, lchown, fchownat;           mount for the f-forms); notified to     call itself on the inode it
 //	  utime, utimes, futimesat, utimensat;       record                                  resolved with the sandbox's ids,

@@ -89,6 +89,12 @@ type supervisor struct {
 	// requests and answers from interleaving.
 	diag   int
 	diagMu sync.Mutex
+	// sharedNetNS: diag is of the host's network namespace, which the
+	// sandbox shares, so a listener is the sandbox's own only when a
+	// descendant of init, the sandbox's init, holds it
+	// (Supervision.SharedNetNS).
+	sharedNetNS bool
+	init        int
 	// onDenial records a refusal; nil when nobody asked.
 	onDenial func(*sandboxdv1.Denial)
 
@@ -104,7 +110,7 @@ type supervisor struct {
 // supervise takes over listener, the seccomp listener the init sent for
 // a sandbox planned with sv, and root, an fd of the sandbox's root
 // directory, and answers the listener's notifications until stop.
-func supervise(listener, root, diag int, sv *Supervision, writes *WriteModel, hostSocket string, onDenial func(*sandboxdv1.Denial)) (*supervisor, error) {
+func supervise(listener, root, diag, init int, sv *Supervision, writes *WriteModel, hostSocket string, onDenial func(*sandboxdv1.Denial)) (*supervisor, error) {
 	// Non-blocking so that the runtime's poller waits for notifications and
 	// closing the file ends the wait; the ioctls ignore the flag.
 	if err := unix.SetNonblock(listener, true); err != nil {
@@ -120,6 +126,8 @@ func supervise(listener, root, diag int, sv *Supervision, writes *WriteModel, ho
 		writes:       writes,
 		root:         root,
 		diag:         diag,
+		sharedNetNS:  sv.SharedNetNS,
+		init:         init,
 		onDenial:     onDenial,
 		emulate:      sv.Emulate != nil,
 		lookups:      sv.Emulate != nil && sv.Emulate.Lookups,
@@ -306,6 +314,15 @@ func (s *supervisor) answer(n seccompNotif, at time.Time) {
 		var errno syscall.Errno
 		errno, d = s.emulateConnect(n)
 		resp.Error = -int32(errno)
+	case n.Data.Nr == nrBind && s.sharedNetNS:
+		var errno syscall.Errno
+		var cont bool
+		errno, cont, d = s.emulateBind(n)
+		if cont {
+			resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		} else {
+			resp.Error = -int32(errno)
+		}
 	case s.noSetID && setIDCall(n.Data) != "":
 		var errno syscall.Errno
 		errno, d = s.refuseSetID(&n)

@@ -35,6 +35,11 @@ type Supervision struct {
 	// Connect: the sandbox has a private network namespace, and the
 	// daemon performs each of its connect() calls.
 	Connect bool `json:"connect,omitempty"`
+	// SharedNetNS: the sandbox is in the host's network namespace, where
+	// a unix listener's namespace says nothing about whose it is; the
+	// daemon lets a connect reach only a listener a process of the session
+	// holds, and performs the binds the filter notifies.
+	SharedNetNS bool `json:"shared_netns,omitempty"`
 	// Writes judges the write-intent calls the filter notifies.
 	Writes *WriteModel `json:"writes"`
 	// NoSetID: the filter notifies modes with set-ID bits, and openat2,

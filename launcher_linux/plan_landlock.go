@@ -43,7 +43,13 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 	}
 	none := p.GetNetwork().GetMode() != sandboxdv1.Network_HOST
 	lookups := len(fs.GetDeny()) > 0
-	prog, err := SeccompProgram(SeccompOptions{NoSockets: none, NoUnixSockets: !none, NoSysVIPC: true, Notify: true, NotifyLookups: lookups})
+	// Unix stream sockets are allowed under every mode: their connects
+	// reach only listeners the session holds. Under network none a bind
+	// is the daemon's to perform, as an abstract name would be the host's.
+	prog, err := SeccompProgram(SeccompOptions{
+		NoSockets: none, NoUnixSockets: !none, UnixStream: true, NotifyConnect: true, NotifyBind: none,
+		NoSysVIPC: true, Notify: true, NotifyLookups: lookups,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +66,7 @@ func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
 	}
 	// No mounts of its own: Landlock decides writes, the daemon the rest.
 	plan.Supervise = &Supervision{
+		Connect: true, SharedNetNS: true,
 		Writes:  buildWriteModel(nil, ll, fs.GetReadOnly(), fs.GetDeny()),
 		Emulate: &Emulation{UID: in.UID, GID: in.GID, Lookups: lookups},
 	}
@@ -95,6 +102,10 @@ func planLandlockOnly(abi int, writes, deny []string) LandlockPlan {
 	}
 }
 
+// ownSockets says how the landlock set tells the session's unix sockets
+// from the host's, having no network or mount namespace to hide these.
+const ownSockets = "connect: seccomp user notification, the daemon connects a unix socket only to a listener a process of the session holds"
+
 func reportLandlock(p *sandboxdv1.Policy, plan *Plan) []*sandboxdv1.FieldEnforcement {
 	ll := fmt.Sprintf("landlock abi %d", plan.Exec.Landlock.ABI)
 	f := func(field, mech string) *sandboxdv1.FieldEnforcement {
@@ -118,9 +129,10 @@ func reportLandlock(p *sandboxdv1.Policy, plan *Plan) []*sandboxdv1.FieldEnforce
 		out = append(out, f("filesystem.deny", "none requested"))
 	}
 	if p.GetNetwork().GetMode() != sandboxdv1.Network_HOST {
-		out = append(out, f("network.mode", "seccomp: socket() fails for every family, no loopback either; socketpair allowed"))
+		out = append(out, f("network.mode", "seccomp: socket() fails for every family but unix stream sockets, no loopback either; socketpair allowed; "+ownSockets+
+			"; bind: seccomp user notification, the daemon binds paths inside the write roots and refuses abstract names, which would be the host's"))
 	} else {
-		out = append(out, f("network.mode", "host network; seccomp refuses unix sockets, since no mount namespace hides the daemon's and other host sockets"))
+		out = append(out, f("network.mode", "host network; seccomp refuses unix sockets but stream ones; "+ownSockets))
 	}
 	out = append(out, f("process", fmt.Sprintf("no namespaces; host uid %d, not root; no_new_privs, no capabilities, setsid; %s scopes signals and abstract unix sockets and confines ptrace; seccomp deny-list with SysV IPC; the init is a child subreaper that kills every descendant", plan.Exec.UID, ll)))
 	if p.GetLimits().GetTimeout() != nil {

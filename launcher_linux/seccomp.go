@@ -51,12 +51,17 @@ type SeccompOptions struct {
 	// which performs it: a filter cannot read the address a unix socket is
 	// connected to, nor learn what an inet connect got.
 	NotifyConnect bool
-	// UnixStream, with RestrictSocketFamilies and NotifyConnect, also lets
-	// socket() make unix stream sockets, whose connects reach the session
-	// socket, if any, and nothing else. socket() still refuses the other unix
-	// types: a datagram socket reaches any path through sendto(), with no
+	// UnixStream, with NotifyConnect and one of RestrictSocketFamilies,
+	// NoSockets or NoUnixSockets, also lets socket() make unix stream
+	// sockets, whose connects reach the session socket, if any, and the
+	// session's own listeners. socket() still refuses the other unix types:
+	// a datagram socket reaches any path through sendto(), with no
 	// connect() to intercept.
 	UnixStream bool
+	// NotifyBind, with Notify, hands every bind() to the daemon: without a
+	// network namespace, an abstract name the sandbox bound would be the
+	// host's, and only the daemon can read which one the call names.
+	NotifyBind bool
 	// NoSetID refuses set-user-ID and set-group-ID bits in every mode the
 	// sandbox passes (chmod family, open and openat creating, creat,
 	// mkdir, mknod): a file made through an ID-mapped write root is owned
@@ -177,6 +182,7 @@ const (
 	nrIoctl   = 16
 	nrSocket  = 41
 	nrConnect = 42
+	nrBind    = 49
 	nrClone   = 56
 	nrClone3  = 435
 
@@ -374,11 +380,30 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 			ret(deny)
 		}
 	}
-	if o.NoSockets {
+	switch {
+	case o.UnixStream && (o.NoSockets || o.NoUnixSockets):
+		// socket(AF_UNIX, SOCK_STREAM, 0) is answered here; the other
+		// unix types are refused, and the other families as NoSockets or
+		// NoUnixSockets say. Every path returns, so no reload follows.
+		other := uint32(retAllow)
+		if o.NoSockets {
+			other = deny
+		}
+		jeq(nrSocket, 0, 10)
+		ld(offArg0)
+		jeq(afUnix, 0, 7)
+		ld(offArg0 + 8)
+		p = append(p, SockFilter{Code: bpfAndK, K: ^uint32(sockTypeFlags)})
+		jeq(sockStream, 0, 3)
+		ld(offArg0 + 16)
+		jeq(0, 0, 1)
+		ret(retAllow)
+		ret(deny)
+		ret(other)
+	case o.NoSockets:
 		jeq(nrSocket, 0, 1)
 		ret(deny)
-	}
-	if o.NoUnixSockets {
+	case o.NoUnixSockets:
 		jeq(nrSocket, 0, 4)
 		ld(offArg0)
 		jeq(afUnix, 0, 1)
@@ -421,6 +446,10 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 	}
 	if o.NotifyConnect {
 		jeq(nrConnect, 0, 1)
+		ret(retNotify)
+	}
+	if o.NotifyBind {
+		jeq(nrBind, 0, 1)
 		ret(retNotify)
 	}
 	if o.Notify {

@@ -112,6 +112,24 @@ func TestSeccompProgramNotifies(t *testing.T) {
 				{"FS_IOC_FSSETXATTR", nrIoctl, []uint64{0, 0x401c5820}}, {"FS_IOC_ENABLE_VERITY", nrIoctl, []uint64{0, 0x40806685}},
 			},
 		}},
+		// The landlock set under network none: unix stream sockets only,
+		// their connects and binds the daemon's.
+		{SeccompOptions{NoSockets: true, UnixStream: true, NotifyConnect: true, NotifyBind: true, Notify: true}, map[uint32][]call{
+			retAllow: {{"unix stream socket", nrSocket, []uint64{afUnix, sockStream | sockTypeFlags}}, {"socketpair", socketpair, nil}},
+			retNotify: {
+				{"inet socket", nrSocket, []uint64{afInet, sockStream}}, {"unix datagram socket", nrSocket, []uint64{afUnix, sockDgram}},
+				{"unix stream socket, protocol 1", nrSocket, []uint64{afUnix, sockStream, 1}}, {"connect", nrConnect, nil}, {"bind", nrBind, nil},
+			},
+		}},
+		// Under network host: other families pass, unix ones but stream
+		// are refused, binds are the kernel's.
+		{SeccompOptions{NoUnixSockets: true, UnixStream: true, NotifyConnect: true, Notify: true}, map[uint32][]call{
+			retAllow: {
+				{"unix stream socket", nrSocket, []uint64{afUnix, sockStream}}, {"inet socket", nrSocket, []uint64{afInet, sockStream}},
+				{"bind", nrBind, nil},
+			},
+			retNotify: {{"unix datagram socket", nrSocket, []uint64{afUnix, sockDgram}}, {"connect", nrConnect, nil}},
+		}},
 		// An ID-mapped write root: set-ID modes in registers are refused,
 		// openat2 whole; other modes and opens that do not create pass.
 		{SeccompOptions{NoSetID: true}, map[uint32][]call{

@@ -494,26 +494,32 @@ func baseCases() []conformanceCase {
 		}},
 		{name: "can connect to its own unix sockets under network none",
 			linuxOnly: "a session's own unix sockets under the macOS backend are not measured yet (issue 26)",
-			// Without a network namespace to tell the sandbox's sockets
-			// from the host's, the landlock set refuses every socket().
-			landlockWants: []want{denied, denied, denied},
+			// Without a network namespace, an abstract name the sandbox
+			// bound would be the host's: the landlock set refuses the bind.
+			landlockWants: []want{allowed, denied, denied, denied},
 			setup: func(f *fixture) spec {
 				w := f.mkdir("w")
 				// A host daemon's socket inside the write root is still
 				// the host's.
 				planted := w + "/host.sock"
 				unixListener(f.t, planted)
+				abstract := "@sandboxd-own-" + randomHex()
+				// Outside the write roots a listener cannot be made.
+				outside := f.mkdir("ro") + "/own.sock"
 				return spec{
 					policy: &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: list(w)}, Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}},
 					steps: []step{
 						allow("unix-own", w+"/own.sock"),
-						allow("unix-own", "@sandboxd-own-"+randomHex()),
+						allow("unix-own", abstract),
 						deny("unix-connect", planted),
+						deny("unix-own", outside),
 					},
 					after: func(t *testing.T, s *session) {
-						if s.res.Enforcement.GetMechanismSet() != "landlock" {
-							recordedDenials(t, s.res.SessionID, denialWant{field: "network.mode", operation: "connect", target: "unix:" + planted})
+						want := []denialWant{{field: "network.mode", operation: "connect", target: "unix:" + planted}}
+						if s.res.Enforcement.GetMechanismSet() == "landlock" {
+							want = append(want, denialWant{field: "network.mode", operation: "bind", target: "unix:" + abstract})
 						}
+						recordedDenials(t, s.res.SessionID, want...)
 					},
 				}
 			}},
