@@ -198,6 +198,11 @@ func (p *Plan) Readable(path string) bool {
 // target (a path, an address, a service name).
 func (p *Plan) Classify(operation, target string) string {
 	switch {
+	case operation == "file-write-setugid":
+		return "process"
+	case strings.HasPrefix(operation, "process-exec") && p.Readable(target):
+		// Only a set-ID program is refused where it may be read.
+		return "process"
 	case strings.HasPrefix(operation, "file-read"), strings.HasPrefix(operation, "process-exec"):
 		if withinAny(target, p.deny) {
 			return "filesystem.deny"
@@ -375,6 +380,11 @@ func (b *builder) build(in Input, pl *Plan) {
 		deviceFilter += " (require-not " + d + ")"
 	}
 	b.rule("deny", "file-read* file-write* file-ioctl", []string{deviceFilter + ")", withMessage})
+	b.line("")
+	b.line("; No set-user-ID or set-group-ID program runs, and no file is given those")
+	b.line("; bits: what no_new_privs makes of them on Linux.")
+	b.rule("deny", "process-exec", []string{"(file-mode #o4000)", "(file-mode #o2000)", withMessage})
+	b.rule("deny", "file-write-setugid", []string{withMessage})
 	b.line("")
 	if len(pl.readOnly) > 0 {
 		b.line("; filesystem.read_only: no write below a carve-out, existing or not.")

@@ -291,6 +291,28 @@ func TestProfileFilesystemSemantics(t *testing.T) {
 	})
 }
 
+// Linux runs every sandbox with no_new_privs; here no set-user-ID or
+// set-group-ID program may run, and no file may be given those bits, read
+// ALL or LISTED, inside write roots or not.
+func TestProfileRefusesSetID(t *testing.T) {
+	const w = "/private/var/tmp/sbd/w"
+	setuid := func(op, path string) query { return query{op: op, path: path, mode: 0o104755} }
+	setgid := func(op, path string) query { return query{op: op, path: path, mode: 0o102755} }
+	for _, read := range []sandboxdv1.Filesystem_Read{sandboxdv1.Filesystem_ALL, sandboxdv1.Filesystem_LISTED} {
+		pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Read: read, Write: []string{w}}})})
+		checkQueries(t, pl, []expect{
+			denyQ(setuid("process-exec", "/usr/bin/sudo")),
+			denyQ(setgid("process-exec", "/usr/bin/wall")),
+			denyQ(setuid("process-exec", w+"/planted")),
+			allowQ(query{op: "process-exec", path: "/usr/bin/true", mode: 0o100755}),
+			allowQ(query{op: "process-exec", path: w + "/built", mode: 0o100755}),
+			denyQ(fileQ("file-write-setugid", w+"/planted")),
+			denyQ(fileQ("file-write-setugid", "/private/var/tmp/sbd/outside")),
+			allowQ(fileQ("file-write-mode", w+"/built")),
+		})
+	}
+}
+
 func TestProfileCarveOutThroughSymlink(t *testing.T) {
 	pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{
 		Filesystem: &sandboxdv1.Filesystem{Write: []string{"/Users/dev/linked"}, ReadOnly: []string{"/Users/dev/linked/.git"}},
@@ -433,6 +455,9 @@ func TestClassify(t *testing.T) {
 		{"file-read-data", "/Users/dev/.ssh/id_rsa", "filesystem.deny"},
 		{"file-read-data", "/Users/dev/other", "filesystem.read"},
 		{"process-exec", "/private/tmp/w/creds/tool", "filesystem.deny"},
+		// Readable, so refused for its set-ID bits.
+		{"process-exec", "/usr/bin/sudo", "process"},
+		{"file-write-setugid", "/private/tmp/w/tool", "process"},
 		{"network-outbound", "93.184.216.34:443", "network.mode"},
 		{"network-outbound", "/private/var/run/sandboxd/sandboxd.sock", "network.mode"},
 		{"system-socket", "", "network.mode"},
