@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"unsafe"
 
@@ -150,4 +152,34 @@ func extendedPath(p string) string {
 		return `\\?\UNC\` + rest
 	}
 	return `\\?\` + p
+}
+
+// notInheriting returns the first object at or below root whose DACL is
+// protected from inheritance, "" when every one inherits (Input.NotInheriting).
+// A reparse point is not followed: what it leads to is not below root, and
+// the entries stamped on root are checked where the access lands.
+func notInheriting(root string) (string, error) {
+	found := ""
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		sd, err := windows.GetNamedSecurityInfo(p, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
+		if err != nil {
+			return fmt.Errorf("read the DACL of %s: %w", p, err)
+		}
+		control, _, err := sd.Control()
+		if err != nil {
+			return fmt.Errorf("read the DACL control of %s: %w", p, err)
+		}
+		if control&windows.SE_DACL_PROTECTED != 0 {
+			found = p
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return found, nil
 }

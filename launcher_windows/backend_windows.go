@@ -553,6 +553,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	plan, err := NewPlan(Input{
 		Policy: spec.Policy, SessionID: spec.SessionID, OfflineSID: offline, OnlineSID: online,
 		TempDir: tempDir, Env: spec.Env, NumCPU: runtime.NumCPU(), Exists: b.exists,
+		NotInheriting: notInheriting, Child: spec.ParentSessionID != "", Terminal: spec.Stdio.Terminal,
 	})
 	var held []string
 	if err == nil {
@@ -627,6 +628,9 @@ func (b *backend) start(ctx context.Context, spec launcher.Spec, plan *Plan, s *
 	app, execErr := resolveCommand(token, spec.Argv[0], spec.Cwd, plan.Env)
 	if execErr != nil {
 		return nil, execErr
+	}
+	if err := plan.RefuseProgram(app); err != nil {
+		return nil, err
 	}
 	if execErr := checkCwd(token, spec.Cwd); execErr != nil {
 		return nil, execErr

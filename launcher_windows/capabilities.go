@@ -168,6 +168,9 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 		plan, err := NewPlan(Input{
 			Policy: p, SessionID: "capabilities", OfflineSID: h.OfflineSID, OnlineSID: h.OnlineSID,
 			TempDir: exampleStateDir + `\tmp\capabilities`, NumCPU: max(h.NumCPU, 1),
+			// A carve-out whose objects all inherit: one that does not is
+			// refused for the path, not for the host.
+			NotInheriting: func(string) (string, error) { return "", nil },
 		})
 		var u *launcher.Unenforceable
 		switch {

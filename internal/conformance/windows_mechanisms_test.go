@@ -6,7 +6,7 @@ package conformance
 // is missing from it, and the Windows run checks that each case it runs is
 // one of these.
 var windowsMechanisms = map[string]string{
-	"can write inside write root":                                                       "NTFS ACL: the write root grants read, write and create to the sandbox user and Modify (no FILE_DELETE_CHILD) to the root's derived SID, which only a write-restricted token of a session with that root carries; DELETE to the session's logon SID",
+	"can write inside write root":                                                       "NTFS ACL: the write root grants Modify to the session's logon SID for the session alone, and Modify (no FILE_DELETE_CHILD) to the root's derived SID, which only a write-restricted token of a session with that root carries; OWNER RIGHTS gets READ_CONTROL only, so owning a file gives no implicit WRITE_DAC",
 	"cannot write outside write roots":                                                  "write-restricted token: writing must also pass for the restricting SIDs (logon SID, RESTRICTED, the write roots' derived SIDs), which no ACL outside the write roots grants; DELETE, which only the normal pass decides, is not granted there because Authenticated Users is deny-only",
 	"cannot write through symlink out of write root":                                    "NTFS ACL: access is checked on the object a link resolves to, whose ACL grants the session nothing",
 	"cannot write via hardlink to file outside":                                         "NTFS ACL: a hard link shares the file's security descriptor, so writing through it is checked against the outside file's ACL",
@@ -31,7 +31,7 @@ var windowsMechanisms = map[string]string{
 	"cannot write kernel knobs":                                                         "not applicable: /proc/sys is Linux's; the registry's machine keys deny writes to non-administrators, and the write-restricted token fails the restricting check",
 	"daemon environment does not leak":                                                  "CreateProcessAsUser with an explicit environment block the daemon built, never its own",
 	"stdin reaches the command":                                                         "pipe handles as the process's standard handles, or ConPTY input",
-	"TIOCSTI is blocked":                                                                "not applicable: Windows consoles have no TIOCSTI; a PTY session's pseudo console is its own, made by the daemon",
+	"TIOCSTI is blocked":                                                                "not applicable: Windows consoles have no TIOCSTI; PTY sessions are refused (field process): the pseudo console's host would run as LocalSystem outside the job",
 	"loopback is up under network none":                                                 "differs: WFP blocks loopback for the offline user too, so the probe's loopback steps are denied (Windows has no private network per process)",
 	"not host root":                                                                     "the sandbox runs as a provisioned non-administrator user; BUILTIN\\Administrators is deny-only and every privilege but SeChangeNotifyPrivilege is removed (DISABLE_MAX_PRIVILEGE)",
 	"cannot write root-owned file in write root":                                        "NTFS ACL: a file inside the write root whose DACL is protected from inheritance keeps denying the sandbox",
