@@ -488,6 +488,16 @@ func refuseUnsupported(p *sandboxdv1.Policy) error {
 		return &launcher.Unenforceable{Field: "limits.pids", Mechanism: "a per-sandbox process limit", Found: "macOS has no cgroups; RLIMIT_NPROC counts every process of the user, not of the sandbox", Remedy: "drop limits.pids from the policy"}
 	case l.GetCpuMillis() != 0:
 		return &launcher.Unenforceable{Field: "limits.cpu_millis", Mechanism: "a per-sandbox CPU bandwidth limit", Found: "macOS has no cgroups", Remedy: "drop limits.cpu_millis from the policy"}
+	case l.GetTimeout() != nil:
+		// The timeout promises that the sandbox ends then; a process that
+		// escaped the snapshots would run on, confined by the profile but
+		// unbounded in time.
+		return &launcher.Unenforceable{
+			Field:     "limits.timeout",
+			Mechanism: "killing every process of the sandbox at the timeout",
+			Found:     "macOS has no pid namespace or process tag the sandbox cannot leave: the daemon finds a session's processes by process group and parentage in snapshots of the process table every 100 ms, and a process that forks, calls setsid and loses its parent between two snapshots is not found",
+			Remedy:    "drop limits.timeout from the policy and end the session from the caller (sandboxctl kill), knowing such a process outlives it too",
+		}
 	}
 	return nil
 }

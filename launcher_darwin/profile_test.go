@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -480,6 +483,10 @@ func TestUnexpressibleFieldsAreRefused(t *testing.T) {
 		{"limits.memory_bytes", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{MemoryBytes: 1 << 30}}},
 		{"limits.pids", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Pids: 64}}},
 		{"limits.cpu_millis", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{CpuMillis: 500}}},
+		// Ending a sandbox at its timeout needs every process of it found,
+		// and one that does fork, setsid, fork and exit between two
+		// snapshots of the process table is not.
+		{"limits.timeout", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Timeout: durationpb.New(time.Minute)}}},
 	} {
 		_, err := NewPlan(Input{Policy: normalized(t, c.policy), SessionID: testSession})
 		var u *launcher.Unenforceable
@@ -508,5 +515,9 @@ func TestReport(t *testing.T) {
 	}
 	if !strings.Contains(fields["process"], "uid 501") || fields["filesystem.deny"] != "none requested" {
 		t.Errorf("report: %v", fields)
+	}
+	// The report must not claim what the snapshots cannot promise.
+	if p := fields["process"]; !strings.Contains(p, "100 ms") || !strings.Contains(p, "outlive") {
+		t.Errorf("process: %q does not say that a process can outlive the session", p)
 	}
 }
