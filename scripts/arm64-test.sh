@@ -2,9 +2,10 @@
 # Runs the pure tests of launcher_linux (the planner, the seccomp program and
 # its tables) and oci (the seccomp rules an exported bundle carries), built
 # for arm64, under qemu-user: every test in a file without a _linux suffix,
-# and the table check. The arm64 syscall tables and plans are so tested on an
-# amd64 host; the tests that need a kernel of their own architecture run
-# natively only.
+# and the table check; and internal/hostsim's filter programs, which the
+# degraded-host tests run the daemon under. The arm64 syscall tables and
+# plans are so tested on an amd64 host; the tests that need a kernel of
+# their own architecture run natively only (the linux-arm64 CI job).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,3 +24,6 @@ for pkg in launcher_linux oci; do
 	echo "arm64-test: $pkg under $qemu"
 	(cd "$pkg" && "$qemu" "$bin/$pkg.test" -test.count=1 -test.v -test.run "^(${tests}|TestSyscallTablesAgree)\$" "$@")
 done
+GOARCH=arm64 CGO_ENABLED=0 go test -c -o "$bin/hostsim.test" ./internal/hostsim
+echo "arm64-test: internal/hostsim under $qemu"
+(cd internal/hostsim && "$qemu" "$bin/hostsim.test" -test.count=1 -test.v -test.run '^TestProgram' "$@")
