@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -549,11 +550,12 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		return nil, err
 	}
 	tempDir := filepath.Join(b.stateDir, tempRoot, spec.SessionID)
+	walked := walkProtected(spec.Policy)
 	b.mu.Lock()
 	plan, err := NewPlan(Input{
 		Policy: spec.Policy, SessionID: spec.SessionID, OfflineSID: offline, OnlineSID: online,
 		TempDir: tempDir, Env: spec.Env, NumCPU: runtime.NumCPU(), Exists: b.exists,
-		NotInheriting: notInheriting, Child: spec.ParentSessionID != "", Terminal: spec.Stdio.Terminal,
+		NotInheriting: walked, Child: spec.ParentSessionID != "", Terminal: spec.Stdio.Terminal,
 	})
 	var held []string
 	if err == nil {
@@ -573,6 +575,42 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		return nil, withCleanup(err, b.release(s))
 	}
 	return p, nil
+}
+
+// walkProtected walks, before Start takes the backend's lock, the trees of
+// the policy's carve-outs and deny paths inside its write roots, which
+// NewPlan asks notInheriting about: a large one must not hold up other
+// sessions' starts. What it did not walk is walked when asked.
+func walkProtected(p *sandboxdv1.Policy) func(string) (string, error) {
+	type result struct {
+		obj string
+		err error
+	}
+	fs := p.GetFilesystem()
+	var write []string
+	for _, w := range fs.GetWrite() {
+		if checkPath(w) == "" {
+			write = append(write, cleanPath(w))
+		}
+	}
+	done := map[string]result{}
+	for _, q := range slices.Concat(fs.GetReadOnly(), fs.GetDeny()) {
+		if checkPath(q) != "" {
+			continue
+		}
+		c := cleanPath(q)
+		if _, err := os.Lstat(c); err != nil || outermost(c, write) == "" {
+			continue
+		}
+		obj, err := notInheriting(c)
+		done[fold(c)] = result{obj, err}
+	}
+	return func(path string) (string, error) {
+		if r, ok := done[fold(path)]; ok {
+			return r.obj, r.err
+		}
+		return notInheriting(path)
+	}
 }
 
 // withCleanup is err, joined with the error of undoing what preceded it
