@@ -132,6 +132,13 @@ func probeHost(stateDir string) (*Host, *Journal) {
 	}
 	h.OfflineSID, h.OnlineSID = offline, online
 	h.Probes = append(h.Probes, users)
+	if j != nil && users.OK {
+		stale := ProbeResult{Name: ProbeStaleGrants, Op: "remove the persistent grants to the sandbox users " + j.Path() + " lists", OK: true}
+		if err := removeStaleGrants(j, []string{offline, online}); err != nil {
+			stale.OK, stale.Detail = false, err.Error()
+		}
+		h.Probes = append(h.Probes, stale)
+	}
 	for _, u := range sandboxUsers {
 		cred, logon := probeUser(stateDir, u)
 		h.Probes = append(h.Probes, cred, logon)
@@ -575,6 +582,20 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		return nil, withCleanup(err, b.release(s))
 	}
 	return p, nil
+}
+
+// removeStaleGrants takes off the host, and then out of the journal, the
+// persistent grants to the sandbox users that earlier versions stamped.
+func removeStaleGrants(j *Journal, userSIDs []string) error {
+	var errs []error
+	for _, a := range StaleGrants(j.Persistent(), userSIDs) {
+		if err := unstampACE(a); err != nil {
+			errs = append(errs, fmt.Errorf("remove the grant to %s on %s: %w", a.SID, a.Path, err))
+			continue
+		}
+		errs = append(errs, j.ForgetPersistent(a))
+	}
+	return errors.Join(errs...)
 }
 
 // walkProtected walks, before Start takes the backend's lock, the trees of
