@@ -146,6 +146,29 @@ func finalPath(h windows.Handle) (string, error) {
 	}
 }
 
+// resolvedPath is the path Windows resolves p to, every junction and
+// symbolic link on the way followed, in drive or UNC form.
+func resolvedPath(p string) (string, error) {
+	p16, err := windows.UTF16PtrFromString(p)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	h, err := windows.CreateFile(p16, 0, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE,
+		nil, windows.OPEN_EXISTING, windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", p, err)
+	}
+	defer windows.CloseHandle(h)
+	f, err := finalPath(h)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	if rest, ok := strings.CutPrefix(f, `\\?\UNC\`); ok {
+		return `\\` + rest, nil
+	}
+	return strings.TrimPrefix(f, `\\?\`), nil
+}
+
 // extendedPath is how GetFinalPathNameByHandle spells the clean path p.
 func extendedPath(p string) string {
 	if rest, ok := strings.CutPrefix(p, `\\`); ok {

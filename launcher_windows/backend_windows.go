@@ -691,6 +691,14 @@ func (b *backend) start(ctx context.Context, spec launcher.Spec, plan *Plan, s *
 	if err := plan.RefuseProgram(app); err != nil {
 		return nil, err
 	}
+	// A junction outside the write roots may lead into one.
+	resolved, err := resolvedPath(app)
+	if err != nil {
+		return nil, fmt.Errorf("the program %s: %w", app, err)
+	}
+	if err := plan.RefuseProgram(resolved); err != nil {
+		return nil, err
+	}
 	if execErr := checkCwd(token, spec.Cwd); execErr != nil {
 		return nil, execErr
 	}
