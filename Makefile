@@ -24,7 +24,7 @@ TOOLS := $(GOBIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
 	$(GOBIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) \
 	$(GOBIN)/.staticcheck-$(STATICCHECK_VERSION)
 
-.PHONY: build run deps proto proto-check lint cross unit conformance-rootless conformance-mechanisms test bench
+.PHONY: build run deps proto proto-check lint cross arm64 unit conformance-rootless conformance-mechanisms test bench
 
 # The first build fetches modules and compiles for a minute or two: say so,
 # rather than sit silent.
@@ -46,7 +46,8 @@ deps: system-packages $(TOOLS)
 
 # Debian packages: protoc and its well-known types for proto-check, bubblewrap
 # for the launch-latency comparison, runc and crun to run exported OCI
-# bundles, systemd for systemd-socket-activate (the socket-activation test).
+# bundles, systemd for systemd-socket-activate (the socket-activation test),
+# qemu-user to run the arm64 planner and seccomp tests (make arm64).
 # apt is only touched when one is missing.
 .PHONY: system-packages
 system-packages:
@@ -58,6 +59,7 @@ system-packages:
 	command -v runc >/dev/null || missing+=(runc); \
 	command -v crun >/dev/null || missing+=(crun); \
 	python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml); \
+	command -v qemu-aarch64 >/dev/null || command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 		if [ "$$(id -u)" -ne 0 ]; then \
 			echo "make deps: missing $${missing[*]}; run as root to install them" >&2; exit 1; \
@@ -98,13 +100,19 @@ lint: deps
 	scripts/check-deploy.sh
 
 # The macOS and Windows backends must at least build and vet here, cgo off,
-# as their own CI jobs are the only place they run.
+# as their own CI jobs are the only place they run; so must Linux on arm64,
+# whose syscall tables differ from amd64's.
 cross:
-	for goos in darwin windows; do \
-		echo "GOOS=$$goos"; \
-		CGO_ENABLED=0 GOOS=$$goos $(GO) build ./...; \
-		CGO_ENABLED=0 GOOS=$$goos $(GO) vet ./...; \
+	for target in darwin/amd64 windows/amd64 linux/arm64; do \
+		echo "GOOS/GOARCH=$$target"; \
+		CGO_ENABLED=0 GOOS=$${target%/*} GOARCH=$${target#*/} $(GO) build ./...; \
+		CGO_ENABLED=0 GOOS=$${target%/*} GOARCH=$${target#*/} $(GO) vet ./...; \
 	done
+
+# launcher_linux's pure tests (planner, seccomp program and tables) for
+# arm64, under qemu-user.
+arm64: deps
+	scripts/arm64-test.sh
 
 # -count=1: the conformance suite builds and runs the daemon's binaries,
 # which the test cache does not see.
@@ -124,7 +132,7 @@ conformance-mechanisms:
 	SANDBOXD_CONFORMANCE_MECHANISM=landlock scripts/rootless-test.sh -test.skip TestDegradedHosts
 	SANDBOXD_CONFORMANCE_WRAP="bwrap --unshare-user --disable-userns --die-with-parent --dev-bind / / --" scripts/rootless-test.sh -test.skip TestDegradedHosts
 
-test: deps proto-check lint cross unit conformance-rootless conformance-mechanisms
+test: deps proto-check lint cross arm64 unit conformance-rootless conformance-mechanisms
 
 # ARGS passes flags to internal/benchtool, e.g.
 # make bench ARGS='--only latency,pty' or ARGS='--sessions 200 --hold 500'.

@@ -11,8 +11,10 @@ import (
 
 // budget narrows a child's policy, already narrowed against s's, to what
 // s has left of the limits that run down: its time and its output. The
-// other limits need nothing here: the backend places the child within s's
-// cgroup, where s's memory, pids and CPU limits count both.
+// other limits need nothing here: the Linux backend places the child
+// within s's cgroup, where s's memory, pids and CPU limits count both; the
+// Windows backend, whose job objects do not nest, refuses a child that has
+// them (a child of a parent with them always does); macOS refuses them.
 func (s *session) budget(child *sandboxdv1.Policy) error {
 	l := child.GetLimits()
 	if l == nil {

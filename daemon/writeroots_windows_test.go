@@ -44,6 +44,16 @@ func TestWriteRootsMustBeTheCallers(t *testing.T) {
 	if err := checkWriteRoots(Caller{SID: me, Admin: true}, write(sys)); err != nil {
 		t.Errorf("an administrator's write root: %v", err)
 	}
+	// A deny path outside the write roots is stamped too: only its owner
+	// may have it stamped (issue 29 item 5).
+	denyOutside := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{own}, Deny: []string{sys}}}
+	if err := checkWriteRoots(Caller{SID: me}, denyOutside); !errors.Is(err, ErrPermission) {
+		t.Errorf("a deny path outside the write roots owned by another: got %v, want ErrPermission", err)
+	}
+	missingOutside := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{own}, ReadOnly: []string{sys + `\sandboxd-missing`}}}
+	if err := checkWriteRoots(Caller{SID: me}, missingOutside); err != nil {
+		t.Errorf("a missing carve-out outside the write roots, which is not stamped: %v", err)
+	}
 	var re *RequestError
 	if err := checkWriteRoots(Caller{SID: me}, write(own+`\missing`)); !errors.As(err, &re) {
 		t.Errorf("a missing write root: got %v, want a RequestError", err)

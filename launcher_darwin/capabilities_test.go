@@ -37,13 +37,14 @@ func TestCapabilities(t *testing.T) {
 	enforced := []string{
 		"filesystem.read=ALL, nothing writable", "filesystem.write", "filesystem.read_only inside a write root",
 		"filesystem.deny outside the write roots", "filesystem.deny inside a write root", "filesystem.read=LISTED",
-		"network.mode=NONE", "network.mode=HOST", "limits.timeout", "limits.output_bytes", "children.allow", "children.allow with network.mode=HOST",
+		"network.mode=NONE", "network.mode=HOST", "limits.output_bytes", "children.allow", "children.allow with network.mode=HOST",
 	}
 	refused := map[string]string{
 		"network.mode=ALLOWLIST": "network.allow",
 		"limits.memory_bytes":    "limits.memory_bytes",
 		"limits.pids":            "limits.pids",
 		"limits.cpu_millis":      "limits.cpu_millis",
+		"limits.timeout":         "limits.timeout",
 	}
 	fs := featureSupport(r)
 	if len(fs) != len(enforced)+len(refused) {

@@ -198,6 +198,11 @@ func (p *Plan) Readable(path string) bool {
 // target (a path, an address, a service name).
 func (p *Plan) Classify(operation, target string) string {
 	switch {
+	case operation == "file-write-setugid":
+		return "process"
+	case strings.HasPrefix(operation, "process-exec") && p.Readable(target):
+		// Only a set-ID program is refused where it may be read.
+		return "process"
 	case strings.HasPrefix(operation, "file-read"), strings.HasPrefix(operation, "process-exec"):
 		if withinAny(target, p.deny) {
 			return "filesystem.deny"
@@ -376,6 +381,11 @@ func (b *builder) build(in Input, pl *Plan) {
 	}
 	b.rule("deny", "file-read* file-write* file-ioctl", []string{deviceFilter + ")", withMessage})
 	b.line("")
+	b.line("; No set-user-ID or set-group-ID program runs, and no file is given those")
+	b.line("; bits: what no_new_privs makes of them on Linux.")
+	b.rule("deny", "process-exec", []string{"(file-mode #o4000)", "(file-mode #o2000)", withMessage})
+	b.rule("deny", "file-write-setugid", []string{withMessage})
+	b.line("")
 	if len(pl.readOnly) > 0 {
 		b.line("; filesystem.read_only: no write below a carve-out, existing or not.")
 		b.rule("deny", "file-write*", append(b.paths("subpath", "READ_ONLY", pl.readOnly), withMessage))
@@ -478,6 +488,16 @@ func refuseUnsupported(p *sandboxdv1.Policy) error {
 		return &launcher.Unenforceable{Field: "limits.pids", Mechanism: "a per-sandbox process limit", Found: "macOS has no cgroups; RLIMIT_NPROC counts every process of the user, not of the sandbox", Remedy: "drop limits.pids from the policy"}
 	case l.GetCpuMillis() != 0:
 		return &launcher.Unenforceable{Field: "limits.cpu_millis", Mechanism: "a per-sandbox CPU bandwidth limit", Found: "macOS has no cgroups", Remedy: "drop limits.cpu_millis from the policy"}
+	case l.GetTimeout() != nil:
+		// The timeout promises that the sandbox ends then; a process that
+		// escaped the snapshots would run on, confined by the profile but
+		// unbounded in time.
+		return &launcher.Unenforceable{
+			Field:     "limits.timeout",
+			Mechanism: "killing every process of the sandbox at the timeout",
+			Found:     "macOS has no pid namespace or process tag the sandbox cannot leave: the daemon finds a session's processes by process group and parentage in snapshots of the process table every 100 ms, and a process that forks, calls setsid and loses its parent between two snapshots is not found",
+			Remedy:    "drop limits.timeout from the policy and end the session from the caller (sandboxctl kill), knowing such a process outlives it too",
+		}
 	}
 	return nil
 }

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -291,6 +294,28 @@ func TestProfileFilesystemSemantics(t *testing.T) {
 	})
 }
 
+// Linux runs every sandbox with no_new_privs; here no set-user-ID or
+// set-group-ID program may run, and no file may be given those bits, read
+// ALL or LISTED, inside write roots or not.
+func TestProfileRefusesSetID(t *testing.T) {
+	const w = "/private/var/tmp/sbd/w"
+	setuid := func(op, path string) query { return query{op: op, path: path, mode: 0o104755} }
+	setgid := func(op, path string) query { return query{op: op, path: path, mode: 0o102755} }
+	for _, read := range []sandboxdv1.Filesystem_Read{sandboxdv1.Filesystem_ALL, sandboxdv1.Filesystem_LISTED} {
+		pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Read: read, Write: []string{w}}})})
+		checkQueries(t, pl, []expect{
+			denyQ(setuid("process-exec", "/usr/bin/sudo")),
+			denyQ(setgid("process-exec", "/usr/bin/wall")),
+			denyQ(setuid("process-exec", w+"/planted")),
+			allowQ(query{op: "process-exec", path: "/usr/bin/true", mode: 0o100755}),
+			allowQ(query{op: "process-exec", path: w + "/built", mode: 0o100755}),
+			denyQ(fileQ("file-write-setugid", w+"/planted")),
+			denyQ(fileQ("file-write-setugid", "/private/var/tmp/sbd/outside")),
+			allowQ(fileQ("file-write-mode", w+"/built")),
+		})
+	}
+}
+
 func TestProfileCarveOutThroughSymlink(t *testing.T) {
 	pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{
 		Filesystem: &sandboxdv1.Filesystem{Write: []string{"/Users/dev/linked"}, ReadOnly: []string{"/Users/dev/linked/.git"}},
@@ -433,6 +458,9 @@ func TestClassify(t *testing.T) {
 		{"file-read-data", "/Users/dev/.ssh/id_rsa", "filesystem.deny"},
 		{"file-read-data", "/Users/dev/other", "filesystem.read"},
 		{"process-exec", "/private/tmp/w/creds/tool", "filesystem.deny"},
+		// Readable, so refused for its set-ID bits.
+		{"process-exec", "/usr/bin/sudo", "process"},
+		{"file-write-setugid", "/private/tmp/w/tool", "process"},
 		{"network-outbound", "93.184.216.34:443", "network.mode"},
 		{"network-outbound", "/private/var/run/sandboxd/sandboxd.sock", "network.mode"},
 		{"system-socket", "", "network.mode"},
@@ -455,6 +483,10 @@ func TestUnexpressibleFieldsAreRefused(t *testing.T) {
 		{"limits.memory_bytes", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{MemoryBytes: 1 << 30}}},
 		{"limits.pids", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Pids: 64}}},
 		{"limits.cpu_millis", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{CpuMillis: 500}}},
+		// Ending a sandbox at its timeout needs every process of it found,
+		// and one that does fork, setsid, fork and exit between two
+		// snapshots of the process table is not.
+		{"limits.timeout", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Timeout: durationpb.New(time.Minute)}}},
 	} {
 		_, err := NewPlan(Input{Policy: normalized(t, c.policy), SessionID: testSession})
 		var u *launcher.Unenforceable
@@ -483,5 +515,9 @@ func TestReport(t *testing.T) {
 	}
 	if !strings.Contains(fields["process"], "uid 501") || fields["filesystem.deny"] != "none requested" {
 		t.Errorf("report: %v", fields)
+	}
+	// The report must not claim what the snapshots cannot promise.
+	if p := fields["process"]; !strings.Contains(p, "100 ms") || !strings.Contains(p, "outlive") {
+		t.Errorf("process: %q does not say that a process can outlive the session", p)
 	}
 }

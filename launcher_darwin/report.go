@@ -41,10 +41,7 @@ func report(in Input, pl *Plan) []*sandboxdv1.FieldEnforcement {
 	} else {
 		out = append(out, f("network.mode", sb+"network* denied: no socket reaches anything, loopback included (macOS has no private network); socketpair allowed"))
 	}
-	out = append(out, f("process", fmt.Sprintf(sb+"deny by default; fork and exec; signals and process information only within the sandbox; listed sysctls and system services; new session (setsid); host uid %d, not root; every process of the session's process groups and descendants killed at its end", in.UID)))
-	if in.Policy.GetLimits().GetTimeout() != nil {
-		out = append(out, f("limits.timeout", "daemon wall-clock timer, SIGKILL of the sandbox's processes"))
-	}
+	out = append(out, f("process", fmt.Sprintf(sb+"deny by default; fork and exec, but no exec of a set-user-ID or set-group-ID file and no setting of those bits (file-mode, file-write-setugid); signals and process information only within the sandbox; listed sysctls and system services; new session (setsid); host uid %d, not root; at its end the daemon kills the processes it found in the session's process groups and among their descendants, looking every 100 ms: a process that leaves the groups and loses its parent between two looks is not found and can outlive the session, still under the profile", in.UID)))
 	if n := in.Policy.GetLimits().GetOutputBytes(); n != 0 {
 		out = append(out, f("limits.output_bytes", fmt.Sprintf("daemon output accounting: output beyond %d bytes is dropped after a marker; the command runs on", n)))
 	}

@@ -174,6 +174,8 @@ type query struct {
 	// path is the file, or the unix socket connected to; addr an inet
 	// address for network operations.
 	path, addr string
+	// mode is the file's mode, for the file-mode filter.
+	mode uint32
 }
 
 func (q query) String() string {
@@ -339,6 +341,23 @@ func (m *profileModel) filter(t *testing.T, f node, q query) bool {
 		return true
 	case "require-not":
 		return !m.filter(t, f.list[1], q)
+	case "require-any":
+		for _, c := range f.list[1:] {
+			if m.filter(t, c, q) {
+				return true
+			}
+		}
+		return false
+	case "file-mode":
+		// Seatbelt matches a file whose mode has every bit of the value.
+		if len(f.list) != 2 || !strings.HasPrefix(f.list[1].atom, "#o") {
+			t.Fatalf("file-mode takes one octal value: %s", f)
+		}
+		bits, err := strconv.ParseUint(strings.TrimPrefix(f.list[1].atom, "#o"), 8, 32)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		return q.path != "" && q.mode&uint32(bits) == uint32(bits)
 	case "socket-domain":
 		return q.op == "system-socket" && q.addr == f.list[1].atom
 	case "target", "sysctl-name", "sysctl-name-prefix", "global-name":

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The calls of amd64MetaCalls, inodeIoctls and amd64LookupCalls reach the
+// The calls of metaCalls, inodeIoctls and lookupCalls reach the
 // daemon here. In a mount namespace the kernel refuses a metadata change
 // outside the write roots (EROFS from the read-only mounts) and the masks
 // hide the deny paths, so the daemon only records (judgeMeta). Without one
@@ -49,7 +49,7 @@ type fsCall struct {
 // fsCallNames names the calls of the three families.
 var fsCallNames = func() map[int32]string {
 	m := map[int32]string{}
-	for _, s := range append(append([]syscallName(nil), amd64MetaCalls...), amd64LookupCalls...) {
+	for _, s := range append(append([]syscallName(nil), metaCalls...), lookupCalls...) {
 		m[int32(s.nr)] = s.name
 	}
 	return m
@@ -57,7 +57,7 @@ var fsCallNames = func() map[int32]string {
 
 var metaCallNrs = func() map[int32]bool {
 	m := map[int32]bool{}
-	for _, s := range amd64MetaCalls {
+	for _, s := range metaCalls {
 		m[int32(s.nr)] = true
 	}
 	return m
@@ -225,7 +225,7 @@ func setIDCall(data seccompData) string {
 	if data.Nr == nrOpenat2 {
 		return "openat2"
 	}
-	for _, c := range amd64ModeCalls {
+	for _, c := range modeCalls {
 		if int32(c.nr) != data.Nr {
 			continue
 		}

@@ -2,7 +2,6 @@ package launcherlinux
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,9 +119,6 @@ func TestRefusalCarriesProbeAndRemedies(t *testing.T) {
 }
 
 func TestCapabilitiesAgreeWithChoose(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skipf("seccomp tables exist for amd64 only; this is %s", runtime.GOARCH)
-	}
 	r := CapabilitiesOf(probed(1000, 7, PrimUserNS), "")
 	sets := map[string]bool{}
 	for _, s := range r.GetMechanismSets() {
@@ -203,9 +199,6 @@ func TestSessionSocketDecidesLikeChildrenAllow(t *testing.T) {
 
 // The capabilities report says how children are enforced where they are.
 func TestCapabilitiesReportChildren(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skipf("seccomp tables exist for amd64 only; this is %s", runtime.GOARCH)
-	}
 	for _, f := range CapabilitiesOf(probed(0, 7), "").GetFeatures() {
 		if !strings.HasPrefix(f.GetFeature(), "children.allow") {
 			continue

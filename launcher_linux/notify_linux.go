@@ -308,7 +308,7 @@ func (s *supervisor) answer(n seccompNotif, at time.Time) {
 		xattr = s.privilegedXattr(&n)
 	}
 	switch {
-	case n.Data.Arch != auditX8664:
+	case n.Data.Arch != auditArch:
 		resp.Error = -int32(unix.ENOSYS)
 	case n.Data.Nr == nrConnect && s.connect:
 		var errno syscall.Errno
@@ -491,7 +491,7 @@ func refusedCall(data seccompData) *sandboxdv1.Denial {
 // listener.
 var refusedNames = func() map[uint32]string {
 	m := map[uint32]string{nrClone: "clone", nrIoctl: "ioctl", nrSocket: "socket"}
-	for _, s := range append(append([]syscallName(nil), amd64Denied...), amd64SysVIPC...) {
+	for _, s := range append(append([]syscallName(nil), deniedCalls...), sysVIPCCalls...) {
 		m[s.nr] = s.name
 	}
 	return m
@@ -500,7 +500,7 @@ var refusedNames = func() map[uint32]string {
 // writeCallNames names the write-intent calls the filter notifies.
 var writeCallNames = func() map[int32]string {
 	m := map[int32]string{nrOpen: "open", nrOpenat: "openat"}
-	for _, s := range amd64WriteCalls {
+	for _, s := range writeCalls {
 		m[int32(s.nr)] = s.name
 	}
 	return m

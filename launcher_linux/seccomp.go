@@ -1,5 +1,7 @@
 package launcherlinux
 
+//go:generate sh -c "go run ./internal/sysnumgen -xsys \"$(go list -m -f {{.Dir}} golang.org/x/sys)\" -out ."
+
 import (
 	"fmt"
 	"runtime"
@@ -83,32 +85,33 @@ type modeCall struct {
 	modeArg, flagsArg int
 }
 
-var amd64ModeCalls = []modeCall{
-	{"chmod", 90, 1, -1}, {"fchmod", 91, 1, -1}, {"fchmodat", 268, 2, -1}, {"fchmodat2", 452, 2, -1},
+// modeCalls are those of the architecture's: arm64, like every
+// architecture after it, has only the *at forms.
+var modeCalls = presentOnly([]modeCall{
+	{"chmod", nrChmod, 1, -1}, {"fchmod", nrFchmod, 1, -1}, {"fchmodat", nrFchmodat, 2, -1}, {"fchmodat2", nrFchmodat2, 2, -1},
 	{"creat", nrCreat, 1, -1}, {"mkdir", nrMkdir, 1, -1}, {"mkdirat", nrMkdirat, 2, -1},
 	{"mknod", nrMknod, 1, -1}, {"mknodat", nrMknodat, 2, -1},
 	{"open", nrOpen, 2, 1}, {"openat", nrOpenat, 3, 2},
-}
+}, func(c modeCall) uint32 { return c.nr })
 
 // openCreates are the open flags that make a file: O_CREAT and
 // __O_TMPFILE.
 const openCreates = 0x40 | 0x400000
 
 const (
-	bpfLdAbsW  = 0x20
-	bpfJeqK    = 0x15
-	bpfJgeK    = 0x35
-	bpfJsetK   = 0x45
-	bpfAndK    = 0x54
-	bpfRetK    = 0x06
-	retAllow   = 0x7fff0000
-	retNotify  = 0x7fc00000
-	retKill    = 0x80000000
-	retErrno   = 0x00050000
-	errEPERM   = 1
-	errENOSYS  = 38
-	auditX8664 = 0xc000003e
-	x32Bit     = 0x40000000
+	bpfLdAbsW = 0x20
+	bpfJeqK   = 0x15
+	bpfJgeK   = 0x35
+	bpfJsetK  = 0x45
+	bpfAndK   = 0x54
+	bpfRetK   = 0x06
+	retAllow  = 0x7fff0000
+	retNotify = 0x7fc00000
+	retKill   = 0x80000000
+	retErrno  = 0x00050000
+	errEPERM  = 1
+	errENOSYS = 38
+	x32Bit    = 0x40000000
 
 	offNr   = 0
 	offArch = 4
@@ -139,128 +142,92 @@ const (
 	oPath = 0x200000
 )
 
-// syscallName is an amd64 syscall number with its name, which denial
-// records carry.
+// syscallName is a syscall number of the architecture the daemon runs on
+// with its name, which denial records carry.
 type syscallName struct {
 	name string
 	nr   uint32
 }
 
-// amd64 syscall numbers of what the filter denies. The filter is built for the
-// architecture the daemon runs on; other architectures are refused rather
+// calls are the named syscalls this architecture has, with their numbers.
+// A name the generated tables lack is a mistake in this file, found by
+// every test of the package.
+func calls(names ...string) []syscallName {
+	out := make([]syscallName, 0, len(names))
+	for _, n := range names {
+		nr, ok := sysnums[n]
+		if !ok {
+			panic("seccomp tables: no syscall " + n + "; add it to sysnumgen's Names and run go generate")
+		}
+		if present(nr) {
+			out = append(out, syscallName{n, nr})
+		}
+	}
+	return out
+}
+
+// present says a number is one of the architecture's syscalls, not the
+// stand-in the tables give one it lacks.
+func present(nr uint32) bool { return nr < absentNr }
+
+func presentOnly[T any](all []T, nr func(T) uint32) []T {
+	var out []T
+	for _, c := range all {
+		if present(nr(c)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// deniedCalls are what the filter denies. The filter is built for the
+// architecture the daemon runs on, from tables generated from the kernel's
+// headers (sysnum_*.go); an architecture without tables is refused rather
 // than left unfiltered.
-var amd64Denied = []syscallName{
-	{"ptrace", 101}, {"syslog", 103}, {"uselib", 134},
-	{"ustat", 136}, {"sysfs", 139}, {"vhangup", 153}, {"pivot_root", 155},
-	{"_sysctl", 156}, {"acct", 163}, {"settimeofday", 164}, {"mount", 165},
-	{"umount2", 166}, {"swapon", 167}, {"swapoff", 168}, {"reboot", 169},
-	{"iopl", 172}, {"ioperm", 173}, {"create_module", 174}, {"init_module", 175},
-	{"delete_module", 176}, {"quotactl", 179}, {"nfsservctl", 180},
-	{"lookup_dcookie", 212}, {"clock_settime", 227}, {"kexec_load", 246},
-	{"add_key", 248}, {"request_key", 249}, {"keyctl", 250},
-	{"unshare", 272}, {"move_pages", 279}, {"perf_event_open", 298},
-	{"fanotify_init", 300}, {"name_to_handle_at", 303}, {"open_by_handle_at", 304},
-	{"clock_adjtime", 305}, {"setns", 308}, {"process_vm_readv", 310},
-	{"process_vm_writev", 311}, {"kcmp", 312}, {"finit_module", 313},
-	{"kexec_file_load", 320}, {"bpf", 321}, {"userfaultfd", 323},
-	{"io_uring_setup", 425}, {"io_uring_enter", 426}, {"io_uring_register", 427},
-	{"open_tree", 428}, {"move_mount", 429}, {"fsopen", 430}, {"fsconfig", 431},
-	{"fsmount", 432}, {"fspick", 433}, {"mount_setattr", 442},
-	{"quotactl_fd", 443}, {"open_tree_attr", 467},
-	{"adjtimex", 159},
-}
-
-// amd64SysVIPC are SysV IPC and POSIX message queue syscalls.
-var amd64SysVIPC = []syscallName{
-	{"shmget", 29}, {"shmat", 30}, {"shmctl", 31}, {"semget", 64}, {"semop", 65},
-	{"semctl", 66}, {"shmdt", 67}, {"msgget", 68}, {"msgsnd", 69}, {"msgrcv", 70},
-	{"msgctl", 71}, {"semtimedop", 220}, {"mq_open", 240}, {"mq_unlink", 241},
-	{"mq_timedsend", 242}, {"mq_timedreceive", 243}, {"mq_notify", 244}, {"mq_getsetattr", 245},
-}
-
-const (
-	nrIoctl   = 16
-	nrSocket  = 41
-	nrConnect = 42
-	nrBind    = 49
-	nrClone   = 56
-	nrClone3  = 435
-
-	nrOpen      = 2
-	nrTruncate  = 76
-	nrRename    = 82
-	nrMkdir     = 83
-	nrRmdir     = 84
-	nrCreat     = 85
-	nrLink      = 86
-	nrUnlink    = 87
-	nrSymlink   = 88
-	nrMknod     = 133
-	nrOpenat    = 257
-	nrMkdirat   = 258
-	nrMknodat   = 259
-	nrUnlinkat  = 263
-	nrRenameat  = 264
-	nrLinkat    = 265
-	nrSymlinkat = 266
-	nrRenameat2 = 316
-	nrOpenat2   = 437
-	nrUnshare   = 272
-	nrSetns     = 308
-	nrPtrace    = 101
+var deniedCalls = calls(
+	"ptrace", "syslog", "uselib", "ustat", "sysfs", "vhangup", "pivot_root", "_sysctl", "acct",
+	"settimeofday", "mount", "umount2", "swapon", "swapoff", "reboot", "iopl", "ioperm",
+	"create_module", "init_module", "delete_module", "quotactl", "nfsservctl", "lookup_dcookie",
+	"clock_settime", "kexec_load", "add_key", "request_key", "keyctl", "unshare", "move_pages",
+	"perf_event_open", "fanotify_init", "name_to_handle_at", "open_by_handle_at", "clock_adjtime",
+	"setns", "process_vm_readv", "process_vm_writev", "kcmp", "finit_module", "kexec_file_load",
+	"bpf", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "open_tree",
+	"move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "quotactl_fd",
+	"open_tree_attr", "adjtimex",
 )
 
-// amd64WriteCalls are the filesystem calls that create, change or remove a
+// sysVIPCCalls are SysV IPC and POSIX message queue syscalls.
+var sysVIPCCalls = calls(
+	"shmget", "shmat", "shmctl", "semget", "semop", "semctl", "shmdt", "msgget", "msgsnd", "msgrcv",
+	"msgctl", "semtimedop", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+	"mq_getsetattr",
+)
+
+// writeCalls are the filesystem calls that create, change or remove a
 // name, besides open and openat, which are notified only when their flags
 // ask to write: a read-only open, the commonest call there is, never
 // waits for the daemon.
-var amd64WriteCalls = []syscallName{
-	{"creat", nrCreat}, {"truncate", nrTruncate}, {"mkdir", nrMkdir}, {"mkdirat", nrMkdirat},
-	{"mknod", nrMknod}, {"mknodat", nrMknodat}, {"unlink", nrUnlink}, {"unlinkat", nrUnlinkat},
-	{"rmdir", nrRmdir}, {"rename", nrRename}, {"renameat", nrRenameat}, {"renameat2", nrRenameat2},
-	{"link", nrLink}, {"linkat", nrLinkat}, {"symlink", nrSymlink}, {"symlinkat", nrSymlinkat},
-	{"openat2", nrOpenat2},
-}
-
-// Numbers of the metadata and lookup calls the supervisor dispatches on.
-const (
-	nrStat, nrLstat, nrNewfstatat, nrStatx        = 4, 6, 262, 332
-	nrAccess, nrFaccessat, nrFaccessat2           = 21, 269, 439
-	nrReadlink, nrReadlinkat                      = 89, 267
-	nrGetxattr, nrLgetxattr, nrGetxattrat         = 191, 192, 464
-	nrListxattr, nrLlistxattr, nrListxattrat      = 194, 195, 465
-	nrStatfs, nrChdir, nrInotifyAddWatch          = 137, 80, 254
-	nrFileGetattr, nrFileSetattr                  = 468, 469
-	nrChmod, nrFchmod, nrFchmodat, nrFchmodat2    = 90, 91, 268, 452
-	nrChown, nrFchown, nrLchown, nrFchownat       = 92, 93, 94, 260
-	nrUtime, nrUtimes, nrFutimesat, nrUtimensat   = 132, 235, 261, 280
-	nrSetxattr, nrLsetxattr, nrFsetxattr          = 188, 189, 190
-	nrRemovexattr, nrLremovexattr, nrFremovexattr = 197, 198, 199
-	nrSetxattrat, nrRemovexattrat                 = 463, 466
+var writeCalls = calls(
+	"creat", "truncate", "mkdir", "mkdirat", "mknod", "mknodat", "unlink", "unlinkat", "rmdir",
+	"rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "openat2",
 )
 
-// amd64MetaCalls change an inode's mode, owner, times or extended
+// metaCalls change an inode's mode, owner, times or extended
 // attributes. Landlock governs none of them.
-var amd64MetaCalls = []syscallName{
-	{"chmod", 90}, {"fchmod", 91}, {"fchmodat", 268}, {"fchmodat2", 452},
-	{"chown", 92}, {"fchown", 93}, {"lchown", 94}, {"fchownat", 260},
-	{"utime", 132}, {"utimes", 235}, {"futimesat", 261}, {"utimensat", 280},
-	{"setxattr", 188}, {"lsetxattr", 189}, {"fsetxattr", 190},
-	{"removexattr", 197}, {"lremovexattr", 198}, {"fremovexattr", 199},
-	{"setxattrat", 463}, {"removexattrat", 466}, {"file_setattr", 469},
-}
+var metaCalls = calls(
+	"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime",
+	"utimes", "futimesat", "utimensat", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+	"lremovexattr", "fremovexattr", "setxattrat", "removexattrat", "file_setattr",
+)
 
-// amd64LookupCalls read what a name names, or make it the working
+// lookupCalls read what a name names, or make it the working
 // directory or a watch, without opening it for reading: Landlock checks
 // none of them.
-var amd64LookupCalls = []syscallName{
-	{"stat", 4}, {"lstat", 6}, {"newfstatat", 262}, {"statx", 332},
-	{"access", 21}, {"faccessat", 269}, {"faccessat2", 439},
-	{"readlink", 89}, {"readlinkat", 267},
-	{"getxattr", 191}, {"lgetxattr", 192}, {"listxattr", 194}, {"llistxattr", 195},
-	{"getxattrat", 464}, {"listxattrat", 465}, {"file_getattr", 468},
-	{"statfs", 137}, {"chdir", 80}, {"inotify_add_watch", 254},
-}
+var lookupCalls = calls(
+	"stat", "lstat", "newfstatat", "statx", "access", "faccessat", "faccessat2", "readlink",
+	"readlinkat", "getxattr", "lgetxattr", "listxattr", "llistxattr", "getxattrat", "listxattrat",
+	"file_getattr", "statfs", "chdir", "inotify_add_watch",
+)
 
 // inodeIoctl is an ioctl that changes an inode through any fd of it, one
 // opened read-only or O_PATH included: the kernel asks only that the
@@ -283,10 +250,10 @@ var inodeIoctls = []inodeIoctl{
 
 // SeccompProgram builds the filter the sandboxed command runs under.
 func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
-	if runtime.GOARCH != "amd64" {
+	if seccompArch != runtime.GOARCH {
 		return nil, &launcher.Unenforceable{
 			Field: "process", Mechanism: "seccomp filter for " + runtime.GOARCH,
-			Found: "sandboxd has syscall tables for amd64 only", Remedy: "run sandboxd on amd64",
+			Found: "sandboxd has syscall tables for amd64 and arm64 only", Remedy: "run sandboxd on amd64 or arm64",
 		}
 	}
 	var p []SockFilter
@@ -302,16 +269,18 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 	}
 
 	ld(offArch)
-	jeq(auditX8664, 1, 0)
+	jeq(auditArch, 1, 0)
 	ret(retKill)
 	ld(offNr)
-	// x32 syscalls reach the same kernel entry points under other numbers.
-	// Refused by the filter itself: no program uses them by accident, and
-	// the daemon could not name them.
-	p = append(p, SockFilter{Code: bpfJgeK, Jt: 0, Jf: 1, K: x32Bit})
-	ret(retErrno | errEPERM)
+	if hasX32 {
+		// x32 syscalls reach the same kernel entry points under other
+		// numbers. Refused by the filter itself: no program uses them by
+		// accident, and the daemon could not name them.
+		p = append(p, SockFilter{Code: bpfJgeK, Jt: 0, Jf: 1, K: x32Bit})
+		ret(retErrno | errEPERM)
+	}
 
-	for _, s := range amd64Denied {
+	for _, s := range deniedCalls {
 		jeq(s.nr, 0, 1)
 		ret(deny)
 	}
@@ -354,7 +323,7 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		if o.Notify {
 			refuse, refuseOpenat2 = retNotify, retNotify
 		}
-		for _, c := range amd64ModeCalls {
+		for _, c := range modeCalls {
 			if c.flagsArg < 0 {
 				jeq(c.nr, 0, 4)
 			} else {
@@ -375,7 +344,7 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		ret(retErrno | errENOSYS)
 	}
 	if o.NoSysVIPC {
-		for _, s := range amd64SysVIPC {
+		for _, s := range sysVIPCCalls {
 			jeq(s.nr, 0, 1)
 			ret(deny)
 		}
@@ -453,10 +422,10 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		ret(retNotify)
 	}
 	if o.Notify {
-		notified := append(append([]syscallName(nil), amd64WriteCalls...), amd64MetaCalls...)
+		notified := append(append([]syscallName(nil), writeCalls...), metaCalls...)
 		openFlags := uint32(openWriteFlags)
 		if o.NotifyLookups {
-			notified = append(notified, amd64LookupCalls...)
+			notified = append(notified, lookupCalls...)
 			openFlags |= oPath
 		}
 		for _, s := range notified {
@@ -465,7 +434,9 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		}
 		// open takes its flags as the second argument, openat as the
 		// third; both as ints.
-		for _, c := range []struct{ nr, off uint32 }{{nrOpen, offArg0 + 8}, {nrOpenat, offArg0 + 16}} {
+		opens := presentOnly([]struct{ nr, off uint32 }{{nrOpen, offArg0 + 8}, {nrOpenat, offArg0 + 16}},
+			func(c struct{ nr, off uint32 }) uint32 { return c.nr })
+		for _, c := range opens {
 			jeq(c.nr, 0, 4)
 			ld(c.off)
 			jset(openFlags, 0, 1)

@@ -2,10 +2,13 @@ package launcherlinux
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
 )
 
-// Syscall is a system call the filter names, with its amd64 number.
+// Syscall is a system call the filter names, with its number on the
+// architecture the daemon runs on.
 type Syscall struct {
 	Name string
 	Nr   uint32
@@ -17,6 +20,11 @@ type Syscall struct {
 // cannot drift apart. Calls of another architecture and x32 calls, which
 // the program refuses before any of these, are the builder's to refuse.
 type SeccompRules struct {
+	// Arch is the architecture the numbers are for, as GOARCH names it,
+	// and AuditArch its AUDIT_ARCH_* value, which a filter compares
+	// seccomp_data.arch with.
+	Arch      string
+	AuditArch uint32
 	// Denied fail with EPERM whatever their arguments.
 	Denied []Syscall
 	// NoSys fail with ENOSYS: clone3, whose flags the filter cannot read,
@@ -46,7 +54,12 @@ func SeccompRulesFor(o SeccompOptions) (*SeccompRules, error) {
 	if o.Notify || o.NotifyConnect || o.NotifyLookups || o.UnixStream || o.NoSetID {
 		return nil, errors.New("seccomp rules: notification and set-ID refusal need the daemon holding the listener")
 	}
+	if seccompArch != runtime.GOARCH {
+		return nil, fmt.Errorf("seccomp rules: sandboxd has syscall tables for amd64 and arm64 only, not %s", runtime.GOARCH)
+	}
 	r := &SeccompRules{
+		Arch:             seccompArch,
+		AuditArch:        auditArch,
 		NoSys:            []Syscall{{"clone3", nrClone3}},
 		Clone:            Syscall{"clone", nrClone},
 		CloneDeniedFlags: cloneNewFlags,
@@ -54,11 +67,11 @@ func SeccompRulesFor(o SeccompOptions) (*SeccompRules, error) {
 		DeniedIoctls:     []uint32{tiocsti, tioclinux},
 		Socket:           Syscall{"socket", nrSocket},
 	}
-	for _, s := range amd64Denied {
+	for _, s := range deniedCalls {
 		r.Denied = append(r.Denied, Syscall{s.name, s.nr})
 	}
 	if o.NoSysVIPC {
-		for _, s := range amd64SysVIPC {
+		for _, s := range sysVIPCCalls {
 			r.Denied = append(r.Denied, Syscall{s.name, s.nr})
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"unsafe"
 
@@ -144,10 +146,63 @@ func finalPath(h windows.Handle) (string, error) {
 	}
 }
 
+// resolvedPath is the path Windows resolves p to, every junction and
+// symbolic link on the way followed, in drive or UNC form.
+func resolvedPath(p string) (string, error) {
+	p16, err := windows.UTF16PtrFromString(p)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	h, err := windows.CreateFile(p16, 0, windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE,
+		nil, windows.OPEN_EXISTING, windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", p, err)
+	}
+	defer windows.CloseHandle(h)
+	f, err := finalPath(h)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	if rest, ok := strings.CutPrefix(f, `\\?\UNC\`); ok {
+		return `\\` + rest, nil
+	}
+	return strings.TrimPrefix(f, `\\?\`), nil
+}
+
 // extendedPath is how GetFinalPathNameByHandle spells the clean path p.
 func extendedPath(p string) string {
 	if rest, ok := strings.CutPrefix(p, `\\`); ok {
 		return `\\?\UNC\` + rest
 	}
 	return `\\?\` + p
+}
+
+// notInheriting returns the first object at or below root whose DACL is
+// protected from inheritance, "" when every one inherits (Input.NotInheriting).
+// A reparse point is not followed: what it leads to is not below root, and
+// the entries stamped on root are checked where the access lands.
+func notInheriting(root string) (string, error) {
+	found := ""
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		sd, err := windows.GetNamedSecurityInfo(p, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
+		if err != nil {
+			return fmt.Errorf("read the DACL of %s: %w", p, err)
+		}
+		control, _, err := sd.Control()
+		if err != nil {
+			return fmt.Errorf("read the DACL control of %s: %w", p, err)
+		}
+		if control&windows.SE_DACL_PROTECTED != 0 {
+			found = p
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return found, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -131,6 +132,13 @@ func probeHost(stateDir string) (*Host, *Journal) {
 	}
 	h.OfflineSID, h.OnlineSID = offline, online
 	h.Probes = append(h.Probes, users)
+	if j != nil && users.OK {
+		stale := ProbeResult{Name: ProbeStaleGrants, Op: "remove the persistent grants to the sandbox users " + j.Path() + " lists", OK: true}
+		if err := removeStaleGrants(j, []string{offline, online}); err != nil {
+			stale.OK, stale.Detail = false, err.Error()
+		}
+		h.Probes = append(h.Probes, stale)
+	}
 	for _, u := range sandboxUsers {
 		cred, logon := probeUser(stateDir, u)
 		h.Probes = append(h.Probes, cred, logon)
@@ -549,10 +557,12 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		return nil, err
 	}
 	tempDir := filepath.Join(b.stateDir, tempRoot, spec.SessionID)
+	walked := walkProtected(spec.Policy)
 	b.mu.Lock()
 	plan, err := NewPlan(Input{
 		Policy: spec.Policy, SessionID: spec.SessionID, OfflineSID: offline, OnlineSID: online,
 		TempDir: tempDir, Env: spec.Env, NumCPU: runtime.NumCPU(), Exists: b.exists,
+		NotInheriting: walked, Child: spec.ParentSessionID != "", Terminal: spec.Stdio.Terminal,
 	})
 	var held []string
 	if err == nil {
@@ -572,6 +582,56 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		return nil, withCleanup(err, b.release(s))
 	}
 	return p, nil
+}
+
+// removeStaleGrants takes off the host, and then out of the journal, the
+// persistent grants to the sandbox users that earlier versions stamped.
+func removeStaleGrants(j *Journal, userSIDs []string) error {
+	var errs []error
+	for _, a := range StaleGrants(j.Persistent(), userSIDs) {
+		if err := unstampACE(a); err != nil {
+			errs = append(errs, fmt.Errorf("remove the grant to %s on %s: %w", a.SID, a.Path, err))
+			continue
+		}
+		errs = append(errs, j.ForgetPersistent(a))
+	}
+	return errors.Join(errs...)
+}
+
+// walkProtected walks, before Start takes the backend's lock, the trees of
+// the policy's carve-outs and deny paths inside its write roots, which
+// NewPlan asks notInheriting about: a large one must not hold up other
+// sessions' starts. What it did not walk is walked when asked.
+func walkProtected(p *sandboxdv1.Policy) func(string) (string, error) {
+	type result struct {
+		obj string
+		err error
+	}
+	fs := p.GetFilesystem()
+	var write []string
+	for _, w := range fs.GetWrite() {
+		if checkPath(w) == "" {
+			write = append(write, cleanPath(w))
+		}
+	}
+	done := map[string]result{}
+	for _, q := range slices.Concat(fs.GetReadOnly(), fs.GetDeny()) {
+		if checkPath(q) != "" {
+			continue
+		}
+		c := cleanPath(q)
+		if _, err := os.Lstat(c); err != nil || outermost(c, write) == "" {
+			continue
+		}
+		obj, err := notInheriting(c)
+		done[fold(c)] = result{obj, err}
+	}
+	return func(path string) (string, error) {
+		if r, ok := done[fold(path)]; ok {
+			return r.obj, r.err
+		}
+		return notInheriting(path)
+	}
 }
 
 // withCleanup is err, joined with the error of undoing what preceded it
@@ -627,6 +687,17 @@ func (b *backend) start(ctx context.Context, spec launcher.Spec, plan *Plan, s *
 	app, execErr := resolveCommand(token, spec.Argv[0], spec.Cwd, plan.Env)
 	if execErr != nil {
 		return nil, execErr
+	}
+	if err := plan.RefuseProgram(app); err != nil {
+		return nil, err
+	}
+	// A junction outside the write roots may lead into one.
+	resolved, err := resolvedPath(app)
+	if err != nil {
+		return nil, fmt.Errorf("the program %s: %w", app, err)
+	}
+	if err := plan.RefuseProgram(resolved); err != nil {
+		return nil, err
 	}
 	if execErr := checkCwd(token, spec.Cwd); execErr != nil {
 		return nil, execErr

@@ -2,6 +2,7 @@ package launcherwindows
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -22,6 +23,11 @@ const (
 	// ProbeJournal undoes what the sessions of a daemon that died left
 	// on the host; a failure refuses nothing, and the next start retries.
 	ProbeJournal = "journal sweep"
+	// ProbeStaleGrants removes the persistent grants to the sandbox users
+	// that versions before per-session grants stamped on write roots; while
+	// any is left, another caller's sandbox may read a past write root, so
+	// a failure refuses every session.
+	ProbeStaleGrants = "stale grants"
 	// ProbeUsers looks the sandbox users up.
 	ProbeUsers = "sandbox users"
 	// ProbeCredentials decrypts a sandbox user's password.
@@ -69,6 +75,12 @@ func (h *Host) Refusal() *launcher.Unenforceable {
 	}
 	if r := h.Get(ProbeStateDir); !r.OK {
 		return refusal("process", mech, r, "the state directory is not one only SYSTEM and administrators can write", remedyInstall)
+	}
+	// Probed only where the sandbox users exist; not probed refuses nothing.
+	if i := slices.IndexFunc(h.Probes, func(r ProbeResult) bool { return r.Name == ProbeStaleGrants }); i >= 0 && !h.Probes[i].OK {
+		r := h.Probes[i]
+		return refusal("filesystem.write", mechanismACL+": write roots granted to each session alone", r,
+			"grants to the shared sandbox users that an earlier version stamped are still on the host", "restart the service, or run `sandboxd uninstall` and `sandboxd install`")
 	}
 	return nil
 }
@@ -168,6 +180,9 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 		plan, err := NewPlan(Input{
 			Policy: p, SessionID: "capabilities", OfflineSID: h.OfflineSID, OnlineSID: h.OnlineSID,
 			TempDir: exampleStateDir + `\tmp\capabilities`, NumCPU: max(h.NumCPU, 1),
+			// A carve-out whose objects all inherit: one that does not is
+			// refused for the path, not for the host.
+			NotInheriting: func(string) (string, error) { return "", nil },
 		})
 		var u *launcher.Unenforceable
 		switch {

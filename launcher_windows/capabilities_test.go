@@ -122,3 +122,17 @@ func TestOnDriveC(t *testing.T) {
 		t.Errorf("onDriveC: %s, want %s", got, want)
 	}
 }
+
+// Grants to the shared sandbox users left by an earlier version that the
+// daemon could not remove refuse every session: another caller's sandbox
+// could read a past write root through them (issue 29 item 2).
+func TestStaleGrantsLeftRefuse(t *testing.T) {
+	h := provisionedHost()
+	if u := h.Refusal(); u != nil {
+		t.Fatalf("a provisioned host refuses: %v", u)
+	}
+	h.Probes = append(h.Probes, ProbeResult{Name: ProbeStaleGrants, Op: "remove", Detail: "access denied"})
+	if u := h.Refusal(); u == nil || u.Field != "filesystem.write" || u.Remedy == "" {
+		t.Errorf("stale grants left: refusal %v, want one for filesystem.write with a remedy", u)
+	}
+}

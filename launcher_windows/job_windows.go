@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -16,6 +17,7 @@ const (
 	jobObjectCPURateControlHardCap = 0x4
 
 	jobObjectMsgActiveProcessZero = 4
+	jobObjectMsgJobMemoryLimit    = 10
 )
 
 // jobCPURateControl is JOBOBJECT_CPU_RATE_CONTROL_INFORMATION with its
@@ -65,6 +67,9 @@ type job struct {
 	zero    chan struct{}
 	watched chan struct{}
 	once    sync.Once
+	// overMemory is set when a commit failed for the job's memory limit,
+	// which then ends the session as a cgroup's OOM kill would.
+	overMemory atomic.Bool
 }
 
 // newJob creates the job with the plan's limits and starts watching it.
@@ -144,11 +149,19 @@ func (j *job) watch() {
 		if err != nil || key == stopKey {
 			return
 		}
-		if msg == jobObjectMsgActiveProcessZero {
+		switch msg {
+		case jobObjectMsgActiveProcessZero:
 			select {
 			case j.zero <- struct{}{}:
 			default:
 			}
+		case jobObjectMsgJobMemoryLimit:
+			// Windows only fails the commit; the session ends here, so
+			// that the limit means what it means on Linux and Wait can
+			// name it. A failed terminate leaves the commit refused,
+			// which still keeps the job under its limit.
+			j.overMemory.Store(true)
+			_ = windows.TerminateJobObject(j.h, killedExitCode)
 		}
 	}
 }

@@ -245,3 +245,18 @@ func (j *Journal) FinishSession(id string, left SessionRecord) error {
 		f.Sessions[id] = left.clone()
 	})
 }
+
+// StaleGrants are the persistent entries, among those journaled, that
+// grant something to one of the sandbox users: versions before this one
+// granted each write root to the user for good, which every later
+// session of that user, whoever its caller, inherited. The daemon
+// removes them at start.
+func StaleGrants(persistent []StampedACE, userSIDs []string) []StampedACE {
+	var out []StampedACE
+	for _, a := range persistent {
+		if a.Allow && slices.Contains(userSIDs, a.SID) {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -156,3 +156,17 @@ func journalOK(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A persistent grant to a sandbox user, as earlier versions stamped on
+// every write root, is stale; entries for a write root's own SID or
+// OWNER RIGHTS are not (issue 29 item 2).
+func TestStaleGrants(t *testing.T) {
+	user := "S-1-5-21-1-2-3-1001"
+	grant := StampedACE{Path: `C:\w`, SID: user, Allow: true, Mask: ModifyAccess &^ DELETE, Inherit: true}
+	root := StampedACE{Path: `C:\w`, SID: WriteRootSID(`C:\w`), Allow: true, Mask: ModifyAccess, Inherit: true}
+	owner := StampedACE{Path: `C:\w`, SID: SIDOwnerRights, Allow: true, Mask: READ_CONTROL, Inherit: true}
+	got := StaleGrants([]StampedACE{grant, root, owner}, []string{user, "S-1-5-21-1-2-3-1002"})
+	if len(got) != 1 || got[0] != grant {
+		t.Errorf("stale grants %+v, want only the grant to the sandbox user", got)
+	}
+}

@@ -32,6 +32,14 @@ type aclModel struct {
 	explicit    map[string][]ACE
 	normal      map[string]bool
 	restricting map[string]bool
+	// owned are objects the sandbox user owns: earlier sessions made
+	// them. An owner holds READ_CONTROL and WRITE_DAC before any entry is
+	// read, unless an OWNER RIGHTS entry says what it holds.
+	owned map[string]bool
+	// private are directories whose own ACLs grant the sandbox user
+	// nothing, below which the host grants nothing either: another
+	// caller's home, say.
+	private []string
 }
 
 func newACLModel(pl *Plan) *aclModel {
@@ -89,6 +97,22 @@ func (m *aclModel) pass(p string, want uint32, sids map[string]bool, rest func(u
 
 func (m *aclModel) granted(p string, want uint32) bool {
 	host := func(rest uint32) bool { return rest&hostWithheld == 0 }
+	if anyWithin(cleanPath(p), m.private) {
+		host = func(rest uint32) bool { return rest == 0 }
+	}
+	if m.owned[fold(cleanPath(p))] {
+		implicit := READ_CONTROL | WRITE_DAC
+		for _, a := range m.effective(p) {
+			if a.SID == SIDOwnerRights {
+				implicit = 0
+				if a.Allow {
+					implicit = a.Mask
+				}
+				break
+			}
+		}
+		want &^= implicit
+	}
 	if !m.pass(p, want, m.normal, host) {
 		return false
 	}

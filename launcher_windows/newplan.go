@@ -28,6 +28,9 @@ func NewPlan(in Input) (*Plan, error) {
 	if err := refuseUnsupported(in.Policy); err != nil {
 		return nil, err
 	}
+	if err := refuseSession(in); err != nil {
+		return nil, err
+	}
 	if !sessionIDPattern.MatchString(in.SessionID) {
 		return nil, fmt.Errorf("session id %q cannot name a pipe", in.SessionID)
 	}
@@ -86,6 +89,11 @@ func NewPlan(in Input) (*Plan, error) {
 		return nil, fmt.Errorf("SID %q of user %s is not a SID", pl.UserSID, pl.User)
 	}
 	pl.sids[pl.UserSID] = "user " + pl.User
+
+	if err := refuseNotInheriting(in.NotInheriting, exists, write, readOnly, deny); err != nil {
+		return nil, err
+	}
+	pl.writable = append(slices.Clone(write), tempDir)
 
 	fp := &filePlanner{pl: pl, exists: exists, write: write, placeholders: map[string]bool{}}
 	fp.writeRoots(tempDir)
@@ -171,25 +179,31 @@ type filePlanner struct {
 
 func (f *filePlanner) add(a ACE) { f.pl.ACEs = append(f.pl.ACEs, a) }
 
-// writeRoots grants writes below each write root: reading, writing and
-// creating to the user for the normal pass and to the root's SID for the
-// restricting pass, and deleting to the session's logon SID. The first two
-// are persistent: the root's SID grants nothing to a token without it, and
-// stamping a large tree once rather than per session is what keeps
-// sessions cheap. DELETE is decided by the normal pass alone, so granted to
-// the user for good it would let every later session of that user delete
-// below every write root ever stamped; granted to the logon SID it lasts
-// as long as the session.
+// writeRoots grants writes below each write root: Modify to the
+// session's logon SID for the normal pass, for the session alone, and to
+// the root's SID for the restricting pass, for good (it grants nothing to
+// a token without a normal-pass grant too). Every session of a network
+// mode runs as one user, whatever its caller, so a grant to that user
+// would let any later caller's sandbox read and write this root.
+//
+// OWNER RIGHTS limited to READ_CONTROL, inherited below the root, takes
+// from the owner of what lies there the WRITE_DAC Windows grants an owner
+// before it reads any deny entry: the sandbox user owns what earlier
+// sessions made, and could otherwise rewrite the ACL of a carve-out or
+// deny path it once created.
 func (f *filePlanner) writeRoots(tempDir string) {
+	if len(f.write) > 0 {
+		f.pl.sids[SIDOwnerRights] = "OWNER RIGHTS"
+	}
 	for _, w := range f.write {
 		sid := WriteRootSID(w)
 		f.pl.sids[sid] = "write root " + w
-		f.add(ACE{Path: w, SID: f.pl.UserSID, Allow: true, Mask: ModifyAccess &^ DELETE, Inherit: true, Persistent: true,
-			Field: "filesystem.write", Why: "write root, for the sandbox user (normal pass)"})
+		f.add(ACE{Path: w, SID: LogonSID, Allow: true, Mask: ModifyAccess, Inherit: true,
+			Field: "filesystem.write", Why: "write root, for this session alone (normal pass)"})
 		f.add(ACE{Path: w, SID: sid, Allow: true, Mask: ModifyAccess, Inherit: true, Persistent: true,
 			Field: "filesystem.write", Why: "write root, for its own SID (restricting pass)"})
-		f.add(ACE{Path: w, SID: LogonSID, Allow: true, Mask: DELETE, Inherit: true,
-			Field: "filesystem.write", Why: "write root: deleting and renaming, for this session alone"})
+		f.add(ACE{Path: w, SID: SIDOwnerRights, Allow: true, Mask: READ_CONTROL, Inherit: true, Persistent: true,
+			Field: "filesystem.write", Why: "write root: an owner, the sandbox user among them, holds no implicit WRITE_DAC below it"})
 	}
 	f.add(ACE{Path: tempDir, SID: LogonSID, Allow: true, Mask: ModifyAccess, Inherit: true,
 		Field: "filesystem.write", Why: "the session's private temporary directory (TEMP, TMP)"})

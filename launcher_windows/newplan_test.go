@@ -55,6 +55,9 @@ func input(p *sandboxdv1.Policy) Input {
 		TempDir:    testTempDir,
 		Env:        testEnv,
 		NumCPU:     8,
+		// What the backend finds on a host where nothing below a carve-out
+		// or deny path has a protected DACL.
+		NotInheriting: func(string) (string, error) { return "", nil },
 	}
 }
 
@@ -222,9 +225,9 @@ func TestWorkspaceWritePreset(t *testing.T) {
 	pl := plan(t, in)
 	const ws, git = `C:\Users\dev\project`, `C:\Users\dev\project\.git`
 	want := []ACE{
-		{Path: ws, SID: testOfflineSID, Allow: true, Mask: 0x1201BF, Inherit: true, Persistent: true},
+		{Path: ws, SID: LogonSID, Allow: true, Mask: 0x1301BF, Inherit: true},
 		{Path: ws, SID: WriteRootSID(ws), Allow: true, Mask: 0x1301BF, Inherit: true, Persistent: true},
-		{Path: ws, SID: LogonSID, Allow: true, Mask: 0x10000, Inherit: true},
+		{Path: ws, SID: SIDOwnerRights, Allow: true, Mask: 0x20000, Inherit: true, Persistent: true},
 		{Path: git, SID: LogonSID, Mask: 0xD0156, Inherit: true},
 		{Path: testTempDir, SID: LogonSID, Allow: true, Mask: 0x1301BF, Inherit: true},
 	}
@@ -336,7 +339,7 @@ func TestPathCaseIsOnePath(t *testing.T) {
 	}}))
 	roots := 0
 	for _, a := range pl.ACEs {
-		if a.Allow && a.SID == testOfflineSID {
+		if a.Allow && a.SID == SIDOwnerRights {
 			roots++
 		}
 	}

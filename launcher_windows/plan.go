@@ -23,6 +23,18 @@ type Input struct {
 	// Exists says whether a path exists now; nil means every path does.
 	// Carve-outs and deny paths that do not exist become placeholders.
 	Exists func(path string) bool
+	// NotInheriting returns an object at or below path whose DACL is
+	// protected from inheritance, "" when every one inherits: the entries
+	// stamped on a carve-out or deny path never reach such an object, and
+	// the sandbox user, which every session shares, may have made it so
+	// in an earlier session. Nil means it cannot be known, and an existing
+	// carve-out or deny path inside a write root is refused.
+	NotInheriting func(path string) (string, error)
+	// Child says the session is another session's child, whose processes
+	// must count against its parent's job limits.
+	Child bool
+	// Terminal asks for a PTY session, on a pseudo console.
+	Terminal bool
 }
 
 // Plan is a policy made concrete for a restricted token, NTFS ACLs, the
@@ -51,6 +63,9 @@ type Plan struct {
 	// Report says per field what enforces it.
 	Report []*sandboxdv1.FieldEnforcement
 
+	// writable are the paths another session of the user may change:
+	// the write roots and the temporary directory.
+	writable []string
 	// sids says what each SID of the plan stands for, for Render.
 	sids map[string]string
 }

@@ -465,6 +465,9 @@ func (p *process) Wait() (launcher.Status, error) {
 		} else {
 			p.status = launcher.Status{ExitCode: int(code)}
 		}
+		if p.job.overMemory.Load() {
+			p.status = launcher.Status{Signal: syscall.SIGKILL, Limit: "limits.memory_bytes"}
+		}
 		// The command has ended, and with it the sandbox: what it left
 		// running is killed, as the end of a pid namespace's init would.
 		errs = append(errs, p.job.terminate(killedExitCode), p.job.waitEmpty(reapTimeout))

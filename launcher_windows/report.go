@@ -31,17 +31,17 @@ func report(in Input, pl *Plan, write, readOnly, deny []string) []*sandboxdv1.Fi
 		f("filesystem.read", "restricted token of the local user "+pl.User+": every path the host's ACLs let "+pl.User+" read (a write-restricted token does not narrow reads; what only the calling user may read stays unreadable), but the deny paths"),
 	}
 	if len(write) > 0 {
-		out = append(out, f("filesystem.write", wr+"; persistent entries on each write root, inherited below it: read, write and create for "+pl.User+", Modify (without FILE_DELETE_CHILD) for the write root's own SID; DELETE for the session's logon SID, for the session only (a write-restricted token's restricting pass does not cover DELETE); Modify for the session's logon SID on its private temporary directory (TEMP, TMP)"))
+		out = append(out, f("filesystem.write", wr+"; entries on each write root, inherited below it: Modify for the session's logon SID, for the session only (the user "+pl.User+" is every session's, so nothing is granted to it); persistent Modify (without FILE_DELETE_CHILD) for the write root's own SID, which grants nothing without the first; persistent OWNER RIGHTS READ_CONTROL, so owning a file (the sandbox user owns what earlier sessions made) gives no implicit WRITE_DAC; Modify for the session's logon SID on its private temporary directory (TEMP, TMP)"))
 	} else {
 		out = append(out, f("filesystem.write", wr+"; no write root: only the session's private temporary directory (TEMP, TMP), through the session's logon SID, and devices such as NUL"))
 	}
 	if len(readOnly) > 0 {
-		out = append(out, f("filesystem.read_only", mechanismACL+": deny of every write right, DELETE, WRITE_DAC and WRITE_OWNER for the session's logon SID on each carve-out, inherited below it, and deny of DELETE on every directory between its write root and it, for the session only; a missing carve-out is created empty for the session"))
+		out = append(out, f("filesystem.read_only", mechanismACL+": deny of every write right, DELETE, WRITE_DAC and WRITE_OWNER for the session's logon SID on each carve-out, inherited below it, and deny of DELETE on every directory between its write root and it, for the session only; a missing carve-out is created empty for the session; one below which an object's DACL is protected from inheritance is refused"))
 	} else {
 		out = append(out, f("filesystem.read_only", "none requested"))
 	}
 	if len(deny) > 0 {
-		out = append(out, f("filesystem.deny", mechanismACL+" for the session only: deny of all access for the session's logon SID on each deny path, inherited below it, and deny of DELETE on every directory between its write root and it; a missing one inside a write root is created empty for the session, one outside every write root cannot be created by the sandbox"))
+		out = append(out, f("filesystem.deny", mechanismACL+" for the session only: deny of all access for the session's logon SID on each deny path, inherited below it, and deny of DELETE on every directory between its write root and it; a missing one inside a write root is created empty for the session, one outside every write root cannot be created by the sandbox; one inside a write root below which an object's DACL is protected from inheritance is refused"))
 	} else {
 		out = append(out, f("filesystem.deny", "none requested"))
 	}
@@ -59,10 +59,10 @@ func report(in Input, pl *Plan, write, readOnly, deny []string) []*sandboxdv1.Fi
 		out = append(out, f("limits.output_bytes", fmt.Sprintf("daemon output accounting: output beyond %d bytes is dropped after a marker; the command runs on", n)))
 	}
 	if l.GetMemoryBytes() != 0 {
-		out = append(out, f("limits.memory_bytes", fmt.Sprintf("job object JobMemoryLimit of %d bytes, committed by all its processes together", pl.Job.JobMemoryLimit)))
+		out = append(out, f("limits.memory_bytes", fmt.Sprintf("job object JobMemoryLimit of %d bytes, committed (not resident) by all its processes together: a commit beyond it fails, and on the job's notification of it the daemon ends the session, killed, with limits.memory_bytes as the reason", pl.Job.JobMemoryLimit)))
 	}
 	if l.GetPids() != 0 {
-		out = append(out, f("limits.pids", fmt.Sprintf("job object ActiveProcessLimit of %d processes", pl.Job.ActiveProcessLimit)))
+		out = append(out, f("limits.pids", fmt.Sprintf("job object ActiveProcessLimit of %d processes: counts processes, not threads (Linux's pids limit counts every thread); starting a process beyond it fails", pl.Job.ActiveProcessLimit)))
 	}
 	if l.GetCpuMillis() != 0 {
 		out = append(out, f("limits.cpu_millis", fmt.Sprintf("job object CPU rate hard cap of %d/10000 of the machine (%d millis over %d logical processors)", pl.Job.CPURate, l.GetCpuMillis(), in.NumCPU)))

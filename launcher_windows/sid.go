@@ -24,6 +24,10 @@ const (
 	SIDAuthenticatedUsers = "S-1-5-11"
 	// SIDMediumIntegrity is the Medium mandatory level.
 	SIDMediumIntegrity = "S-1-16-8192"
+	// SIDOwnerRights is OWNER RIGHTS: an entry for it replaces the
+	// READ_CONTROL and WRITE_DAC an object's owner otherwise holds
+	// before any entry is read.
+	SIDOwnerRights = "S-1-3-4"
 )
 
 // derivedSIDPrefix is the authority and first sub-authority of capability

@@ -25,13 +25,13 @@ var hostTree = map[string]bool{
 
 // exportable skips a test on a host where Export cannot run its cases:
 // sandboxd's seccomp tables, which the export's plan is made with, exist
-// for amd64 only (sandboxd refuses other architectures), and policy paths
+// for amd64 and arm64 only (sandboxd refuses other architectures), and policy paths
 // are checked by the host OS's rules, which on Windows are not the Linux
 // paths of an OCI config.
 func exportable(t testing.TB) {
 	t.Helper()
-	if runtime.GOARCH != "amd64" {
-		t.Skipf("sandboxd's seccomp tables exist for amd64 only; this is %s", runtime.GOARCH)
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("sandboxd's seccomp tables exist for amd64 and arm64 only; this is %s", runtime.GOARCH)
 	}
 	if runtime.GOOS == "windows" {
 		t.Skip("policy paths are checked by Windows' rules here, and an OCI config's are Linux's")
@@ -96,7 +96,13 @@ func TestExportGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
+			// The seccomp rules are the architecture's: amd64's are the
+			// files of testdata/export, another's in a directory of its
+			// name.
 			golden := filepath.Join("testdata", "export", c.name+".json")
+			if runtime.GOARCH != "amd64" {
+				golden = filepath.Join("testdata", "export", runtime.GOARCH, c.name+".json")
+			}
 			if *update {
 				if err := os.WriteFile(golden, got, 0o644); err != nil {
 					t.Fatal(err)

@@ -39,9 +39,13 @@ func Seccomp(netns bool) (*specs.LinuxSeccomp, error) {
 	for _, s := range r.Denied {
 		denied.Names = append(denied.Names, s.Name)
 	}
+	arch, ok := map[string]specs.Arch{"amd64": specs.ArchX86_64, "arm64": specs.ArchAARCH64}[r.Arch]
+	if !ok {
+		return nil, fmt.Errorf("seccomp: no OCI name for the architecture %s", r.Arch)
+	}
 	out := &specs.LinuxSeccomp{
 		DefaultAction: specs.ActAllow,
-		Architectures: []specs.Arch{specs.ArchX86_64},
+		Architectures: []specs.Arch{arch},
 		Syscalls:      []specs.LinuxSyscall{denied},
 	}
 	for _, s := range r.NoSys {

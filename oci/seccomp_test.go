@@ -16,12 +16,12 @@ type verdict uint32
 const killed verdict = 1 << 31
 
 // bpfVerdict runs sandboxd's classic BPF program over a struct
-// seccomp_data for amd64, with the instructions SeccompProgram emits.
-func bpfVerdict(t *testing.T, prog []launcherlinux.SockFilter, nr uint32, args [6]uint64) verdict {
+// seccomp_data of arch, with the instructions SeccompProgram emits.
+func bpfVerdict(t *testing.T, prog []launcherlinux.SockFilter, arch, nr uint32, args [6]uint64) verdict {
 	t.Helper()
 	data := make([]byte, 64)
 	binary.LittleEndian.PutUint32(data[0:], nr)
-	binary.LittleEndian.PutUint32(data[4:], 0xc000003e)
+	binary.LittleEndian.PutUint32(data[4:], arch)
 	for i, a := range args {
 		binary.LittleEndian.PutUint64(data[16+8*i:], a)
 	}
@@ -105,14 +105,14 @@ func ociVerdict(t *testing.T, s *specs.LinuxSeccomp, name string, args [6]uint64
 	return 0
 }
 
-// TestSeccompEqualsProgram puts every amd64 syscall number, with the
+// TestSeccompEqualsProgram puts every syscall number, with the
 // arguments the program looks at, to both filters: the OCI rules must
 // answer as the program does, and where the program reads only the low
 // 32 bits of an argument that has high bits, never allow what it
 // refuses.
 func TestSeccompEqualsProgram(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skipf("sandboxd's filter exists for amd64 only; this is %s", runtime.GOARCH)
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skipf("sandboxd's filter exists for amd64 and arm64 only; this is %s", runtime.GOARCH)
 	}
 	for _, netns := range []bool{false, true} {
 		prog, err := launcherlinux.SeccompProgram(launcherlinux.SeccompOptions{RestrictSocketFamilies: netns})
@@ -159,7 +159,7 @@ func TestSeccompEqualsProgram(t *testing.T) {
 		checked := 0
 		for nr := uint32(0); nr < 512; nr++ {
 			for _, args := range argSets {
-				want := bpfVerdict(t, prog, nr, args)
+				want := bpfVerdict(t, prog, rules.AuditArch, nr, args)
 				name, ok := names[nr]
 				if !ok {
 					if want != 0 {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Checks what only runs elsewhere: the GitHub Actions workflow must be valid
-# YAML whose macOS and Windows jobs run the unit tests and the conformance
-# suite natively, and the launchd plist must be a valid property list.
+# YAML whose macOS, Windows and Linux arm64 jobs run the tests and the
+# conformance suite natively, and the launchd plist must be a valid property
+# list.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,7 @@ wants = {
     # ./... holds the conformance suite, which on Windows installs the
     # service it tests.
     "windows": ("go test -count=1 -timeout 20m ./...",),
+    "linux-arm64": ("./launcher_linux/...", "./internal/conformance/"),
 }
 for job, want_runs in wants.items():
     runs = " ".join(s.get("run", "") for s in wf["jobs"][job]["steps"])

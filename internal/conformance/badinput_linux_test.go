@@ -19,6 +19,7 @@ func enforcedHere(feature string) string {
 		"limits.memory_bytes":    "memory hog is killed by limits.memory_bytes, a program under it runs",
 		"limits.pids":            "fork bomb is contained by limits.pids",
 		"limits.cpu_millis":      "cpu burn is throttled to limits.cpu_millis",
+		"limits.timeout":         "timeout kills the whole session tree, escaped processes too",
 	}
 	if c, ok := enforced[feature]; ok {
 		return fmt.Sprintf("the Linux backend enforces %s: see %q", feature, c)

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -240,6 +241,11 @@ func TestUnenforceableIsRefused(t *testing.T) {
 		{"cpu limit", "limits.cpu_millis", func(f *fixture) *sandboxdv1.Policy {
 			p := fsPolicy(list(f.dir), nil, nil)
 			p.Limits = &sandboxdv1.Limits{CpuMillis: 500}
+			return p
+		}},
+		{"timeout", "limits.timeout", func(f *fixture) *sandboxdv1.Policy {
+			p := fsPolicy(list(f.dir), nil, nil)
+			p.Limits = &sandboxdv1.Limits{Timeout: durationpb.New(time.Minute)}
 			return p
 		}},
 		{"listed read roots", "filesystem.read=LISTED", func(f *fixture) *sandboxdv1.Policy {

@@ -815,20 +815,3 @@ func rootOwnedFixture(f *fixture) (dir, file string) {
 	}
 	return dir, file
 }
-
-// TestEveryCaseSaysHowWindowsEnforcesIt keeps windowsMechanisms in step with
-// cases(): a new case must say how Windows enforces it, or why not.
-func TestEveryCaseSaysHowWindowsEnforcesIt(t *testing.T) {
-	names := map[string]bool{}
-	for _, c := range cases() {
-		names[c.name] = true
-		if windowsMechanisms[c.name] == "" {
-			t.Errorf("case %q has no entry in windowsMechanisms", c.name)
-		}
-	}
-	for name := range windowsMechanisms {
-		if !names[name] {
-			t.Errorf("windowsMechanisms names %q, which is not a case", name)
-		}
-	}
-}

@@ -2,15 +2,18 @@ package conformance
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/windows"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -25,10 +28,18 @@ type winSpec struct {
 	stdin  string
 	steps  []step
 	after  func(t *testing.T, out []outcome)
+	// killed is the reason the session must end killed for; the steps
+	// after the one that provokes it print nothing.
+	killed string
+	// output, when set, checks the session's raw output instead of the
+	// steps' outcomes: for a case whose output the daemon cuts.
+	output func(t *testing.T, stdout string)
 }
 
-// winCase is one of cases() made concrete with Windows fixtures; its name
-// must be a key of windowsMechanisms, so the two lists cannot drift apart.
+// winCase is a case of the shared list (caseOutcomes) made concrete with
+// Windows fixtures: every case the list marks enforced, differing or
+// refused on Windows has one, and TestConformance fails for one that
+// does not.
 type winCase struct {
 	name string
 	// refuses is the field the backend must refuse the policy for.
@@ -89,10 +100,33 @@ func udpEcho(t *testing.T) (addr, token string) {
 // windowsOnlyMechanisms are the cases only the Windows suite runs: fields
 // the Windows backend enforces while Linux and macOS still refuse them
 // (limits, issue 9).
-var windowsOnlyMechanisms = map[string]string{
-	"limits.pids caps the processes of the session":           "job object: JOB_OBJECT_LIMIT_ACTIVE_PROCESS; creating a process beyond it fails",
-	"limits.memory_bytes caps the session's committed memory": "job object: JOB_OBJECT_LIMIT_JOB_MEMORY; a commit beyond it fails",
-	"limits.cpu_millis caps the session's CPU time":           "job object: CPU rate control with a hard cap",
+// allowlistRefused is every network ALLOWLIST case: Windows has no
+// daemon-run proxy to confine a sandbox to, so the policy is refused.
+func allowlistRefused(*fixture) winSpec {
+	return winSpec{
+		policy: &sandboxdv1.Policy{Network: &sandboxdv1.Network{
+			Mode:  sandboxdv1.Network_ALLOWLIST,
+			Allow: []*sandboxdv1.NetworkAllow{{Host: "example.com", Port: 443}},
+		}},
+		steps: []step{allow("env")},
+	}
+}
+
+// protectedDACL gives path the DACL sddl, protected from inheritance.
+func protectedDACL(t *testing.T, path, sddl string) {
+	t.Helper()
+	sd, err := windows.SecurityDescriptorFromString(sddl)
+	if err != nil {
+		t.Fatalf("%s: %v", sddl, err)
+	}
+	dacl, _, err := sd.DACL()
+	if err != nil {
+		t.Fatalf("%s: %v", sddl, err)
+	}
+	if err := windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT,
+		windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, dacl, nil); err != nil {
+		t.Fatalf("protect the DACL of %s: %v", path, err)
+	}
 }
 
 func windowsCases() []winCase {
@@ -386,19 +420,20 @@ func windowsCases() []winCase {
 				},
 			}
 		}},
-		{name: "limits.pids caps the processes of the session", setup: func(f *fixture) winSpec {
+		{name: "fork bomb is contained by limits.pids", setup: func(f *fixture) winSpec {
 			return winSpec{
 				policy: &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Pids: 1}},
 				steps:  []step{deny("spawn", "over-limit-"+randomHex())},
 			}
 		}},
-		{name: "limits.memory_bytes caps the session's committed memory", setup: func(f *fixture) winSpec {
+		{name: "memory hog is killed by limits.memory_bytes, a program under it runs", setup: func(f *fixture) winSpec {
 			return winSpec{
 				policy: &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{MemoryBytes: 256 << 20}},
-				steps:  []step{allow("commit", "16"), deny("commit", "1024")},
+				steps:  []step{allow("commit", "16"), prepare("commit", "1024")},
+				killed: "limit: limits.memory_bytes",
 			}
 		}},
-		{name: "limits.cpu_millis caps the session's CPU time", setup: func(f *fixture) winSpec {
+		{name: "cpu burn is throttled to limits.cpu_millis", setup: func(f *fixture) winSpec {
 			return winSpec{
 				policy: &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{CpuMillis: 100}},
 				steps:  []step{allow("cpu-ratio")},
@@ -412,6 +447,105 @@ func windowsCases() []winCase {
 				},
 			}
 		}},
+		{name: "cannot write through symlink out of write root", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			o := f.file("outside/target", "host\n")
+			// Made by the elevated suite: the sandbox's token has no
+			// privilege to make one.
+			if err := os.Symlink(o, w+`\link`); err != nil {
+				f.t.Fatalf("symlink: %v", err)
+			}
+			return winSpec{
+				policy: fsPolicy(list(w), nil, nil),
+				steps:  []step{deny("write", w+`\link`)},
+				after: func(t *testing.T, _ []outcome) {
+					unchanged(t, o, "host\n")
+				},
+			}
+		}},
+		{name: "cannot connect to host unix socket under network none", setup: func(f *fixture) winSpec {
+			path := f.path("host.sock")
+			ln, err := net.Listen("unix", path)
+			if err != nil {
+				f.t.Fatalf("listen on %s: %v", path, err)
+			}
+			f.t.Cleanup(func() { ln.Close() })
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					_, _ = c.Write([]byte("host\n"))
+					c.Close()
+				}
+			}()
+			return winSpec{policy: netPolicy(sandboxdv1.Network_NONE), steps: []step{deny("unix-connect", path)}}
+		}},
+		{name: "cannot write root-owned file in write root", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			file := f.file("w/admins-only", "admin\n")
+			protectedDACL(f.t, file, "D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FR;;;WD)")
+			return winSpec{
+				policy: fsPolicy(list(w), nil, nil),
+				steps:  []step{deny("write", file), allow("read", file)},
+				after: func(t *testing.T, _ []outcome) {
+					unchanged(t, file, "admin\n")
+				},
+			}
+		}},
+		{name: "deny path below a directory the sandbox cannot search is denied, not refused", setup: func(f *fixture) winSpec {
+			dir := f.mkdir("private")
+			secret := f.file("private/secret", "secret\n")
+			protectedDACL(f.t, dir, "D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)")
+			return winSpec{
+				policy: fsPolicy(nil, nil, list(secret)),
+				steps:  []step{deny("read", secret), allow("env")},
+			}
+		}},
+		{name: "timeout kills the whole session tree, escaped processes too", setup: func(f *fixture) winSpec {
+			return winSpec{
+				policy: &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Timeout: durationpb.New(2 * time.Second)}},
+				steps:  []step{allow("spawn", "escaped-"+randomHex()), allow("hold", "timeout-"+randomHex())},
+				killed: "timeout",
+				after: func(t *testing.T, out []outcome) {
+					pid, ok := out[0].Detail.(float64)
+					if !ok {
+						t.Fatalf("spawn reported no pid: %v", out[0])
+					}
+					if processAlive(int(pid)) {
+						t.Errorf("process %d the session started is still running after its timeout", int(pid))
+					}
+				},
+			}
+		}},
+		{name: "output beyond limits.output_bytes is dropped with one marker, the command runs on", setup: func(f *fixture) winSpec {
+			w := f.mkdir("w")
+			const limit = 100000
+			return winSpec{
+				policy: &sandboxdv1.Policy{
+					Filesystem: &sandboxdv1.Filesystem{Write: list(w)},
+					Limits:     &sandboxdv1.Limits{OutputBytes: limit},
+				},
+				steps: []step{allow("spew", "1048576"), allow("write", w+`\after`)},
+				output: func(t *testing.T, stdout string) {
+					if len(stdout) > limit+1024 {
+						t.Errorf("%d bytes of output passed a cap of %d", len(stdout), limit)
+					}
+					if !strings.Contains(stdout, "[sandboxd: output truncated: limits.output_bytes of 100000 bytes reached]") {
+						t.Errorf("no truncation marker in the last bytes of output: %q", stdout[max(0, len(stdout)-200):])
+					}
+					unchanged(t, w+`\after`, payload)
+				},
+			}
+		}},
+		{name: "can reach allowed host through the proxy by HTTP, CONNECT and SOCKS", refuses: "network.allow", setup: allowlistRefused},
+		{name: "cannot reach host or port not in network.allow through the proxy", refuses: "network.allow", setup: allowlistRefused},
+		{name: "an allowed port of the host's loopback is reached as default clients reach it", refuses: "network.allow", setup: allowlistRefused},
+		{name: "wildcard host admits names below it, never its apex", refuses: "network.allow", setup: allowlistRefused},
+		{name: "cannot reach loopback through an allowed name that resolves there", refuses: "network.allow", setup: allowlistRefused},
+		{name: "can reach allowed IPv6 literal, not 127.0.0.1 on its port", refuses: "network.allow", setup: allowlistRefused},
+		{name: "cannot leave the sandbox around the proxy", refuses: "network.allow", setup: allowlistRefused},
 		{name: "no process survives the session", setup: func(f *fixture) winSpec {
 			return winSpec{
 				steps: []step{allow("spawn", "survivor-"+randomHex())},
@@ -432,17 +566,34 @@ func windowsCases() []winCase {
 // TestConformance runs every Windows case on the plain exec path and the
 // ConPTY path; both must match the policy and agree step by step.
 func TestConformance(t *testing.T) {
+	byName := map[string]winCase{}
+	for _, c := range windowsCases() {
+		byName[c.name] = c
+	}
+	// The shared list and the Windows cases agree: no case is marked
+	// enforced, differing or refused here without being run.
+	for name, o := range caseOutcomes {
+		c, ok := byName[name]
+		switch k := kind(o.windows); {
+		case k == "not applicable" && ok:
+			t.Errorf("%q runs on Windows, yet the shared list says it does not apply: %q", name, o.windows)
+		case k != "not applicable" && !ok:
+			t.Errorf("%q is %s on Windows in the shared list, yet no Windows case runs it", name, k)
+		case k == "refused" && c.refuses != refusedField(o.windows):
+			t.Errorf("%q: refused for %q on Windows by the shared list, the case asserts %q", name, refusedField(o.windows), c.refuses)
+		}
+	}
 	got := map[string]map[bool][]bool{}
 	for _, tty := range []bool{false, true} {
 		path := map[bool]string{false: "exec", true: "pty"}[tty]
 		t.Run(path, func(t *testing.T) {
 			for _, c := range windowsCases() {
 				t.Run(c.name, func(t *testing.T) {
-					how := cmp.Or(windowsMechanisms[c.name], windowsOnlyMechanisms[c.name])
-					if how == "" {
-						t.Fatalf("%q is neither a case of cases() nor a Windows-only case with a mechanism", c.name)
+					o, ok := caseOutcomes[c.name]
+					if !ok {
+						t.Fatalf("%q is not a case of the shared list (caseOutcomes)", c.name)
 					}
-					t.Logf("enforced by: %s", how)
+					t.Logf("on Windows: %s", o.windows)
 					oks := runWindowsCase(t, c, tty)
 					if got[c.name] == nil {
 						got[c.name] = map[bool][]bool{}
@@ -481,23 +632,41 @@ func runWindowsCase(t *testing.T, c winCase, tty bool) []bool {
 		opts.Stdin = strings.NewReader(sp.stdin)
 	}
 	res, err := winSuite.client.Run(ctx, opts)
-	if c.refuses != "" {
+	refuses := c.refuses
+	if tty && refuses == "" {
+		// The pseudo console's host would run as LocalSystem outside the
+		// job: every PTY session is refused (issue 29 item 4).
+		refuses = "process"
+	}
+	if refuses != "" {
 		u := client.UnenforceableFrom(err)
-		if u == nil || u.GetField() != c.refuses || u.GetRemedy() == "" {
-			t.Fatalf("want a refusal for %s with a remedy, got %v", c.refuses, err)
+		if u == nil || u.GetField() != refuses || u.GetRemedy() == "" {
+			t.Fatalf("want a refusal for %s with a remedy, got %v", refuses, err)
 		}
 		return nil
 	}
 	if err != nil {
 		t.Fatalf("session failed: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
-	if e := res.Exit; e.GetState() != sandboxdv1.State_EXITED || e.GetExitCode() != 0 {
+	if sp.output != nil {
+		if e := res.Exit; e.GetState() != sandboxdv1.State_EXITED || e.GetExitCode() != 0 {
+			t.Fatalf("probe did not exit 0: state %v code %d reason %q", e.GetState(), e.GetExitCode(), e.GetReason())
+		}
+		sp.output(t, stdout.String())
+		return nil
+	}
+	out := parseOutcomes(stdout.String())
+	if sp.killed != "" {
+		if e := res.Exit; e.GetState() != sandboxdv1.State_KILLED || e.GetReason() != sp.killed {
+			t.Fatalf("session ended %v reason %q, want killed for %q\nstdout:\n%s", e.GetState(), e.GetReason(), sp.killed, stdout.String())
+		}
+		sp.steps = sp.steps[:max(1, min(len(sp.steps), len(out)))]
+	} else if e := res.Exit; e.GetState() != sandboxdv1.State_EXITED || e.GetExitCode() != 0 {
 		t.Fatalf("probe did not exit 0: state %v code %d reason %q\nstdout:\n%s\nstderr:\n%s", e.GetState(), e.GetExitCode(), e.GetReason(), stdout.String(), stderr.String())
 	}
 	if got := res.Enforcement.GetBackend(); got != "windows" {
 		t.Errorf("enforced by backend %q, want windows", got)
 	}
-	out := parseOutcomes(stdout.String())
 	oks := checkSteps(t, sp.steps, out, stdout.String())
 	if sp.after != nil {
 		sp.after(t, out)

@@ -9,6 +9,6 @@
 //
 //	hostsim --deny userns,landlock [--errno EPERM] -- sandboxd ...
 //
-// Denial names are listed by Names. The filter is built for amd64 only;
-// elsewhere the package builds but refuses to run.
+// Denial names are listed by Names. The filter is built for amd64 and
+// arm64; elsewhere the package builds but refuses to run.
 package hostsim

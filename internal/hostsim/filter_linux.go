@@ -33,32 +33,36 @@ const (
 	offArg1 = 24
 )
 
-// amd64 syscall numbers. They are spelled out rather than taken from
-// unix.SYS_*, which would silently give another architecture's numbers when
-// built for it.
+// Syscall numbers of the architecture this is built for: the filter
+// compares seccomp_data.arch with that architecture's AUDIT_ARCH_* first
+// (auditArch), so the numbers and the ABI they belong to cannot disagree.
 const (
-	nrIoctl                 = 16
-	nrClone                 = 56
-	nrPivotRoot             = 155
-	nrPrctl                 = 157
-	nrMount                 = 165
-	nrUnshare               = 272
-	nrSetns                 = 308
-	nrSeccomp               = 317
-	nrOpenTree              = 428
-	nrMoveMount             = 429
-	nrFsopen                = 430
-	nrFsconfig              = 431
-	nrFsmount               = 432
-	nrClone3                = 435
-	nrMountSetattr          = 442
-	nrLandlockCreateRuleset = 444
-	nrLandlockAddRule       = 445
-	nrLandlockRestrictSelf  = 446
+	nrIoctl                 = unix.SYS_IOCTL
+	nrClone                 = unix.SYS_CLONE
+	nrPivotRoot             = unix.SYS_PIVOT_ROOT
+	nrPrctl                 = unix.SYS_PRCTL
+	nrMount                 = unix.SYS_MOUNT
+	nrUnshare               = unix.SYS_UNSHARE
+	nrSetns                 = unix.SYS_SETNS
+	nrSeccomp               = unix.SYS_SECCOMP
+	nrOpenTree              = unix.SYS_OPEN_TREE
+	nrMoveMount             = unix.SYS_MOVE_MOUNT
+	nrFsopen                = unix.SYS_FSOPEN
+	nrFsconfig              = unix.SYS_FSCONFIG
+	nrFsmount               = unix.SYS_FSMOUNT
+	nrClone3                = unix.SYS_CLONE3
+	nrMountSetattr          = unix.SYS_MOUNT_SETATTR
+	nrLandlockCreateRuleset = unix.SYS_LANDLOCK_CREATE_RULESET
+	nrLandlockAddRule       = unix.SYS_LANDLOCK_ADD_RULE
+	nrLandlockRestrictSelf  = unix.SYS_LANDLOCK_RESTRICT_SELF
 )
 
-// x32Bit marks x32-ABI syscall numbers, which reach the same kernel code as
-// the amd64 ones under other numbers and would slip past every rule below.
+// auditArches are the architectures hostsim builds filters for.
+var auditArches = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}
+
+// x32Bit marks x32-ABI syscall numbers, which on amd64 reach the same
+// kernel code as the amd64 ones under other numbers and would slip past
+// every rule below.
 const x32Bit = 0x40000000
 
 // maxErrno is the kernel's MAX_ERRNO: SECCOMP_RET_ERRNO clamps larger values.
@@ -153,10 +157,11 @@ func ParseErrno(s string) (syscall.Errno, error) {
 // denial looks at clone flags, clone3 fails with ENOSYS: glibc and Go then
 // fall back to clone, whose flags the filter can check. Syscalls of another
 // architecture kill the process, as they would under any filter written for
-// one ABI; x32 syscalls fail with EPERM.
+// one ABI; on amd64, x32 syscalls fail with EPERM.
 func Program(deny []string, errno syscall.Errno) ([]unix.SockFilter, error) {
-	if runtime.GOARCH != "amd64" {
-		return nil, fmt.Errorf("hostsim has syscall numbers for amd64 only, not %s", runtime.GOARCH)
+	auditArch, ok := auditArches[runtime.GOARCH]
+	if !ok {
+		return nil, fmt.Errorf("hostsim builds filters for amd64 and arm64 only, not %s", runtime.GOARCH)
 	}
 	if errno < 1 || errno > maxErrno {
 		return nil, fmt.Errorf("errno %d out of range 1..%d", int(errno), maxErrno)
@@ -197,11 +202,13 @@ func Program(deny []string, errno syscall.Errno) ([]unix.SockFilter, error) {
 	}
 
 	stmt(bpfLdAbsW, offArch)
-	jump(bpfJeqK, unix.AUDIT_ARCH_X86_64, 1, 0)
+	jump(bpfJeqK, auditArch, 1, 0)
 	stmt(bpfRetK, unix.SECCOMP_RET_KILL_PROCESS)
 	stmt(bpfLdAbsW, offNr)
-	jump(bpfJgeK, x32Bit, 0, 1)
-	stmt(bpfRetK, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))
+	if runtime.GOARCH == "amd64" {
+		jump(bpfJgeK, x32Bit, 0, 1)
+		stmt(bpfRetK, unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM))
+	}
 
 	for _, nr := range merged.syscalls {
 		jump(bpfJeqK, nr, 0, 1)

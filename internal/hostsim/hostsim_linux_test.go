@@ -180,10 +180,10 @@ func hostsimBin(t *testing.T) string {
 	return filepath.Join(built.dir, "hostsim")
 }
 
-func needAmd64(t *testing.T) {
+func needFilterArch(t *testing.T) {
 	t.Helper()
-	if runtime.GOARCH != "amd64" {
-		t.Skip("hostsim filters are amd64 only")
+	if _, ok := auditArches[runtime.GOARCH]; !ok {
+		t.Skipf("hostsim builds filters for amd64 and arm64 only; this is %s", runtime.GOARCH)
 	}
 }
 
@@ -283,7 +283,7 @@ func deny(names string, more ...string) []string {
 }
 
 func TestDenyUserns(t *testing.T) {
-	needAmd64(t)
+	needFilterArch(t)
 	needCommand(t, "unshare")
 	expectCommand(t, nil, true, "unshare", "--user", "true")
 	expectCommand(t, deny("userns"), false, "unshare", "--user", "true")
@@ -302,7 +302,7 @@ func TestDenyUserns(t *testing.T) {
 }
 
 func TestDenyNetns(t *testing.T) {
-	needAmd64(t)
+	needFilterArch(t)
 	needCommand(t, "unshare")
 	netns := []string{"unshare", "--user", "--map-root-user", "--net", "true"}
 	expectCommand(t, nil, true, netns...)
@@ -312,7 +312,7 @@ func TestDenyNetns(t *testing.T) {
 }
 
 func TestDenyNamespaces(t *testing.T) {
-	needAmd64(t)
+	needFilterArch(t)
 	needCommand(t, "unshare")
 	for _, flag := range []string{"--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup", "--time"} {
 		argv := []string{"unshare", "--user", "--map-root-user", flag, "true"}
@@ -337,7 +337,7 @@ func TestDenyNamespaces(t *testing.T) {
 }
 
 func TestDenyLandlock(t *testing.T) {
-	needAmd64(t)
+	needFilterArch(t)
 	if e := runProbe(t, nil, "landlock")["landlock_create_ruleset"]; e != 0 {
 		t.Skipf("this host has no Landlock itself: %s", errnoString(e))
 	}
@@ -349,7 +349,7 @@ func TestDenyLandlock(t *testing.T) {
 }
 
 func TestDenySeccomp(t *testing.T) {
-	needAmd64(t)
+	needFilterArch(t)
 	ok := map[string]syscall.Errno{"seccomp": 0, "prctl": 0}
 	expectProbe(t, nil, "seccomp", nil, ok)
 	expectProbe(t, deny("seccomp"), "seccomp", nil, map[string]syscall.Errno{"seccomp": unix.EPERM, "prctl": unix.EPERM})
@@ -358,7 +358,7 @@ func TestDenySeccomp(t *testing.T) {
 }
 
 func TestDenyLoopback(t *testing.T) {
-	needAmd64(t)
+	needFilterArch(t)
 	needCommand(t, "unshare")
 	netns := []string{"unshare", "--user", "--map-root-user", "--net"}
 	expectProbe(t, nil, "loopback", netns, map[string]syscall.Errno{"get": 0, "set": 0})
@@ -367,7 +367,7 @@ func TestDenyLoopback(t *testing.T) {
 }
 
 func TestDenyMount(t *testing.T) {
-	needAmd64(t)
+	needFilterArch(t)
 	needCommand(t, "unshare")
 	needCommand(t, "mount")
 	// unshare would otherwise call mount itself to make propagation
@@ -388,7 +388,7 @@ func TestDenyMount(t *testing.T) {
 }
 
 func TestX32Blocked(t *testing.T) {
-	needAmd64(t)
+	needFilterArch(t)
 	if e := runProbe(t, nil, "x32")["x32_getpid"]; e == unix.EPERM {
 		t.Fatalf("x32 getpid fails with EPERM without hostsim; the test cannot tell the filter apart")
 	}
@@ -396,7 +396,7 @@ func TestX32Blocked(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
-	needAmd64(t)
+	needFilterArch(t)
 	for _, tc := range []struct {
 		args []string
 		code int

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -73,7 +74,7 @@ func evaluate(t *testing.T, prog []unix.SockFilter, d seccompData) uint32 {
 }
 
 func call(nr uint32, args ...uint64) seccompData {
-	d := seccompData{nr: nr, arch: unix.AUDIT_ARCH_X86_64}
+	d := seccompData{nr: nr, arch: auditArches[runtime.GOARCH]}
 	copy(d.args[:], args)
 	return d
 }
@@ -83,8 +84,8 @@ const (
 	eperm  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 	enosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
 
-	nrGetpid     = 39
-	nrUmount2    = 166
+	nrGetpid     = unix.SYS_GETPID
+	nrUmount2    = unix.SYS_UMOUNT2
 	nrLandlock47 = 447
 	sigchld      = uint64(unix.SIGCHLD)
 	// What the Go runtime passes to clone for a new thread: a filter that
@@ -94,9 +95,7 @@ const (
 )
 
 func TestProgram(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("hostsim filters are amd64 only")
-	}
+	needFilterArch(t)
 	allNew := []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWCGROUP, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC,
 		unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET, unix.CLONE_NEWTIME}
 	type check struct {
@@ -127,7 +126,7 @@ func TestProgram(t *testing.T) {
 			{"clone3", call(nrClone3), enosys},
 			{"setns", call(nrSetns, 3, 0), allow},
 			{"x32 unshare", call(x32Bit|nrUnshare, unix.CLONE_NEWUSER), eperm},
-			{"another architecture", seccompData{nr: nrGetpid, arch: unix.AUDIT_ARCH_AARCH64}, unix.SECCOMP_RET_KILL_PROCESS},
+			{"another architecture", seccompData{nr: nrGetpid, arch: unix.AUDIT_ARCH_ARM}, unix.SECCOMP_RET_KILL_PROCESS},
 		}},
 		{[]string{"netns"}, unix.EPERM, []check{
 			{"clone NEWNET", call(nrClone, unix.CLONE_NEWNET|sigchld), eperm},
@@ -199,6 +198,10 @@ func TestProgram(t *testing.T) {
 			t.Fatalf("Program(%q, %v): %v", tc.deny, tc.errno, err)
 		}
 		for _, c := range tc.checks {
+			if strings.HasPrefix(c.what, "x32 ") && runtime.GOARCH != "amd64" {
+				// Only amd64 has the x32 ABI.
+				continue
+			}
 			if got := evaluate(t, prog, c.d); got != c.want {
 				t.Errorf("deny %q errno %d: %s returns %#x, want %#x", tc.deny, tc.errno, c.what, got, c.want)
 			}
@@ -209,9 +212,7 @@ func TestProgram(t *testing.T) {
 // Overlapping or repeated names must give one rule each, in one order, so
 // that a program can be compared and stays well under the kernel's limit.
 func TestProgramMergesNames(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("hostsim filters are amd64 only")
-	}
+	needFilterArch(t)
 	a, err := Program([]string{"netns", "userns", "netns"}, unix.EPERM)
 	if err != nil {
 		t.Fatal(err)
@@ -233,9 +234,7 @@ func TestProgramMergesNames(t *testing.T) {
 }
 
 func TestProgramRejects(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("hostsim filters are amd64 only")
-	}
+	needFilterArch(t)
 	for _, tc := range []struct {
 		deny  []string
 		errno syscall.Errno

@@ -1,0 +1,194 @@
+package launcherwindows
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// afterSession is the model of what a later session of the same sandbox
+// user meets once pl's session has ended: the persistent entries alone,
+// and a logon SID of its own (so none of pl's per-session grants).
+func afterSession(pl *Plan) *aclModel {
+	later := *pl
+	later.ACEs = slices.DeleteFunc(slices.Clone(pl.ACEs), func(a ACE) bool { return !a.Persistent })
+	later.Token.Restricting = slices.DeleteFunc(slices.Clone(pl.Token.Restricting), func(s string) bool { return s == LogonSID })
+	m := newACLModel(&later)
+	delete(m.normal, LogonSID)
+	return m
+}
+
+// Files an earlier session made are owned by the sandbox user, whose
+// implicit WRITE_DAC Windows grants before any deny entry is read: a
+// later session with .git read-only must still not rewrite .git's ACL
+// (issue 29 item 1).
+func TestEarlierSessionsFilesDoNotBypassCarveOuts(t *testing.T) {
+	const ws, git = `C:\Users\dev\project`, `C:\Users\dev\project\.git`
+	pl := plan(t, input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{ws}, ReadOnly: []string{git}, Deny: []string{ws + `\.env`}}}))
+	m := newACLModel(pl)
+	m.owned = map[string]bool{fold(git): true, fold(git + `\config`): true, fold(ws + `\.env`): true}
+	for _, p := range []string{git, git + `\config`} {
+		if m.canChangeACL(p) || m.canWrite(p) {
+			t.Errorf("%s, made by an earlier session: its ACL can be rewritten, or it written", p)
+		}
+	}
+	if m.canChangeACL(ws+`\.env`) || m.canRead(ws+`\.env`) {
+		t.Errorf("deny path made by an earlier session: its ACL can be rewritten, or it read")
+	}
+}
+
+// An object below a carve-out or deny path whose DACL is protected from
+// inheritance never receives the session's deny entries: an earlier
+// session may have made it so. The plan refuses rather than stamp entries
+// that do not reach it.
+func TestProtectedObjectsBelowCarveOutsAreRefused(t *testing.T) {
+	const ws = `C:\w`
+	for _, c := range []struct {
+		field string
+		pol   *sandboxdv1.Policy
+	}{
+		{"filesystem.read_only", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{ws}, ReadOnly: []string{ws + `\.git`}}}},
+		{"filesystem.deny", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{ws}, Deny: []string{ws + `\.git`}}}},
+	} {
+		in := input(c.pol)
+		in.NotInheriting = func(p string) (string, error) {
+			if within(cleanPath(p), ws+`\.git`) {
+				return ws + `\.git\hooks\pre-commit`, nil
+			}
+			return "", nil
+		}
+		if _, err := NewPlan(in); !isUnenforceable(err, c.field) {
+			t.Errorf("%s over an object with a protected DACL: %v, want refused", c.field, err)
+		}
+		in.NotInheriting = nil
+		if _, err := NewPlan(in); !isUnenforceable(err, c.field) {
+			t.Errorf("%s with nothing to say whether its objects inherit: %v, want refused", c.field, err)
+		}
+	}
+}
+
+// One caller's sandbox must not read another caller's past write roots:
+// every session of a network mode runs as one user, so no grant to that
+// user may outlive the session (issue 29 item 2).
+func TestNoReadGrantOutlivesTheSession(t *testing.T) {
+	const alice = `C:\Users\alice\project`
+	pl := plan(t, input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{alice}}}))
+	now := newACLModel(pl)
+	now.private = []string{`C:\Users\alice`}
+	if !now.canRead(alice+`\main.go`) || !now.canWrite(alice+`\main.go`) {
+		t.Fatalf("alice's own session cannot read and write her write root")
+	}
+	later := afterSession(pl)
+	later.private = []string{`C:\Users\alice`}
+	for _, p := range []string{alice + `\main.go`, alice} {
+		if later.canRead(p) || later.canWrite(p) {
+			t.Errorf("%s: readable or writable by a later session of the same sandbox user", p)
+		}
+	}
+	for _, a := range pl.ACEs {
+		if a.Persistent && a.Allow && a.SID == pl.UserSID {
+			t.Errorf("persistent grant to the shared sandbox user: %+v", a)
+		}
+	}
+}
+
+// A child's processes must count against its parent's memory, pids and
+// CPU limits. Each session's job object is a top-level job here, so a
+// child of a limited parent is refused (issue 29 item 3).
+func TestChildOfLimitedParentIsRefused(t *testing.T) {
+	for field, l := range map[string]*sandboxdv1.Limits{
+		"limits.memory_bytes": {MemoryBytes: 1 << 30},
+		"limits.pids":         {Pids: 10},
+		"limits.cpu_millis":   {CpuMillis: 500},
+	} {
+		in := input(&sandboxdv1.Policy{Limits: l})
+		if _, err := NewPlan(in); err != nil {
+			t.Errorf("%s: a root session: %v", field, err)
+		}
+		in.Child = true
+		if _, err := NewPlan(in); !isUnenforceable(err, field) {
+			t.Errorf("%s: a child session: %v, want refused", field, err)
+		}
+	}
+	in := input(&sandboxdv1.Policy{Limits: &sandboxdv1.Limits{OutputBytes: 100}})
+	in.Child = true
+	if _, err := NewPlan(in); err != nil {
+		t.Errorf("a child without job limits: %v", err)
+	}
+}
+
+// The pseudo console's host process would run as the daemon, LocalSystem,
+// outside the session's job (issue 29 item 4).
+func TestTerminalSessionIsRefused(t *testing.T) {
+	in := input(nil)
+	in.Terminal = true
+	if _, err := NewPlan(in); !isUnenforceable(err, "process") {
+		t.Errorf("a PTY session: %v, want refused", err)
+	}
+}
+
+// A non-administrator may have the service stamp entries only where it
+// could change the ACL itself: every path the plan stamps outside its
+// write roots is one whose owner the daemon checks (issue 29 item 5).
+func TestOwnershipChecksCoverEveryStampedPath(t *testing.T) {
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{
+		Write:    []string{`C:\w`},
+		ReadOnly: []string{`C:\w\.git`, `C:\Windows\System32\config`},
+		Deny:     []string{`C:\w\.env`, `C:\Users\other\.ssh`, `D:\secrets`},
+	}}
+	pl := plan(t, input(pol))
+	checks := OwnershipChecks(pol)
+	for _, a := range pl.ACEs {
+		if samePath(a.Path, testTempDir) {
+			continue
+		}
+		if !slices.ContainsFunc(checks, func(c PathCheck) bool { return within(a.Path, cleanPath(c.Path)) }) {
+			t.Errorf("%s is stamped, yet no ownership check covers it: %v", a.Path, checks)
+		}
+	}
+	for _, c := range checks {
+		if c.Field == "" {
+			t.Errorf("check %+v names no field", c)
+		}
+	}
+}
+
+// The job's limits mean other things than a cgroup's: the report says so
+// (issue 29 item 6).
+func TestReportSaysWhatJobLimitsMean(t *testing.T) {
+	pl := plan(t, input(&sandboxdv1.Policy{Limits: &sandboxdv1.Limits{MemoryBytes: 1 << 20, Pids: 7}}))
+	fields := map[string]string{}
+	for _, f := range pl.Report {
+		fields[f.GetField()] = f.GetMechanism()
+	}
+	for field, want := range map[string]string{
+		"limits.pids":         "processes, not threads",
+		"limits.memory_bytes": "killed",
+	} {
+		if !strings.Contains(fields[field], want) {
+			t.Errorf("%s: %q does not say %q", field, fields[field], want)
+		}
+	}
+}
+
+// CreateProcessAsUser opens the program as LocalSystem after the daemon
+// checked, as the sandbox, that it may run it: a program another session
+// can swap in between is refused (issue 29 item 7).
+func TestProgramInWriteRootIsRefused(t *testing.T) {
+	pl := plan(t, input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{`C:\w`}}}))
+	for prog, refused := range map[string]bool{
+		`C:\w\build\app.exe`:           true,
+		`C:\W\tool.exe`:                true,
+		testTempDir + `\x.exe`:         true,
+		`C:\Windows\System32\cmd.exe`:  false,
+		`C:\Program Files\Git\git.exe`: false,
+		`C:\wide\app.exe`:              false,
+	} {
+		err := pl.RefuseProgram(prog)
+		if refused != isUnenforceable(err, "process") {
+			t.Errorf("%s: %v, want refused %v", prog, err, refused)
+		}
+	}
+}
