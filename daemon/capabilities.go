@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/transport"
 	"github.com/sandboxd/sandboxd/selftest"
 )
 
@@ -110,7 +111,7 @@ func (s *Service) selfTestAtStart(ctx context.Context) {
 	s.logf("%s", selftest.Summary(st))
 	// Ready, for systemd's Type=notify, once the daemon knows whether its
 	// sandboxes hold; the health service says which.
-	if err := notifyReady(selftest.Summary(st)); err != nil {
+	if err := transport.NotifyReady(selftest.Summary(st)); err != nil {
 		s.logf("notify systemd: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/auditlog"
 	"github.com/sandboxd/sandboxd/internal/signum"
+	"github.com/sandboxd/sandboxd/internal/transport"
 	"github.com/sandboxd/sandboxd/launcher"
 	"google.golang.org/grpc"
 )
@@ -101,22 +102,7 @@ const DefaultScrollback = 64 << 10
 
 // Caller is who made a request, as the kernel reported it for the
 // connection (never as the request claims).
-type Caller struct {
-	UID, GID uint32
-	PID      int32
-	// Groups are the caller's supplementary groups.
-	Groups []uint32
-	// SID is the caller's user SID on Windows, where UID and GID are zero
-	// and say nothing; empty on unix.
-	SID string
-	// Admin is set on Windows for a caller that sees and controls every
-	// session, as root does on unix: LocalSystem, the daemon's own account,
-	// or a token in which BUILTIN\Administrators is enabled (elevated).
-	Admin bool
-	// Session is the session whose own socket the call came in on, empty
-	// on the main socket.
-	Session string
-}
+type Caller = transport.Caller
 
 // Ended sessions stay inspectable (state, exit code, scrollback) per
 // owner, so that no caller's sessions can push another's out: each owner's

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/transport"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 )
@@ -67,7 +67,7 @@ func startDaemon(t *testing.T, opts ...func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	h.svc = svc
-	lis, err := Listen(h.socket)
+	lis, err := transport.Listen(h.socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -687,65 +687,6 @@ func TestShutdownKillsSandboxesAndRemovesSocket(t *testing.T) {
 	if _, err := os.Lstat(h.socket); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket left behind: %v", err)
 	}
-}
-
-func TestListen(t *testing.T) {
-	dir := t.TempDir()
-	t.Run("refuses to displace a live daemon", func(t *testing.T) {
-		path := filepath.Join(dir, "live.sock")
-		lis, err := Listen(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lis.Close()
-		if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "already serving") {
-			t.Fatalf("second Listen: %v", err)
-		}
-	})
-	t.Run("replaces a stale socket", func(t *testing.T) {
-		path := filepath.Join(dir, "stale.sock")
-		lis, err := net.Listen("unix", path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lis.(*net.UnixListener).SetUnlinkOnClose(false)
-		lis.Close()
-		lis2, err := Listen(path)
-		if err != nil {
-			t.Fatalf("Listen over a stale socket: %v", err)
-		}
-		lis2.Close()
-	})
-	t.Run("leaves other files alone", func(t *testing.T) {
-		path := filepath.Join(dir, "file")
-		os.WriteFile(path, nil, 0o600)
-		if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "not a socket") {
-			t.Fatalf("Listen over a regular file: %v", err)
-		}
-	})
-	t.Run("socket is 0660 in a created directory", func(t *testing.T) {
-		path := filepath.Join(dir, "new", "sub", "d.sock")
-		lis, err := Listen(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer lis.Close()
-		fi, err := os.Stat(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fi.Mode().Perm() != 0o660 {
-			t.Fatalf("socket mode %v", fi.Mode().Perm())
-		}
-	})
-	t.Run("refuses a directory others may write", func(t *testing.T) {
-		open := filepath.Join(dir, "open")
-		os.Mkdir(open, 0o777)
-		os.Chmod(open, 0o777)
-		if _, err := Listen(filepath.Join(open, "d.sock")); err == nil || !strings.Contains(err.Error(), "writable by others") {
-			t.Fatalf("Listen in a world-writable directory: %v", err)
-		}
-	})
 }
 
 func TestSandboxIdentityIsNeverRoot(t *testing.T) {

@@ -6,7 +6,18 @@ import (
 	"google.golang.org/grpc"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/transport"
 )
+
+// callerFrom returns the identity the transport recorded for the
+// connection a request came in on.
+func callerFrom(ctx context.Context) (Caller, error) {
+	c, ok := transport.CallerFrom(ctx)
+	if !ok {
+		return Caller{}, ErrUnauthenticated
+	}
+	return c, nil
+}
 
 // grpcServer adapts a Service to sandboxdv1.SandboxdServer: it identifies
 // the caller, forwards, and maps errors. Session logic lives in Service.

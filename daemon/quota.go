@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"net"
 	"runtime"
 	"strconv"
 	"sync"
@@ -187,16 +186,14 @@ func (q *quotas) launchSlot(ctx context.Context) (func(), error) {
 	}
 }
 
-// quotaConn gives its caller's connection back when closed.
-type quotaConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *quotaConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
+// admitConn counts a connection of c's against its quota; release gives
+// it back.
+func (q *quotas) admitConn(c Caller) (release func(), err error) {
+	key := quotaKey(c)
+	if err := q.acquire(key, quotaConns); err != nil {
+		return nil, err
+	}
+	return func() { q.release(key, quotaConns) }, nil
 }
 
 // streamQuota is a stream interceptor counting each caller's open streams.

@@ -13,6 +13,7 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/signum"
+	"github.com/sandboxd/sandboxd/internal/transport"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/netproxy"
 	"github.com/sandboxd/sandboxd/policy"
@@ -115,7 +116,7 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		return err
 	}
 	if err := s.add(sess); err != nil {
-		sess.socket.close()
+		sess.socket.Close()
 		sess.closeProxy()
 		s.metrics.refused(err)
 		return err
@@ -258,14 +259,14 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		if sess.socket, err = s.openSessionSocket(id, uid, gid); err != nil {
 			return nil, launcher.Spec{}, err
 		}
-		ids.socket = s.socketInSandbox(sess.socket.path)
+		ids.socket = s.socketInSandbox(sess.socket.Path())
 	}
 	if pol.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
 		ids.proxy = launcher.ProxyAddress
 	}
 	env, err := buildEnv(start.GetTty(), home, cmd.GetEnv(), ids)
 	if err != nil {
-		sess.socket.close()
+		sess.socket.Close()
 		return nil, launcher.Spec{}, err
 	}
 	spec := launcher.Spec{
@@ -284,7 +285,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		CallerGroups:    groups,
 	}
 	if sess.socket != nil {
-		spec.SessionSocket = sess.socket.path
+		spec.SessionSocket = sess.socket.Path()
 	}
 	if ids.proxy != "" {
 		sess.proxy = netproxy.New(netproxy.Config{Allow: pol.GetNetwork().GetAllow(), Pinned: s.cfg.ProxyHosts, OnDenial: sess.denied})
@@ -300,7 +301,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 // openSessionSocket makes the socket of a session whose policy allows
 // children. Without a server (the Service used in-process) there is
 // nothing to serve it with, and the policy cannot be enforced as asked.
-func (s *Service) openSessionSocket(id string, uid, gid uint32) (*sessionSocket, error) {
+func (s *Service) openSessionSocket(id string, uid, gid uint32) (*transport.SessionSocket, error) {
 	s.mu.Lock()
 	srv := s.srv
 	s.mu.Unlock()
@@ -312,7 +313,7 @@ func (s *Service) openSessionSocket(id string, uid, gid uint32) (*sessionSocket,
 			Remedy:    "start sessions that may have children through a daemon listening on a socket",
 		}
 	}
-	return openSessionSocket(srv, s.cfg.SessionSocketDir, id, uid, gid)
+	return transport.OpenSessionSocket(srv, s.cfg.SessionSocketDir, id, uid, gid)
 }
 
 // launch starts the sandbox. When it could not, the returned Process is
@@ -414,7 +415,7 @@ func (s *Service) finished(sess *session, exit *sandboxdv1.Exit) {
 		exit = &sandboxdv1.Exit{State: in.GetState(), ExitCode: 125, Reason: in.GetReason()}
 	}
 	sess.out.end(exit)
-	sess.socket.close()
+	sess.socket.Close()
 	sess.closeProxy()
 	for _, child := range s.close(sess) {
 		s.end(child, reasonParentEnded)

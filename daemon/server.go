@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/transport"
 )
 
 // How long stopping may take: sandboxes are killed first, so these only
@@ -36,7 +37,7 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		s.hide(a.Name)
 	}
 	srv := grpc.NewServer(
-		grpc.Creds(peerCreds{quotas: s.quotas}),
+		grpc.Creds(transport.Credentials{Admit: s.quotas.admitConn}),
 		grpc.ForceServerCodecV2(newRawCodec()),
 		grpc.StreamInterceptor(s.quotas.streamQuota),
 		// A peer that stopped answering (a client frozen or its host
@@ -88,7 +89,7 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 // ctx is done. Once listening it runs the self-test in the background and
 // logs its result; Capabilities reports it pending until then.
 func (s *Service) ListenAndServe(ctx context.Context) error {
-	lis, activated, err := activatedListener()
+	lis, activated, err := transport.Activated()
 	if err != nil {
 		return err
 	}
@@ -96,11 +97,11 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 		// The socket is systemd's (its path, mode and group in the
 		// .socket unit); the daemon serves where it was handed one.
 		s.cfg.SocketPath = lis.Addr().String()
-	} else if lis, err = Listen(s.cfg.SocketPath); err != nil {
+	} else if lis, err = transport.Listen(s.cfg.SocketPath); err != nil {
 		return err
 	}
 	if s.cfg.SessionSocketDir != "" {
-		if err := removeStaleSessionSockets(s.cfg.SessionSocketDir); err != nil {
+		if err := transport.RemoveStaleSessionSockets(s.cfg.SessionSocketDir); err != nil {
 			lis.Close()
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/signum"
+	"github.com/sandboxd/sandboxd/internal/transport"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/netproxy"
 )
@@ -54,7 +55,7 @@ type session struct {
 	// out fans the output out to viewers and keeps the scrollback.
 	out *broadcast
 	// socket is the session's own socket when its policy allows children.
-	socket *sessionSocket
+	socket *transport.SessionSocket
 	// proxy is the session's way out under network ALLOWLIST, nil otherwise.
 	proxy *netproxy.Server
 	// outCap keeps limits.output_bytes; nil keeps everything.

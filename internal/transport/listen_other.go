@@ -1,6 +1,6 @@
 //go:build !unix && !windows
 
-package daemon
+package transport
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package daemon
+package transport
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 	launcherwindows "github.com/sandboxd/sandboxd/launcher_windows"
 )
 
-// openSessionSocket makes the named pipe of session id
+// OpenSessionSocket makes the named pipe of session id
 // (launcherwindows.SessionPipeName) and serves srv on it. Its security
 // descriptor lets in SYSTEM, administrators and tokens of a sandbox user
 // that carry the session's own SID, which the backend gives this session's
 // token alone; the pipe exists before the backend has picked the user, so
 // both sandbox users are named. Pipes have no directory, so dir is unused,
 // and no owner to set, so neither are uid and gid.
-func openSessionSocket(srv *grpc.Server, _, id string, _, _ uint32) (*sessionSocket, error) {
+func OpenSessionSocket(srv *grpc.Server, _, id string, _, _ uint32) (*SessionSocket, error) {
 	offline, online, err := launcherwindows.UserSIDs()
 	if err != nil {
 		return nil, fmt.Errorf("session pipe: sandbox users: %w", err)
@@ -26,16 +26,16 @@ func openSessionSocket(srv *grpc.Server, _, id string, _, _ uint32) (*sessionSoc
 	if err != nil {
 		return nil, fmt.Errorf("session pipe: %w", err)
 	}
-	ss := &sessionSocket{path: name, lis: lis}
+	ss := &SessionSocket{path: name, lis: lis}
 	go func() {
 		// Serve returns when the pipe is closed at the session's end, or
 		// when the server stops; no call can come in after either.
 		_ = srv.Serve(scopedListener{Listener: lis, session: id})
-		ss.close()
+		ss.Close()
 	}()
 	return ss, nil
 }
 
-// removeStaleSessionSockets has nothing to do: a pipe vanishes with the
+// RemoveStaleSessionSockets has nothing to do: a pipe vanishes with the
 // last handle to it, so a daemon that died left none behind.
-func removeStaleSessionSockets(string) error { return nil }
+func RemoveStaleSessionSockets(string) error { return nil }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package daemon
+package transport
 
 import (
 	"fmt"
@@ -10,10 +10,10 @@ import (
 	sdnotify "github.com/coreos/go-systemd/v22/daemon"
 )
 
-// activatedListener is the unix socket systemd passed (LISTEN_FDS, a
+// Activated is the unix socket systemd passed (LISTEN_FDS, a
 // .socket unit), if it passed one; activated is false when it passed none.
 // The variables are cleared, so that no sandbox inherits them.
-func activatedListener() (lis net.Listener, activated bool, err error) {
+func Activated() (lis net.Listener, activated bool, err error) {
 	ls, err := activation.Listeners()
 	if err != nil {
 		return nil, false, fmt.Errorf("socket activation: %w", err)
@@ -34,9 +34,9 @@ func activatedListener() (lis net.Listener, activated bool, err error) {
 	return ls[0], true, nil
 }
 
-// notifyReady tells systemd (Type=notify) the daemon is up, with status;
+// NotifyReady tells systemd (Type=notify) the daemon is up, with status;
 // nothing without NOTIFY_SOCKET.
-func notifyReady(status string) error {
+func NotifyReady(status string) error {
 	_, err := sdnotify.SdNotify(true, sdnotify.SdNotifyReady+"\nSTATUS="+status)
 	return err
 }

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin && !windows
 
-package daemon
+package transport
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package daemon
+package transport
 
 import (
 	"net"
@@ -6,10 +6,10 @@ import (
 	"sync"
 )
 
-// sessionSocket is the socket the daemon makes for one session whose
+// SessionSocket is the socket the daemon makes for one session whose
 // policy allows children. Calls arriving on it are that session's: the
 // daemon knows the caller by the socket, not by anything the caller says.
-type sessionSocket struct {
+type SessionSocket struct {
 	path string
 	lis  net.Listener
 	// file is set for a unix socket, which has a file to remove; a named
@@ -38,8 +38,12 @@ type scopedConn struct {
 	session string
 }
 
-// close stops accepting calls and removes the socket file.
-func (ss *sessionSocket) close() {
+// Path is where the session's sandbox reaches the socket: a file on unix,
+// a pipe name on Windows.
+func (ss *SessionSocket) Path() string { return ss.path }
+
+// Close stops accepting calls and removes the socket file.
+func (ss *SessionSocket) Close() {
 	if ss == nil {
 		return
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package daemon
+package transport
 
 import (
 	"errors"
@@ -13,11 +13,11 @@ import (
 	"google.golang.org/grpc"
 )
 
-// openSessionSocket listens on a new socket for session id in dir and
+// OpenSessionSocket listens on a new socket for session id in dir and
 // serves srv on it. The socket belongs to the sandbox's identity with mode
 // 0600; the directory is 0711, so a sandbox whose mount namespace did not
 // hide it still could not list the other sessions' sockets.
-func openSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*sessionSocket, error) {
+func OpenSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*SessionSocket, error) {
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("session socket directory: %w", err)
 	}
@@ -32,14 +32,14 @@ func openSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*sess
 	if err != nil {
 		return nil, fmt.Errorf("session socket: %w", err)
 	}
-	ss := &sessionSocket{path: path, lis: lis, file: true}
+	ss := &SessionSocket{path: path, lis: lis, file: true}
 	if err := os.Chmod(path, 0o600); err != nil {
-		ss.close()
+		ss.Close()
 		return nil, fmt.Errorf("session socket: %w", err)
 	}
 	if os.Geteuid() == 0 {
 		if err := os.Chown(path, int(uid), int(gid)); err != nil {
-			ss.close()
+			ss.Close()
 			return nil, fmt.Errorf("session socket: %w", err)
 		}
 	}
@@ -47,15 +47,15 @@ func openSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*sess
 		// Serve returns when the socket is closed at the session's end, or
 		// when the server stops; no call can come in after either.
 		_ = srv.Serve(scopedListener{Listener: lis, session: id})
-		ss.close()
+		ss.Close()
 	}()
 	return ss, nil
 }
 
-// removeStaleSessionSockets removes the session sockets a daemon that died
+// RemoveStaleSessionSockets removes the session sockets a daemon that died
 // left behind. It runs once this daemon holds the main socket, so no other
 // daemon can be serving them.
-func removeStaleSessionSockets(dir string) error {
+func RemoveStaleSessionSockets(dir string) error {
 	stale, err := filepath.Glob(filepath.Join(dir, "*.sock"))
 	if err != nil {
 		return err

@@ -1,0 +1,20 @@
+//go:build !unix && !windows
+
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"google.golang.org/grpc"
+)
+
+// OpenSessionSocket fails: this OS has neither unix sockets nor named
+// pipes to serve a session on.
+func OpenSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*SessionSocket, error) {
+	return nil, fmt.Errorf("session socket on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+}
+
+// RemoveStaleSessionSockets has nothing to do where there are none.
+func RemoveStaleSessionSockets(string) error { return nil }
