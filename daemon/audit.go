@@ -9,17 +9,17 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/sandboxd/sandboxd/api/client"
+	"github.com/sandboxd/sandboxd/api/record"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/auditlog"
 )
 
 // auditRecord is one line of the audit log: the event as watchers see it
-// (client.EventRecord), plus what an auditor needs and a watcher does not:
+// (record.Event), plus what an auditor needs and a watcher does not:
 // who started the session, the full policy and what enforced it. Never the
 // session's output.
 type auditRecord struct {
-	*client.EventRecord
+	*record.Event
 	Caller        *auditCaller    `json:"caller,omitempty"`
 	Policy        json.RawMessage `json:"policy,omitempty"`
 	PolicyDigest  string          `json:"policy_digest,omitempty"`
@@ -59,7 +59,7 @@ type daemonRecord struct {
 func auditSink(log *auditlog.Log, logf func(string, ...any), health func(error)) eventSink {
 	var failing error
 	return func(ev *sandboxdv1.Event, d *eventDetail) {
-		rec := &auditRecord{EventRecord: client.Record(ev), PolicyDigest: d.digest, Cwd: d.cwd, TTY: d.tty, RefusedField: d.refusedField}
+		rec := &auditRecord{Event: record.FromEvent(ev), PolicyDigest: d.digest, Cwd: d.cwd, TTY: d.tty, RefusedField: d.refusedField}
 		if c := d.caller; c != nil {
 			rec.Caller = &auditCaller{UID: c.UID, GID: c.GID, PID: c.PID, SID: c.SID, Admin: c.Admin, Session: c.Session}
 		}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxd/sandboxd/api/client"
+	"github.com/sandboxd/sandboxd/api/record"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/auditlog"
 )
@@ -64,14 +64,14 @@ func closeOrphans(log *auditlog.Log, dir string) ([]string, error) {
 	live := map[string]*open{}
 	var order []string
 	err := auditlog.Read(dir, func(line []byte) error {
-		var r client.EventRecord
+		var r record.Event
 		if json.Unmarshal(line, &r) != nil || r.Type != "state" || r.Session == "" {
 			// Daemon records, denials, and lines of other writers
 			// say nothing about whether a session ended.
 			return nil
 		}
 		switch r.To {
-		case client.StateName(sandboxdv1.State_EXITED), client.StateName(sandboxdv1.State_FAILED_TO_START), client.StateName(sandboxdv1.State_KILLED):
+		case record.StateName(sandboxdv1.State_EXITED), record.StateName(sandboxdv1.State_FAILED_TO_START), record.StateName(sandboxdv1.State_KILLED):
 			delete(live, r.Session)
 		default:
 			o := live[r.Session]
@@ -94,9 +94,9 @@ func closeOrphans(log *auditlog.Log, dir string) ([]string, error) {
 	now := time.Now().UTC()
 	for _, id := range order {
 		o := live[id]
-		rec := &auditRecord{EventRecord: &client.EventRecord{
+		rec := &auditRecord{Event: &record.Event{
 			Time: now, Session: id, Parent: o.parent, Type: "state", Argv: o.argv,
-			From: o.state, To: client.StateName(sandboxdv1.State_KILLED), Reason: reasonDaemonDied,
+			From: o.state, To: record.StateName(sandboxdv1.State_KILLED), Reason: reasonDaemonDied,
 		}}
 		if err := log.Write(rec); err != nil {
 			return nil, err

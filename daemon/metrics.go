@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sandboxd/sandboxd/api/client"
+	"github.com/sandboxd/sandboxd/api/record"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
@@ -101,7 +101,7 @@ func (c sessionsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- sessions
 
 func (c sessionsCollector) Collect(ch chan<- prometheus.Metric) {
 	for st, n := range c.s.sessionsByState() {
-		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, n, client.StateName(st))
+		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, n, record.StateName(st))
 	}
 }
 

@@ -1,4 +1,7 @@
-package client
+// Package record is the JSON form of the daemon's events and the names of
+// session states, shared by the audit log the daemon writes and by the
+// clients that print events.
+package record
 
 import (
 	"time"
@@ -6,10 +9,10 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
-// EventRecord is an Event as one JSON object, the form `sandboxctl events
+// Event is an Event as one JSON object, the form `sandboxctl events
 // --json` prints and the daemon's audit log builds on: states are named as
 // StateName spells them ("waiting-for-input"), times are RFC 3339.
-type EventRecord struct {
+type Event struct {
 	Seq      uint64    `json:"seq"`
 	Time     time.Time `json:"time"`
 	Session  string    `json:"session"`
@@ -24,11 +27,11 @@ type EventRecord struct {
 	ExitCode *int32 `json:"exit_code,omitempty"`
 	Signal   int32  `json:"signal,omitempty"`
 
-	Denial *DenialRecord `json:"denial,omitempty"`
+	Denial *Denial `json:"denial,omitempty"`
 }
 
-// DenialRecord is a Denial as JSON.
-type DenialRecord struct {
+// Denial is a Denial as JSON.
+type Denial struct {
 	Field     string `json:"field"`
 	Operation string `json:"operation"`
 	Target    string `json:"target,omitempty"`
@@ -39,9 +42,9 @@ type DenialRecord struct {
 	Detail    string `json:"detail,omitempty"`
 }
 
-// Record turns an event into its JSON form.
-func Record(ev *sandboxdv1.Event) *EventRecord {
-	r := &EventRecord{
+// FromEvent turns an event into its JSON form.
+func FromEvent(ev *sandboxdv1.Event) *Event {
+	r := &Event{
 		Seq:      ev.GetSeq(),
 		Time:     ev.GetTime().AsTime(),
 		Session:  ev.GetSessionId(),
@@ -69,7 +72,7 @@ func Record(ev *sandboxdv1.Event) *EventRecord {
 	case ev.GetDenial() != nil:
 		d := ev.GetDenial()
 		r.Type = "denial"
-		r.Denial = &DenialRecord{
+		r.Denial = &Denial{
 			Field: d.GetField(), Operation: d.GetOperation(), Target: d.GetTarget(),
 			Pid: d.GetPid(), HostPid: d.GetHostPid(), Command: d.GetCommand(), Errno: d.GetErrno(),
 			Detail: d.GetDetail(),

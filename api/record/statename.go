@@ -1,4 +1,4 @@
-package client
+package record
 
 import sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 
