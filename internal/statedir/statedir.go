@@ -1,6 +1,7 @@
 // Package statedir says where the daemon keeps what must outlive it (the
 // audit log), so that sandboxd and the tools reading its state agree
-// without configuration.
+// without configuration, and on Windows keeps that directory to one
+// daemon at a time.
 package statedir
 
 import (
