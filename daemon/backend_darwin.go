@@ -7,15 +7,24 @@ import (
 	launcherdarwin "github.com/sandboxd/sandboxd/launcher_darwin"
 )
 
+// CheckMechanismSet rejects a forced mechanism set the backend does not
+// have, before anything is probed.
+func CheckMechanismSet(name string) error {
+	if name != "" && name != launcherdarwin.MechanismSet {
+		return fmt.Errorf("no mechanism set %q on darwin, only %q", name, launcherdarwin.MechanismSet)
+	}
+	return nil
+}
+
 // DefaultBackend is the sandbox backend for this OS: Seatbelt profiles
 // applied through sandbox-exec on macOS. It probes the host before
 // returning.
 func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
-	// Seatbelt is the only mechanism set, so the choice is checked here
+	// There is only one mechanism set, so the choice is checked here
 	// rather than passed on: a forced set the backend does not have must be
 	// refused, not ignored.
-	if opts.MechanismSet != "" && opts.MechanismSet != launcherdarwin.MechanismSet {
-		return nil, fmt.Errorf("darwin backend: no mechanism set %q, only %q", opts.MechanismSet, launcherdarwin.MechanismSet)
+	if err := CheckMechanismSet(opts.MechanismSet); err != nil {
+		return nil, fmt.Errorf("darwin backend: %w", err)
 	}
 	return launcherdarwin.New(launcherdarwin.Config{
 		SandboxUID: opts.SandboxUID,

@@ -5,6 +5,13 @@ import (
 	launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
 )
 
+// CheckMechanismSet rejects a forced mechanism set the backend does not
+// have, before anything is probed.
+func CheckMechanismSet(name string) error {
+	_, err := launcherlinux.ParseMechanismSet(name)
+	return err
+}
+
 // DefaultBackend is the sandbox backend for this OS: namespaces, Landlock
 // and seccomp on Linux. It probes the host before returning.
 func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {

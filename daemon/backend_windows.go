@@ -8,16 +8,25 @@ import (
 	launcherwindows "github.com/sandboxd/sandboxd/launcher_windows"
 )
 
+// CheckMechanismSet rejects a forced mechanism set the backend does not
+// have, before anything is probed.
+func CheckMechanismSet(name string) error {
+	if name != "" && name != launcherwindows.MechanismSet {
+		return fmt.Errorf("no mechanism set %q on windows, only %q", name, launcherwindows.MechanismSet)
+	}
+	return nil
+}
+
 // DefaultBackend is the sandbox backend for this OS: restricted tokens of
 // dedicated sandbox users, NTFS ACLs, firewall filters and job objects on
 // Windows. The sandbox users and filters are those `sandboxd install`
 // provisioned under the same state directory.
 func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
-	// There is only one mechanism set, so the choice is checked here rather
-	// than passed on: a forced set the backend does not have must be
+	// There is only one mechanism set, so the choice is checked here
+	// rather than passed on: a forced set the backend does not have must be
 	// refused, not ignored.
-	if opts.MechanismSet != "" && opts.MechanismSet != launcherwindows.MechanismSet {
-		return nil, fmt.Errorf("windows backend: no mechanism set %q, only %q", opts.MechanismSet, launcherwindows.MechanismSet)
+	if err := CheckMechanismSet(opts.MechanismSet); err != nil {
+		return nil, fmt.Errorf("windows backend: %w", err)
 	}
 	dir := opts.StateDir
 	if dir == "" {

@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd: --scrollback %d: must be positive\n", *scrollback)
 		return 2
 	}
-	err := checkMechanism(*mechanism)
+	err := daemon.CheckMechanismSet(*mechanism)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd: --mechanism: %v\n", err)
 		return 2

@@ -30,15 +30,6 @@ const stopHint = 20 * time.Second
 // sandboxed command itself, with no init of the daemon's in between.
 func runInitIfRequested() {}
 
-// checkMechanism rejects a --mechanism the backend does not have before
-// anything is probed, as a usage error.
-func checkMechanism(name string) error {
-	if name != "" && name != launcherwindows.MechanismSet {
-		return fmt.Errorf("no mechanism set %q on windows, only %q", name, launcherwindows.MechanismSet)
-	}
-	return nil
-}
-
 var commands = map[string]command{"install": install, "uninstall": uninstall}
 
 // install provisions the host (launcherwindows.Install: the sandbox users
