@@ -2,9 +2,6 @@ package launcherdarwin
 
 import (
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,11 +10,10 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/golden"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden profiles in testdata")
 
 const testSession = "0123456789abcdef"
 
@@ -128,20 +124,7 @@ func TestGoldenProfiles(t *testing.T) {
 			for _, kv := range pl.Params {
 				b.WriteString(";; -D " + kv.Key + "=" + kv.Value + "\n")
 			}
-			got := b.String()
-			path := filepath.Join("testdata", c.name+".sb")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("profile differs from %s (go test -update rewrites it):\n%s", path, got)
-			}
+			golden.Check(t, c.name+".sb", []byte(b.String()))
 			checkStructure(t, c.in, pl)
 		})
 	}

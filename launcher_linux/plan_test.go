@@ -3,19 +3,15 @@ package launcherlinux
 import (
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/golden"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // fakeHost is a host with seccomp user notification where only the listed
 // paths exist.
@@ -113,22 +109,11 @@ func TestPlanGolden(t *testing.T) {
 			}
 			// The seccomp program holds the architecture's syscall
 			// numbers: amd64's plans are the unsuffixed files.
-			golden := filepath.Join("testdata", c.name+".golden.json")
+			name := c.name + ".golden.json"
 			if runtime.GOARCH != "amd64" {
-				golden = filepath.Join("testdata", c.name+"."+runtime.GOARCH+".golden.json")
+				name = c.name + "." + runtime.GOARCH + ".golden.json"
 			}
-			if *update {
-				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if string(want) != string(got)+"\n" {
-				t.Errorf("plan differs from %s; run go test ./launcher_linux -run TestPlanGolden -update and review the diff", golden)
-			}
+			golden.Check(t, name, append(got, '\n'))
 		})
 	}
 }

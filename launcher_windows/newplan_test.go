@@ -1,19 +1,15 @@
 package launcherwindows
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/golden"
 	"github.com/sandboxd/sandboxd/policy"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden plans in testdata")
 
 const (
 	testSession    = "0123456789abcdef"
@@ -183,19 +179,7 @@ func TestGoldenPlans(t *testing.T) {
 				checkInvariants(t, c.in, pl)
 				checkSemantics(t, c.in, pl)
 			}
-			path := filepath.Join("testdata", c.name+".plan")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("plan differs from %s (go test -update rewrites it):\n%s", path, got)
-			}
+			golden.Check(t, c.name+".plan", []byte(got))
 		})
 	}
 }
