@@ -1,8 +1,13 @@
 package launcher
 
 import (
-	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"errors"
+	"strings"
+
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // Feature is one policy feature a capabilities report answers for, with a
@@ -53,4 +58,47 @@ var Features = []Feature{
 		p.Children = &sandboxdv1.Children{Allow: true}
 		p.Network.Mode = sandboxdv1.Network_HOST
 	}},
+}
+
+// reports says whether a report entry for field speaks of f: an ALLOWLIST
+// is reported under network.mode, the field that chose it.
+func (f Feature) reports(field string) bool {
+	return field == f.Field || f.Field == "network.allow" && field == "network.mode"
+}
+
+// FeaturePlanner is how a backend answers for one feature: given the
+// feature's policy (the default policy with the feature applied,
+// normalized), the mechanism set and the report that would enforce it on
+// this host, or the error that refuses it.
+type FeaturePlanner func(p *sandboxdv1.Policy) (set string, report []*sandboxdv1.FieldEnforcement, err error)
+
+// FeatureSupport answers for every entry of Features, in order, through
+// plan, so that every backend reports the same way: the report entries of
+// the feature's field, or the refusal (an error that is not Unenforceable
+// is reported as one for the feature's field).
+func FeatureSupport(plan FeaturePlanner) []*sandboxdv1.FeatureSupport {
+	out := make([]*sandboxdv1.FeatureSupport, 0, len(Features))
+	for _, f := range Features {
+		p := policy.Default()
+		f.Apply(p)
+		p = policy.Normalize(p)
+		fs := &sandboxdv1.FeatureSupport{Feature: f.Name}
+		set, report, err := plan(p)
+		var u *Unenforceable
+		switch {
+		case err == nil:
+			fs.Enforceable, fs.MechanismSet = true, set
+			for _, e := range report {
+				if f.reports(e.GetField()) {
+					fs.Enforcement = append(fs.Enforcement, e)
+				}
+			}
+		case errors.As(err, &u):
+			fs.Refusal = u.Proto()
+		default:
+			fs.Refusal = &sandboxdv1.Unenforceable{Field: f.Field, Found: strings.TrimSpace(err.Error())}
+		}
+		out = append(out, fs)
+	}
+	return out
 }

@@ -1,12 +1,8 @@
 package launcherdarwin
 
 import (
-	"errors"
-	"strings"
-
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
-	"github.com/sandboxd/sandboxd/policy"
 )
 
 // What the backend tries when it starts.
@@ -79,33 +75,19 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 		set.Missing = append(set.Missing, refusal.Found+" ("+refusal.Mechanism+")")
 	}
 	r.MechanismSets = append(r.MechanismSets, set)
-	for _, f := range launcher.Features {
-		p := policy.Default()
-		f.Apply(p)
-		p = policy.Normalize(p)
-		fs := &sandboxdv1.FeatureSupport{Feature: f.Name}
+	r.Features = launcher.FeatureSupport(func(p *sandboxdv1.Policy) (string, []*sandboxdv1.FieldEnforcement, error) {
 		in := Input{Policy: p, SessionID: "capabilities"}
 		if p.GetChildren().GetAllow() {
 			in.SessionSocket = exampleSessionSocket
 		}
 		plan, err := NewPlan(in)
-		var u *launcher.Unenforceable
 		switch {
-		case err == nil && refusal != nil:
-			fs.Refusal = refusal.Proto()
-		case err == nil:
-			fs.Enforceable, fs.MechanismSet = true, MechanismSet
-			for _, e := range plan.Report {
-				if e.GetField() == f.Field {
-					fs.Enforcement = append(fs.Enforcement, e)
-				}
-			}
-		case errors.As(err, &u):
-			fs.Refusal = u.Proto()
-		default:
-			fs.Refusal = &sandboxdv1.Unenforceable{Field: f.Field, Found: strings.TrimSpace(err.Error())}
+		case err != nil:
+			return "", nil, err
+		case refusal != nil:
+			return "", nil, refusal
 		}
-		r.Features = append(r.Features, fs)
-	}
+		return MechanismSet, plan.Report, nil
+	})
 	return r
 }

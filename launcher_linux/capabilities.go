@@ -1,9 +1,6 @@
 package launcherlinux
 
 import (
-	"errors"
-	"strings"
-
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
@@ -29,35 +26,20 @@ func CapabilitiesOf(h *HostProbe, forced MechanismSet) *sandboxdv1.CapabilitiesR
 		}
 		r.MechanismSets = append(r.MechanismSets, ms)
 	}
-	for _, f := range launcher.Features {
-		p := policy.Default()
-		f.Apply(p)
-		p = policy.Normalize(p)
-		fs := &sandboxdv1.FeatureSupport{Feature: f.Name}
+	r.Features = launcher.FeatureSupport(func(p *sandboxdv1.Policy) (string, []*sandboxdv1.FieldEnforcement, error) {
 		set, err := Choose(p, h, forced)
-		var plan *Plan
-		if err == nil {
-			in := PlanInput{Policy: p, Argv: []string{"true"}, UID: 1, GID: 1, Cwd: "/"}
-			if p.GetChildren().GetAllow() {
-				in.SessionSocket = exampleSessionSocket
-			}
-			plan, err = BuildPlan(in, h.planHost(set, func(string) (bool, bool) { return true, true }))
+		if err != nil {
+			return "", nil, err
 		}
-		var u *launcher.Unenforceable
-		switch {
-		case err == nil:
-			fs.Enforceable, fs.MechanismSet = true, string(set)
-			for _, e := range plan.Report {
-				if e.GetField() == f.Field || (f.Field == "network.allow" && e.GetField() == "network.mode") {
-					fs.Enforcement = append(fs.Enforcement, e)
-				}
-			}
-		case errors.As(err, &u):
-			fs.Refusal = u.Proto()
-		default:
-			fs.Refusal = &sandboxdv1.Unenforceable{Field: f.Field, Found: strings.TrimSpace(err.Error())}
+		in := PlanInput{Policy: p, Argv: []string{"true"}, UID: 1, GID: 1, Cwd: "/"}
+		if p.GetChildren().GetAllow() {
+			in.SessionSocket = exampleSessionSocket
 		}
-		r.Features = append(r.Features, fs)
-	}
+		plan, err := BuildPlan(in, h.planHost(set, func(string) (bool, bool) { return true, true }))
+		if err != nil {
+			return "", nil, err
+		}
+		return string(set), plan.Report, nil
+	})
 	return r
 }

@@ -1,13 +1,11 @@
 package launcherwindows
 
 import (
-	"errors"
 	"slices"
 	"strings"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
-	"github.com/sandboxd/sandboxd/policy"
 )
 
 // What the backend checks when it starts. The per-user probes are named
@@ -171,12 +169,8 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 		set.Missing = append(set.Missing, host.Found+" ("+host.Mechanism+")")
 	}
 	r.MechanismSets = append(r.MechanismSets, set)
-	for _, f := range launcher.Features {
-		p := policy.Default()
-		f.Apply(p)
-		p = policy.Normalize(p)
+	r.Features = launcher.FeatureSupport(func(p *sandboxdv1.Policy) (string, []*sandboxdv1.FieldEnforcement, error) {
 		onDriveC(p)
-		fs := &sandboxdv1.FeatureSupport{Feature: f.Name}
 		plan, err := NewPlan(Input{
 			Policy: p, SessionID: "capabilities", OfflineSID: h.OfflineSID, OnlineSID: h.OnlineSID,
 			TempDir: exampleStateDir + `\tmp\capabilities`, NumCPU: max(h.NumCPU, 1),
@@ -184,28 +178,17 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 			// refused for the path, not for the host.
 			NotInheriting: func(string) (string, error) { return "", nil },
 		})
-		var u *launcher.Unenforceable
 		switch {
-		case errors.As(err, &u):
-			fs.Refusal = u.Proto()
 		case err != nil:
-			fs.Refusal = &sandboxdv1.Unenforceable{Field: f.Field, Found: strings.TrimSpace(err.Error())}
+			return "", nil, err
 		case host != nil:
-			fs.Refusal = host.Proto()
-		default:
-			if u := h.sessionRefusal(plan); u != nil {
-				fs.Refusal = u.Proto()
-				break
-			}
-			fs.Enforceable, fs.MechanismSet = true, MechanismSet
-			for _, e := range plan.Report {
-				if e.GetField() == f.Field {
-					fs.Enforcement = append(fs.Enforcement, e)
-				}
-			}
+			return "", nil, host
 		}
-		r.Features = append(r.Features, fs)
-	}
+		if u := h.sessionRefusal(plan); u != nil {
+			return "", nil, u
+		}
+		return MechanismSet, plan.Report, nil
+	})
 	return r
 }
 
