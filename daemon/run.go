@@ -287,8 +287,11 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 	if sess.socket != nil {
 		spec.SessionSocket = sess.socket.Path()
 	}
-	if ids.proxy != "" {
-		sess.proxy = netproxy.New(netproxy.Config{Allow: pol.GetNetwork().GetAllow(), Pinned: s.cfg.ProxyHosts, OnDenial: sess.denied})
+	// A backend without the proxy refuses ALLOWLIST as it plans; nothing
+	// is built for it first.
+	if ids.proxy != "" && launcher.NeedsOf(s.cfg.Backend).Proxy {
+		logf := func(format string, args ...any) { s.logf("session %s: "+format, append([]any{id}, args...)...) }
+		sess.proxy = netproxy.New(netproxy.Config{Allow: pol.GetNetwork().GetAllow(), Pinned: s.cfg.ProxyHosts, OnDenial: sess.denied, Logf: logf})
 		spec.Proxy = func(l net.Listener) {
 			if err := sess.proxy.Serve(l); err != nil {
 				s.logf("session %s: proxy: %v", id, err)

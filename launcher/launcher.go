@@ -143,3 +143,36 @@ type Backend interface {
 	// The self-test is the daemon's to fill in.
 	Capabilities() *sandboxdv1.CapabilitiesReport
 }
+
+// Needs are what a backend needs the daemon to run for its sandboxes,
+// declared up front so that the daemon builds only what the backend uses
+// and a backend without it refuses the same way on every OS.
+type Needs struct {
+	// Proxy: the backend confines network ALLOWLIST to the daemon's
+	// allowlist proxy (Spec.Proxy). A backend without it has no mechanism
+	// for ALLOWLIST.
+	Proxy bool
+}
+
+// NeedsDeclarer is implemented by a backend that needs something of the
+// daemon; one that does not implement it needs nothing.
+type NeedsDeclarer interface {
+	Needs() Needs
+}
+
+// NeedsOf is what backend b needs of the daemon.
+func NeedsOf(b Backend) Needs {
+	if d, ok := b.(NeedsDeclarer); ok {
+		return d.Needs()
+	}
+	return Needs{}
+}
+
+// Refusal is why a backend with needs n cannot enforce p on any host, nil
+// when nothing p asks for depends on what the backend lacks.
+func (n Needs) Refusal(p *sandboxdv1.Policy) *Unenforceable {
+	if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST && !n.Proxy {
+		return &Unenforceable{Field: "network.allow", Mechanism: "daemon-run allowlist proxy", Found: "this sandboxd version has no mechanism for it on this OS", Remedy: "use network NONE or HOST"}
+	}
+	return nil
+}

@@ -63,6 +63,32 @@ func TestFindProbe(t *testing.T) {
 	}
 }
 
+func TestNeedsRefusal(t *testing.T) {
+	allowlist := &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_ALLOWLIST}}
+	if u := (Needs{}).Refusal(allowlist); u == nil || u.Field != "network.allow" {
+		t.Errorf("a backend without the proxy: Refusal(ALLOWLIST) = %v, want a refusal of network.allow", u)
+	}
+	if u := (Needs{Proxy: true}).Refusal(allowlist); u != nil {
+		t.Errorf("a backend with the proxy: Refusal(ALLOWLIST) = %v", u)
+	}
+	if u := (Needs{}).Refusal(&sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST}}); u != nil {
+		t.Errorf("Refusal(HOST) = %v", u)
+	}
+}
+
+type needy struct{ Backend }
+
+func (needy) Needs() Needs { return Needs{Proxy: true} }
+
+func TestNeedsOf(t *testing.T) {
+	if !NeedsOf(needy{}).Proxy {
+		t.Error("NeedsOf ignores a backend's declaration")
+	}
+	if NeedsOf(struct{ Backend }{}).Proxy {
+		t.Error("a backend that declares nothing needs the proxy")
+	}
+}
+
 // TestFeatureSupport checks the shared half of every backend's
 // capabilities report: one answer per feature, in order, from what the
 // planner says of the feature's policy.

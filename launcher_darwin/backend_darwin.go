@@ -80,6 +80,9 @@ func New(cfg Config) (launcher.Backend, error) {
 
 func (b *backend) Name() string { return BackendName }
 
+// Needs says the backend needs nothing of the daemon.
+func (b *backend) Needs() launcher.Needs { return needs }
+
 func (b *backend) Capabilities() *sandboxdv1.CapabilitiesReport {
 	h := *b.host
 	h.Probes = slices.Clone(h.Probes)

@@ -473,12 +473,15 @@ func withinAny(p string, roots []string) bool {
 	return slices.ContainsFunc(roots, func(r string) bool { return within(p, r) })
 }
 
+// needs is what the backend needs of the daemon: nothing, as no sandbox
+// here can be confined to the allowlist proxy.
+var needs = launcher.Needs{}
+
 // refuseUnsupported names the first field this backend has no mechanism
 // for; running without it would be weaker than the policy asks.
 func refuseUnsupported(p *sandboxdv1.Policy) error {
-	const found = "this sandboxd version has no macOS mechanism for it"
-	if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
-		return &launcher.Unenforceable{Field: "network.allow", Mechanism: "daemon-run allowlist proxy", Found: found, Remedy: "use network NONE or HOST"}
+	if u := needs.Refusal(p); u != nil {
+		return u
 	}
 	l := p.GetLimits()
 	switch {

@@ -87,6 +87,9 @@ func New(cfg Config) (launcher.Backend, error) {
 
 func (b *backend) Name() string { return BackendName }
 
+// Needs says the backend needs nothing of the daemon.
+func (b *backend) Needs() launcher.Needs { return needs }
+
 // Capabilities checks the firewall filters again: they are the one
 // finding an administrator may change while the daemon runs.
 func (b *backend) Capabilities() *sandboxdv1.CapabilitiesReport {

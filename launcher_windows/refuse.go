@@ -11,11 +11,14 @@ import (
 // mechanismACL is what every filesystem field rests on.
 const mechanismACL = "NTFS ACL"
 
+// needs is what the backend needs of the daemon: nothing, as no sandbox
+// here can be confined to the allowlist proxy.
+var needs = launcher.Needs{}
+
 // refuseUnsupported names the first field this backend has no mechanism
 // for. Refusing is the only honest answer: running without it would be
 // weaker than the policy asks.
 func refuseUnsupported(p *sandboxdv1.Policy) error {
-	const found = "this sandboxd version has no mechanism for it"
 	if p.GetFilesystem().GetRead() == sandboxdv1.Filesystem_LISTED {
 		return &launcher.Unenforceable{
 			Field:     "filesystem.read",
@@ -24,8 +27,8 @@ func refuseUnsupported(p *sandboxdv1.Policy) error {
 			Remedy:    "use read ALL with deny paths for what must stay unreadable",
 		}
 	}
-	if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
-		return &launcher.Unenforceable{Field: "network.allow", Mechanism: "daemon-run allowlist proxy", Found: found, Remedy: "use network NONE or HOST"}
+	if u := needs.Refusal(p); u != nil {
+		return u
 	}
 	return nil
 }
