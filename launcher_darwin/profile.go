@@ -10,6 +10,7 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // Input is what a profile is planned from.
@@ -462,12 +463,8 @@ func sortedUnique(s []string) []string {
 }
 
 // within reports whether p is root or below it, on whole components.
-func within(p, root string) bool {
-	if root == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == root || strings.HasPrefix(p, root+"/")
-}
+// within is policy's path algebra, with the rules of macOS paths.
+var within = policy.Unix.Within
 
 func withinAny(p string, roots []string) bool {
 	return slices.ContainsFunc(roots, func(r string) bool { return within(p, r) })

@@ -12,6 +12,7 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // Plan is everything the sandbox init applies, and what the daemon keeps
@@ -454,22 +455,12 @@ func coveredBy(path string, roots []string) bool {
 	return innermostRoot(path, roots) != ""
 }
 
-func innermostRoot(path string, roots []string) string {
-	best := ""
-	for _, r := range roots {
-		if within(path, r) && len(r) > len(best) {
-			best = r
-		}
-	}
-	return best
-}
-
-func within(path, root string) bool {
-	if root == "/" {
-		return true
-	}
-	return path == root || strings.HasPrefix(path, root+"/")
-}
+// innermostRoot and within are policy's path algebra, with the rules of
+// the paths a Linux plan holds.
+var (
+	innermostRoot = policy.Unix.Innermost
+	within        = policy.Unix.Within
+)
 
 // ancestorsBetween lists the directories strictly between root and path, from
 // the outermost in.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // Policy paths are Windows paths whatever OS plans them, so path/filepath
@@ -58,13 +60,8 @@ func pathKey(p string) string {
 	return fold(cleanPath(p))
 }
 
-// fold is a name as Windows compares it: NTFS, SMB and the environment
-// block upcase both sides. Lower-casing, or strings.EqualFold, would take
-// names NTFS keeps apart for one (i and İ, k and the Kelvin sign), and
-// a carve-out merged into another would go unstamped.
-func fold(s string) string {
-	return strings.ToUpper(s)
-}
+// fold is a name as Windows compares it (policy.Windows).
+var fold = policy.Windows.Fold
 
 // checkPath returns why p cannot name a policy path on Windows, or "".
 // Whatever Win32 would silently rewrite (trailing dots and spaces, device
@@ -140,40 +137,21 @@ func checkName(n string) string {
 	return ""
 }
 
-// samePath reports whether two clean paths name the same file.
-func samePath(a, b string) bool {
-	return fold(a) == fold(b)
-}
+// samePath, within and outermost are policy's path algebra, with the
+// rules of Windows paths: samePath reports whether two clean paths name
+// the same file, within whether the clean path p is root or lies below it
+// (on whole components and regardless of case), and outermost which entry
+// of roots that p lies within no other such entry contains ("" if none).
+var (
+	samePath  = policy.Windows.Same
+	within    = policy.Windows.Within
+	outermost = policy.Windows.Outermost
+)
 
 // isVolumeRoot reports whether the clean path p is the root of a volume.
 func isVolumeRoot(p string) bool {
 	_, rest := splitVolume(p)
 	return rest == `\` || rest == ""
-}
-
-// within reports whether the clean path p is root or lies below it, on
-// whole components and regardless of case.
-func within(p, root string) bool {
-	if samePath(p, root) {
-		return true
-	}
-	pk, rk := fold(p), fold(root)
-	if !strings.HasSuffix(rk, `\`) {
-		rk += `\`
-	}
-	return strings.HasPrefix(pk, rk)
-}
-
-// outermost returns the entry of roots that p lies within and that no
-// other such entry contains, or "" when p is within none.
-func outermost(p string, roots []string) string {
-	best := ""
-	for _, r := range roots {
-		if within(p, r) && (best == "" || within(best, r)) {
-			best = r
-		}
-	}
-	return best
 }
 
 // parent is the directory above the clean path p; a volume root is its

@@ -364,14 +364,9 @@ func tmpfsMode(opts []string) uint64 {
 	return 0o777
 }
 
-func within(p string, roots []string) bool {
-	for _, r := range roots {
-		if r == "/" || p == r || strings.HasPrefix(p, r+"/") {
-			return true
-		}
-	}
-	return false
-}
+// within reports whether p lies within one of roots, by the rules of the
+// Linux paths an OCI config holds.
+func within(p string, roots []string) bool { return policy.Unix.WithinAny(p, roots) >= 0 }
 
 func importPaths(fs *sandboxdv1.Filesystem, lx *specs.Linux, hidden []string) error {
 	// What every sandbox has masked and read-only: the export's of a

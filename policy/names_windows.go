@@ -6,10 +6,6 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// sameNames compares path names as NTFS does by default: without regard to
-// case, so a carve-out spelled "c:\work\.git" lies within "C:\Work".
-func sameNames(a, b string) bool { return strings.EqualFold(a, b) }
-
 // everything is the write roots of a policy that may write everywhere: the
 // root of every fixed volume, since Windows has no single root. Without the
 // list the system drive alone stands for it, which is narrower, never wider.

@@ -3,22 +3,11 @@ package policy
 import (
 	"path/filepath"
 	"slices"
-	"strings"
 )
 
-// within reports whether path p is root itself or lies below it. Both must
-// be clean. The comparison is on whole components, so "/a-b" is not within
-// "/a", and ignores case where the host's file systems do (Windows).
-func within(p, root string) bool {
-	if len(p) < len(root) || !sameNames(p[:len(root)], root) {
-		return false
-	}
-	if len(p) == len(root) {
-		return true
-	}
-	// A clean path ends in a separator only when it is a root such as "/".
-	return strings.HasSuffix(root, string(filepath.Separator)) || p[len(root)] == filepath.Separator
-}
+// within reports whether the clean path p is root itself or lies below
+// it, by the rules of the OS that spells root.
+func within(p, root string) bool { return NamesOf(root).Within(p, root) }
 
 // withinAny returns the index of the first root that p lies within, or -1.
 func withinAny(p string, roots []string) int {
