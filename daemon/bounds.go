@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // Bounds on a request, checked before anything of it is built, so that an
@@ -42,10 +43,10 @@ func checkStart(st *sandboxdv1.Start) error {
 		field string
 		paths []string
 	}{
-		{"filesystem.read_roots", fs.GetReadRoots()},
-		{"filesystem.write", fs.GetWrite()},
-		{"filesystem.read_only", fs.GetReadOnly()},
-		{"filesystem.deny", fs.GetDeny()},
+		{policy.FieldFilesystemReadRoots, fs.GetReadRoots()},
+		{policy.FieldFilesystemWrite, fs.GetWrite()},
+		{policy.FieldFilesystemReadOnly, fs.GetReadOnly()},
+		{policy.FieldFilesystemDeny, fs.GetDeny()},
 	}
 	n := 0
 	for _, l := range lists {

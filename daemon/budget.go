@@ -27,7 +27,7 @@ func (s *session) budget(child *sandboxdv1.Policy) error {
 	if !deadline.IsZero() {
 		left := time.Until(deadline).Truncate(time.Millisecond)
 		if left <= 0 {
-			return &policy.WidenError{Field: "limits.timeout", Msg: "the parent session's time is up"}
+			return &policy.WidenError{Field: policy.FieldLimitsTimeout, Msg: "the parent session's time is up"}
 		}
 		if t := l.GetTimeout(); t == nil || t.AsDuration() > left {
 			l.Timeout = durationpb.New(left)
@@ -35,7 +35,7 @@ func (s *session) budget(child *sandboxdv1.Policy) error {
 	}
 	if left, limited := s.outCap.remaining(); limited {
 		if left == 0 {
-			return &policy.WidenError{Field: "limits.output_bytes", Msg: fmt.Sprintf("the parent session has used all of its %d bytes of output", s.outCap.limit)}
+			return &policy.WidenError{Field: policy.FieldLimitsOutputBytes, Msg: fmt.Sprintf("the parent session has used all of its %d bytes of output", s.outCap.limit)}
 		}
 		if n := l.GetOutputBytes(); n == 0 || n > left {
 			l.OutputBytes = left

@@ -310,7 +310,7 @@ func (s *Service) openSessionSocket(id string, uid, gid uint32) (*transport.Sess
 	s.mu.Unlock()
 	if srv == nil || s.cfg.SessionSocketDir == "" {
 		return nil, &launcher.Unenforceable{
-			Field:     "children.allow",
+			Field:     policy.FieldChildrenAllow,
 			Mechanism: "a socket for the session",
 			Found:     "the daemon is not serving on a socket",
 			Remedy:    "start sessions that may have children through a daemon listening on a socket",
@@ -385,7 +385,7 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 				if marker != nil {
 					sess.out.publish(marker)
 					sess.denied(&sandboxdv1.Denial{
-						Time: timestamppb.Now(), Field: "limits.output_bytes", Operation: "write",
+						Time: timestamppb.Now(), Field: policy.FieldLimitsOutputBytes, Operation: "write",
 						Target: streamName(out.GetStream(), sess.tty),
 						Detail: fmt.Sprintf("output beyond %d bytes is dropped; the command runs on", sess.outCap.limit),
 					})

@@ -21,40 +21,40 @@ type Feature struct {
 
 // Features are what Capabilities reports on, in order.
 var Features = []Feature{
-	{"filesystem.read=ALL, nothing writable", "filesystem.read", func(p *sandboxdv1.Policy) {}},
-	{"filesystem.write", "filesystem.write", func(p *sandboxdv1.Policy) { p.Filesystem.Write = []string{"/workspace"} }},
-	{"filesystem.read_only inside a write root", "filesystem.read_only", func(p *sandboxdv1.Policy) {
+	{"filesystem.read=ALL, nothing writable", policy.FieldFilesystemRead, func(p *sandboxdv1.Policy) {}},
+	{"filesystem.write", policy.FieldFilesystemWrite, func(p *sandboxdv1.Policy) { p.Filesystem.Write = []string{"/workspace"} }},
+	{"filesystem.read_only inside a write root", policy.FieldFilesystemReadOnly, func(p *sandboxdv1.Policy) {
 		p.Filesystem.Write = []string{"/workspace"}
 		p.Filesystem.ReadOnly = []string{"/workspace/.git"}
 	}},
-	{"filesystem.deny outside the write roots", "filesystem.deny", func(p *sandboxdv1.Policy) {
+	{"filesystem.deny outside the write roots", policy.FieldFilesystemDeny, func(p *sandboxdv1.Policy) {
 		p.Filesystem.Write = []string{"/workspace"}
 		p.Filesystem.Deny = []string{"/home/user/.ssh"}
 	}},
-	{"filesystem.deny inside a write root", "filesystem.deny", func(p *sandboxdv1.Policy) {
+	{"filesystem.deny inside a write root", policy.FieldFilesystemDeny, func(p *sandboxdv1.Policy) {
 		p.Filesystem.Write = []string{"/workspace"}
 		p.Filesystem.Deny = []string{"/workspace/.env"}
 	}},
-	{"filesystem.read=LISTED", "filesystem.read", func(p *sandboxdv1.Policy) {
+	{"filesystem.read=LISTED", policy.FieldFilesystemRead, func(p *sandboxdv1.Policy) {
 		p.Filesystem.Read = sandboxdv1.Filesystem_LISTED
 		p.Filesystem.ReadRoots = []string{"/usr"}
 	}},
-	{"network.mode=NONE", "network.mode", func(p *sandboxdv1.Policy) {}},
-	{"network.mode=HOST", "network.mode", func(p *sandboxdv1.Policy) { p.Network.Mode = sandboxdv1.Network_HOST }},
-	{"network.mode=ALLOWLIST", "network.allow", func(p *sandboxdv1.Policy) {
+	{"network.mode=NONE", policy.FieldNetworkMode, func(p *sandboxdv1.Policy) {}},
+	{"network.mode=HOST", policy.FieldNetworkMode, func(p *sandboxdv1.Policy) { p.Network.Mode = sandboxdv1.Network_HOST }},
+	{"network.mode=ALLOWLIST", policy.FieldNetworkAllow, func(p *sandboxdv1.Policy) {
 		p.Network.Mode = sandboxdv1.Network_ALLOWLIST
 		p.Network.Allow = []*sandboxdv1.NetworkAllow{{Host: "example.com", Port: 443}}
 	}},
-	{"limits.timeout", "limits.timeout", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Timeout: durationpb.New(60e9)} }},
-	{"limits.memory_bytes", "limits.memory_bytes", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{MemoryBytes: 1 << 30} }},
-	{"limits.pids", "limits.pids", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Pids: 256} }},
-	{"limits.cpu_millis", "limits.cpu_millis", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{CpuMillis: 1000} }},
-	{"limits.output_bytes", "limits.output_bytes", func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{OutputBytes: 1 << 20} }},
-	{"children.allow", "children.allow", func(p *sandboxdv1.Policy) { p.Children = &sandboxdv1.Children{Allow: true} }},
+	{"limits.timeout", policy.FieldLimitsTimeout, func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Timeout: durationpb.New(60e9)} }},
+	{"limits.memory_bytes", policy.FieldLimitsMemoryBytes, func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{MemoryBytes: 1 << 30} }},
+	{"limits.pids", policy.FieldLimitsPids, func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{Pids: 256} }},
+	{"limits.cpu_millis", policy.FieldLimitsCPUMillis, func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{CpuMillis: 1000} }},
+	{"limits.output_bytes", policy.FieldLimitsOutputBytes, func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{OutputBytes: 1 << 20} }},
+	{"children.allow", policy.FieldChildrenAllow, func(p *sandboxdv1.Policy) { p.Children = &sandboxdv1.Children{Allow: true} }},
 	// On Linux under network HOST the sandbox connects to its session
 	// socket itself; under NONE the daemon does it for it, which needs more
 	// of the host.
-	{"children.allow with network.mode=HOST", "children.allow", func(p *sandboxdv1.Policy) {
+	{"children.allow with network.mode=HOST", policy.FieldChildrenAllow, func(p *sandboxdv1.Policy) {
 		p.Children = &sandboxdv1.Children{Allow: true}
 		p.Network.Mode = sandboxdv1.Network_HOST
 	}},
@@ -63,7 +63,7 @@ var Features = []Feature{
 // reports says whether a report entry for field speaks of f: an ALLOWLIST
 // is reported under network.mode, the field that chose it.
 func (f Feature) reports(field string) bool {
-	return field == f.Field || f.Field == "network.allow" && field == "network.mode"
+	return field == f.Field || f.Field == policy.FieldNetworkAllow && field == policy.FieldNetworkMode
 }
 
 // FeaturePlanner is how a backend answers for one feature: given the

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // Spec is everything a backend needs to start one sandboxed process. The
@@ -172,7 +173,7 @@ func NeedsOf(b Backend) Needs {
 // when nothing p asks for depends on what the backend lacks.
 func (n Needs) Refusal(p *sandboxdv1.Policy) *Unenforceable {
 	if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST && !n.Proxy {
-		return &Unenforceable{Field: "network.allow", Mechanism: "daemon-run allowlist proxy", Found: "this sandboxd version has no mechanism for it on this OS", Remedy: "use network NONE or HOST"}
+		return &Unenforceable{Field: policy.FieldNetworkAllow, Mechanism: "daemon-run allowlist proxy", Found: "this sandboxd version has no mechanism for it on this OS", Remedy: "use network NONE or HOST"}
 	}
 	return nil
 }

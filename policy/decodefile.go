@@ -42,10 +42,10 @@ func DecodeFile(data []byte, home, cwd string) (*sandboxdv1.Policy, error) {
 			field string
 			paths []string
 		}{
-			{"filesystem.read_roots", fs.ReadRoots},
-			{"filesystem.write", fs.Write},
-			{"filesystem.read_only", fs.ReadOnly},
-			{"filesystem.deny", fs.Deny},
+			{FieldFilesystemReadRoots, fs.ReadRoots},
+			{FieldFilesystemWrite, fs.Write},
+			{FieldFilesystemReadOnly, fs.ReadOnly},
+			{FieldFilesystemDeny, fs.Deny},
 		} {
 			for i, path := range l.paths {
 				if path == "" {

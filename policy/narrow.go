@@ -74,7 +74,7 @@ func Narrow(parent, child *sandboxdv1.Policy) (*sandboxdv1.Policy, error) {
 	children := par.GetChildren()
 	if c := child.GetChildren(); c != nil {
 		if c.GetAllow() && !children.GetAllow() {
-			return nil, &WidenError{Field: "children.allow", Msg: "true, but the parent may not start child sandboxes"}
+			return nil, &WidenError{Field: FieldChildrenAllow, Msg: "true, but the parent may not start child sandboxes"}
 		}
 		children = c
 	}
@@ -123,20 +123,20 @@ func narrowFilesystem(par, c *sandboxdv1.Filesystem) (*sandboxdv1.Filesystem, er
 		}
 	case sandboxdv1.Filesystem_ALL:
 		if parListed {
-			return nil, &WidenError{Field: "filesystem.read", Msg: "ALL, but the parent reads only LISTED roots"}
+			return nil, &WidenError{Field: FieldFilesystemRead, Msg: "ALL, but the parent reads only LISTED roots"}
 		}
 	case sandboxdv1.Filesystem_LISTED:
 		if parListed {
 			for i, r := range c.GetReadRoots() {
 				cr := filepath.Clean(r)
 				if withinAny(cr, par.GetReadRoots()) < 0 && withinAny(cr, par.GetWrite()) < 0 {
-					return nil, &WidenError{Field: fmt.Sprintf("filesystem.read_roots[%d]", i), Msg: fmt.Sprintf("%q is not within any read root or write root of the parent", r)}
+					return nil, &WidenError{Field: Index(FieldFilesystemReadRoots, i), Msg: fmt.Sprintf("%q is not within any read root or write root of the parent", r)}
 				}
 			}
 		}
 	}
 	for i, w := range c.GetWrite() {
-		field := fmt.Sprintf("filesystem.write[%d]", i)
+		field := Index(FieldFilesystemWrite, i)
 		cw := filepath.Clean(w)
 		if withinAny(cw, par.GetWrite()) < 0 {
 			return nil, &WidenError{Field: field, Msg: fmt.Sprintf("%q is not within any write root of the parent", w)}
@@ -164,12 +164,12 @@ func narrowNetwork(par, c *sandboxdv1.Network) (*sandboxdv1.Network, error) {
 		return par, nil
 	}
 	if modeRank[c.GetMode()] > modeRank[par.GetMode()] {
-		return nil, &WidenError{Field: "network.mode", Msg: fmt.Sprintf("%v, but the parent allows only %v", c.GetMode(), par.GetMode())}
+		return nil, &WidenError{Field: FieldNetworkMode, Msg: fmt.Sprintf("%v, but the parent allows only %v", c.GetMode(), par.GetMode())}
 	}
 	if par.GetMode() == sandboxdv1.Network_ALLOWLIST {
 		for i, a := range c.GetAllow() {
 			if !slices.ContainsFunc(par.GetAllow(), func(pa *sandboxdv1.NetworkAllow) bool { return admits(pa, a) }) {
-				return nil, &WidenError{Field: fmt.Sprintf("network.allow[%d]", i), Msg: fmt.Sprintf("host %q port %d is not admitted by any network.allow entry of the parent", a.GetHost(), a.GetPort())}
+				return nil, &WidenError{Field: Index(FieldNetworkAllow, i), Msg: fmt.Sprintf("host %q port %d is not admitted by any network.allow entry of the parent", a.GetHost(), a.GetPort())}
 			}
 		}
 	}
@@ -186,18 +186,18 @@ func narrowLimits(par, c *sandboxdv1.Limits) (*sandboxdv1.Limits, error) {
 	if out.Timeout, err = narrowTimeout(par.GetTimeout(), c.GetTimeout()); err != nil {
 		return nil, err
 	}
-	if out.MemoryBytes, err = narrowLimit("limits.memory_bytes", par.GetMemoryBytes(), c.GetMemoryBytes()); err != nil {
+	if out.MemoryBytes, err = narrowLimit(FieldLimitsMemoryBytes, par.GetMemoryBytes(), c.GetMemoryBytes()); err != nil {
 		return nil, err
 	}
-	pids, err := narrowLimit("limits.pids", uint64(par.GetPids()), uint64(c.GetPids()))
+	pids, err := narrowLimit(FieldLimitsPids, uint64(par.GetPids()), uint64(c.GetPids()))
 	if err != nil {
 		return nil, err
 	}
-	cpu, err := narrowLimit("limits.cpu_millis", uint64(par.GetCpuMillis()), uint64(c.GetCpuMillis()))
+	cpu, err := narrowLimit(FieldLimitsCPUMillis, uint64(par.GetCpuMillis()), uint64(c.GetCpuMillis()))
 	if err != nil {
 		return nil, err
 	}
-	if out.OutputBytes, err = narrowLimit("limits.output_bytes", par.GetOutputBytes(), c.GetOutputBytes()); err != nil {
+	if out.OutputBytes, err = narrowLimit(FieldLimitsOutputBytes, par.GetOutputBytes(), c.GetOutputBytes()); err != nil {
 		return nil, err
 	}
 	// Both came from uint32 fields, so the conversions back are exact.
@@ -224,7 +224,7 @@ func narrowTimeout(par, c *durationpb.Duration) (*durationpb.Duration, error) {
 		return par, nil
 	}
 	if par != nil && cmp.Or(cmp.Compare(c.GetSeconds(), par.GetSeconds()), cmp.Compare(c.GetNanos(), par.GetNanos())) > 0 {
-		return nil, &WidenError{Field: "limits.timeout", Msg: fmt.Sprintf("%v is above the parent's %v", c.AsDuration(), par.AsDuration())}
+		return nil, &WidenError{Field: FieldLimitsTimeout, Msg: fmt.Sprintf("%v is above the parent's %v", c.AsDuration(), par.AsDuration())}
 	}
 	return c, nil
 }
