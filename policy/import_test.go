@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,9 +12,8 @@ import (
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of the importers")
 
 // importTestOptions are the caller every golden file was made for.
 func importTestOptions(lossy bool) ImportOptions {
@@ -80,20 +78,11 @@ func TestImportGolden(t *testing.T) {
 			} else {
 				got = importResult(ImportSRT(data, opts))
 			}
-			golden := strings.TrimSuffix(in, filepath.Ext(in)) + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
+			name, err := filepath.Rel("testdata", strings.TrimSuffix(in, filepath.Ext(in))+".golden")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != string(want) {
-				t.Errorf("import of %s:\n%s\nwant (%s):\n%s", in, got, golden, want)
-			}
+			golden.Check(t, name, []byte(got))
 		})
 	}
 	if n < 10 {

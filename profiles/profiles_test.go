@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,10 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/internal/golden"
 	"github.com/sandboxd/sandboxd/policy"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // shipped are the profiles issue 27 asks for; each must be built in.
 var shipped = []string{"aider", "claude-code", "codex", "gemini-cli", "opencode"}
@@ -87,20 +85,7 @@ func TestShippedGolden(t *testing.T) {
 			for _, k := range keys {
 				fmt.Fprintf(&indented, "env: %s=%s\n", k, a.Env[k])
 			}
-			golden := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, indented.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if indented.String() != string(want) {
-				t.Errorf("profile %s:\n%s\nwant (%s):\n%s", name, indented.String(), golden, want)
-			}
+			golden.Check(t, name+".golden", indented.Bytes())
 		})
 	}
 }
