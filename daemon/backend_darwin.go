@@ -9,12 +9,7 @@ import (
 
 // CheckMechanismSet rejects a forced mechanism set the backend does not
 // have, before anything is probed.
-func CheckMechanismSet(name string) error {
-	if name != "" && name != launcherdarwin.MechanismSet {
-		return fmt.Errorf("no mechanism set %q on darwin, only %q", name, launcherdarwin.MechanismSet)
-	}
-	return nil
-}
+func CheckMechanismSet(name string) error { return onlyMechanismSet(name, launcherdarwin.MechanismSet) }
 
 // DefaultBackend is the sandbox backend for this OS: Seatbelt profiles
 // applied through sandbox-exec on macOS. It probes the host before

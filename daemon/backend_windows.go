@@ -11,10 +11,7 @@ import (
 // CheckMechanismSet rejects a forced mechanism set the backend does not
 // have, before anything is probed.
 func CheckMechanismSet(name string) error {
-	if name != "" && name != launcherwindows.MechanismSet {
-		return fmt.Errorf("no mechanism set %q on windows, only %q", name, launcherwindows.MechanismSet)
-	}
-	return nil
+	return onlyMechanismSet(name, launcherwindows.MechanismSet)
 }
 
 // DefaultBackend is the sandbox backend for this OS: restricted tokens of

@@ -76,22 +76,21 @@ func (n Names) WithinAny(p string, roots []string) int {
 // Innermost returns the entry of roots that p lies within and that lies
 // within every other such entry: the deepest, whose rule decides for p.
 // It is "" when p lies within none.
-func (n Names) Innermost(p string, roots []string) string {
-	best := ""
-	for _, r := range roots {
-		if n.Within(p, r) && (best == "" || n.Within(r, best)) {
-			best = r
-		}
-	}
-	return best
-}
+func (n Names) Innermost(p string, roots []string) string { return n.nearest(p, roots, true) }
 
 // Outermost returns the entry of roots that p lies within and that no
 // other such entry contains, or "" when p lies within none.
-func (n Names) Outermost(p string, roots []string) string {
+func (n Names) Outermost(p string, roots []string) string { return n.nearest(p, roots, false) }
+
+// nearest is Innermost (inner) or Outermost: the roots that contain p
+// are nested, so one of them is the deepest and one the shallowest.
+func (n Names) nearest(p string, roots []string, inner bool) string {
 	best := ""
 	for _, r := range roots {
-		if n.Within(p, r) && (best == "" || n.Within(best, r)) {
+		if !n.Within(p, r) {
+			continue
+		}
+		if best == "" || inner && n.Within(r, best) || !inner && n.Within(best, r) {
 			best = r
 		}
 	}
