@@ -164,12 +164,14 @@ func (s *stdio) bound(f *os.File) {
 // full pipe while it is being killed.
 func (s *stdio) pump(o output, publish func(*sandboxdv1.Output)) {
 	buf := make([]byte, readChunk)
+	read := outputReader(o.file)
 	for {
 		if s.draining.Load() {
 			s.bound(o.file)
 		}
-		n, err := o.file.Read(buf)
+		n, err := read(buf)
 		if n > 0 {
+			// The one copy: the scrollback and every viewer share it.
 			publish(&sandboxdv1.Output{Stream: o.stream, Data: append([]byte(nil), buf[:n]...)})
 		}
 		if err != nil {

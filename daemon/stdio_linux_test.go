@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"bytes"
+	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
@@ -60,5 +63,38 @@ func TestDrainEndsWhenALeakedWriterKeepsThePipeOpen(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("pump still waiting on a pipe held open by a leaked writer")
+	}
+}
+
+func TestOutputReaderTakesEverythingAlreadyThereInOneRead(t *testing.T) {
+	// A datagram socket hands out one write per read, as a terminal master
+	// hands out one line-discipline buffer: what the coalescing is for.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := os.NewFile(uintptr(fds[0]), "reader")
+	w := os.NewFile(uintptr(fds[1]), "writer")
+	defer r.Close()
+	defer w.Close()
+	for _, p := range []string{"one ", "two ", "three"} {
+		if _, err := w.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := outputReader(r)
+	buf := make([]byte, 64)
+	n, err := read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(buf[:n]); got != "one two three" {
+		t.Fatalf("one read returned %q, want everything written before it, %q", got, "one two three")
+	}
+	// Nothing is there now: the next read waits for the next write, and
+	// a buffer's worth is all one read returns.
+	go w.Write([]byte("0123456789"))
+	if n, err = read(buf[:4]); err != nil || string(buf[:n]) != "0123" {
+		t.Fatalf("read into 4 bytes = %q, %v; want \"0123\"", buf[:n], err)
 	}
 }

@@ -86,6 +86,13 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 		// A List of thousands of live sessions is several MiB; the peer is
 		// the local daemon, not a stranger to be wary of.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReply)),
+		// The daemon's send window is what this side advertises. gRPC's
+		// default (64 KiB, grown by ping-measured bandwidth-delay) holds a
+		// session's output to a few messages in flight and adds a ping
+		// round trip per burst; over a local socket a fixed window that
+		// covers a burst is simply faster.
+		grpc.WithInitialWindowSize(streamWindow),
+		grpc.WithInitialConnWindowSize(streamWindow),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("sandboxd client for %s: %w", socketPath, err)
@@ -164,6 +171,11 @@ func probe(ctx context.Context, socketPath string) error {
 	}
 	return nil
 }
+
+// streamWindow is the flow-control window this client advertises per
+// stream and per connection: a fixed size turns off gRPC's bandwidth
+// probing, whose pings cost a round trip on every burst of output.
+const streamWindow = 1 << 20
 
 // maxReply bounds one reply: about 10 KiB per session for List.
 const maxReply = 256 << 20
