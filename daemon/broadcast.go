@@ -46,7 +46,9 @@ func newBroadcast(scrollback int) *broadcast {
 	return &broadcast{sb: pty.NewScrollback(scrollback), viewers: map[*viewer]struct{}{}}
 }
 
-// publish records one chunk of output and hands it to every viewer.
+// publish records one chunk of output and hands it to every viewer. o's
+// data is shared with the scrollback and the viewers, so nobody changes it
+// afterwards.
 func (b *broadcast) publish(o *sandboxdv1.Output) {
 	b.pub.Lock()
 	defer b.pub.Unlock()
@@ -55,7 +57,7 @@ func (b *broadcast) publish(o *sandboxdv1.Output) {
 		b.mu.Unlock()
 		return
 	}
-	b.sb.Append(int32(o.GetStream()), o.GetData())
+	b.sb.AppendOwned(int32(o.GetStream()), o.GetData())
 	vs := make([]*viewer, 0, len(b.viewers))
 	for v := range b.viewers {
 		vs = append(vs, v)

@@ -24,6 +24,10 @@ const (
 	stopWait     = 5 * time.Second
 )
 
+// streamWindow is the flow-control window the daemon advertises per
+// stream and per connection.
+const streamWindow = 1 << 20
+
 // DefaultKeepalive is how long a connection may be silent before the
 // daemon pings it; one whose ping is not answered within a third of that
 // is closed, with its streams.
@@ -44,6 +48,13 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		// suspended) is dropped instead of holding its streams forever.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: s.cfg.Keepalive, Timeout: s.cfg.Keepalive / 3}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: s.cfg.Keepalive / 4, PermitWithoutStream: true}),
+		// Fixed windows for what clients send (stdin): no bandwidth
+		// probing pings over a local socket. A client sets its own for
+		// what the daemon sends (api/client does).
+		grpc.InitialWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(streamWindow),
+		// One Output message (readChunk) and its framing fit a write.
+		grpc.WriteBufferSize(2*readChunk),
 	)
 	desc := decodingService(sandboxdv1.Sandboxd_ServiceDesc)
 	srv.RegisterService(&desc, &grpcServer{svc: s})

@@ -163,20 +163,34 @@ func (s *stdio) bound(f *os.File) {
 // never waits for a client that is gone, so the sandbox never blocks on a
 // full pipe while it is being killed.
 func (s *stdio) pump(o output, publish func(*sandboxdv1.Output)) {
-	buf := make([]byte, readChunk)
+	read := outputReader(o.file)
 	for {
 		if s.draining.Load() {
 			s.bound(o.file)
 		}
-		n, err := o.file.Read(buf)
-		if n > 0 {
-			publish(&sandboxdv1.Output{Stream: o.stream, Data: append([]byte(nil), buf[:n]...)})
+		data, err := read()
+		if len(data) > 0 {
+			// The scrollback and every viewer share data.
+			publish(&sandboxdv1.Output{Stream: o.stream, Data: data})
 		}
 		if err != nil {
 			// EOF for a pipe, EIO for a PTY master whose replica is gone,
 			// a deadline or a close when draining is cut short.
 			return
 		}
+	}
+}
+
+// plainOutputReader reads f with one Read per call into a buffer of its
+// own, and returns a copy of what came.
+func plainOutputReader(f *os.File) func() ([]byte, error) {
+	buf := make([]byte, readChunk)
+	return func() ([]byte, error) {
+		n, err := f.Read(buf)
+		if n == 0 {
+			return nil, err
+		}
+		return append([]byte(nil), buf[:n]...), err
 	}
 }
 

@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"bytes"
+	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
@@ -60,5 +63,36 @@ func TestDrainEndsWhenALeakedWriterKeepsThePipeOpen(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("pump still waiting on a pipe held open by a leaked writer")
+	}
+}
+
+func TestOutputReaderTakesEverythingAlreadyThereInOneRead(t *testing.T) {
+	// A datagram socket hands out one write per read, as a terminal master
+	// hands out one line-discipline buffer: what the coalescing is for.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := os.NewFile(uintptr(fds[0]), "reader")
+	w := os.NewFile(uintptr(fds[1]), "writer")
+	defer r.Close()
+	defer w.Close()
+	for _, p := range []string{"one ", "two ", "three"} {
+		if _, err := w.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := outputReader(r)
+	got, err := read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "one two three" {
+		t.Fatalf("one read returned %q, want everything written before it, %q", got, "one two three")
+	}
+	// Nothing is there now: the next read waits for the next write.
+	go w.Write([]byte("four"))
+	if got, err = read(); err != nil || string(got) != "four" {
+		t.Fatalf("read after a write = %q, %v; want \"four\"", got, err)
 	}
 }

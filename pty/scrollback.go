@@ -31,6 +31,13 @@ func NewScrollback(limit int) *Scrollback {
 // the limit. A chunk is cut rather than dropped whole, so the newest
 // output is always there up to the last byte the limit allows.
 func (s *Scrollback) Append(stream int32, p []byte) {
+	s.AppendOwned(stream, append([]byte(nil), p...))
+}
+
+// AppendOwned is Append without the copy: p is handed over and the caller
+// never changes it afterwards. A session's output is copied once out of
+// the read buffer and then shared by the scrollback and every viewer.
+func (s *Scrollback) AppendOwned(stream int32, p []byte) {
 	if len(p) == 0 {
 		return
 	}
@@ -40,7 +47,7 @@ func (s *Scrollback) Append(stream int32, p []byte) {
 		s.dropped += int64(len(p) - s.limit)
 		p = p[len(p)-s.limit:]
 	}
-	s.chunks = append(s.chunks, Chunk{Stream: stream, Data: append([]byte(nil), p...)})
+	s.chunks = append(s.chunks, Chunk{Stream: stream, Data: p})
 	s.size += len(p)
 	for s.size > s.limit {
 		over := s.size - s.limit

@@ -26,8 +26,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Every command, so that helpers the daemon looks for beside itself are there.
-go build -o "$work/" ./cmd/...
+# The binaries as make build makes them (sandboxctl static: a dynamically
+# linked one pays for the loader on every run), all in one directory so
+# that the helpers the daemon looks for beside itself are there.
+make --no-print-directory build >&2
+cp bin/* "$work/"
 go build -o "$work/benchtool" ./internal/benchtool
 
 # A root caller's sandboxes run as the daemon's sandbox uid, which must reach
@@ -36,15 +39,28 @@ chmod 0755 "$work"
 ws="$work/workspace"
 mkdir -m 0777 "$ws"
 
-# The open-file limit of deploy/sandboxd.service, so that the hold figure
-# meets the limits a deployed daemon has rather than this shell's.
-nofile=1048576
-if ! ulimit -n "$nofile" 2>/dev/null; then
-	echo "bench.sh: cannot raise the open-file limit to $nofile (have $(ulimit -n)); the daemon runs with that" >&2
-fi
+# The rlimits of deploy/sandboxd.service, so that the hold figure meets the
+# limits a deployed daemon has rather than this shell's; benchtool --unit
+# then says of each of the unit's limits whether the daemon had it and
+# stayed within it.
+unit=deploy/sandboxd.service
+unit_limit() { sed -n "s/^$1=//p" "$unit" | tail -n 1; }
+for l in NOFILE:-n NPROC:-u; do
+	v=$(unit_limit "Limit${l%%:*}")
+	[ -n "$v" ] || continue
+	[ "$v" = infinity ] && v=unlimited
+	if ! ulimit -S "${l#*:}" "$v" 2>/dev/null && ! { ulimit -H "${l#*:}" "$v" && ulimit -S "${l#*:}" "$v"; } 2>/dev/null; then
+		echo "bench.sh: cannot set Limit${l%%:*}=$v of $unit (have $(ulimit "${l#*:}"), hard $(ulimit -H "${l#*:}")); the daemon runs with that" >&2
+	fi
+done
 
 sock="$work/sandboxd.sock"
-daemon_cmd=("$work/sandboxd" --socket "$sock" --state-dir "$work/state")
+# One caller (this script, as one uid) starts every session, so the
+# per-caller quota of live sessions (--max-sessions, 1024 by default and in
+# the unit) is raised: the hold figure is of what one daemon holds within
+# the host's and the unit's limits; under the unit, 10,000 sessions are ten
+# callers at their quota.
+daemon_cmd=("$work/sandboxd" --socket "$sock" --state-dir "$work/state" --max-sessions 1000000)
 "${daemon_cmd[@]}" 2>"$work/sandboxd.log" &
 daemon=$!
 for _ in $(seq 100); do
@@ -55,7 +71,7 @@ done
 
 echo "daemon: (ulimit -n $(ulimit -n); ${daemon_cmd[*]})   # built from $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- 2>/dev/null || echo ' with local changes')"
 status=0
-"$work/benchtool" --socket "$sock" --workspace "$ws" --sandboxctl "$work/sandboxctl" "$@" || status=$?
+"$work/benchtool" --socket "$sock" --workspace "$ws" --sandboxctl "$work/sandboxctl" --unit "$unit" "$@" || status=$?
 if [ "$status" -ne 0 ]; then
 	echo "bench.sh: benchtool exited $status; the daemon's log:" >&2
 	tail -n 20 "$work/sandboxd.log" >&2

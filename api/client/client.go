@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -63,8 +64,10 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	}
 	begin := time.Now()
 	var b backoff
+	var first net.Conn
 	for {
-		err := probe(ctx, socketPath)
+		var err error
+		first, err = probe(ctx, socketPath)
 		if err == nil {
 			break
 		}
@@ -76,16 +79,36 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 		}
 	}
 
+	// The probed connection is gRPC's first, so a client connects once;
+	// a reconnection dials afresh. Whatever gRPC did not take is closed
+	// when Dial returns.
+	var probed atomic.Pointer[net.Conn]
+	probed.Store(&first)
+	defer func() {
+		if c := probed.Swap(nil); c != nil {
+			(*c).Close()
+		}
+	}()
 	// The passthrough target with our own dialer keeps the socket path out
 	// of grpc's URI parsing, which mangles paths with spaces or '%'.
 	conn, err := grpc.NewClient("passthrough:///sandboxd",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			if c := probed.Swap(nil); c != nil {
+				return *c, nil
+			}
 			return dialSocket(ctx, socketPath)
 		}),
 		// A List of thousands of live sessions is several MiB; the peer is
 		// the local daemon, not a stranger to be wary of.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReply)),
+		// The daemon's send window is what this side advertises. gRPC's
+		// default (64 KiB, grown by ping-measured bandwidth-delay) holds a
+		// session's output to a few messages in flight and adds a ping
+		// round trip per burst; over a local socket a fixed window that
+		// covers a burst is simply faster.
+		grpc.WithInitialWindowSize(streamWindow),
+		grpc.WithInitialConnWindowSize(streamWindow),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("sandboxd client for %s: %w", socketPath, err)
@@ -108,9 +131,13 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 		if st.Code() == codes.Unavailable {
 			// A daemon that went away meanwhile is reported as gone at
 			// once, not waited for.
-			if err := probe(ctx, socketPath); err != nil && !errors.Is(err, errClosedEarly) {
+			c, err := probe(ctx, socketPath)
+			if err != nil && !errors.Is(err, errClosedEarly) {
 				conn.Close()
 				return nil, err
+			}
+			if c != nil {
+				c.Close()
 			}
 		}
 	}
@@ -123,8 +150,9 @@ var errClosedEarly = errors.New("connection closed before the server spoke")
 // probe connects once and waits, within HandshakeTimeout, for the
 // listener's first HTTP/2 frame. grpc would report a missing socket, a
 // listener speaking something else and one that is merely slow all as
-// "unavailable"; this tells them apart.
-func probe(ctx context.Context, socketPath string) error {
+// "unavailable"; this tells them apart. The connection it returns reads
+// that frame header again first, for gRPC to take over.
+func probe(ctx context.Context, socketPath string) (net.Conn, error) {
 	pctx, cancel := context.WithTimeout(ctx, HandshakeTimeout)
 	defer cancel()
 	begin := time.Now()
@@ -140,11 +168,10 @@ func probe(ctx context.Context, socketPath string) error {
 			err = pe.Err
 		}
 		if nothingListens(err) {
-			return fmt.Errorf("no sandboxd listening on %s (is the daemon running?): %w", socketPath, err)
+			return nil, fmt.Errorf("no sandboxd listening on %s (is the daemon running?): %w", socketPath, err)
 		}
-		return fmt.Errorf("cannot connect to sandboxd on %s: %w", socketPath, err)
+		return nil, fmt.Errorf("cannot connect to sandboxd on %s: %w", socketPath, err)
 	}
-	defer conn.Close()
 	if d, ok := pctx.Deadline(); ok {
 		_ = conn.SetReadDeadline(d)
 	}
@@ -152,18 +179,44 @@ func probe(ctx context.Context, socketPath string) error {
 	// starts with SETTINGS (type 4).
 	var hdr [9]byte
 	n, err := io.ReadFull(conn, hdr[:])
-	switch {
-	case n == len(hdr) && hdr[3] == 4:
-		return nil
-	case n > 0:
-		return fmt.Errorf("%s does not speak sandboxd's protocol: it answered %q", socketPath, hdr[:n])
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("%s did not answer as sandboxd within %v (is something else listening there?)", socketPath, time.Since(begin).Round(100*time.Millisecond))
-	case err != nil:
-		return errClosedEarly
+	if n == len(hdr) && hdr[3] == 4 {
+		if err := conn.SetReadDeadline(time.Time{}); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("connection to sandboxd on %s: %w", socketPath, err)
+		}
+		return &replayConn{Conn: conn, pending: hdr[:]}, nil
 	}
-	return nil
+	conn.Close()
+	switch {
+	case n > 0:
+		return nil, fmt.Errorf("%s does not speak sandboxd's protocol: it answered %q", socketPath, hdr[:n])
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, fmt.Errorf("%s did not answer as sandboxd within %v (is something else listening there?)", socketPath, time.Since(begin).Round(100*time.Millisecond))
+	default:
+		return nil, errClosedEarly
+	}
 }
+
+// replayConn is a connection whose first bytes, already read, are read
+// again.
+type replayConn struct {
+	net.Conn
+	pending []byte
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if len(c.pending) > 0 {
+		n := copy(p, c.pending)
+		c.pending = c.pending[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// streamWindow is the flow-control window this client advertises per
+// stream and per connection: a fixed size turns off gRPC's bandwidth
+// probing, whose pings cost a round trip on every burst of output.
+const streamWindow = 1 << 20
 
 // maxReply bounds one reply: about 10 KiB per session for List.
 const maxReply = 256 << 20

@@ -225,6 +225,18 @@ func treeFootprint(pid int) (procs, threads int, rssKiB, pssKiB int64, names []s
 	return procs, threads, rssKiB, pssKiB, names
 }
 
+// treeTasks is the number of threads in pid's tree, each one a task that
+// holds a pid.
+func treeTasks(pid int) int {
+	var n int
+	for _, p := range tree(pid) {
+		if t, err := strconv.Atoi(procStatus(p, "Threads")["Threads"]); err == nil {
+			n += t
+		}
+	}
+	return n
+}
+
 // hasDescendantNamed says whether a process called name runs under pid:
 // how the bwrap counterparts know their sandbox has got as far as exec.
 func hasDescendantNamed(pid int, name string) bool {

@@ -112,20 +112,23 @@ func (b *bench) latency() error {
 		return err
 	}
 	sd, bwd, pd := d[0], d[1], d[2]
+	// The target is on p50; p99 is shown for the tail.
 	for _, p := range []struct {
 		name   string
 		pct    float64
-		target time.Duration
-	}{{"p50", 50, 1500 * time.Microsecond}, {"p99", 99, 5 * time.Millisecond}} {
+		target float64
+	}{{"p50", 50, 0.7}, {"p99", 99, 0}} {
 		v, c := sd.percentile(p.pct), bwd.percentile(p.pct)
-		b.add(row{
-			figure:      fmt.Sprintf("latency %s, Go client, /bin/true (n=%d)", p.name, n),
+		r := row{
+			figure:      fmt.Sprintf("API launch %s, Go client, /bin/true (n=%d)", p.name, n),
 			value:       ms(v),
 			counterpart: "bwrap " + ms(c),
 			ratio:       ratio(float64(v), float64(c)),
-			target:      "<= " + ms(p.target),
-			verdict:     verdict(v <= p.target),
-		})
+		}
+		if p.target > 0 {
+			r.target, r.verdict = fmt.Sprintf("<= %.2fx bwrap", p.target), verdict(float64(v) <= p.target*float64(c))
+		}
+		b.add(r)
 	}
 	b.add(row{
 		figure:      fmt.Sprintf("latency mean, Go client (n=%d)", n),
@@ -159,23 +162,57 @@ func (b *bench) sandboxctlFigure() error {
 	}
 	sd, bwd := d[0], d[1]
 	for _, s := range []struct {
-		name string
-		v, c time.Duration
-	}{{"p50", sd.percentile(50), bwd.percentile(50)}, {"mean", sd.mean(), bwd.mean()}} {
-		r := float64(s.v) / float64(s.c)
-		b.add(row{
+		name   string
+		v, c   time.Duration
+		target bool
+	}{{"p50", sd.percentile(50), bwd.percentile(50), true}, {"mean", sd.mean(), bwd.mean(), false}} {
+		r := row{
 			figure:      fmt.Sprintf("sandboxctl run -- /bin/true %s (n=%d)", s.name, n),
 			value:       ms(s.v),
 			counterpart: "bwrap " + ms(s.c),
 			ratio:       ratio(float64(s.v), float64(s.c)),
-			target:      "<= 0.80x bwrap",
-			verdict:     verdict(r <= 0.8),
-		})
+		}
+		if s.target {
+			// The goal beyond the target is 0.80x; the verdict is
+			// on the target.
+			r.target, r.verdict = "<= 1.00x bwrap (beyond: 0.80x)", verdict(s.v <= s.c)
+		}
+		b.add(r)
 	}
 	b.reproduce("sandboxctl (sandboxctl and bwrap alternate, cwd = workspace):",
 		b.benchtoolLine("sandboxctl", "--n-sandboxctl", fmt.Sprint(n), "--warmup", fmt.Sprint(b.cfg.warmup)),
 		"cd "+shellQuote(b.cfg.workspace)+" && "+shellJoin(ctl),
 		"cd "+shellQuote(b.cfg.workspace)+" && "+shellJoin(bw))
+	return nil
+}
+
+// helpFigure is what a sandboxctl costs before it does anything: its
+// start-up alone, printing its usage, against /bin/true started the same
+// way.
+func (b *bench) helpFigure() error {
+	ctl := []string{b.cfg.sandboxctl, "--help"}
+	tru := []string{"/bin/true"}
+	n := b.cfg.nCtl
+	d, err := b.alternate(n,
+		func() error { return b.runCommand(b.ctx, ctl) },
+		func() error { return b.runCommand(b.ctx, tru) },
+	)
+	if err != nil {
+		return err
+	}
+	v, c := d[0].percentile(50), d[1].percentile(50)
+	b.add(row{
+		figure:      fmt.Sprintf("sandboxctl --help p50 (n=%d)", n),
+		value:       ms(v),
+		counterpart: "/bin/true " + ms(c),
+		ratio:       ratio(float64(v), float64(c)),
+		target:      "<= 2.00x /bin/true",
+		verdict:     verdict(v <= 2*c),
+	})
+	b.reproduce("sandboxctl --help (it and /bin/true alternate; GODEBUG=inittrace=1 shows its package initialisation):",
+		b.benchtoolLine("help", "--n-sandboxctl", fmt.Sprint(n), "--warmup", fmt.Sprint(b.cfg.warmup)),
+		shellJoin(ctl)+" >/dev/null",
+		"GODEBUG=inittrace=1 "+shellJoin(ctl)+" 2>&1 >/dev/null | sort -k5 -rn | head")
 	return nil
 }
 
@@ -252,8 +289,8 @@ func (b *bench) throughput() error {
 		value:       fmt.Sprintf("%.0f launches/s", sd.rate()),
 		counterpart: fmt.Sprintf("bwrap %.0f/s", bl.rate()),
 		ratio:       ratio(sd.rate(), bl.rate()),
-		target:      ">= 800/s, no errors",
-		verdict:     verdict(sd.rate() >= 800 && sd.errs == 0),
+		target:      ">= 1.50x bwrap, no errors",
+		verdict:     verdict(sd.rate() >= 1.5*bl.rate() && sd.errs == 0),
 	})
 	b.add(row{
 		figure:      "throughput errors",

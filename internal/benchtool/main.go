@@ -29,13 +29,14 @@ import (
 )
 
 // figures in the order they run and print.
-var allFigures = []string{"latency", "sandboxctl", "throughput", "memory", "hold", "pty", "soak"}
+var allFigures = []string{"latency", "sandboxctl", "help", "throughput", "memory", "hold", "pty", "soak"}
 
 type config struct {
 	socket     string
 	workspace  string
 	sandboxctl string
 	bwrap      string
+	unit       string
 	only       []string
 
 	nLatency    int
@@ -61,9 +62,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.workspace, "workspace", "", "workspace `DIR` for the workspace-write preset, writable by the sandbox uid (required)")
 	fs.StringVar(&c.sandboxctl, "sandboxctl", "sandboxctl", "`PATH` of the sandboxctl binary, for the sandboxctl figure")
 	fs.StringVar(&c.bwrap, "bwrap", "bwrap", "`PATH` of bubblewrap, the counterpart of the launch figures")
+	fs.StringVar(&c.unit, "unit", "", "systemd unit `FILE` of the daemon (deploy/sandboxd.service), whose resource limits the hold figure checks one by one")
 	fs.StringVar(&only, "only", strings.Join(allFigures, ","), "comma-separated `FIGURES` to run: "+strings.Join(allFigures, ","))
 	fs.IntVar(&c.nLatency, "n-latency", 500, "launches of /bin/true per side for the latency figure")
-	fs.IntVar(&c.nCtl, "n-sandboxctl", 200, "runs per side for the sandboxctl figure")
+	fs.IntVar(&c.nCtl, "n-sandboxctl", 200, "runs per side for the sandboxctl and help figures")
 	fs.IntVar(&c.warmup, "warmup", 10, "uncounted launches per side before each latency series")
 	fs.DurationVar(&c.duration, "duration", 5*time.Second, "how long each side of the throughput figure runs")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients for the throughput figure and for starting sessions")
@@ -88,6 +90,11 @@ func parseFlags(args []string) (*config, error) {
 		return nil, fmt.Errorf("--workspace: %w", err)
 	}
 	c.workspace = ws
+	if c.unit != "" {
+		if c.unit, err = filepath.Abs(c.unit); err != nil {
+			return nil, fmt.Errorf("--unit: %w", err)
+		}
+	}
 	for f := range strings.SplitSeq(only, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -107,7 +114,7 @@ func parseFlags(args []string) (*config, error) {
 		}
 	}
 	// Paths are resolved now so that the reproduction lines name what ran.
-	if c.sandboxctl, err = resolveBinary(c.sandboxctl, c.wants("sandboxctl")); err != nil {
+	if c.sandboxctl, err = resolveBinary(c.sandboxctl, c.wants("sandboxctl") || c.wants("help")); err != nil {
 		return nil, fmt.Errorf("--sandboxctl: %w", err)
 	}
 	needBwrap := c.wants("latency") || c.wants("sandboxctl") || c.wants("throughput") || c.wants("memory")
@@ -208,6 +215,8 @@ func (b *bench) figure(name string) error {
 		return b.latency()
 	case "sandboxctl":
 		return b.sandboxctlFigure()
+	case "help":
+		return b.helpFigure()
 	case "throughput":
 		return b.throughput()
 	case "memory":

@@ -96,7 +96,7 @@ func dash(s string) string {
 // daemon; extra are its size flags.
 func (b *bench) benchtoolLine(figure string, extra ...string) string {
 	args := []string{"go", "run", "./internal/benchtool", "--socket", b.socket, "--workspace", b.cfg.workspace}
-	if figure == "sandboxctl" {
+	if figure == "sandboxctl" || figure == "help" {
 		args = append(args, "--sandboxctl", b.cfg.sandboxctl)
 	}
 	args = append(args, "--only", figure)

@@ -384,8 +384,16 @@ func (b *bench) memoryDrop(what string, n int, start func() error, up func(int) 
 
 func (b *bench) memory() error {
 	n := b.cfg.sessions
+	daemon, err := daemonPID(b.socket)
+	if err != nil {
+		return fmt.Errorf("the daemon's pid: %w", err)
+	}
+	// Tasks are counted in the daemon's tree and in the bwraps' own, not
+	// host-wide, so that whatever else runs on the host stays out.
+	daemonTasks := treeTasks(daemon)
 	var sessions sessionSet
 	var footprint string
+	var sdTasks float64
 	sd, sr, err := func() (float64, ramp, error) {
 		defer func() {
 			if err := b.killSessions(&sessions); err != nil {
@@ -396,6 +404,9 @@ func (b *bench) memory() error {
 			got, err := b.waitLive(want, time.Minute)
 			if err == nil {
 				footprint = b.sessionFootprint()
+				if got > 0 {
+					sdTasks = float64(treeTasks(daemon)-daemonTasks) / float64(got)
+				}
 			}
 			return got, err
 		})
@@ -406,6 +417,7 @@ func (b *bench) memory() error {
 
 	var procs procSet
 	var bwFootprint string
+	var bwTasks float64
 	bw, br, err := func() (float64, ramp, error) {
 		defer procs.killAll(b.cfg.workspace)
 		return b.memoryDrop("memory, bwrap sandboxes", n, b.startIdleBwrap(&procs), func(int) (int, error) {
@@ -413,6 +425,11 @@ func (b *bench) memory() error {
 			if err == nil && got > 0 {
 				procs.mu.Lock()
 				pid := procs.procs[0].Process.Pid
+				var tasks int
+				for _, c := range procs.procs {
+					tasks += treeTasks(c.Process.Pid)
+				}
+				bwTasks = float64(tasks) / float64(len(procs.procs))
 				procs.mu.Unlock()
 				bwFootprint = footprintOf(pid)
 			}
@@ -427,8 +444,16 @@ func (b *bench) memory() error {
 		value:       fmt.Sprintf("%.3f MiB", sd),
 		counterpart: fmt.Sprintf("bwrap %.3f MiB", bw),
 		ratio:       ratio(sd, bw),
-		target:      "<= 0.30 MiB at 1000",
-		verdict:     verdict(sd <= 0.3 && sr.started >= n),
+		target:      fmt.Sprintf("<= 0.50x bwrap at %d", n),
+		verdict:     verdict(sd <= 0.5*bw && sr.started >= n),
+	})
+	b.add(row{
+		figure:      fmt.Sprintf("tasks per idle session (n=%d)", sr.started),
+		value:       fmt.Sprintf("%.2f", sdTasks),
+		counterpart: fmt.Sprintf("bwrap %.2f", bwTasks),
+		ratio:       ratio(sdTasks, bwTasks),
+		target:      "<= 2",
+		verdict:     verdict(sdTasks <= 2 && sr.started >= n),
 	})
 	if sr.started < n || sr.firstErr != nil {
 		b.note("memory: sandboxd ramp stopped early: %s", sr)
@@ -436,9 +461,9 @@ func (b *bench) memory() error {
 	if br.started < n || br.firstErr != nil {
 		b.note("memory: bwrap ramp stopped early: %s", br)
 	}
-	b.note("memory: one idle sandboxd session is %s", footprint)
+	b.note("memory: one idle sandboxd session is %s; the daemon's tree grew by %.2f tasks per session (its own threads included)", footprint, sdTasks)
 	b.note("memory: one idle bwrap sandbox is %s", bwFootprint)
-	b.reproduce(fmt.Sprintf("memory (MemAvailable drop over %d idle sandboxes, each side in turn):", n),
+	b.reproduce(fmt.Sprintf("memory and tasks (MemAvailable drop over %d idle sandboxes, each side in turn; threads of the daemon's tree, of each bwrap's):", n),
 		b.benchtoolLine("memory", "--sessions", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)),
 		fmt.Sprintf("cd %s && for i in $(seq %d); do %s & done   # then compare MemAvailable in /proc/meminfo, and kill them",
 			shellQuote(b.cfg.workspace), n, shellJoin(b.bwrapArgv(idleArgv...))))
@@ -532,11 +557,15 @@ func (b *bench) holdFigure() error {
 	}
 	after := b.hostState(daemon)
 	footprint := b.sessionFootprint()
+	daemonTasks := -1
+	if daemon > 0 {
+		daemonTasks = treeTasks(daemon)
+	}
 
 	b.add(row{
 		figure:  fmt.Sprintf("idle sessions held at once (asked %d)", n),
 		value:   fmt.Sprint(held),
-		target:  ">= 10000, no errors",
+		target:  ">= 10000, no errors, unit's limits",
 		verdict: verdict(held >= 10000 && r.firstErr == nil && r.stopped == ""),
 	})
 	switch {
@@ -554,9 +583,21 @@ func (b *bench) holdFigure() error {
 		b.note("client.List (and so sandboxctl ps) is refused with this many sessions: %s", b.listTooBig)
 	}
 	b.note("hold: one idle session is %s", footprint)
+	if b.cfg.unit != "" {
+		limits, err := unitLimits(b.cfg.unit)
+		if err != nil {
+			b.note("hold: the unit's limits: %v", err)
+		}
+		for _, n := range unitLimitNotes(b.cfg.unit, limits, daemon, held, after.daemonFds, daemonTasks) {
+			b.note("hold: %s", n)
+		}
+	}
 	b.holdDiagnostics(daemon, held, before, after)
-	b.reproduce(fmt.Sprintf("hold (%d idle sessions, then all killed):", n),
-		b.benchtoolLine("hold", "--hold", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)))
+	line := []string{"--hold", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)}
+	if b.cfg.unit != "" {
+		line = append(line, "--unit", b.cfg.unit)
+	}
+	b.reproduce(fmt.Sprintf("hold (%d idle sessions, then all killed):", n), b.benchtoolLine("hold", line...))
 	return nil
 }
 
