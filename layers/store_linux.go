@@ -1,0 +1,694 @@
+//go:build linux
+
+package layers
+
+import (
+	"crypto/rand"
+	"encoding/gob"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	storage "go.podman.io/storage"
+	drivers "go.podman.io/storage/drivers"
+	"golang.org/x/sys/unix"
+)
+
+// mountOptions keep the upper directories plain: without redirects a
+// renamed directory is a deletion and an addition, without metacopy a
+// copied-up file holds its data, and without an index nothing outside
+// the upper directory records the layer. A review reads them as that.
+const mountOptions = "redirect_dir=off,metacopy=off,index=off"
+
+// Store is the daemon's layers: the storage library's overlay driver
+// under a directory of the daemon's state, plus a record of each layer's
+// session and a manifest of its path as it was when the layer was made.
+type Store struct {
+	dir string
+	st  storage.Store
+	drv drivers.Driver
+
+	mu sync.Mutex
+	// mounted are the merged directories of layers a session runs on.
+	mounted map[string]string
+}
+
+// record is what the store keeps beside the storage library's own
+// metadata of a layer.
+type record struct {
+	Info
+	// Ready is set once the layer is whole; a layer without it is what
+	// a daemon that died while making it left.
+	Ready bool `json:"ready"`
+	// Manifest names the layer whose manifest holds the path as it was
+	// when the bottom layer of the chain was made.
+	Manifest string `json:"manifest"`
+}
+
+// Open opens (making it if needed) the store in dir. What a daemon that
+// died left there, its overlay mounts and layers it had not finished, is
+// removed first; cleaned says what.
+func Open(dir string) (s *Store, cleaned []string, err error) {
+	if os.Geteuid() != 0 {
+		return nil, nil, fmt.Errorf("%w: only a root daemon can mount overlay in the host's mount namespace", ErrUnsupported)
+	}
+	// Not searchable by others: the layers hold what sandboxes wrote,
+	// which another sandbox must not read through the store.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
+	}
+	unmounted, err := unmountBeneath(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleaned = append(cleaned, unmounted...)
+	st, err := storage.GetStore(storage.StoreOptions{
+		RunRoot:         filepath.Join(dir, "run"),
+		GraphRoot:       filepath.Join(dir, "storage"),
+		GraphDriverName: "overlay",
+		// The driver's own bind of its directory would be one more
+		// mount for a dead daemon to leave behind; the daemon's state
+		// directory needs no propagation of its own.
+		GraphDriverOptions: []string{"overlay.skip_mount_home=true", "overlay.mountopt=nodev"},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
+	}
+	drv, err := st.GraphDriver()
+	if err != nil {
+		st.Shutdown(true)
+		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
+	}
+	s = &Store{dir: dir, st: st, drv: drv, mounted: map[string]string{}}
+	if err := os.MkdirAll(s.manifests(), 0o700); err != nil {
+		st.Shutdown(true)
+		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
+	}
+	removed, err := s.removeUnfinished()
+	if err != nil {
+		st.Shutdown(true)
+		return nil, nil, err
+	}
+	return s, append(cleaned, removed...), nil
+}
+
+func (s *Store) manifests() string { return filepath.Join(s.dir, "manifests") }
+func (s *Store) reviews() string   { return filepath.Join(s.dir, "review") }
+
+// unmountBeneath detaches every mount beneath dir, deepest first.
+func unmountBeneath(dir string) ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		p := unescapeMountinfo(f[4])
+		if strings.HasPrefix(p, dir+"/") {
+			points = append(points, p)
+		}
+	}
+	slices.SortFunc(points, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	var out []string
+	for _, p := range slices.Compact(points) {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			return out, fmt.Errorf("unmount %s, left by a daemon that died: %w", p, err)
+		}
+		out = append(out, "mount "+p)
+	}
+	return out, nil
+}
+
+// unescapeMountinfo undoes the octal escapes of space, tab, newline and
+// backslash in a mountinfo path.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			ok := true
+			for _, c := range []byte(s[i+1 : i+4]) {
+				if c < '0' || c > '7' {
+					ok = false
+				}
+				v = v*8 + c - '0'
+			}
+			if ok {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// removeUnfinished deletes the layers a daemon died making, and
+// manifests no layer refers to.
+func (s *Store) removeUnfinished() ([]string, error) {
+	all, err := s.st.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("layer store: list: %w", err)
+	}
+	var out []string
+	used := map[string]bool{}
+	for _, l := range all {
+		r, ok := parseRecord(l.Metadata)
+		if ok && r.Ready {
+			used[r.Manifest] = true
+			continue
+		}
+		if err := s.st.DeleteLayer(l.ID); err != nil {
+			return out, fmt.Errorf("layer store: remove unfinished layer %s: %w", l.ID, err)
+		}
+		out = append(out, "unfinished layer "+l.ID)
+	}
+	names, err := os.ReadDir(s.manifests())
+	if err != nil {
+		return out, fmt.Errorf("layer store: %w", err)
+	}
+	for _, n := range names {
+		if !used[n.Name()] {
+			os.Remove(filepath.Join(s.manifests(), n.Name()))
+		}
+	}
+	os.RemoveAll(s.reviews())
+	return out, nil
+}
+
+func parseRecord(meta string) (record, bool) {
+	var r record
+	if meta == "" || json.Unmarshal([]byte(meta), &r) != nil {
+		return r, false
+	}
+	return r, true
+}
+
+// Close unmounts what the store mounted; the layers stay.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, m := range s.mounted {
+		unix.Unmount(m, unix.MNT_DETACH)
+		delete(s.mounted, id)
+	}
+	_, err := s.st.Shutdown(true)
+	return err
+}
+
+// CheckPath says why path cannot be layered, nil when it can.
+func CheckPath(path string) error {
+	if strings.ContainsAny(path, ":,\\\n") {
+		// The overlay mount's options name its layers in one string.
+		return fmt.Errorf("%w: %s holds a character (: , \\ or newline) that an overlay mount's lowerdir option cannot carry", ErrUnsupported, path)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", path, err)
+	}
+	if real != path {
+		return fmt.Errorf("layer %s crosses a symlink: it resolves to %s; name the real path", path, real)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("layer %s: not a directory", path)
+	}
+	return nil
+}
+
+// Create makes the layer of path for session, on top of the layer of
+// path of parentSession when that is set, and mounts it; merged is where
+// the session is to see path.
+func (s *Store) Create(session, path, parentSession string, owner uint32) (info Info, merged string, err error) {
+	if err := CheckPath(path); err != nil {
+		return Info{}, "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := record{Info: Info{Session: session, Path: path, ParentSession: parentSession, Owner: owner, Created: time.Now().UTC()}}
+	parentID := ""
+	if parentSession != "" {
+		p, err := s.find(parentSession, path)
+		if err != nil {
+			return Info{}, "", err
+		}
+		if _, busy := s.mounted[p.ID]; busy {
+			return Info{}, "", fmt.Errorf("session %s still runs on its layer of %s; start on it once it has ended: %w", parentSession, path, ErrBusy)
+		}
+		parentID, rec.Manifest = p.ID, p.Manifest
+	}
+	l, err := s.st.CreateLayer("", parentID, nil, "", true, nil)
+	if err != nil {
+		return Info{}, "", fmt.Errorf("layer of %s: create: %w", path, err)
+	}
+	rec.ID = l.ID
+	defer func() {
+		if err != nil {
+			if merged != "" {
+				unix.Unmount(merged, unix.MNT_DETACH)
+			}
+			s.st.DeleteLayer(l.ID)
+			if rec.Manifest == l.ID {
+				os.Remove(filepath.Join(s.manifests(), l.ID))
+			}
+		}
+	}()
+	if err = s.setRecord(rec); err != nil {
+		return Info{}, "", err
+	}
+	md, err := s.drv.Metadata(l.ID)
+	if err != nil {
+		return Info{}, "", fmt.Errorf("layer of %s: %w", path, err)
+	}
+	var pst unix.Stat_t
+	if err = unix.Stat(path, &pst); err != nil {
+		return Info{}, "", fmt.Errorf("layer of %s: %w", path, err)
+	}
+	// The merged directory's root is the upper one's: it must look like
+	// the path it stands for.
+	if err = os.Chown(md["UpperDir"], int(pst.Uid), int(pst.Gid)); err == nil {
+		err = unix.Chmod(md["UpperDir"], pst.Mode&0o7777)
+	}
+	if err != nil {
+		return Info{}, "", fmt.Errorf("layer of %s: upper directory: %w", path, err)
+	}
+	if rec.Manifest == "" {
+		rec.Manifest = l.ID
+		if err = writeManifest(filepath.Join(s.manifests(), l.ID), path); err != nil {
+			return Info{}, "", err
+		}
+	}
+	lowers := append(splitLowers(md["LowerDir"]), path)
+	if err = mountOverlay(md["MergedDir"], lowers, md["UpperDir"], md["WorkDir"]); err != nil {
+		return Info{}, "", err
+	}
+	merged = md["MergedDir"]
+	rec.Ready = true
+	if err = s.setRecord(rec); err != nil {
+		return Info{}, "", err
+	}
+	s.mounted[l.ID] = merged
+	return rec.Info, merged, nil
+}
+
+func splitLowers(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ":")
+}
+
+// mountOverlay mounts lowers (top first) with upper at target, or
+// read-only without upper.
+func mountOverlay(target string, lowers []string, upper, work string) error {
+	data := "lowerdir=" + strings.Join(lowers, ":")
+	flags := uintptr(unix.MS_NODEV | unix.MS_NOSUID)
+	if upper != "" {
+		data += ",upperdir=" + upper + ",workdir=" + work
+	} else {
+		flags |= unix.MS_RDONLY
+	}
+	data += "," + mountOptions
+	if len(data) >= os.Getpagesize() {
+		return fmt.Errorf("%w: a stack of %d layers is too deep for one overlay mount; commit or discard some", ErrUnsupported, len(lowers))
+	}
+	if err := unix.Mount("overlay", target, "overlay", flags, data); err != nil {
+		return fmt.Errorf("%w: mount overlay on %s (lowerdir %s): %w", ErrUnsupported, target, strings.Join(lowers, ":"), err)
+	}
+	return nil
+}
+
+func (s *Store) setRecord(r record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := s.st.SetMetadata(r.ID, string(b)); err != nil {
+		return fmt.Errorf("layer %s: record: %w", r.ID, err)
+	}
+	return nil
+}
+
+// records are the whole layers, with their storage layers' parents.
+func (s *Store) records() ([]record, map[string]string, error) {
+	all, err := s.st.Layers()
+	if err != nil {
+		return nil, nil, fmt.Errorf("layer store: list: %w", err)
+	}
+	var out []record
+	parents := map[string]string{}
+	for _, l := range all {
+		if r, ok := parseRecord(l.Metadata); ok && r.Ready {
+			r.ID = l.ID
+			out = append(out, r)
+			parents[l.ID] = l.Parent
+		}
+	}
+	slices.SortFunc(out, func(a, b record) int { return a.Created.Compare(b.Created) })
+	return out, parents, nil
+}
+
+func (s *Store) find(session, path string) (record, error) {
+	recs, _, err := s.records()
+	if err != nil {
+		return record{}, err
+	}
+	for _, r := range recs {
+		if r.Session == session && r.Path == path {
+			return r, nil
+		}
+	}
+	return record{}, fmt.Errorf("session %s has no layer of %s: %w", session, path, ErrNotFound)
+}
+
+// Of lists session's layers.
+func (s *Store) Of(session string) ([]Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := s.of(session)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, len(recs))
+	for i, r := range recs {
+		out[i] = r.Info
+	}
+	return out, nil
+}
+
+func (s *Store) of(session string) ([]record, error) {
+	recs, _, err := s.records()
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(recs, func(r record) bool { return r.Session != session }), nil
+}
+
+// List is every layer, oldest first, with its size.
+func (s *Store) List() ([]Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, _, err := s.records()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(recs))
+	for _, r := range recs {
+		r.Size, _ = s.size(r.ID)
+		out = append(out, r.Info)
+	}
+	return out, nil
+}
+
+// Size is what the layer id holds: the bytes of its files and links.
+func (s *Store) Size(id string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size(id)
+}
+
+func (s *Store) size(id string) (int64, error) {
+	md, err := s.drv.Metadata(id)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = filepath.WalkDir(md["UpperDir"], func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Release unmounts session's layers: the session has ended.
+func (s *Store) Release(session string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := s.of(session)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range recs {
+		if m, ok := s.mounted[r.ID]; ok {
+			if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+				errs = append(errs, fmt.Errorf("unmount layer of %s: %w", r.Path, err))
+				continue
+			}
+			delete(s.mounted, r.ID)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// view is the merged tree of layer r: the session's own mount while it
+// runs, else a read-only mount of its own, which done removes.
+func (s *Store) view(r record) (view *tree, uppers []string, done func(), err error) {
+	md, err := s.drv.Metadata(r.ID)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("layer of %s: %w", r.Path, err)
+	}
+	uppers = append([]string{md["UpperDir"]}, splitLowers(md["LowerDir"])...)
+	if m, ok := s.mounted[r.ID]; ok {
+		t, err := openTree(m)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return t, uppers, t.close, nil
+	}
+	if err := os.MkdirAll(s.reviews(), 0o700); err != nil {
+		return nil, nil, nil, fmt.Errorf("layer store: %w", err)
+	}
+	at := filepath.Join(s.reviews(), r.ID+"-"+randomSuffix())
+	if err := os.Mkdir(at, 0o700); err != nil {
+		return nil, nil, nil, fmt.Errorf("layer store: %w", err)
+	}
+	if err := mountOverlay(at, append(slices.Clone(uppers), r.Path), "", ""); err != nil {
+		os.Remove(at)
+		return nil, nil, nil, err
+	}
+	t, err := openTree(at)
+	if err != nil {
+		unix.Unmount(at, unix.MNT_DETACH)
+		os.Remove(at)
+		return nil, nil, nil, err
+	}
+	return t, uppers, func() {
+		t.close()
+		unix.Unmount(at, unix.MNT_DETACH)
+		os.Remove(at)
+	}, nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// diff is what layer r changes in its path.
+func (s *Store) diff(r record, withPatch bool) (Diff, error) {
+	view, uppers, done, err := s.view(r)
+	if err != nil {
+		return Diff{}, err
+	}
+	defer done()
+	base, err := openTree(r.Path)
+	if err != nil {
+		return Diff{}, err
+	}
+	defer base.close()
+	d, err := diffTrees(view, base, uppers, withPatch)
+	d.Layer = r.Info
+	return d, err
+}
+
+func diffTrees(view, base *tree, uppers []string, withPatch bool) (Diff, error) {
+	paths, err := candidates(uppers, base)
+	if err != nil {
+		return Diff{}, fmt.Errorf("read layer: %w", err)
+	}
+	changes, err := compare(view, base, paths)
+	if err != nil {
+		return Diff{}, err
+	}
+	d := Diff{Changes: changes}
+	if withPatch {
+		if d.Patch, err = patch(view, base, changes); err != nil {
+			return Diff{}, err
+		}
+	}
+	return d, nil
+}
+
+// Diff is what session's layers change, one Diff per layer.
+func (s *Store) Diff(session string, withPatch bool) ([]Diff, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := s.of(session)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("session %s: %w", session, ErrNotFound)
+	}
+	var out []Diff
+	for _, r := range recs {
+		d, err := s.diff(r, withPatch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// settle checks that session's layers may be committed or discarded:
+// not run on, and no layer started on them.
+func (s *Store) settle(session string) ([]record, error) {
+	recs, parents, err := s.records()
+	if err != nil {
+		return nil, err
+	}
+	var mine []record
+	for _, r := range recs {
+		if r.Session == session {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) == 0 {
+		return nil, fmt.Errorf("session %s: %w", session, ErrNotFound)
+	}
+	for _, r := range mine {
+		if _, ok := s.mounted[r.ID]; ok {
+			return nil, fmt.Errorf("session %s still runs on its layer of %s; wait for it to end or kill it: %w", session, r.Path, ErrBusy)
+		}
+		for _, o := range recs {
+			if parents[o.ID] == r.ID {
+				return nil, fmt.Errorf("session %s's layer of %s was started on by session %s; commit or discard that one first: %w", session, r.Path, o.Session, ErrBusy)
+			}
+		}
+	}
+	return mine, nil
+}
+
+// Discard drops session's layers.
+func (s *Store) Discard(session string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := s.settle(session)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := s.remove(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) remove(r record) error {
+	if err := s.st.DeleteLayer(r.ID); err != nil {
+		return fmt.Errorf("remove layer of %s: %w", r.Path, err)
+	}
+	if r.Manifest == r.ID {
+		os.Remove(filepath.Join(s.manifests(), r.ID))
+	}
+	return nil
+}
+
+// manifestEntry is a path as the manifest saw it.
+type manifestEntry struct {
+	Ino, Size    uint64
+	Mtime, Ctime int64
+	Mode         uint32
+}
+
+func entryOf(st *unix.Stat_t) manifestEntry {
+	return manifestEntry{Ino: st.Ino, Size: uint64(st.Size), Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Mode: st.Mode}
+}
+
+// writeManifest records every path beneath root as it is now, for a
+// commit to tell what changed on the host since. Other filesystems
+// mounted beneath are not part of an overlay's lower layer, nor of it.
+func writeManifest(file, root string) error {
+	var rootDev uint64
+	m := map[string]manifestEntry{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return err
+			}
+			return nil
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return nil
+		}
+		if p == root {
+			rootDev = st.Dev
+			return nil
+		}
+		if st.Dev != rootDev {
+			return fs.SkipDir
+		}
+		rel, _ := filepath.Rel(root, p)
+		m[rel] = entryOf(&st)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("manifest of %s: %w", root, err)
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("manifest of %s: %w", root, err)
+	}
+	if err := gob.NewEncoder(f).Encode(m); err != nil {
+		f.Close()
+		return fmt.Errorf("manifest of %s: %w", root, err)
+	}
+	return f.Close()
+}
+
+func readManifest(file string) (map[string]manifestEntry, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	defer f.Close()
+	var m map[string]manifestEntry
+	if err := gob.NewDecoder(f).Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", file, err)
+	}
+	return m, nil
+}
