@@ -199,7 +199,8 @@ func apply(view, base *tree, c Change, uid, gid uint32) error {
 		if err := unix.Mkfifoat(dir, tmp, 0o600); err != nil {
 			return err
 		}
-		if err := unix.Fchownat(dir, tmp, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		err := unix.Fchownat(dir, tmp, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil {
 			err = unix.Fchmodat(dir, tmp, perm, 0)
 		}
 		if err != nil {
