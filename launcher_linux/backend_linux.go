@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,7 +180,10 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			Found: "the caller gave the backend no proxy to serve", Remedy: "start the session through sandboxd, which runs the proxy",
 		}
 	}
-	mapped, keys, notes := idmapPlan(spec.Policy.GetFilesystem().GetWrite(), set, identity{uid: spec.UID, gid: spec.GID, rootCaller: spec.RootCaller, groups: spec.CallerGroups})
+	// A layer's merged directory has its path's owner and mode, so the
+	// path decides whether it is mapped, as for a write root.
+	fsPol := spec.Policy.GetFilesystem()
+	mapped, keys, notes := idmapPlan(slices.Concat(fsPol.GetWrite(), fsPol.GetLayer()), set, identity{uid: spec.UID, gid: spec.GID, rootCaller: spec.RootCaller, groups: spec.CallerGroups})
 	trees := map[string]int{}
 	defer func() {
 		for _, fd := range trees {
@@ -187,11 +191,23 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		}
 	}()
 	for _, w := range mapped {
-		tree, err := b.idmappedTree(w, keys[w])
+		tree, err := b.idmappedTree(hostPath(w, spec.Layers), keys[w])
 		if err != nil {
 			return nil, idmapRefusal(w, spec.UID, spec.GID, err)
 		}
 		trees[w] = tree
+	}
+	if set == SetNamespaces {
+		for _, l := range fsPol.GetLayer() {
+			if _, ok := trees[l]; ok || spec.Layers[l] == "" {
+				continue
+			}
+			tree, err := cloneTree(spec.Layers[l])
+			if err != nil {
+				return nil, fmt.Errorf("layer of %s: %w", l, err)
+			}
+			trees[l] = tree
+		}
 	}
 	var passwd, group string
 	if set == SetNamespaces {
@@ -206,11 +222,11 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
 		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
 		HideSockets: spec.HideSockets, SessionSocket: spec.SessionSocket, Idmapped: mapped,
-		Passwd: passwd, Group: group,
+		Passwd: passwd, Group: group, Layers: spec.Layers,
 	}, b.host.planHost(set, hostExists))
 	var held []string
 	if err == nil {
-		held = b.holdPlaceholders(plan, spec.Policy.GetFilesystem())
+		held = b.holdPlaceholders(plan, spec.Policy.GetFilesystem(), spec.Layers)
 	}
 	b.mu.Unlock()
 	if err != nil {
@@ -276,10 +292,10 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			continue
 		}
 		// Before the stdio: the init takes them as it builds the root.
-		if err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassMount}, unix.UnixRights(trees[s.Source]), nil, 0); err != nil {
+		if err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassMount}, unix.UnixRights(trees[s.Target]), nil, 0); err != nil {
 			ip.plan.Close()
 			p.abort()
-			return nil, fmt.Errorf("send ID-mapped write root %s to sandbox init: %w", s.Source, err)
+			return nil, fmt.Errorf("send ID-mapped write root %s to sandbox init: %w", s.Target, err)
 		}
 	}
 	if !spec.Stdio.Terminal {
@@ -563,7 +579,7 @@ type placeholder struct {
 
 // holdPlaceholders counts this session among the users of every placeholder
 // it plans or relies on; b.mu is held.
-func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem) []string {
+func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem, layers map[string]string) []string {
 	planned := map[string]bool{}
 	for _, s := range plan.Mounts {
 		if s.Kind == MountPlaceholder {
@@ -572,6 +588,7 @@ func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem) []stri
 	}
 	var held []string
 	for _, p := range append(append([]string{}, fs.GetReadOnly()...), fs.GetDeny()...) {
+		p = hostPath(p, layers)
 		e := b.placeholders[p]
 		switch {
 		case e != nil:

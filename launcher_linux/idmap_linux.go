@@ -227,6 +227,22 @@ func idmappedTree(path string, userns int) (int, error) {
 	return tree, nil
 }
 
+// cloneTree is a detached clone of the mount at path, nosuid and nodev,
+// for the init to attach where the plan says: a layer's merged directory,
+// which lies where the init may not reach it by path.
+func cloneTree(path string) (int, error) {
+	tree, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return -1, fmt.Errorf("open_tree %s: %w", path, err)
+	}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+		unix.Close(tree)
+		return -1, fmt.Errorf("mount_setattr %s: %w", path, err)
+	}
+	return tree, nil
+}
+
 // idmapRefusal is the refusal of a write root that had to be ID-mapped to
 // be writable by the sandbox uid and could not be: its filesystem (NFS,
 // FUSE, ...) or the kernel (before 5.12) does not map owners.

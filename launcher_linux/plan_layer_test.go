@@ -1,0 +1,90 @@
+package launcherlinux
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
+)
+
+// A layered path is bound from its layer's merged directory, handed over
+// by the daemon, and the carve-outs and masks inside it are applied in the
+// sandbox beneath the path, exactly as inside a write root.
+func TestPlanLayerBindsMergedDirectoryWithCarveOuts(t *testing.T) {
+	const merged = "/var/lib/sandboxd/layers/storage/overlay/abc/merged"
+	pol := policy.Normalize(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{
+		Write:    []string{"/out"},
+		Layer:    []string{"/work"},
+		ReadOnly: []string{"/work/.git", "/work/.agent"},
+		Deny:     []string{"/work/.env"},
+	}})
+	host := fakeHost(7, []string{"/out", "/work", merged, merged + "/.git"}, []string{merged + "/.env"})
+	plan, err := BuildPlan(PlanInput{Policy: pol, Argv: []string{"sh"}, UID: 1000, GID: 1000,
+		Layers: map[string]string{"/work": merged}}, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func(kind MountKind, target string) *MountStep {
+		for i := range plan.Mounts {
+			if plan.Mounts[i].Kind == kind && plan.Mounts[i].Target == target {
+				return &plan.Mounts[i]
+			}
+		}
+		return nil
+	}
+	bind := find(MountBind, "/work")
+	if bind == nil || bind.Source != merged || !bind.Idmapped || bind.Field != "filesystem.layer" {
+		t.Fatalf("bind of /work = %+v, want from %s, handed over, for filesystem.layer", bind, merged)
+	}
+	if out := find(MountBind, "/out"); out == nil || out.Source != "/out" || out.Idmapped {
+		t.Errorf("bind of the write root /out = %+v", out)
+	}
+	if find(MountRebindReadOnly, "/work/.git") == nil || find(MountRebindReadOnly, "/work/.agent") == nil {
+		t.Error("no read-only rebind of a carve-out inside the layer")
+	}
+	if find(MountMaskFile, "/work/.env") == nil {
+		t.Error("no mask of the deny path inside the layer")
+	}
+	var placeholder *MountStep
+	for i, s := range plan.Mounts {
+		if s.Kind == MountPlaceholder {
+			placeholder = &plan.Mounts[i]
+		}
+	}
+	if placeholder == nil || placeholder.Source != merged+"/.agent" || placeholder.Via != merged {
+		t.Errorf("placeholder = %+v, want %s/.agent made through the handed-over layer", placeholder, merged)
+	}
+	if !slices.Contains(plan.Exec.WriteRoots, "/work") {
+		t.Errorf("write roots the init checks = %v, want /work among them", plan.Exec.WriteRoots)
+	}
+	if !slices.ContainsFunc(plan.Report, func(f *sandboxdv1.FieldEnforcement) bool { return f.GetField() == "filesystem.layer" }) {
+		t.Error("the report does not say how filesystem.layer is enforced")
+	}
+	for _, r := range plan.Exec.Landlock.Rules {
+		if r.Path == merged {
+			t.Errorf("landlock rule on the layer's host directory %s, which the sandbox does not see", merged)
+		}
+	}
+}
+
+func TestPlanLayerRefusals(t *testing.T) {
+	pol := policy.Normalize(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Layer: []string{"/work"}}})
+	landlock := fakeHost(7, []string{"/work"}, nil)
+	landlock.Set = SetLandlock
+	for name, c := range map[string]struct {
+		host   Host
+		layers map[string]string
+	}{
+		"landlock set":   {landlock, map[string]string{"/work": "/merged"}},
+		"no layer given": {fakeHost(7, []string{"/work"}, nil), nil},
+	} {
+		_, err := BuildPlan(PlanInput{Policy: pol, Argv: []string{"sh"}, UID: 1000, GID: 1000, Layers: c.layers}, c.host)
+		var u *launcher.Unenforceable
+		if !errors.As(err, &u) || u.Field != "filesystem.layer" || u.Remedy == "" {
+			t.Errorf("%s: %v, want a refusal of filesystem.layer with a remedy", name, err)
+		}
+	}
+}
