@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,10 +179,8 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			Found: "the caller gave the backend no proxy to serve", Remedy: "start the session through sandboxd, which runs the proxy",
 		}
 	}
-	// A layer's merged directory has its path's owner and mode, so the
-	// path decides whether it is mapped, as for a write root.
 	fsPol := spec.Policy.GetFilesystem()
-	mapped, keys, notes := idmapPlan(slices.Concat(fsPol.GetWrite(), fsPol.GetLayer()), set, identity{uid: spec.UID, gid: spec.GID, rootCaller: spec.RootCaller, groups: spec.CallerGroups})
+	mapped, keys, notes := idmapPlan(fsPol.GetWrite(), set, identity{uid: spec.UID, gid: spec.GID, rootCaller: spec.RootCaller, groups: spec.CallerGroups})
 	trees := map[string]int{}
 	defer func() {
 		for _, fd := range trees {
@@ -191,15 +188,17 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		}
 	}()
 	for _, w := range mapped {
-		tree, err := b.idmappedTree(hostPath(w, spec.Layers), keys[w])
+		tree, err := b.idmappedTree(w, keys[w])
 		if err != nil {
 			return nil, idmapRefusal(w, spec.UID, spec.GID, err)
 		}
 		trees[w] = tree
 	}
 	if set == SetNamespaces {
+		// The daemon mapped a layer's owner, if it had to, when it made
+		// the layer (overlay cannot be mapped itself).
 		for _, l := range fsPol.GetLayer() {
-			if _, ok := trees[l]; ok || spec.Layers[l] == "" {
+			if spec.Layers[l] == "" {
 				continue
 			}
 			tree, err := cloneTree(spec.Layers[l])

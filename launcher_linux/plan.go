@@ -526,18 +526,8 @@ func report(p *sandboxdv1.Policy, plan *Plan, idmapped []string, hasDeny, sessio
 		f("filesystem.read", "mount-ns read-only clone of / + "+ll),
 		f("filesystem.write", "mount-ns read-write binds"+idmapReport(plan, idmapped)+" + "+ll),
 	}
-	if layers := p.GetFilesystem().GetLayer(); len(layers) > 0 {
-		var mapped []string
-		for _, l := range layers {
-			if slices.Contains(idmapped, l) {
-				mapped = append(mapped, l)
-			}
-		}
-		mech := "copy-on-write: an overlay the daemon mounted in its layer store, with the host path as its lowest layer, bound read-write in the path's place (mount-ns)"
-		if len(mapped) > 0 {
-			mech += fmt.Sprintf(", ID-mapped (the path's owner shown as uid %d: %s)", plan.Exec.UID, strings.Join(mapped, ", "))
-		}
-		out = append(out, f("filesystem.layer", mech+" + "+ll+"; the host path is written only by a commit"))
+	if len(p.GetFilesystem().GetLayer()) > 0 {
+		out = append(out, f("filesystem.layer", "copy-on-write: an overlay the daemon mounted in its layer store, with the host path (ID-mapped when its owner is not the sandbox uid) as its lowest layer, bound read-write in the path's place (mount-ns) + "+ll+"; the host path is written only by a commit"))
 	}
 	if len(p.GetFilesystem().GetReadOnly()) > 0 {
 		out = append(out, f("filesystem.read_only", "mount-ns read-only rebinds, ancestors pinned as mount points (landlock cannot subtract)"))

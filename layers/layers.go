@@ -32,6 +32,15 @@ type Info struct {
 	Size int64 `json:"-"`
 }
 
+// IDMap shows the layered path's owner and group, as the sandbox sees
+// them through its layer, as the sandbox's own uid and gid: what it makes
+// there is then owned by it in the layer, and a commit gives the files
+// the path's owner. Other owners show as the overflow ids.
+type IDMap struct {
+	Owner, Group uint32
+	UID, GID     uint32
+}
+
 // Kind is what happened to one path.
 type Kind int
 

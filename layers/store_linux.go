@@ -19,6 +19,8 @@ import (
 
 	storage "go.podman.io/storage"
 	drivers "go.podman.io/storage/drivers"
+	"go.podman.io/storage/pkg/idmap"
+	"go.podman.io/storage/pkg/idtools"
 	"golang.org/x/sys/unix"
 )
 
@@ -240,8 +242,8 @@ func CheckPath(path string) error {
 
 // Create makes the layer of path for session, on top of the layer of
 // path of parentSession when that is set, and mounts it; merged is where
-// the session is to see path.
-func (s *Store) Create(session, path, parentSession string, owner uint32) (info Info, merged string, err error) {
+// the session is to see path, through m when it is not nil.
+func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDMap) (info Info, merged string, err error) {
 	if err := CheckPath(path); err != nil {
 		return Info{}, "", err
 	}
@@ -288,7 +290,11 @@ func (s *Store) Create(session, path, parentSession string, owner uint32) (info 
 	}
 	// The merged directory's root is the upper one's: it must look like
 	// the path it stands for.
-	if err = os.Chown(md["UpperDir"], int(pst.Uid), int(pst.Gid)); err == nil {
+	uid, gid := pst.Uid, pst.Gid
+	if m != nil {
+		uid, gid = m.UID, m.GID
+	}
+	if err = os.Chown(md["UpperDir"], int(uid), int(gid)); err == nil {
 		err = unix.Chmod(md["UpperDir"], pst.Mode&0o7777)
 	}
 	if err != nil {
@@ -300,7 +306,20 @@ func (s *Store) Create(session, path, parentSession string, owner uint32) (info 
 			return Info{}, "", err
 		}
 	}
-	lowers := append(splitLowers(md["LowerDir"]), path)
+	lower := path
+	if m != nil {
+		// Overlay cannot be ID-mapped itself, but its layers can: the
+		// path is, beneath it. It holds the mapped mount once mounted.
+		lower = filepath.Join(filepath.Dir(md["UpperDir"]), "mapped-lower")
+		if err = mapInto(path, lower, m); err != nil {
+			return Info{}, "", err
+		}
+		defer func() {
+			unix.Unmount(lower, unix.MNT_DETACH)
+			os.Remove(lower)
+		}()
+	}
+	lowers := append(splitLowers(md["LowerDir"]), lower)
 	if err = mountOverlay(md["MergedDir"], lowers, md["UpperDir"], md["WorkDir"]); err != nil {
 		return Info{}, "", err
 	}
@@ -691,4 +710,21 @@ func readManifest(file string) (map[string]manifestEntry, error) {
 		return nil, fmt.Errorf("manifest %s: %w", file, err)
 	}
 	return m, nil
+}
+
+// mapInto mounts an ID-mapped clone of path at target, as m says.
+func mapInto(path, target string, m *IDMap) error {
+	pid, done, err := idmap.CreateUsernsProcess(
+		// An ID-mapped mount shows an owner k as the id that k maps to
+		// outside the namespace.
+		[]idtools.IDMap{{ContainerID: int(m.Owner), HostID: int(m.UID), Size: 1}},
+		[]idtools.IDMap{{ContainerID: int(m.Group), HostID: int(m.GID), Size: 1}})
+	if err != nil {
+		return fmt.Errorf("layer of %s: user namespace to map its owner: %w", path, err)
+	}
+	defer done()
+	if err := idmap.CreateIDMappedMount(path, target, pid); err != nil {
+		return fmt.Errorf("%w: an ID-mapped mount of %s, showing its owner %d as the sandbox's uid %d: %w", ErrUnsupported, path, m.Owner, m.UID, err)
+	}
+	return nil
 }

@@ -58,7 +58,7 @@ func summary(d Diff) []string {
 func TestCommitAppliesEveryChangeKind(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0)
+	_, merged, err := s.Create("s1", ws, "", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestCommitAppliesEveryChangeKind(t *testing.T) {
 func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0)
+	_, merged, err := s.Create("s1", ws, "", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 func TestStackedLayersAndDiscard(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, m1, err := s.Create("s1", ws, "", 0)
+	_, m1, err := s.Create("s1", ws, "", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestStackedLayersAndDiscard(t *testing.T) {
 	must(t, s.Release("s1"))
 	var merged [2]string
 	for i, id := range []string{"a", "b"} {
-		if _, merged[i], err = s.Create(id, ws, "s1", 0); err != nil {
+		if _, merged[i], err = s.Create(id, ws, "s1", 0, nil); err != nil {
 			t.Fatal(err)
 		}
 		if b, err := os.ReadFile(filepath.Join(merged[i], "step1")); err != nil || string(b) != "1\n" {
@@ -189,7 +189,7 @@ func TestCommitDoesNotFollowSymlinks(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
 	outside := t.TempDir()
-	_, merged, err := s.Create("s1", ws, "", 0)
+	_, merged, err := s.Create("s1", ws, "", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestReopenRemovesMountsAndKeepsLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0)
+	_, merged, err := s.Create("s1", ws, "", 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func CheckPath(path string) error {
 
 func (*Store) Close() error { return nil }
 
-func (*Store) Create(session, path, parentSession string, owner uint32) (Info, string, error) {
+func (*Store) Create(session, path, parentSession string, owner uint32, m *IDMap) (Info, string, error) {
 	return Info{}, "", ErrUnsupported
 }
 
