@@ -587,25 +587,27 @@ func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem, layers
 	}
 	var held []string
 	for _, p := range append(append([]string{}, fs.GetReadOnly()...), fs.GetDeny()...) {
-		p = hostPath(p, layers)
-		e := b.placeholders[p]
+		// Inside a layer the placeholder is made in the layer, which the
+		// daemon reaches at its merged directory.
+		hp := hostPath(p, layers)
+		e := b.placeholders[hp]
 		switch {
 		case e != nil:
 		case planned[p]:
 			e = &placeholder{}
-			for d := p; d != "/"; d = filepath.Dir(d) {
+			for d := hp; d != "/"; d = filepath.Dir(d) {
 				if _, err := os.Lstat(d); err == nil {
 					break
 				}
 				e.made = append(e.made, d)
 			}
 			e.entry = b.journal.record(entryPlaceholder, e.made)
-			b.placeholders[p] = e
+			b.placeholders[hp] = e
 		default:
 			continue
 		}
 		e.users++
-		held = append(held, p)
+		held = append(held, hp)
 	}
 	return held
 }

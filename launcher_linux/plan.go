@@ -204,21 +204,24 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	}
 	sort.Strings(placeholders)
 	// The daemon hands over, ready-made, the binds of ID-mapped write
-	// roots and of layers: a layer's directory is the daemon's, beneath
-	// its state directory, where the init may not reach it.
+	// roots and of layers: a layer's merged directory is the daemon's,
+	// beneath its state directory, where the init may not reach it. To the
+	// init a layer's bind is then one of a write root at its path, and a
+	// placeholder inside it is made through the mount handed over.
 	passed := func(w string) bool { return slices.Contains(in.Idmapped, w) || in.Layers[w] != "" }
 	for _, c := range placeholders {
-		st := MountStep{Kind: MountPlaceholder, Source: hostPath(c, in.Layers), Field: fieldOf(fs, c)}
+		st := MountStep{Kind: MountPlaceholder, Source: c, Field: fieldOf(fs, c)}
 		if r := innermostRoot(c, writes); passed(r) {
-			st.Via = hostPath(r, in.Layers)
+			st.Via = r
 		}
 		add(st)
 	}
 	bind := func(w string) MountStep {
-		if l := in.Layers[w]; l != "" {
-			return MountStep{Kind: MountBind, Source: l, Target: w, Field: "filesystem.layer", Idmapped: true}
+		field := "filesystem.write"
+		if in.Layers[w] != "" {
+			field = "filesystem.layer"
 		}
-		return MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write", Idmapped: passed(w)}
+		return MountStep{Kind: MountBind, Source: w, Target: w, Field: field, Idmapped: passed(w)}
 	}
 	for _, w := range writesUnder {
 		add(bind(w))

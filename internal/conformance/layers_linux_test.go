@@ -537,3 +537,40 @@ func TestReadmeReviewWorkflow(t *testing.T) {
 	}
 	t.Logf("review workflow output:\n%s", out)
 }
+
+// TestLayerCarveOutThatDoesNotExistYet: a read-only carve-out inside a
+// layer that does not exist yet cannot be created by the command, and the
+// placeholder that stands for it while the session runs is not a change of
+// the layer.
+func TestLayerCarveOutThatDoesNotExistYet(t *testing.T) {
+	for _, path := range []string{"exec", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			f := newFixture(t)
+			ws := layerWorkspace(t, f)
+			pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Layer: []string{ws}, ReadOnly: []string{ws + "/.agent"}}}
+			script := `if mkdir -p .agent/x 2>/dev/null || touch .agent/y 2>/dev/null; then echo agent-writable; else echo agent-read-only; fi; echo ok > created`
+			s := run(t, layerStart(path == "pty", pol, ws, "/bin/sh", "-c", script), nil)
+			if _, err := os.Lstat(filepath.Join(ws, ".agent")); err == nil {
+				t.Error("the carve-out's placeholder was made on the host")
+			}
+			if !layersHere() {
+				wantLayerRefused(t, s)
+				return
+			}
+			if s.err != nil || !strings.Contains(s.stdout, "agent-read-only") {
+				t.Fatalf("session: %v; want the carve-out read-only\n%s", s.err, s)
+			}
+			ctx := layerCtx(t)
+			diffs, err := suite.client.Diff(ctx, s.res.SessionID, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := changesOf(diffs); !mapsEqual(got, map[string]string{"created": "ADDED"}) {
+				t.Errorf("diff = %v, want only created", got)
+			}
+			if err := suite.client.Discard(ctx, s.res.SessionID); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
