@@ -3,6 +3,7 @@
 package layers
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,10 +46,11 @@ func (s *Store) Commit(session string, force bool) ([]Diff, error) {
 }
 
 func (s *Store) commit(r record, force bool) (Diff, error) {
-	view, uppers, done, err := s.view(r)
+	view, uppers, unmount, err := s.view(r)
 	if err != nil {
 		return Diff{}, err
 	}
+	done := sync.OnceFunc(unmount)
 	defer done()
 	base, err := openTree(r.Path)
 	if err != nil {
@@ -76,12 +79,60 @@ func (s *Store) commit(r record, force bool) (Diff, error) {
 	if err := unix.Fstat(base.fd, &root); err != nil {
 		return Diff{}, fmt.Errorf("stat %s: %w", r.Path, err)
 	}
+	// What the layers hold is read from their upper directories from
+	// here on: a file of this layer's own is moved to the path rather
+	// than copied (the layer goes after the commit), which its upper
+	// directory must not be mounted for.
+	done()
+	src, err := openUppers(uppers)
+	if err != nil {
+		return Diff{}, err
+	}
+	defer src.close()
 	for _, c := range d.Changes {
-		if err := apply(view, base, c, root.Uid, root.Gid); err != nil {
+		if err := apply(src, base, c, root.Uid, root.Gid); err != nil {
 			return Diff{}, fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)
 		}
 	}
 	return d, nil
+}
+
+// uppers are the upper directories of a chain of layers, this one's
+// first.
+type uppers []*tree
+
+func openUppers(dirs []string) (uppers, error) {
+	var out uppers
+	for _, d := range dirs {
+		t, err := openTree(d)
+		if err != nil {
+			out.close()
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (u uppers) close() {
+	for _, t := range u {
+		t.close()
+	}
+}
+
+// find is the upper directory whose entry at rel is the one the merged
+// tree shows (the first that has one), and whether it is this layer's own.
+func (u uppers) find(rel string) (*tree, bool, error) {
+	for i, t := range u {
+		_, ok, err := t.lstat(rel)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			return t, i == 0, nil
+		}
+	}
+	return nil, false, fmt.Errorf("%s is in no layer", rel)
 }
 
 // conflicts are the paths among changes (and, for a directory the layer
@@ -139,7 +190,7 @@ func commitPerm(m fs.FileMode) uint32 {
 	return perm
 }
 
-func apply(view, base *tree, c Change, uid, gid uint32) error {
+func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 	if c.Kind == Deleted {
 		return base.removeAll(c.Path)
 	}
@@ -179,9 +230,23 @@ func apply(view, base *tree, c Change, uid, gid uint32) error {
 		}
 		return unix.Fchmodat(dir, name, perm, 0)
 	case c.NewMode.IsRegular():
-		return replaceFile(view, c.Path, dir, name, uid, gid, perm)
+		from, own, err := src.find(c.Path)
+		if err != nil {
+			return err
+		}
+		if own {
+			err := moveFile(from, c.Path, dir, name, uid, gid, perm)
+			if !errors.Is(err, unix.EXDEV) {
+				return err
+			}
+		}
+		return replaceFile(from, c.Path, dir, name, uid, gid, perm)
 	case c.NewMode&fs.ModeSymlink != 0:
-		target, err := view.readlink(c.Path)
+		from, _, err := src.find(c.Path)
+		if err != nil {
+			return err
+		}
+		target, err := from.readlink(c.Path)
 		if err != nil {
 			return err
 		}
@@ -224,8 +289,26 @@ func renameInto(dir int, tmp, name string) error {
 	return nil
 }
 
-// replaceFile writes the view's file rel beside name in dir and renames it
-// over name.
+// moveFile gives the upper directory's file rel the owner and mode it is
+// committed with and renames it over name in dir: one rename, where the
+// layer and the path share a filesystem (EXDEV where they do not).
+func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32) error {
+	udir, uname, err := up.parent(rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(udir)
+	if err := unix.Fchownat(udir, uname, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if err := unix.Fchmodat(udir, uname, perm, 0); err != nil {
+		return err
+	}
+	return unix.Renameat(udir, uname, dir, name)
+}
+
+// replaceFile writes the file rel of view (an upper directory) beside
+// name in dir and renames it over name.
 func replaceFile(view *tree, rel string, dir int, name string, uid, gid, perm uint32) error {
 	src, err := view.open(rel)
 	if err != nil {

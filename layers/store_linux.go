@@ -261,7 +261,12 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDM
 		}
 		parentID, rec.Manifest = p.ID, p.Manifest
 	}
-	l, err := s.st.CreateLayer("", parentID, nil, "", true, nil)
+	// Volatile: the library records the layer without fsync, which on
+	// a launch's path costs more than the rest of making the layer. A
+	// daemon that dies loses nothing by it; a host that crashes may lose
+	// the record of layers made since its last sync, and with it those
+	// layers.
+	l, err := s.st.CreateLayer("", parentID, nil, "", true, &storage.LayerOptions{Volatile: true})
 	if err != nil {
 		return Info{}, "", fmt.Errorf("layer of %s: create: %w", path, err)
 	}
@@ -277,9 +282,8 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDM
 			}
 		}
 	}()
-	if err = s.setRecord(rec); err != nil {
-		return Info{}, "", err
-	}
+	// The record is written once the layer is whole: a layer without one
+	// is what a daemon that died while making it left (removeUnfinished).
 	md, err := s.drv.Metadata(l.ID)
 	if err != nil {
 		return Info{}, "", fmt.Errorf("layer of %s: %w", path, err)
