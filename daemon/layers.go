@@ -23,8 +23,8 @@ const layerSizeEvery = 500 * time.Millisecond
 
 // layerStore opens the daemon's layer store (package layers) under its
 // state directory when a session first needs it, or at start when a
-// previous daemon left one, so that what a daemon that died left mounted
-// or half-made is cleaned before anything else.
+// previous daemon left one, so that the layers a daemon that died left
+// half-made are removed before anything else.
 type layerStore struct {
 	dir  string
 	logf func(string, ...any)
@@ -83,12 +83,12 @@ func (ls *layerStore) close() {
 func layerRefusal(path string, err error) error {
 	u := &launcher.Unenforceable{
 		Field:     "filesystem.layer",
-		Mechanism: "a copy-on-write layer of " + path + ": an overlay the daemon mounts in its state directory, with the path as its lowest layer",
+		Mechanism: "a copy-on-write layer of " + path + ": an overlay the daemon mounts, with its upper layer in the state directory and the path as its lowest layer",
 		Found:     err.Error(),
 		Remedy:    "run sandboxd as root with --state-dir on a filesystem overlay accepts as upper layer (ext4, xfs, tmpfs), with the layered path on one it accepts as lower; or use --write on a copy of " + path,
 	}
 	if os.Geteuid() != 0 {
-		u.Remedy = "run sandboxd as root, which mounts the layer in the host's mount namespace; a rootless daemon cannot. Or use --write on a copy of " + path
+		u.Remedy = "run sandboxd as root, which can mount overlay over a host path; a rootless daemon cannot. Or use --write on a copy of " + path
 	}
 	if !errors.Is(err, layers.ErrUnsupported) {
 		return fmt.Errorf("layer of %s: %w", path, err)
@@ -184,7 +184,7 @@ func (s *Service) makeLayers(sess *session, spec *launcher.Spec) error {
 			parents = append(parents, in.Path)
 		}
 	}
-	spec.Layers = map[string]string{}
+	spec.Layers = map[string]*os.File{}
 	for _, p := range paths {
 		parent := ""
 		if slices.Contains(parents, p) {

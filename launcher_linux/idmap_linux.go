@@ -227,18 +227,18 @@ func idmappedTree(path string, userns int) (int, error) {
 	return tree, nil
 }
 
-// cloneTree is a detached clone of the mount at path, nosuid and nodev,
-// for the init to attach where the plan says: a layer's merged directory,
-// which lies where the init may not reach it by path.
-func cloneTree(path string) (int, error) {
-	tree, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+// cloneTree is a detached clone of the mount whose root is root, nosuid
+// and nodev, for the init to attach where the plan says: a layer's
+// overlay, which the daemon holds detached, in no mount table.
+func cloneTree(root *os.File) (int, error) {
+	tree, err := unix.OpenTree(int(root.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 	if err != nil {
-		return -1, fmt.Errorf("open_tree %s: %w", path, err)
+		return -1, fmt.Errorf("open_tree %s: %w", root.Name(), err)
 	}
 	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
 		unix.Close(tree)
-		return -1, fmt.Errorf("mount_setattr %s: %w", path, err)
+		return -1, fmt.Errorf("mount_setattr %s: %w", root.Name(), err)
 	}
 	return tree, nil
 }

@@ -117,9 +117,9 @@ type PlanInput struct {
 	// (launcher.Spec.SessionSocket). It, not the policy, says whether the
 	// sandbox gets one: the daemon makes it only for children.allow.
 	SessionSocket string
-	// Layers maps each layered path of the policy to the host directory
-	// the daemon merged its layer at (launcher.Spec.Layers).
-	Layers map[string]string
+	// Layered are the layered paths of the policy the daemon made a layer
+	// for (launcher.Spec.Layers); Host.Exists looks inside the layers.
+	Layered []string
 }
 
 // SessionSocketPath is where a sandbox of the namespaces set finds its
@@ -151,7 +151,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 			Found: "the daemon passed no session socket", Remedy: "start the session through a daemon that serves on a socket, or set children.allow to false",
 		}
 	}
-	if err := checkLayers(p.GetFilesystem().GetLayer(), in.Layers, host.Set); err != nil {
+	if err := checkLayers(p.GetFilesystem().GetLayer(), in.Layered, host.Set); err != nil {
 		return nil, err
 	}
 	if host.Set == SetLandlock {
@@ -198,7 +198,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	// otherwise the sandbox could create them.
 	var placeholders []string
 	for _, c := range append(append([]string{}, fs.GetReadOnly()...), fs.GetDeny()...) {
-		if ok, _ := host.Exists(hostPath(c, in.Layers)); !ok && coveredBy(c, writes) {
+		if ok, _ := host.Exists(c); !ok && coveredBy(c, writes) {
 			placeholders = append(placeholders, c)
 		}
 	}
@@ -208,7 +208,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	// beneath its state directory, where the init may not reach it. To the
 	// init a layer's bind is then one of a write root at its path, and a
 	// placeholder inside it is made through the mount handed over.
-	passed := func(w string) bool { return slices.Contains(in.Idmapped, w) || in.Layers[w] != "" }
+	passed := func(w string) bool { return slices.Contains(in.Idmapped, w) || slices.Contains(in.Layered, w) }
 	for _, c := range placeholders {
 		st := MountStep{Kind: MountPlaceholder, Source: c, Field: fieldOf(fs, c)}
 		if r := innermostRoot(c, writes); passed(r) {
@@ -218,7 +218,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	}
 	bind := func(w string) MountStep {
 		field := "filesystem.write"
-		if in.Layers[w] != "" {
+		if slices.Contains(in.Layered, w) {
 			field = "filesystem.layer"
 		}
 		return MountStep{Kind: MountBind, Source: w, Target: w, Field: field, Idmapped: passed(w)}
@@ -290,7 +290,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 				add(MountStep{Kind: MountPin, Target: a, Field: "filesystem.deny"})
 			}
 		}
-		exists, isDir := host.Exists(hostPath(d, in.Layers))
+		exists, isDir := host.Exists(d)
 		if !exists && coveredBy(d, writes) {
 			exists, isDir = true, true
 		}
@@ -596,25 +596,10 @@ func limitsReport(p *sandboxdv1.Policy, host Host) []*sandboxdv1.FieldEnforcemen
 	return out
 }
 
-// hostPath is where path is on the host: beneath a layered path, in that
-// layer's merged directory.
-func hostPath(path string, layers map[string]string) string {
-	root := ""
-	for l := range layers {
-		if within(path, l) && len(l) > len(root) {
-			root = l
-		}
-	}
-	if root == "" {
-		return path
-	}
-	return layers[root] + strings.TrimPrefix(path, root)
-}
-
 // checkLayers refuses layered paths this launch has no layer for, and
 // layers on the landlock set, which has no mount namespace to show a
 // layer in the path's place.
-func checkLayers(paths []string, layers map[string]string, set MechanismSet) error {
+func checkLayers(paths, layered []string, set MechanismSet) error {
 	for _, l := range paths {
 		switch {
 		case set == SetLandlock:
@@ -623,7 +608,7 @@ func checkLayers(paths []string, layers map[string]string, set MechanismSet) err
 				Found:  "the landlock mechanism set has no mount namespace",
 				Remedy: "allow user namespaces so that the namespaces set runs the session, or use --write on a copy of " + l,
 			}
-		case layers[l] == "":
+		case !slices.Contains(layered, l):
 			return &launcher.Unenforceable{
 				Field: "filesystem.layer", Mechanism: "a copy-on-write layer of " + l + " made by the daemon",
 				Found: "the caller passed the backend no layer for it", Remedy: "start the session through sandboxd, which makes the layers",

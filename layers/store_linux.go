@@ -7,7 +7,6 @@ import (
 	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -24,23 +23,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mountOptions keep the upper directories plain: without redirects a
-// renamed directory is a deletion and an addition, without metacopy a
-// copied-up file holds its data, and without an index nothing outside
-// the upper directory records the layer. A review reads them as that.
-const mountOptions = "redirect_dir=off,metacopy=off,index=off"
+// overlayOff are the overlay features turned off so that the upper
+// directories stay plain: without redirects a renamed directory is a
+// deletion and an addition, without metacopy a copied-up file holds its
+// data, and without an index nothing outside the upper directory records
+// the layer. A review reads them as that.
+var overlayOff = []string{"redirect_dir", "metacopy", "index"}
 
 // Store is the daemon's layers: the storage library's overlay driver
 // under a directory of the daemon's state, plus a record of each layer's
 // session and a manifest of its path as it was when the layer was made.
+//
+// The overlays are detached mounts (fsmount), never attached to the
+// daemon's mount table: a change there would make the backend drop the
+// sandbox inits it started ahead, and a daemon that dies leaves none
+// behind, as the kernel frees them with its file descriptors.
 type Store struct {
 	dir string
 	st  storage.Store
 	drv drivers.Driver
 
 	mu sync.Mutex
-	// mounted are the merged directories of layers a session runs on.
-	mounted map[string]string
+	// mounted are the roots of the overlays of layers a session runs on.
+	mounted map[string]*os.File
 }
 
 // record is what the store keeps beside the storage library's own
@@ -55,9 +60,8 @@ type record struct {
 	Manifest string `json:"manifest"`
 }
 
-// Open opens (making it if needed) the store in dir. What a daemon that
-// died left there, its overlay mounts and layers it had not finished, is
-// removed first; cleaned says what.
+// Open opens (making it if needed) the store in dir. The layers a daemon
+// that died had not finished are removed first; cleaned says which.
 func Open(dir string) (s *Store, cleaned []string, err error) {
 	if os.Geteuid() != 0 {
 		return nil, nil, fmt.Errorf("%w: only a root daemon can mount overlay in the host's mount namespace", ErrUnsupported)
@@ -70,11 +74,6 @@ func Open(dir string) (s *Store, cleaned []string, err error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
 	}
-	unmounted, err := unmountBeneath(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	cleaned = append(cleaned, unmounted...)
 	st, err := storage.GetStore(storage.StoreOptions{
 		RunRoot:         filepath.Join(dir, "run"),
 		GraphRoot:       filepath.Join(dir, "storage"),
@@ -92,7 +91,7 @@ func Open(dir string) (s *Store, cleaned []string, err error) {
 		st.Shutdown(true)
 		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
 	}
-	s = &Store{dir: dir, st: st, drv: drv, mounted: map[string]string{}}
+	s = &Store{dir: dir, st: st, drv: drv, mounted: map[string]*os.File{}}
 	if err := os.MkdirAll(s.manifests(), 0o700); err != nil {
 		st.Shutdown(true)
 		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
@@ -106,63 +105,6 @@ func Open(dir string) (s *Store, cleaned []string, err error) {
 }
 
 func (s *Store) manifests() string { return filepath.Join(s.dir, "manifests") }
-func (s *Store) reviews() string   { return filepath.Join(s.dir, "review") }
-
-// unmountBeneath detaches every mount beneath dir, deepest first.
-func unmountBeneath(dir string) ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		p := unescapeMountinfo(f[4])
-		if strings.HasPrefix(p, dir+"/") {
-			points = append(points, p)
-		}
-	}
-	slices.SortFunc(points, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	var out []string
-	for _, p := range slices.Compact(points) {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			return out, fmt.Errorf("unmount %s, left by a daemon that died: %w", p, err)
-		}
-		out = append(out, "mount "+p)
-	}
-	return out, nil
-}
-
-// unescapeMountinfo undoes the octal escapes of space, tab, newline and
-// backslash in a mountinfo path.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v byte
-			ok := true
-			for _, c := range []byte(s[i+1 : i+4]) {
-				if c < '0' || c > '7' {
-					ok = false
-				}
-				v = v*8 + c - '0'
-			}
-			if ok {
-				b.WriteByte(v)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
 
 // removeUnfinished deletes the layers a daemon died making, and
 // manifests no layer refers to.
@@ -193,7 +135,6 @@ func (s *Store) removeUnfinished() ([]string, error) {
 			os.Remove(filepath.Join(s.manifests(), n.Name()))
 		}
 	}
-	os.RemoveAll(s.reviews())
 	return out, nil
 }
 
@@ -205,12 +146,12 @@ func parseRecord(meta string) (record, bool) {
 	return r, true
 }
 
-// Close unmounts what the store mounted; the layers stay.
+// Close lets go of the overlays the store mounted; the layers stay.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, m := range s.mounted {
-		unix.Unmount(m, unix.MNT_DETACH)
+		m.Close()
 		delete(s.mounted, id)
 	}
 	_, err := s.st.Shutdown(true)
@@ -219,10 +160,6 @@ func (s *Store) Close() error {
 
 // CheckPath says why path cannot be layered, nil when it can.
 func CheckPath(path string) error {
-	if strings.ContainsAny(path, ":,\\\n") {
-		// The overlay mount's options name its layers in one string.
-		return fmt.Errorf("%w: %s holds a character (: , \\ or newline) that an overlay mount's lowerdir option cannot carry", ErrUnsupported, path)
-	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", path, err)
@@ -241,11 +178,12 @@ func CheckPath(path string) error {
 }
 
 // Create makes the layer of path for session, on top of the layer of
-// path of parentSession when that is set, and mounts it; merged is where
-// the session is to see path, through m when it is not nil.
-func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDMap) (info Info, merged string, err error) {
+// path of parentSession when that is set, and mounts it; merged is the
+// root of the mount the session is to see in path's place (through m
+// when it is not nil), which the store keeps open until Release.
+func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDMap) (info Info, merged *os.File, err error) {
 	if err := CheckPath(path); err != nil {
-		return Info{}, "", err
+		return Info{}, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -254,10 +192,10 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDM
 	if parentSession != "" {
 		p, err := s.find(parentSession, path)
 		if err != nil {
-			return Info{}, "", err
+			return Info{}, nil, err
 		}
 		if _, busy := s.mounted[p.ID]; busy {
-			return Info{}, "", fmt.Errorf("session %s still runs on its layer of %s; start on it once it has ended: %w", parentSession, path, ErrBusy)
+			return Info{}, nil, fmt.Errorf("session %s still runs on its layer of %s; start on it once it has ended: %w", parentSession, path, ErrBusy)
 		}
 		parentID, rec.Manifest = p.ID, p.Manifest
 	}
@@ -268,13 +206,13 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDM
 	// layers.
 	l, err := s.st.CreateLayer("", parentID, nil, "", true, &storage.LayerOptions{Volatile: true})
 	if err != nil {
-		return Info{}, "", fmt.Errorf("layer of %s: create: %w", path, err)
+		return Info{}, nil, fmt.Errorf("layer of %s: create: %w", path, err)
 	}
 	rec.ID = l.ID
 	defer func() {
 		if err != nil {
-			if merged != "" {
-				unix.Unmount(merged, unix.MNT_DETACH)
+			if merged != nil {
+				merged.Close()
 			}
 			s.st.DeleteLayer(l.ID)
 			if rec.Manifest == l.ID {
@@ -286,11 +224,11 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDM
 	// is what a daemon that died while making it left (removeUnfinished).
 	md, err := s.drv.Metadata(l.ID)
 	if err != nil {
-		return Info{}, "", fmt.Errorf("layer of %s: %w", path, err)
+		return Info{}, nil, fmt.Errorf("layer of %s: %w", path, err)
 	}
 	var pst unix.Stat_t
 	if err = unix.Stat(path, &pst); err != nil {
-		return Info{}, "", fmt.Errorf("layer of %s: %w", path, err)
+		return Info{}, nil, fmt.Errorf("layer of %s: %w", path, err)
 	}
 	// The merged directory's root is the upper one's: it must look like
 	// the path it stands for.
@@ -302,35 +240,29 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDM
 		err = unix.Chmod(md["UpperDir"], pst.Mode&0o7777)
 	}
 	if err != nil {
-		return Info{}, "", fmt.Errorf("layer of %s: upper directory: %w", path, err)
+		return Info{}, nil, fmt.Errorf("layer of %s: upper directory: %w", path, err)
 	}
 	if rec.Manifest == "" {
 		rec.Manifest = l.ID
 		if err = writeManifest(filepath.Join(s.manifests(), l.ID), path); err != nil {
-			return Info{}, "", err
+			return Info{}, nil, err
 		}
 	}
-	lower := path
+	var lower *os.File
 	if m != nil {
 		// Overlay cannot be ID-mapped itself, but its layers can: the
-		// path is, beneath it. It holds the mapped mount once mounted.
-		lower = filepath.Join(filepath.Dir(md["UpperDir"]), "mapped-lower")
-		if err = mapInto(path, lower, m); err != nil {
-			return Info{}, "", err
+		// path is, beneath it.
+		if lower, err = mapped(path, m); err != nil {
+			return Info{}, nil, err
 		}
-		defer func() {
-			unix.Unmount(lower, unix.MNT_DETACH)
-			os.Remove(lower)
-		}()
+		defer lower.Close()
 	}
-	lowers := append(splitLowers(md["LowerDir"]), lower)
-	if err = mountOverlay(md["MergedDir"], lowers, md["UpperDir"], md["WorkDir"]); err != nil {
-		return Info{}, "", err
+	if merged, err = mountOverlay(splitLowers(md["LowerDir"]), path, lower, md["UpperDir"], md["WorkDir"]); err != nil {
+		return Info{}, nil, err
 	}
-	merged = md["MergedDir"]
 	rec.Ready = true
 	if err = s.setRecord(rec); err != nil {
-		return Info{}, "", err
+		return Info{}, nil, err
 	}
 	s.mounted[l.ID] = merged
 	return rec.Info, merged, nil
@@ -343,24 +275,55 @@ func splitLowers(s string) []string {
 	return strings.Split(s, ":")
 }
 
-// mountOverlay mounts lowers (top first) with upper at target, or
-// read-only without upper.
-func mountOverlay(target string, lowers []string, upper, work string) error {
-	data := "lowerdir=" + strings.Join(lowers, ":")
-	flags := uintptr(unix.MS_NODEV | unix.MS_NOSUID)
-	if upper != "" {
-		data += ",upperdir=" + upper + ",workdir=" + work
+// mountOverlay makes a detached overlay of the layers lowers (top first)
+// over path (or over lower, a mount of it, when that is not nil), with
+// upper, or read-only without one, and returns its root.
+func mountOverlay(lowers []string, path string, lower *os.File, upper, work string) (*os.File, error) {
+	fail := func(op string, err error) (*os.File, error) {
+		return nil, fmt.Errorf("%w: overlay of %s: %s: %w", ErrUnsupported, path, op, err)
+	}
+	fsfd, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return fail("fsopen", err)
+	}
+	defer unix.Close(fsfd)
+	for _, l := range lowers {
+		if err := unix.FsconfigSetString(fsfd, "lowerdir+", l); err != nil {
+			return fail("lowerdir+ "+l, err)
+		}
+	}
+	if lower != nil {
+		err = unix.FsconfigSetFd(fsfd, "lowerdir+", int(lower.Fd()))
 	} else {
-		flags |= unix.MS_RDONLY
+		err = unix.FsconfigSetString(fsfd, "lowerdir+", path)
 	}
-	data += "," + mountOptions
-	if len(data) >= os.Getpagesize() {
-		return fmt.Errorf("%w: a stack of %d layers is too deep for one overlay mount; commit or discard some", ErrUnsupported, len(lowers))
+	if err != nil {
+		return fail("lowerdir+ "+path, err)
 	}
-	if err := unix.Mount("overlay", target, "overlay", flags, data); err != nil {
-		return fmt.Errorf("%w: mount overlay on %s (lowerdir %s): %w", ErrUnsupported, target, strings.Join(lowers, ":"), err)
+	attr := unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID
+	if upper != "" {
+		if err := unix.FsconfigSetString(fsfd, "upperdir", upper); err != nil {
+			return fail("upperdir", err)
+		}
+		if err := unix.FsconfigSetString(fsfd, "workdir", work); err != nil {
+			return fail("workdir", err)
+		}
+	} else {
+		attr |= unix.MOUNT_ATTR_RDONLY
 	}
-	return nil
+	for _, o := range overlayOff {
+		if err := unix.FsconfigSetString(fsfd, o, "off"); err != nil {
+			return fail(o+"=off", err)
+		}
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return fail("create", err)
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, attr)
+	if err != nil {
+		return fail("fsmount", err)
+	}
+	return os.NewFile(uintptr(mfd), "overlay of "+path), nil
 }
 
 func (s *Store) setRecord(r record) error {
@@ -480,21 +443,17 @@ func (s *Store) Release(session string) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
 	for _, r := range recs {
 		if m, ok := s.mounted[r.ID]; ok {
-			if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-				errs = append(errs, fmt.Errorf("unmount layer of %s: %w", r.Path, err))
-				continue
-			}
+			m.Close()
 			delete(s.mounted, r.ID)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // view is the merged tree of layer r: the session's own mount while it
-// runs, else a read-only mount of its own, which done removes.
+// runs, else a read-only mount of its own, which done lets go of.
 func (s *Store) view(r record) (view *tree, uppers []string, done func(), err error) {
 	md, err := s.drv.Metadata(r.ID)
 	if err != nil {
@@ -502,34 +461,22 @@ func (s *Store) view(r record) (view *tree, uppers []string, done func(), err er
 	}
 	uppers = append([]string{md["UpperDir"]}, splitLowers(md["LowerDir"])...)
 	if m, ok := s.mounted[r.ID]; ok {
-		t, err := openTree(m)
+		t, err := treeOf(m)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		return t, uppers, t.close, nil
 	}
-	if err := os.MkdirAll(s.reviews(), 0o700); err != nil {
-		return nil, nil, nil, fmt.Errorf("layer store: %w", err)
-	}
-	at := filepath.Join(s.reviews(), r.ID+"-"+randomSuffix())
-	if err := os.Mkdir(at, 0o700); err != nil {
-		return nil, nil, nil, fmt.Errorf("layer store: %w", err)
-	}
-	if err := mountOverlay(at, append(slices.Clone(uppers), r.Path), "", ""); err != nil {
-		os.Remove(at)
-		return nil, nil, nil, err
-	}
-	t, err := openTree(at)
+	m, err := mountOverlay(uppers, r.Path, nil, "", "")
 	if err != nil {
-		unix.Unmount(at, unix.MNT_DETACH)
-		os.Remove(at)
 		return nil, nil, nil, err
 	}
-	return t, uppers, func() {
-		t.close()
-		unix.Unmount(at, unix.MNT_DETACH)
-		os.Remove(at)
-	}, nil
+	defer m.Close()
+	t, err := treeOf(m)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return t, uppers, t.close, nil
 }
 
 func randomSuffix() string {
@@ -716,19 +663,29 @@ func readManifest(file string) (map[string]manifestEntry, error) {
 	return m, nil
 }
 
-// mapInto mounts an ID-mapped clone of path at target, as m says.
-func mapInto(path, target string, m *IDMap) error {
+// mapped is a detached ID-mapped clone of path, as m says.
+func mapped(path string, m *IDMap) (*os.File, error) {
 	pid, done, err := idmap.CreateUsernsProcess(
 		// An ID-mapped mount shows an owner k as the id that k maps to
 		// outside the namespace.
 		[]idtools.IDMap{{ContainerID: int(m.Owner), HostID: int(m.UID), Size: 1}},
 		[]idtools.IDMap{{ContainerID: int(m.Group), HostID: int(m.GID), Size: 1}})
 	if err != nil {
-		return fmt.Errorf("layer of %s: user namespace to map its owner: %w", path, err)
+		return nil, fmt.Errorf("layer of %s: user namespace to map its owner: %w", path, err)
 	}
 	defer done()
-	if err := idmap.CreateIDMappedMount(path, target, pid); err != nil {
-		return fmt.Errorf("%w: an ID-mapped mount of %s, showing its owner %d as the sandbox's uid %d: %w", ErrUnsupported, path, m.Owner, m.UID, err)
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", pid))
+	if err != nil {
+		return nil, fmt.Errorf("layer of %s: %w", path, err)
 	}
-	return nil
+	defer ns.Close()
+	tree, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open_tree %s: %w", ErrUnsupported, path, err)
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns.Fd())}); err != nil {
+		unix.Close(tree)
+		return nil, fmt.Errorf("%w: an ID-mapped mount of %s, showing its owner %d as the sandbox's uid %d: %w", ErrUnsupported, path, m.Owner, m.UID, err)
+	}
+	return os.NewFile(uintptr(tree), "mapped "+path), nil
 }

@@ -4,6 +4,7 @@ package layers
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,13 +63,13 @@ func TestCommitAppliesEveryChangeKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(merged, "new/file"), "new\n")
-	write(t, filepath.Join(merged, "edit"), "one\n2\n")
-	must(t, os.Remove(filepath.Join(merged, "gone")))
-	must(t, os.Rename(filepath.Join(merged, "old-name"), filepath.Join(merged, "new-name")))
-	must(t, os.Chmod(filepath.Join(merged, "exec"), 0o755))
-	must(t, os.Symlink("keep", filepath.Join(merged, "link")))
-	must(t, os.RemoveAll(filepath.Join(merged, "dir")))
+	write(t, filepath.Join(at(merged), "new/file"), "new\n")
+	write(t, filepath.Join(at(merged), "edit"), "one\n2\n")
+	must(t, os.Remove(filepath.Join(at(merged), "gone")))
+	must(t, os.Rename(filepath.Join(at(merged), "old-name"), filepath.Join(at(merged), "new-name")))
+	must(t, os.Chmod(filepath.Join(at(merged), "exec"), 0o755))
+	must(t, os.Symlink("keep", filepath.Join(at(merged), "link")))
+	must(t, os.RemoveAll(filepath.Join(at(merged), "dir")))
 	if _, err := os.Stat(filepath.Join(ws, "new")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the host's path changed before commit: %v", err)
 	}
@@ -120,8 +121,8 @@ func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(merged, "edit"), "sandbox\n")
-	write(t, filepath.Join(merged, "keep"), "sandbox\n")
+	write(t, filepath.Join(at(merged), "edit"), "sandbox\n")
+	write(t, filepath.Join(at(merged), "keep"), "sandbox\n")
 	must(t, s.Release("s1"))
 	write(t, filepath.Join(ws, "edit"), "host\n")
 	_, err = s.Commit("s1", false)
@@ -147,17 +148,17 @@ func TestStackedLayersAndDiscard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(m1, "step1"), "1\n")
+	write(t, filepath.Join(at(m1), "step1"), "1\n")
 	must(t, s.Release("s1"))
-	var merged [2]string
+	var merged [2]*os.File
 	for i, id := range []string{"a", "b"} {
 		if _, merged[i], err = s.Create(id, ws, "s1", 0, nil); err != nil {
 			t.Fatal(err)
 		}
-		if b, err := os.ReadFile(filepath.Join(merged[i], "step1")); err != nil || string(b) != "1\n" {
+		if b, err := os.ReadFile(filepath.Join(at(merged[i]), "step1")); err != nil || string(b) != "1\n" {
 			t.Fatalf("stacked layer %s does not see its parent's file: %q %v", id, b, err)
 		}
-		write(t, filepath.Join(merged[i], "try-"+id), id)
+		write(t, filepath.Join(at(merged[i]), "try-"+id), id)
 		must(t, s.Release(id))
 	}
 	if err := s.Discard("s1"); !errors.Is(err, ErrBusy) {
@@ -193,7 +194,7 @@ func TestCommitDoesNotFollowSymlinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(merged, "sub/file"), "x\n")
+	write(t, filepath.Join(at(merged), "sub/file"), "x\n")
 	must(t, s.Release("s1"))
 	must(t, os.Symlink(outside, filepath.Join(ws, "sub")))
 	var ce *ConflictError
@@ -212,7 +213,9 @@ func TestCommitDoesNotFollowSymlinks(t *testing.T) {
 	}
 }
 
-func TestReopenRemovesMountsAndKeepsLayers(t *testing.T) {
+// A daemon that dies leaves nothing mounted (the overlays are detached),
+// its whole layers usable and its unfinished ones removed.
+func TestReopenKeepsLayersAndRemovesUnfinishedOnes(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("layers need a root daemon")
 	}
@@ -226,21 +229,31 @@ func TestReopenRemovesMountsAndKeepsLayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(merged, "f"), "f\n")
-	// As a daemon that died: its mount stays, nothing is shut down.
+	write(t, filepath.Join(at(merged), "f"), "f\n")
+	if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), dir) {
+		t.Errorf("a layer is mounted in the mount table:\n%s", b)
+	}
+	// As a daemon that died making a layer: the library's layer, no record.
+	half, err := s.st.CreateLayer("", "", nil, "", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s2, cleaned, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if len(cleaned) != 1 || !strings.Contains(cleaned[0], merged) {
-		t.Errorf("cleaned = %q, want the mount of %s", cleaned, merged)
+	if !slices.Equal(cleaned, []string{"unfinished layer " + half.ID}) {
+		t.Errorf("cleaned = %q, want the unfinished layer %s", cleaned, half.ID)
 	}
 	d, err := s2.Diff("s1", false)
 	if err != nil || !slices.Equal(summary(d[0]), []string{"added f"}) {
 		t.Fatalf("layer after reopening: %v %v", d, err)
 	}
 }
+
+// at is where the test reaches the root of a detached mount by path.
+func at(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }
 
 func must(t *testing.T, err error) {
 	t.Helper()

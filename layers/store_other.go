@@ -2,7 +2,10 @@
 
 package layers
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+)
 
 // Store is the daemon's layers; on this OS there are none.
 type Store struct{}
@@ -19,8 +22,8 @@ func CheckPath(path string) error {
 
 func (*Store) Close() error { return nil }
 
-func (*Store) Create(session, path, parentSession string, owner uint32, m *IDMap) (Info, string, error) {
-	return Info{}, "", ErrUnsupported
+func (*Store) Create(session, path, parentSession string, owner uint32, m *IDMap) (Info, *os.File, error) {
+	return Info{}, nil, ErrUnsupported
 }
 
 func (*Store) Of(string) ([]Info, error)           { return nil, ErrUnsupported }

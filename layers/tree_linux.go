@@ -31,6 +31,15 @@ func openTree(root string) (*tree, error) {
 	return &tree{root: root, fd: fd}, nil
 }
 
+// treeOf is a tree at the root of the mount f.
+func treeOf(f *os.File) (*tree, error) {
+	fd, err := unix.Openat(int(f.Fd()), ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", f.Name(), err)
+	}
+	return &tree{root: f.Name(), fd: fd}, nil
+}
+
 func (t *tree) close() { unix.Close(t.fd) }
 
 func (t *tree) openat(rel string, flags uint64) (int, error) {
