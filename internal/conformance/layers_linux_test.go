@@ -576,3 +576,76 @@ func TestLayerCarveOutThatDoesNotExistYet(t *testing.T) {
 		})
 	}
 }
+
+// TestLayersAreTheirOwnersOnly: on a root daemon another caller neither
+// sees nor settles root's layers, nor starts on them, nor layers a
+// directory that is not its own (a commit writes as root); its own
+// directory it layers, and the commit leaves its files its own.
+func TestLayersAreTheirOwnersOnly(t *testing.T) {
+	if !layersHere() {
+		t.Skip("this daemon makes no layers; the refusal has its own cases")
+	}
+	const user = 4242
+	d, err := startDaemonWith(filepath.Join(suite.root, "layers-authz"), suite.wrap, "--socket-group", fmt.Sprint(user))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.stop()
+	as := func(uid int, dir string, args ...string) cliResult {
+		t.Helper()
+		cmd := exec.Command(suite.sandboxctl, append([]string{"--socket", d.socket}, args...)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{user}}}
+		cmd.Dir = dir
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("sandboxctl as uid %d: %v", uid, err)
+		}
+		return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	}
+	f := newFixture(t)
+	rootWS := layerWorkspace(t, f)
+	r := as(0, rootWS, "run", "--layer", ".", "--json", "--", "/bin/sh", "-c", "echo root > by-root")
+	m := regexp.MustCompile(`"session_id":\s*"([0-9a-f]+)"`).FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		t.Fatalf("root's layered run: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	rootID := m[1]
+	if l := as(user, "/", "layers"); l.code != 0 || strings.Contains(l.stdout, rootID) {
+		t.Errorf("uid %d's layers list root's: exit %d\n%s%s", user, l.code, l.stdout, l.stderr)
+	}
+	for _, args := range [][]string{{"diff", rootID}, {"commit", rootID}, {"discard", rootID}, {"run", "--layer-from", rootID, "--", "/bin/true"}} {
+		if r := as(user, "/", args...); r.code == 0 || !strings.Contains(strings.ToLower(r.stderr), "not found") {
+			t.Errorf("uid %d: %v of root's layer: exit %d %q, want not found", user, args, r.code, r.stderr)
+		}
+	}
+	if r := as(user, "/", "run", "--layer", rootWS, "--", "/bin/true"); r.code != client.ExitDaemonFailed || !strings.Contains(r.stderr, "only root may layer another's directory") {
+		t.Errorf("uid %d layering root's directory: exit %d %q, want refused", user, r.code, r.stderr)
+	}
+	own := f.path("own")
+	if err := os.Mkdir(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(own, user, user); err != nil {
+		t.Fatal(err)
+	}
+	r = as(user, own, "run", "--layer", ".", "--json", "--", "/bin/sh", "-c", "echo mine > f")
+	m = regexp.MustCompile(`"session_id":\s*"([0-9a-f]+)"`).FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		t.Fatalf("uid %d's layered run of its own directory: exit %d %q %q", user, r.code, r.stdout, r.stderr)
+	}
+	if c := as(user, own, "commit", m[1]); c.code != 0 {
+		t.Fatalf("uid %d's commit: exit %d %q", user, c.code, c.stderr)
+	}
+	fi, err := os.Lstat(filepath.Join(own, "f"))
+	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != user {
+		t.Errorf("the committed file: %v %v, want uid %d's", fi, err, user)
+	}
+	if c := as(0, rootWS, "discard", rootID); c.code != 0 {
+		t.Errorf("root's discard: exit %d %q", c.code, c.stderr)
+	}
+}
