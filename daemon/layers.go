@@ -87,8 +87,11 @@ func layerRefusal(path string, err error) error {
 		Found:     err.Error(),
 		Remedy:    "run sandboxd as root with --state-dir on a filesystem overlay accepts as upper layer (ext4, xfs, tmpfs), with the layered path on one it accepts as lower; or use --write on a copy of " + path,
 	}
-	if os.Geteuid() != 0 {
+	switch {
+	case os.Geteuid() != 0:
 		u.Remedy = "run sandboxd as root, which can mount overlay over a host path; a rootless daemon cannot. Or use --write on a copy of " + path
+	case errors.Is(err, layers.ErrUnmappable):
+		u.Remedy = "allow user namespaces, which showing the owner of " + path + " as the sandbox's uid needs; or make " + path + " the sandbox uid's; or use --write on a copy of it"
 	}
 	if !errors.Is(err, layers.ErrUnsupported) {
 		return fmt.Errorf("layer of %s: %w", path, err)

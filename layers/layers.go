@@ -92,6 +92,10 @@ type Diff struct {
 // errors wrap it with why.
 var ErrUnsupported = errors.New("copy-on-write layers are not supported here")
 
+// ErrUnmappable says the layered path's owner could not be shown to the
+// sandbox as its own (see IDMap); it comes wrapped with ErrUnsupported.
+var ErrUnmappable = errors.New("the path's owner cannot be mapped to the sandbox's uid")
+
 // ErrNotFound says a session has no layers.
 var ErrNotFound = errors.New("no layer")
 

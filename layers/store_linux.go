@@ -671,12 +671,14 @@ func mapped(path string, m *IDMap) (*os.File, error) {
 		[]idtools.IDMap{{ContainerID: int(m.Owner), HostID: int(m.UID), Size: 1}},
 		[]idtools.IDMap{{ContainerID: int(m.Group), HostID: int(m.GID), Size: 1}})
 	if err != nil {
-		return nil, fmt.Errorf("layer of %s: user namespace to map its owner: %w", path, err)
+		// Where user namespaces are denied, no layer of another's path
+		// can be shown to the sandbox as its own.
+		return nil, fmt.Errorf("%w: %w: a user namespace to map the owner of %s: %w", ErrUnsupported, ErrUnmappable, path, err)
 	}
 	defer done()
 	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", pid))
 	if err != nil {
-		return nil, fmt.Errorf("layer of %s: %w", path, err)
+		return nil, fmt.Errorf("user namespace to map the owner of %s: %w", path, err)
 	}
 	defer ns.Close()
 	tree, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
@@ -685,7 +687,7 @@ func mapped(path string, m *IDMap) (*os.File, error) {
 	}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns.Fd())}); err != nil {
 		unix.Close(tree)
-		return nil, fmt.Errorf("%w: an ID-mapped mount of %s, showing its owner %d as the sandbox's uid %d: %w", ErrUnsupported, path, m.Owner, m.UID, err)
+		return nil, fmt.Errorf("%w: %w: an ID-mapped mount of %s, showing its owner %d as the sandbox's uid %d: %w", ErrUnsupported, ErrUnmappable, path, m.Owner, m.UID, err)
 	}
 	return os.NewFile(uintptr(tree), "mapped "+path), nil
 }
