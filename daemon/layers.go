@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -97,6 +98,46 @@ func layerRefusal(path string, err error) error {
 		return fmt.Errorf("layer of %s: %w", path, err)
 	}
 	return u
+}
+
+// layerFeature says whether this daemon makes layers: a root daemon with
+// a state directory on Linux, for a launch the namespaces set runs. The
+// store itself is tried at the first layered launch (or at start, when
+// there is one); its failure then is reported here.
+func (s *Service) layerFeature(r *sandboxdv1.CapabilitiesReport) *sandboxdv1.FeatureSupport {
+	f := &sandboxdv1.FeatureSupport{Feature: "filesystem.layer"}
+	namespaces := false
+	for _, m := range r.GetMechanismSets() {
+		if m.GetName() == "namespaces" && m.GetAvailable() && (r.GetForcedMechanismSet() == "" || r.GetForcedMechanismSet() == "namespaces") {
+			namespaces = true
+		}
+	}
+	s.layers.mu.Lock()
+	opened, err := s.layers.opened, s.layers.err
+	s.layers.mu.Unlock()
+	switch {
+	case runtime.GOOS != "linux":
+		err = fmt.Errorf("%w: they need Linux's overlay filesystem", layers.ErrUnsupported)
+	case os.Geteuid() != 0:
+		err = fmt.Errorf("%w: the daemon runs as uid %d, not root", layers.ErrUnsupported, os.Geteuid())
+	case s.layers.dir == "":
+		err = fmt.Errorf("%w: the daemon runs without a state directory", layers.ErrUnsupported)
+	case !namespaces:
+		err = fmt.Errorf("%w: the namespaces mechanism set is not available, and the landlock set has no mount namespace to show a layer in", layers.ErrUnsupported)
+	case opened && err != nil:
+	default:
+		f.Enforceable, f.MechanismSet = true, "namespaces"
+		f.Enforcement = []*sandboxdv1.FieldEnforcement{{Field: "filesystem.layer", Mechanism: "overlay on go.podman.io/storage's overlay driver in " + s.layers.dir + ", a detached mount bound at the path in the sandbox"}}
+		return f
+	}
+	var u *launcher.Unenforceable
+	if errors.As(layerRefusal("PATH", err), &u) {
+		if !namespaces && runtime.GOOS == "linux" {
+			u.Remedy = "allow user namespaces (and do not force --mechanism landlock), so that the namespaces set runs the session; or use --write on a copy of PATH"
+		}
+		f.Refusal = u.Proto()
+	}
+	return f
 }
 
 // withLayerFrom is the Start's policy with the layered paths of
