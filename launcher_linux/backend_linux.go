@@ -196,6 +196,9 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		}
 		trees[w] = tree
 	}
+	if err := refuseMappedHostTrees(fsPol.GetLayer(), spec.UID); err != nil {
+		return nil, err
+	}
 	if set == SetNamespaces {
 		// The daemon mapped a layer's owner, if it had to, when it made
 		// the layer (overlay cannot be mapped itself).

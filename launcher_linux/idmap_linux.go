@@ -227,6 +227,25 @@ func idmappedTree(path string, userns int) (int, error) {
 	return tree, nil
 }
 
+// refuseMappedHostTrees refuses a layer of the host's own tree that the
+// daemon shows the sandbox through a mapping of its owner (an owner other
+// than uid): as for a write root, that would hand the sandbox the host's
+// files, root-only ones included, as its own.
+func refuseMappedHostTrees(layers []string, uid uint32) error {
+	for _, l := range layers {
+		var st unix.Stat_t
+		if unix.Stat(l, &st) != nil || st.Uid == uid || !(coveredBy(l, hostTrees) || anyWithin(hostTrees, l)) {
+			continue
+		}
+		return &launcher.Unenforceable{
+			Field: "filesystem.layer", Mechanism: fmt.Sprintf("a layer of %s showing its owner (uid %d) as the sandbox's uid %d", l, st.Uid, uid),
+			Found:  l + " holds the host's own files, which mapping its owner to the sandbox uid would hand over",
+			Remedy: "layer the workspace inside it, not the host's own tree",
+		}
+	}
+	return nil
+}
+
 // cloneTree is a detached clone of the mount whose root is root, nosuid
 // and nodev, for the init to attach where the plan says: a layer's
 // overlay, which the daemon holds detached, in no mount table.
