@@ -11,6 +11,13 @@ MODULE := github.com/sandboxd/sandboxd
 GOBIN := $(CURDIR)/.cache/bin
 export PATH := $(GOBIN):$(PATH)
 
+# go.podman.io/storage (package layers) builds its btrfs driver with cgo,
+# which needs libbtrfs headers, unless told not to; the daemon uses only its
+# overlay driver. Exported, so that every go command below and those the
+# tests and scripts run build alike.
+GO_TAGS := containers_image_openpgp,exclude_graphdriver_btrfs
+export GOFLAGS := $(strip $(GOFLAGS) -tags=$(GO_TAGS))
+
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 STATICCHECK_VERSION := v0.8.2

@@ -28,6 +28,7 @@ func (s *Service) Capabilities(ctx context.Context) *sandboxdv1.CapabilitiesRepo
 		// ours to attach, not to write into it.
 		r = proto.Clone(r).(*sandboxdv1.CapabilitiesReport)
 	}
+	r.Features = append(r.Features, s.layerFeature(r))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

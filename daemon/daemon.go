@@ -151,6 +151,8 @@ type Service struct {
 	auditHealth auditHealth
 	// inputWatches counts the sessions whose input state is polled.
 	inputWatches atomic.Int64
+	// layers keeps the sessions' copy-on-write layers (layers.go).
+	layers *layerStore
 }
 
 // New returns a Service starting sandboxes with cfg.Backend.
@@ -257,6 +259,7 @@ func New(cfg Config) (*Service, error) {
 		sinks = append(sinks, auditSink(log, logf, s.auditHealth.set))
 	}
 	s.events = newEventBus(sinks...)
+	s.layers = newLayerStore(cfg.StateDir, logf)
 	return s, nil
 }
 
@@ -494,6 +497,7 @@ func (s *Service) Close() error {
 	if c, ok := s.cfg.Backend.(io.Closer); ok {
 		c.Close()
 	}
+	s.layers.close()
 	if s.audit == nil {
 		return nil
 	}

@@ -180,6 +180,9 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		groups   []uint32
 	)
 	if caller.Session != "" {
+		if start.GetLayerFrom() != "" {
+			return nil, launcher.Spec{}, &RequestError{Field: "layer_from", Msg: "set, but a child sandbox cannot have layers"}
+		}
 		parent, err := s.lookupFor(caller, caller.Session)
 		if err != nil {
 			return nil, launcher.Spec{}, err
@@ -194,11 +197,18 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		uid, gid = parent.sandboxUID, parent.sandboxGID
 		groups = parent.callerGroups
 	} else {
-		if err := policy.Validate(start.GetPolicy()); err != nil {
+		asked, err := s.withLayerFrom(caller, start)
+		if err != nil {
+			return nil, launcher.Spec{}, err
+		}
+		if err := policy.Validate(asked); err != nil {
 			return nil, launcher.Spec{}, fmt.Errorf("invalid policy: %w", err)
 		}
-		pol = policy.Normalize(start.GetPolicy())
+		pol = policy.Normalize(asked)
 		if err := checkWriteRoots(caller, pol); err != nil {
+			return nil, launcher.Spec{}, err
+		}
+		if err := checkLayerPaths(caller, pol); err != nil {
 			return nil, launcher.Spec{}, err
 		}
 		owner, ownerSID = caller.UID, caller.SID
@@ -251,6 +261,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		interactive: !start.GetDetach(),
 	}
 	sess.callerGroups = groups
+	sess.layerFrom = start.GetLayerFrom()
 	if n := pol.GetLimits().GetOutputBytes(); n != 0 {
 		sess.outCap = &outputCap{limit: n, tty: sess.tty}
 	}
@@ -329,9 +340,14 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 		return nil, nil, exit, ferr
 	}
 	spec.Stdio = sio.child
-	proc, err := s.cfg.Backend.Start(ctx, spec)
+	err = s.makeLayers(sess, &spec)
+	var proc launcher.Process
+	if err == nil {
+		proc, err = s.cfg.Backend.Start(ctx, spec)
+	}
 	sio.closeChild()
 	if err != nil {
+		s.dropLayers(sess)
 		sio.closeAll()
 		s.logf("session %s: start %q: %v", sess.id, sess.argv[0], err)
 		exit, ferr := sess.startFailure(err)
@@ -340,6 +356,7 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 	fail := func(err error) (launcher.Process, *stdio, *sandboxdv1.Exit, error) {
 		proc.Kill()
 		proc.Wait()
+		s.dropLayers(sess)
 		sio.closeAll()
 		exit, ferr := sess.startFailure(err)
 		return nil, nil, exit, ferr
@@ -371,6 +388,7 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 		t := time.AfterFunc(d, func() { s.end(sess, reasonTimeout) })
 		defer t.Stop()
 	}
+	stopLayerSize := s.watchLayerSize(sess)
 	stopInput := make(chan struct{})
 	var watchers sync.WaitGroup
 	watchers.Go(func() { s.watchInput(sess, sio, stopInput) })
@@ -395,6 +413,8 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 		})
 	}
 	st, waitErr := proc.Wait()
+	stopLayerSize()
+	s.releaseLayers(sess)
 	sess.markWaited()
 	close(stopInput)
 	watchers.Wait()

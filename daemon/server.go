@@ -58,6 +58,7 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	)
 	desc := decodingService(sandboxdv1.Sandboxd_ServiceDesc)
 	srv.RegisterService(&desc, &grpcServer{svc: s})
+	sandboxdv1.RegisterLayersServer(srv, &layersServer{svc: s})
 	// Reflection lets operators poke at a live daemon with grpcurl.
 	reflection.Register(srv)
 	healthpb.RegisterHealthServer(srv, s.health)

@@ -71,6 +71,9 @@ type session struct {
 	// callerGroups are the groups of the caller that started the session
 	// tree when it is not root (launcher.Spec.CallerGroups).
 	callerGroups []uint32
+	// layerFrom is the ended session whose layers this one starts on
+	// (Start.layer_from).
+	layerFrom string
 
 	// closed is set, under the Service's mu, once the session has ended
 	// and its subtree is being killed; no child may be added after.

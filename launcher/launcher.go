@@ -70,6 +70,11 @@ type Spec struct {
 	// sandbox has ended, which must make Proxy return. A backend refuses
 	// an ALLOWLIST policy when Proxy is nil.
 	Proxy func(net.Listener)
+	// Layers maps each path of the policy's filesystem.layer to the root
+	// of the mount the daemon made for it (package layers), which the
+	// sandbox sees in the path's place. A backend refuses a layer it has
+	// no mount for, and never writes to the path itself.
+	Layers map[string]*os.File
 }
 
 // ProxyAddress is where an ALLOWLIST sandbox reaches the daemon's proxy,

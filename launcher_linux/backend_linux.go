@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,7 +181,8 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			Found: "the caller gave the backend no proxy to serve", Remedy: "start the session through sandboxd, which runs the proxy",
 		}
 	}
-	mapped, keys, notes := idmapPlan(spec.Policy.GetFilesystem().GetWrite(), set, identity{uid: spec.UID, gid: spec.GID, rootCaller: spec.RootCaller, groups: spec.CallerGroups})
+	fsPol := spec.Policy.GetFilesystem()
+	mapped, keys, notes := idmapPlan(fsPol.GetWrite(), set, identity{uid: spec.UID, gid: spec.GID, rootCaller: spec.RootCaller, groups: spec.CallerGroups})
 	trees := map[string]int{}
 	defer func() {
 		for _, fd := range trees {
@@ -192,6 +195,23 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			return nil, idmapRefusal(w, spec.UID, spec.GID, err)
 		}
 		trees[w] = tree
+	}
+	if err := refuseMappedHostTrees(fsPol.GetLayer(), spec.UID); err != nil {
+		return nil, err
+	}
+	if set == SetNamespaces {
+		// The daemon mapped a layer's owner, if it had to, when it made
+		// the layer (overlay cannot be mapped itself).
+		for _, l := range fsPol.GetLayer() {
+			if spec.Layers[l] == nil {
+				continue
+			}
+			tree, err := cloneTree(spec.Layers[l])
+			if err != nil {
+				return nil, fmt.Errorf("layer of %s: %w", l, err)
+			}
+			trees[l] = tree
+		}
 	}
 	var passwd, group string
 	if set == SetNamespaces {
@@ -206,11 +226,11 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
 		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
 		HideSockets: spec.HideSockets, SessionSocket: spec.SessionSocket, Idmapped: mapped,
-		Passwd: passwd, Group: group,
-	}, b.host.planHost(set, hostExists))
+		Passwd: passwd, Group: group, Layered: slices.Collect(maps.Keys(spec.Layers)),
+	}, b.host.planHost(set, existsIn(spec.Layers)))
 	var held []string
 	if err == nil {
-		held = b.holdPlaceholders(plan, spec.Policy.GetFilesystem())
+		held = b.holdPlaceholders(plan, spec.Policy.GetFilesystem(), spec.Layers)
 	}
 	b.mu.Unlock()
 	if err != nil {
@@ -276,10 +296,10 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			continue
 		}
 		// Before the stdio: the init takes them as it builds the root.
-		if err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassMount}, unix.UnixRights(trees[s.Source]), nil, 0); err != nil {
+		if err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassMount}, unix.UnixRights(trees[s.Target]), nil, 0); err != nil {
 			ip.plan.Close()
 			p.abort()
-			return nil, fmt.Errorf("send ID-mapped write root %s to sandbox init: %w", s.Source, err)
+			return nil, fmt.Errorf("send ID-mapped write root %s to sandbox init: %w", s.Target, err)
 		}
 	}
 	if !spec.Stdio.Terminal {
@@ -483,6 +503,49 @@ func hostExists(path string) (bool, bool) {
 	return true, fi.IsDir()
 }
 
+// existsIn is hostExists that looks beneath a layered path in its layer,
+// which is what the sandbox will see there.
+func existsIn(layers map[string]*os.File) func(string) (bool, bool) {
+	if len(layers) == 0 {
+		return hostExists
+	}
+	return func(path string) (bool, bool) {
+		root, rel, ok := layerOf(path, layers)
+		if !ok {
+			return hostExists(path)
+		}
+		fd, err := unix.Openat2(int(root.Fd()), rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+		if err != nil {
+			return false, false
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			return false, false
+		}
+		return true, st.Mode&unix.S_IFMT == unix.S_IFDIR
+	}
+}
+
+// layerOf finds the layer path lies in: its mount's root and path relative
+// to it ("." for the layered path itself).
+func layerOf(path string, layers map[string]*os.File) (root *os.File, rel string, ok bool) {
+	best := ""
+	for l := range layers {
+		if within(path, l) && len(l) > len(best) {
+			best = l
+		}
+	}
+	if best == "" {
+		return nil, "", false
+	}
+	rel = strings.TrimPrefix(strings.TrimPrefix(path, best), "/")
+	if rel == "" {
+		rel = "."
+	}
+	return layers[best], rel, true
+}
+
 // checkPaths refuses policies whose paths cross symlinks: the policy names
 // the place it protects, and a symlink would silently move that place.
 func checkPaths(fs *sandboxdv1.Filesystem) error {
@@ -559,11 +622,15 @@ type placeholder struct {
 	made []string
 	// entry is its journal entry.
 	entry string
+	// layer is, for a placeholder inside a layer, the root of the layer's
+	// mount, which made is relative to. It has no journal entry: the
+	// layer is the daemon's, not the host's.
+	layer *os.File
 }
 
 // holdPlaceholders counts this session among the users of every placeholder
 // it plans or relies on; b.mu is held.
-func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem) []string {
+func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem, layers map[string]*os.File) []string {
 	planned := map[string]bool{}
 	for _, s := range plan.Mounts {
 		if s.Kind == MountPlaceholder {
@@ -572,9 +639,26 @@ func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem) []stri
 	}
 	var held []string
 	for _, p := range append(append([]string{}, fs.GetReadOnly()...), fs.GetDeny()...) {
-		e := b.placeholders[p]
+		// Inside a layer the placeholder is made in the layer, which is
+		// the session's alone.
+		key := p
+		root, rel, inLayer := layerOf(p, layers)
+		if inLayer {
+			key = fmt.Sprintf("%p:%s", root, p)
+		}
+		e := b.placeholders[key]
 		switch {
 		case e != nil:
+		case planned[p] && inLayer:
+			e = &placeholder{layer: root}
+			exists := existsIn(layers)
+			for d, dp := rel, p; d != "."; d, dp = filepath.Dir(d), filepath.Dir(dp) {
+				if ok, _ := exists(dp); ok {
+					break
+				}
+				e.made = append(e.made, d)
+			}
+			b.placeholders[key] = e
 		case planned[p]:
 			e = &placeholder{}
 			for d := p; d != "/"; d = filepath.Dir(d) {
@@ -584,12 +668,12 @@ func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem) []stri
 				e.made = append(e.made, d)
 			}
 			e.entry = b.journal.record(entryPlaceholder, e.made)
-			b.placeholders[p] = e
+			b.placeholders[key] = e
 		default:
 			continue
 		}
 		e.users++
-		held = append(held, p)
+		held = append(held, key)
 	}
 	return held
 }
@@ -603,11 +687,28 @@ func (b *backend) releasePlaceholders(held []string) {
 			continue
 		}
 		delete(b.placeholders, p)
+		if e.layer != nil {
+			for _, d := range e.made {
+				removeEmptyDirBeneath(e.layer, d)
+			}
+			continue
+		}
 		for _, d := range e.made {
 			removeEmptyDirNoFollow(d)
 		}
 		b.journal.forget(e.entry)
 	}
+}
+
+// removeEmptyDirBeneath removes the directory rel beneath root if it is
+// empty.
+func removeEmptyDirBeneath(root *os.File, rel string) {
+	parent, err := unix.Openat2(int(root.Fd()), filepath.Dir(rel), &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return
+	}
+	defer unix.Close(parent)
+	unix.Unlinkat(parent, filepath.Base(rel), unix.AT_REMOVEDIR)
 }
 
 func removeEmptyDirNoFollow(path string) {

@@ -227,6 +227,41 @@ func idmappedTree(path string, userns int) (int, error) {
 	return tree, nil
 }
 
+// refuseMappedHostTrees refuses a layer of the host's own tree that the
+// daemon shows the sandbox through a mapping of its owner (an owner other
+// than uid): as for a write root, that would hand the sandbox the host's
+// files, root-only ones included, as its own.
+func refuseMappedHostTrees(layers []string, uid uint32) error {
+	for _, l := range layers {
+		var st unix.Stat_t
+		if unix.Stat(l, &st) != nil || st.Uid == uid || !(coveredBy(l, hostTrees) || anyWithin(hostTrees, l)) {
+			continue
+		}
+		return &launcher.Unenforceable{
+			Field: "filesystem.layer", Mechanism: fmt.Sprintf("a layer of %s showing its owner (uid %d) as the sandbox's uid %d", l, st.Uid, uid),
+			Found:  l + " holds the host's own files, which mapping its owner to the sandbox uid would hand over",
+			Remedy: "layer the workspace inside it, not the host's own tree",
+		}
+	}
+	return nil
+}
+
+// cloneTree is a detached clone of the mount whose root is root, nosuid
+// and nodev, for the init to attach where the plan says: a layer's
+// overlay, which the daemon holds detached, in no mount table.
+func cloneTree(root *os.File) (int, error) {
+	tree, err := unix.OpenTree(int(root.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return -1, fmt.Errorf("open_tree %s: %w", root.Name(), err)
+	}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+		unix.Close(tree)
+		return -1, fmt.Errorf("mount_setattr %s: %w", root.Name(), err)
+	}
+	return tree, nil
+}
+
 // idmapRefusal is the refusal of a write root that had to be ID-mapped to
 // be writable by the sandbox uid and could not be: its filesystem (NFS,
 // FUSE, ...) or the kernel (before 5.12) does not map owners.

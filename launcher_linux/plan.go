@@ -123,6 +123,9 @@ type PlanInput struct {
 	// (launcher.Spec.SessionSocket). It, not the policy, says whether the
 	// sandbox gets one: the daemon makes it only for children.allow.
 	SessionSocket string
+	// Layered are the layered paths of the policy the daemon made a layer
+	// for (launcher.Spec.Layers); Host.Exists looks inside the layers.
+	Layered []string
 }
 
 // SessionSocketPath is where a sandbox of the namespaces set finds its
@@ -154,6 +157,9 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 			Found: "the daemon passed no session socket", Remedy: "start the session through a daemon that serves on a socket, or set children.allow to false",
 		}
 	}
+	if err := checkLayers(p.GetFilesystem().GetLayer(), in.Layered, host.Set); err != nil {
+		return nil, err
+	}
 	if host.Set == SetLandlock {
 		if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST {
 			sf := allowlistShortfall
@@ -181,8 +187,10 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 
 	// Write roots go below the sandbox's own /proc, /dev and /tmp, so that
 	// even a write root of "/" never shows the host's; a write root inside
-	// one of those goes on top of it.
-	writes := fs.GetWrite()
+	// one of those goes on top of it. A layered path is a write root whose
+	// bind comes from its layer's merged directory: carve-outs, masks,
+	// Landlock and the write model treat it as one.
+	writes := slices.Concat(fs.GetWrite(), fs.GetLayer())
 	var writesUnder, writesOver []string
 	for _, w := range sortedByDepth(writes) {
 		if strictlyWithinAny(w, systemMounts) {
@@ -201,16 +209,28 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		}
 	}
 	sort.Strings(placeholders)
-	mapped := func(w string) bool { return slices.Contains(in.Idmapped, w) }
+	// The daemon hands over, ready-made, the binds of ID-mapped write
+	// roots and of layers: a layer's merged directory is the daemon's,
+	// beneath its state directory, where the init may not reach it. To the
+	// init a layer's bind is then one of a write root at its path, and a
+	// placeholder inside it is made through the mount handed over.
+	passed := func(w string) bool { return slices.Contains(in.Idmapped, w) || slices.Contains(in.Layered, w) }
 	for _, c := range placeholders {
 		st := MountStep{Kind: MountPlaceholder, Source: c, Field: fieldOf(fs, c)}
-		if r := innermostRoot(c, writes); mapped(r) {
+		if r := innermostRoot(c, writes); passed(r) {
 			st.Via = r
 		}
 		add(st)
 	}
+	bind := func(w string) MountStep {
+		field := "filesystem.write"
+		if slices.Contains(in.Layered, w) {
+			field = "filesystem.layer"
+		}
+		return MountStep{Kind: MountBind, Source: w, Target: w, Field: field, Idmapped: passed(w)}
+	}
 	for _, w := range writesUnder {
-		add(MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write", Idmapped: mapped(w)})
+		add(bind(w))
 	}
 	// Over whatever write root holds them, under any carve-out or mask
 	// of the policy's.
@@ -252,7 +272,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		add(MountStep{Kind: MountTmpfs, Target: "/tmp", Mode: 0o1777, Field: "filesystem.write"})
 	}
 	for _, w := range writesOver {
-		add(MountStep{Kind: MountBind, Source: w, Target: w, Field: "filesystem.write", Idmapped: mapped(w)})
+		add(bind(w))
 	}
 
 	pinned := map[string]bool{}
@@ -360,11 +380,11 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		cwd = "/"
 	}
 	plan.Exec = ExecPlan{
-		Argv: in.Argv, Env: in.Env, Cwd: cwd, WriteRoots: usableRoots(fs.GetWrite()),
+		Argv: in.Argv, Env: in.Env, Cwd: cwd, WriteRoots: usableRoots(writes),
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
 		Landlock: ll, Seccomp: prog, Listener: notify,
 	}
-	plan.Report = append(report(p, plan, len(fs.GetDeny()) > 0, in.SessionSocket != ""), limitsReport(p, host)...)
+	plan.Report = append(report(p, plan, in.Idmapped, len(fs.GetDeny()) > 0, in.SessionSocket != ""), limitsReport(p, host)...)
 	plan.DenialSources = append(denialSources(plan, host, p.GetNetwork().GetMode() != sandboxdv1.Network_HOST), limitDenialSources(p)...)
 	if plan.ProxyListen != "" {
 		plan.DenialSources = append(plan.DenialSources, &sandboxdv1.DenialSource{Kind: "network.allow", Observed: true,
@@ -402,10 +422,10 @@ func loopbackForwards(allow []*sandboxdv1.NetworkAllow) ([]uint16, error) {
 
 // idmapReport names the write roots whose owner the sandbox sees as its
 // own uid.
-func idmapReport(plan *Plan) string {
+func idmapReport(plan *Plan, idmapped []string) string {
 	var mapped []string
 	for _, s := range plan.Mounts {
-		if s.Idmapped {
+		if s.Idmapped && s.Field == "filesystem.write" && slices.Contains(idmapped, s.Target) {
 			mapped = append(mapped, s.Source)
 		}
 	}
@@ -493,7 +513,7 @@ func sortedByDepth(paths []string) []string {
 	return out
 }
 
-func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sandboxdv1.FieldEnforcement {
+func report(p *sandboxdv1.Policy, plan *Plan, idmapped []string, hasDeny, sessionSocket bool) []*sandboxdv1.FieldEnforcement {
 	ll := "landlock unavailable"
 	if plan.Exec.Landlock.ABI > 0 {
 		ll = fmt.Sprintf("landlock abi %d", plan.Exec.Landlock.ABI)
@@ -503,7 +523,10 @@ func report(p *sandboxdv1.Policy, plan *Plan, hasDeny, sessionSocket bool) []*sa
 	}
 	out := []*sandboxdv1.FieldEnforcement{
 		f("filesystem.read", "mount-ns read-only clone of / + "+ll),
-		f("filesystem.write", "mount-ns read-write binds"+idmapReport(plan)+" + "+ll),
+		f("filesystem.write", "mount-ns read-write binds"+idmapReport(plan, idmapped)+" + "+ll),
+	}
+	if len(p.GetFilesystem().GetLayer()) > 0 {
+		out = append(out, f("filesystem.layer", "copy-on-write: an overlay the daemon mounted in its layer store, with the host path (ID-mapped when its owner is not the sandbox uid) as its lowest layer, bound read-write in the path's place (mount-ns) + "+ll+"; the host path is written only by a commit"))
 	}
 	if len(p.GetFilesystem().GetReadOnly()) > 0 {
 		out = append(out, f("filesystem.read_only", "mount-ns read-only rebinds, ancestors pinned as mount points (landlock cannot subtract)"))
@@ -567,4 +590,26 @@ func limitsReport(p *sandboxdv1.Policy, host Host) []*sandboxdv1.FieldEnforcemen
 		out = append(out, &sandboxdv1.FieldEnforcement{Field: "limits.output_bytes", Mechanism: fmt.Sprintf("daemon output accounting: output beyond %d bytes is dropped after a marker; the command runs on", n)})
 	}
 	return out
+}
+
+// checkLayers refuses layered paths this launch has no layer for, and
+// layers on the landlock set, which has no mount namespace to show a
+// layer in the path's place.
+func checkLayers(paths, layered []string, set MechanismSet) error {
+	for _, l := range paths {
+		switch {
+		case set == SetLandlock:
+			return &launcher.Unenforceable{
+				Field: "filesystem.layer", Mechanism: "a mount namespace in which the layer's merged directory stands in " + l + "'s place",
+				Found:  "the landlock mechanism set has no mount namespace",
+				Remedy: "allow user namespaces so that the namespaces set runs the session, or use --write on a copy of " + l,
+			}
+		case !slices.Contains(layered, l):
+			return &launcher.Unenforceable{
+				Field: "filesystem.layer", Mechanism: "a copy-on-write layer of " + l + " made by the daemon",
+				Found: "the caller passed the backend no layer for it", Remedy: "start the session through sandboxd, which makes the layers",
+			}
+		}
+	}
+	return nil
 }

@@ -50,6 +50,7 @@ func canonicalText(p *sandboxdv1.Policy) string {
 	addPaths("filesystem.write", fs.GetWrite())
 	addPaths("filesystem.read_only", fs.GetReadOnly())
 	addPaths("filesystem.deny", fs.GetDeny())
+	addPaths("filesystem.layer", fs.GetLayer())
 
 	n := p.GetNetwork()
 	if n.GetMode() != sandboxdv1.Network_NONE {
@@ -77,6 +78,7 @@ func canonicalText(p *sandboxdv1.Policy) string {
 	addUint("limits.pids", uint64(l.GetPids()))
 	addUint("limits.cpu_millis", uint64(l.GetCpuMillis()))
 	addUint("limits.output_bytes", l.GetOutputBytes())
+	addUint("limits.layer_bytes", l.GetLayerBytes())
 
 	if p.GetChildren().GetAllow() {
 		add("children.allow", "true")

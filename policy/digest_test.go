@@ -52,6 +52,9 @@ func TestDigestDifferentMeaning(t *testing.T) {
 		`{"limits":{"cpu_millis":1}}`,
 		`{"limits":{"output_bytes":"1"}}`,
 		`{"children":{"allow":true}}`,
+		`{"filesystem":{"layer":["/w"]}}`,
+		`{"filesystem":{"layer":["/w"],"read_only":["/w/.git"]}}`,
+		`{"limits":{"layer_bytes":"1"}}`,
 	}
 	seen := map[string]string{}
 	for _, s := range policies {

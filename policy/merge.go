@@ -34,6 +34,7 @@ func Merge(base, extra *sandboxdv1.Policy) *sandboxdv1.Policy {
 		fs.Write = slices.Concat(fs.Write, efs.GetWrite())
 		fs.ReadOnly = slices.Concat(fs.ReadOnly, efs.GetReadOnly())
 		fs.Deny = slices.Concat(fs.Deny, efs.GetDeny())
+		fs.Layer = slices.Concat(fs.Layer, efs.GetLayer())
 	}
 	if en := extra.GetNetwork(); en != nil {
 		n := out.GetNetwork()
@@ -67,6 +68,7 @@ func Merge(base, extra *sandboxdv1.Policy) *sandboxdv1.Policy {
 		l.Pids = cmp.Or(el.GetPids(), l.Pids)
 		l.CpuMillis = cmp.Or(el.GetCpuMillis(), l.CpuMillis)
 		l.OutputBytes = cmp.Or(el.GetOutputBytes(), l.OutputBytes)
+		l.LayerBytes = cmp.Or(el.GetLayerBytes(), l.LayerBytes)
 	}
 	if ec := extra.GetChildren(); ec != nil {
 		out.Children = &sandboxdv1.Children{Allow: ec.GetAllow()}

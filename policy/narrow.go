@@ -135,6 +135,11 @@ func narrowFilesystem(par, c *sandboxdv1.Filesystem) (*sandboxdv1.Filesystem, er
 			}
 		}
 	}
+	if len(c.GetLayer()) > 0 {
+		// The daemon layers host paths; a child's view of them is its
+		// parent's, which no layer of the host's could stand for.
+		return nil, &WidenError{Field: "filesystem.layer", Msg: "set, but a child sandbox cannot have layers"}
+	}
 	for i, w := range c.GetWrite() {
 		field := Index(FieldFilesystemWrite, i)
 		cw := filepath.Clean(w)
@@ -198,6 +203,9 @@ func narrowLimits(par, c *sandboxdv1.Limits) (*sandboxdv1.Limits, error) {
 		return nil, err
 	}
 	if out.OutputBytes, err = narrowLimit(FieldLimitsOutputBytes, par.GetOutputBytes(), c.GetOutputBytes()); err != nil {
+		return nil, err
+	}
+	if out.LayerBytes, err = narrowLimit("limits.layer_bytes", par.GetLayerBytes(), c.GetLayerBytes()); err != nil {
 		return nil, err
 	}
 	// Both came from uint32 fields, so the conversions back are exact.

@@ -29,6 +29,9 @@ func TestNarrow(t *testing.T) {
 		{name: "nil parent is the default", parent: "", child: `{"filesystem":{"deny":["/x"]}}`,
 			want: `{"filesystem":{"deny":["/x"]}}`},
 
+		{name: "a child cannot have layers", parent: noChild, child: `{"filesystem":{"layer":["/w/repo"]}}`,
+			wantField: "filesystem.layer", wantMsg: "cannot have layers"},
+
 		// filesystem.write
 		{name: "narrower write keeps parent carve-outs", parent: workspace,
 			child: `{"filesystem":{"write":["/w"]}}`,

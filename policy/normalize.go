@@ -18,7 +18,7 @@ import (
 // sorted, deduplicated and stripped of entries that lie within another entry
 // of the same list. Entries that cannot have an effect are dropped:
 // read_roots unless read is LISTED and those within a write root (which is
-// readable anyway), read_only entries outside every write root, network.allow
+// readable anyway), read_only entries outside every write root and layer, network.allow
 // unless mode is ALLOWLIST. Hosts are lower-cased and lose a trailing dot
 // (IP literals are put in canonical form), sorted by host then port, and an
 // entry admitted by another entry is dropped. A zero timeout becomes unset: both mean none.
@@ -35,6 +35,7 @@ func Normalize(p *sandboxdv1.Policy) *sandboxdv1.Policy {
 		Pids:        l.GetPids(),
 		CpuMillis:   l.GetCpuMillis(),
 		OutputBytes: l.GetOutputBytes(),
+		LayerBytes:  l.GetLayerBytes(),
 	}
 	if t := l.GetTimeout(); t != nil && (t.GetSeconds() != 0 || t.GetNanos() != 0) {
 		out.Limits.Timeout = &durationpb.Duration{Seconds: t.GetSeconds(), Nanos: t.GetNanos()}
@@ -48,6 +49,7 @@ func normalizeFilesystem(fs *sandboxdv1.Filesystem) *sandboxdv1.Filesystem {
 		Read:  fs.GetRead(),
 		Write: cleanPaths(fs.GetWrite()),
 		Deny:  cleanPaths(fs.GetDeny()),
+		Layer: cleanPaths(fs.GetLayer()),
 	}
 	if out.Read == sandboxdv1.Filesystem_READ_UNSPECIFIED {
 		out.Read = sandboxdv1.Filesystem_ALL
@@ -58,7 +60,7 @@ func normalizeFilesystem(fs *sandboxdv1.Filesystem) *sandboxdv1.Filesystem {
 		})
 	}
 	out.ReadOnly = slices.DeleteFunc(cleanPaths(fs.GetReadOnly()), func(r string) bool {
-		return withinAny(r, out.Write) < 0
+		return withinAny(r, out.Write) < 0 && withinAny(r, out.Layer) < 0
 	})
 	return out
 }

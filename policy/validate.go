@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -20,7 +21,10 @@ const maxPort = 65535
 // components are allowed and cleaned away. read_only entries must lie within
 // a write root, and no write root may lie within a read_only or deny entry
 // (it could never be writable, so asking for it is a mistake worth
-// reporting). read_roots need read LISTED; network.allow needs mode
+// reporting). filesystem.layer entries follow the rules of write roots, may
+// not be "/", lie within one another or be a write root, and exclude
+// children.allow: a child sandbox would see the host's path, not the
+// layer. read_roots need read LISTED; network.allow needs mode
 // ALLOWLIST; enum values must be known ones; the timeout must be a valid,
 // non-negative duration.
 //
@@ -34,6 +38,9 @@ const maxPort = 65535
 func Validate(p *sandboxdv1.Policy) error {
 	if err := validateFilesystem(p.GetFilesystem()); err != nil {
 		return err
+	}
+	if len(p.GetFilesystem().GetLayer()) > 0 && p.GetChildren().GetAllow() {
+		return &FieldError{Field: "filesystem.layer", Msg: "set together with children.allow; a child sandbox would see the host's path instead of the layer, so ask for one or the other"}
 	}
 	if err := validateNetwork(p.GetNetwork()); err != nil {
 		return err
@@ -53,6 +60,7 @@ func validateFilesystem(fs *sandboxdv1.Filesystem) error {
 		{"filesystem.write", fs.GetWrite()},
 		{"filesystem.read_only", fs.GetReadOnly()},
 		{"filesystem.deny", fs.GetDeny()},
+		{"filesystem.layer", fs.GetLayer()},
 	}
 	cleaned := make([][]string, len(lists))
 	for i, l := range lists {
@@ -63,7 +71,7 @@ func validateFilesystem(fs *sandboxdv1.Filesystem) error {
 			cleaned[i] = append(cleaned[i], filepath.Clean(p))
 		}
 	}
-	readRoots, write, readOnly, deny := cleaned[0], cleaned[1], cleaned[2], cleaned[3]
+	readRoots, write, readOnly, deny, layer := cleaned[0], cleaned[1], cleaned[2], cleaned[3], cleaned[4]
 
 	if len(readRoots) > 0 && fs.GetRead() != sandboxdv1.Filesystem_LISTED {
 		return &FieldError{Field: "filesystem.read_roots", Msg: fmt.Sprintf("set, but filesystem.read is %v, not LISTED; everything is readable already", readName(fs.GetRead()))}
@@ -76,9 +84,27 @@ func validateFilesystem(fs *sandboxdv1.Filesystem) error {
 			return &FieldError{Field: fmt.Sprintf("filesystem.write[%d]", i), Msg: fmt.Sprintf("%q lies within filesystem.deny[%d] %q and could never be written", fs.GetWrite()[i], j, fs.GetDeny()[j])}
 		}
 	}
+	for i, l := range layer {
+		field := fmt.Sprintf("filesystem.layer[%d]", i)
+		switch {
+		case l == "/":
+			return &FieldError{Field: field, Msg: "\"/\": a layer holds one workspace, not the whole tree; name the workspace's directory"}
+		case withinAny(l, readOnly) >= 0:
+			return &FieldError{Field: field, Msg: fmt.Sprintf("%q lies within filesystem.read_only[%d] %q and could never be written", fs.GetLayer()[i], withinAny(l, readOnly), fs.GetReadOnly()[withinAny(l, readOnly)])}
+		case withinAny(l, deny) >= 0:
+			return &FieldError{Field: field, Msg: fmt.Sprintf("%q lies within filesystem.deny[%d] %q and could never be written", fs.GetLayer()[i], withinAny(l, deny), fs.GetDeny()[withinAny(l, deny)])}
+		case slices.Contains(write, l):
+			return &FieldError{Field: field, Msg: fmt.Sprintf("%q is also a filesystem.write root; a path is either written through or layered", fs.GetLayer()[i])}
+		}
+		for j, o := range layer {
+			if j != i && o != l && within(l, o) {
+				return &FieldError{Field: field, Msg: fmt.Sprintf("%q lies within filesystem.layer[%d] %q; one layer already holds its changes", fs.GetLayer()[i], j, fs.GetLayer()[j])}
+			}
+		}
+	}
 	for i, r := range readOnly {
-		if withinAny(r, write) < 0 {
-			return &FieldError{Field: fmt.Sprintf("filesystem.read_only[%d]", i), Msg: fmt.Sprintf("%q is not within any filesystem.write root; a read-only carve-out only makes sense inside one", fs.GetReadOnly()[i])}
+		if withinAny(r, write) < 0 && withinAny(r, layer) < 0 {
+			return &FieldError{Field: fmt.Sprintf("filesystem.read_only[%d]", i), Msg: fmt.Sprintf("%q is not within any filesystem.write root or filesystem.layer; a read-only carve-out only makes sense inside one", fs.GetReadOnly()[i])}
 		}
 	}
 	return nil

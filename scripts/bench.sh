@@ -10,6 +10,8 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
+# The build tags the Makefile passes (GO_TAGS there), for this script run alone.
+case " ${GOFLAGS:-} " in *" -tags="*) ;; *) export GOFLAGS="${GOFLAGS:-} -tags=containers_image_openpgp,exclude_graphdriver_btrfs" ;; esac
 
 command -v bwrap >/dev/null || { echo "bench.sh: bwrap not found; it is the counterpart of the launch and memory figures (make deps installs it)" >&2; exit 1; }
 

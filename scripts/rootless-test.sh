@@ -7,6 +7,8 @@
 # binary, e.g. scripts/rootless-test.sh -test.run 'Conformance/exec/'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The build tags the Makefile passes (GO_TAGS there), for this script run alone.
+case " ${GOFLAGS:-} " in *" -tags="*) ;; *) export GOFLAGS="${GOFLAGS:-} -tags=containers_image_openpgp,exclude_graphdriver_btrfs" ;; esac
 
 user=${SANDBOXD_TEST_USER:-sandboxd-test}
 if [ "$(id -u)" -ne 0 ]; then

@@ -54,6 +54,10 @@ var verbs = map[string]verb{
 	"export-oci": {"write the OCI runtime config that enforces a policy as sandboxd does", exportOCIVerb},
 	"import":     {"print the policy file that srt or Codex sandbox settings mean", importVerb},
 	"profiles":   {"list the agent profiles run --profile takes, and where each comes from", profilesVerb},
+	"diff":       {"show what a --layer session changed", diffVerb},
+	"commit":     {"apply what a --layer session changed to its paths", commitVerb},
+	"discard":    {"drop what a --layer session changed", discardVerb},
+	"layers":     {"list the layers of --layer sessions not yet committed or discarded", layersVerb},
 }
 
 func main() {

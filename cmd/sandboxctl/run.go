@@ -36,7 +36,13 @@ The policy is built in layers: --preset, then --policy FILE on top of it, then
 --profile, then the other flags (lists are appended, set values override).
 Without any, the sandbox reads everything, writes nothing and has no network.
 
-Relative paths given to --write, --read-only, --deny and --cwd are made
+With --layer PATH the command may change PATH as it likes, but the changes
+land in a layer the daemon keeps and PATH is left as it was: 'sandboxctl diff
+ID' shows them, 'sandboxctl commit ID' applies them to PATH, 'sandboxctl
+discard ID' drops them. --layer-from ID starts on what session ID left in its
+layers instead of on PATH alone.
+
+Relative paths given to --write, --read-only, --deny, --layer and --cwd are made
 absolute against the current directory, and so are those in a --policy file,
 where "~/" stands for $HOME and enum values may be written as the flags write
 them ("none" as well as "NONE"). CMD runs in --cwd, by default the current
@@ -89,6 +95,9 @@ func (o *optional) Set(v string) error { o.value, o.set = v, true; return nil }
 // until start, so that a bad value is reported with its flag's name.
 type runFlags struct {
 	write, readOnly, deny, env, allowHosts stringList
+	layers                                 stringList
+	layerFrom                              string
+	layerLimit                             optional
 	network, cwd, policyFile               string
 	preset                                 string
 	tty, detach, children                  bool
@@ -154,6 +163,9 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.write, "write", "writable root `PATH` (repeatable)")
 	fs.Var(&f.readOnly, "read-only", "read-only carve-out `PATH` inside a writable root (repeatable)")
 	fs.Var(&f.deny, "deny", "`PATH` neither readable nor writable (repeatable)")
+	fs.Var(&f.layers, "layer", "copy-on-write `PATH`: writable in the sandbox, changes kept in a layer for 'sandboxctl diff' and 'commit' (repeatable)")
+	fs.StringVar(&f.layerFrom, "layer-from", "", "start the layers on those of the ended session `ID` (its paths are layered too)")
+	fs.Var(&f.layerLimit, "layer-limit", "most each layer may hold, `SIZE`, e.g. 1G: beyond it the session is killed")
 	fs.StringVar(&f.network, "network", "", "network `MODE`: none, host or allowlist (default none; allowlist if --allow-host is given)")
 	fs.Var(&f.allowHosts, "allow-host", "let the sandbox reach only `PATTERN[:PORT]`, through the daemon's proxy (repeatable; selects network allowlist)")
 	fs.StringVar(&f.cwd, "cwd", "", "working `DIR` of the command (default: the current directory)")
@@ -240,7 +252,10 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 	if fsys.Deny, err = absAll("deny", f.deny); err != nil {
 		return nil, err
 	}
-	if len(fsys.Write)+len(fsys.ReadOnly)+len(fsys.Deny) > 0 {
+	if fsys.Layer, err = absAll("layer", f.layers); err != nil {
+		return nil, err
+	}
+	if len(fsys.Write)+len(fsys.ReadOnly)+len(fsys.Deny)+len(fsys.Layer) > 0 {
 		extra.Filesystem = fsys
 	}
 	if extra.Network, err = f.networkPolicy(); err != nil {
@@ -277,10 +292,11 @@ func (f *runFlags) start(argv []string, wd string) (*sandboxdv1.Start, error) {
 	}
 
 	return &sandboxdv1.Start{
-		Policy:  pol,
-		Command: &sandboxdv1.Command{Argv: argv, Env: env, Cwd: cwd},
-		Tty:     f.tty,
-		Detach:  f.detach,
+		Policy:    pol,
+		Command:   &sandboxdv1.Command{Argv: argv, Env: env, Cwd: cwd},
+		Tty:       f.tty,
+		Detach:    f.detach,
+		LayerFrom: f.layerFrom,
 	}, nil
 }
 
@@ -345,6 +361,9 @@ func (f *runFlags) limits() (*sandboxdv1.Limits, error) {
 	if l.OutputBytes, err = parseSizeFlag("output-limit", f.outputLimit); err != nil {
 		return nil, err
 	}
+	if l.LayerBytes, err = parseSizeFlag("layer-limit", f.layerLimit); err != nil {
+		return nil, err
+	}
 	if f.pids.set {
 		n, err := strconv.ParseUint(f.pids.value, 10, 32)
 		if err != nil || n == 0 {
@@ -357,7 +376,7 @@ func (f *runFlags) limits() (*sandboxdv1.Limits, error) {
 			return nil, err
 		}
 	}
-	if l.Timeout == nil && l.MemoryBytes == 0 && l.OutputBytes == 0 && l.Pids == 0 && l.CpuMillis == 0 {
+	if l.Timeout == nil && l.MemoryBytes == 0 && l.OutputBytes == 0 && l.LayerBytes == 0 && l.Pids == 0 && l.CpuMillis == 0 {
 		return nil, nil
 	}
 	return l, nil

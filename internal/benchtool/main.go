@@ -29,7 +29,7 @@ import (
 )
 
 // figures in the order they run and print.
-var allFigures = []string{"latency", "sandboxctl", "help", "throughput", "memory", "hold", "pty", "soak"}
+var allFigures = []string{"latency", "sandboxctl", "help", "throughput", "memory", "hold", "pty", "soak", "layers"}
 
 type config struct {
 	socket     string
@@ -52,6 +52,9 @@ type config struct {
 
 	minAvailMiB int64
 	pidReserve  int
+
+	// nLayers and commitFiles are the layers figure's (layers.go).
+	nLayers, commitFiles int
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -76,6 +79,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.soakClients, "soak-clients", 1000, "clients that dial and run a session all at once for the soak figure (its idle CPU uses --sessions)")
 	fs.Int64Var(&c.minAvailMiB, "min-available-mib", 3072, "stop starting sessions or processes when MemAvailable falls below this many MiB")
 	fs.IntVar(&c.pidReserve, "pid-reserve", 1000, "stop starting sessions or processes when fewer than this many pids are left below kernel.pid_max, so the rest of the machine can still fork")
+	fs.IntVar(&c.nLayers, "n-layers", 200, "launches per side for the layers figure (--layer against --write)")
+	fs.IntVar(&c.commitFiles, "commit-files", 10000, "changed files in each layer the layers figure commits")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -227,6 +232,8 @@ func (b *bench) figure(name string) error {
 		return b.soak()
 	case "pty":
 		return b.ptyFigures()
+	case "layers":
+		return b.layersFigure()
 	}
 	return fmt.Errorf("unknown figure %q", name)
 }

@@ -206,7 +206,12 @@ type Filesystem struct {
 	// that do not exist yet and against rename of the carve-out or its ancestors.
 	ReadOnly []string `protobuf:"bytes,4,rep,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
 	// Paths neither readable nor writable.
-	Deny          []string `protobuf:"bytes,5,rep,name=deny,proto3" json:"deny,omitempty"`
+	Deny []string `protobuf:"bytes,5,rep,name=deny,proto3" json:"deny,omitempty"`
+	// Copy-on-write roots. Absolute paths. Each looks writable to the sandbox,
+	// but what it changes lands in a layer the daemon keeps, and the host's
+	// path is untouched until the layer is committed. read_only and deny
+	// entries inside one hold as inside a write root.
+	Layer         []string `protobuf:"bytes,6,rep,name=layer,proto3" json:"layer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -272,6 +277,13 @@ func (x *Filesystem) GetReadOnly() []string {
 func (x *Filesystem) GetDeny() []string {
 	if x != nil {
 		return x.Deny
+	}
+	return nil
+}
+
+func (x *Filesystem) GetLayer() []string {
+	if x != nil {
+		return x.Layer
 	}
 	return nil
 }
@@ -390,8 +402,11 @@ type Limits struct {
 	MemoryBytes uint64 `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
 	Pids        uint32 `protobuf:"varint,3,opt,name=pids,proto3" json:"pids,omitempty"`
 	// CPU quota in thousandths of a CPU (1000 = one full CPU).
-	CpuMillis     uint32 `protobuf:"varint,4,opt,name=cpu_millis,json=cpuMillis,proto3" json:"cpu_millis,omitempty"`
-	OutputBytes   uint64 `protobuf:"varint,5,opt,name=output_bytes,json=outputBytes,proto3" json:"output_bytes,omitempty"`
+	CpuMillis   uint32 `protobuf:"varint,4,opt,name=cpu_millis,json=cpuMillis,proto3" json:"cpu_millis,omitempty"`
+	OutputBytes uint64 `protobuf:"varint,5,opt,name=output_bytes,json=outputBytes,proto3" json:"output_bytes,omitempty"`
+	// The most each of the session's layers (filesystem.layer) may hold;
+	// the session is killed when one grows beyond it.
+	LayerBytes    uint64 `protobuf:"varint,6,opt,name=layer_bytes,json=layerBytes,proto3" json:"layer_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -461,6 +476,13 @@ func (x *Limits) GetOutputBytes() uint64 {
 	return 0
 }
 
+func (x *Limits) GetLayerBytes() uint64 {
+	if x != nil {
+		return x.LayerBytes
+	}
+	return 0
+}
+
 type Children struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Whether the sandbox may ask the daemon for child sandboxes (always narrower).
@@ -517,7 +539,7 @@ const file_sandboxd_v1_policy_proto_rawDesc = "" +
 	"filesystem\x12.\n" +
 	"\anetwork\x18\x02 \x01(\v2\x14.sandboxd.v1.NetworkR\anetwork\x12+\n" +
 	"\x06limits\x18\x03 \x01(\v2\x13.sandboxd.v1.LimitsR\x06limits\x121\n" +
-	"\bchildren\x18\x04 \x01(\v2\x15.sandboxd.v1.ChildrenR\bchildren\"\xd7\x01\n" +
+	"\bchildren\x18\x04 \x01(\v2\x15.sandboxd.v1.ChildrenR\bchildren\"\xed\x01\n" +
 	"\n" +
 	"Filesystem\x120\n" +
 	"\x04read\x18\x01 \x01(\x0e2\x1c.sandboxd.v1.Filesystem.ReadR\x04read\x12\x1d\n" +
@@ -525,7 +547,8 @@ const file_sandboxd_v1_policy_proto_rawDesc = "" +
 	"read_roots\x18\x02 \x03(\tR\treadRoots\x12\x14\n" +
 	"\x05write\x18\x03 \x03(\tR\x05write\x12\x1b\n" +
 	"\tread_only\x18\x04 \x03(\tR\breadOnly\x12\x12\n" +
-	"\x04deny\x18\x05 \x03(\tR\x04deny\"1\n" +
+	"\x04deny\x18\x05 \x03(\tR\x04deny\x12\x14\n" +
+	"\x05layer\x18\x06 \x03(\tR\x05layer\"1\n" +
 	"\x04Read\x12\x14\n" +
 	"\x10READ_UNSPECIFIED\x10\x00\x12\a\n" +
 	"\x03ALL\x10\x01\x12\n" +
@@ -541,14 +564,16 @@ const file_sandboxd_v1_policy_proto_rawDesc = "" +
 	"\tALLOWLIST\x10\x03\"6\n" +
 	"\fNetworkAllow\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
-	"\x04port\x18\x02 \x01(\rR\x04port\"\xb6\x01\n" +
+	"\x04port\x18\x02 \x01(\rR\x04port\"\xd7\x01\n" +
 	"\x06Limits\x123\n" +
 	"\atimeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12!\n" +
 	"\fmemory_bytes\x18\x02 \x01(\x04R\vmemoryBytes\x12\x12\n" +
 	"\x04pids\x18\x03 \x01(\rR\x04pids\x12\x1d\n" +
 	"\n" +
 	"cpu_millis\x18\x04 \x01(\rR\tcpuMillis\x12!\n" +
-	"\foutput_bytes\x18\x05 \x01(\x04R\voutputBytes\" \n" +
+	"\foutput_bytes\x18\x05 \x01(\x04R\voutputBytes\x12\x1f\n" +
+	"\vlayer_bytes\x18\x06 \x01(\x04R\n" +
+	"layerBytes\" \n" +
 	"\bChildren\x12\x14\n" +
 	"\x05allow\x18\x01 \x01(\bR\x05allowB9Z7github.com/sandboxd/sandboxd/api/sandboxd/v1;sandboxdv1b\x06proto3"
 

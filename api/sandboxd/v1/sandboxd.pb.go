@@ -260,7 +260,11 @@ type Start struct {
 	// killed or its timeout ends. Its output is kept in a bounded scrollback
 	// for Attach. Without detach, the session is killed when this stream
 	// ends.
-	Detach        bool `protobuf:"varint,5,opt,name=detach,proto3" json:"detach,omitempty"`
+	Detach bool `protobuf:"varint,5,opt,name=detach,proto3" json:"detach,omitempty"`
+	// Start each layer of this ended session's policy (filesystem.layer) on
+	// top of that session's layer of the same path instead of on the path
+	// alone; its layer paths are added to the policy's.
+	LayerFrom     string `protobuf:"bytes,6,opt,name=layer_from,json=layerFrom,proto3" json:"layer_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -328,6 +332,13 @@ func (x *Start) GetDetach() bool {
 		return x.Detach
 	}
 	return false
+}
+
+func (x *Start) GetLayerFrom() string {
+	if x != nil {
+		return x.LayerFrom
+	}
+	return ""
 }
 
 // Attach joins an existing session instead of starting one. The daemon
@@ -2618,13 +2629,15 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\n" +
 	"WindowSize\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
-	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xbf\x01\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xde\x01\n" +
 	"\x05Start\x12+\n" +
 	"\x06policy\x18\x01 \x01(\v2\x13.sandboxd.v1.PolicyR\x06policy\x12.\n" +
 	"\acommand\x18\x02 \x01(\v2\x14.sandboxd.v1.CommandR\acommand\x12\x10\n" +
 	"\x03tty\x18\x03 \x01(\bR\x03tty\x12/\n" +
 	"\x06window\x18\x04 \x01(\v2\x17.sandboxd.v1.WindowSizeR\x06window\x12\x16\n" +
-	"\x06detach\x18\x05 \x01(\bR\x06detach\"\x87\x01\n" +
+	"\x06detach\x18\x05 \x01(\bR\x06detach\x12\x1d\n" +
+	"\n" +
+	"layer_from\x18\x06 \x01(\tR\tlayerFrom\"\x87\x01\n" +
 	"\x06Attach\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12/\n" +

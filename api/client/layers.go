@@ -1,0 +1,46 @@
+package client
+
+import (
+	"context"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// Layers lists the copy-on-write layers the daemon shows this caller:
+// those of its own sessions (all for root and operators).
+func (c *Client) Layers(ctx context.Context) ([]*sandboxdv1.Layer, error) {
+	r, err := sandboxdv1.NewLayersClient(c.conn).ListLayers(ctx, &sandboxdv1.ListLayersRequest{})
+	if err != nil {
+		return nil, wrap("list layers", err)
+	}
+	return r.GetLayers(), nil
+}
+
+// Diff says what session id's layers change, with a unified diff of the
+// text files when patch is set.
+func (c *Client) Diff(ctx context.Context, id string, patch bool) ([]*sandboxdv1.LayerDiff, error) {
+	r, err := sandboxdv1.NewLayersClient(c.conn).Diff(ctx, &sandboxdv1.DiffRequest{SessionId: id, Patch: patch})
+	if err != nil {
+		return nil, wrap("diff "+id, err)
+	}
+	return r.GetLayers(), nil
+}
+
+// Commit applies session id's layers to their paths. It fails with
+// FAILED_PRECONDITION, naming the files, when a file the layers change
+// changed on the host since they were made, unless force.
+func (c *Client) Commit(ctx context.Context, id string, force bool) ([]*sandboxdv1.LayerDiff, error) {
+	r, err := sandboxdv1.NewLayersClient(c.conn).Commit(ctx, &sandboxdv1.CommitRequest{SessionId: id, Force: force})
+	if err != nil {
+		return nil, wrap("commit "+id, err)
+	}
+	return r.GetLayers(), nil
+}
+
+// Discard drops session id's layers.
+func (c *Client) Discard(ctx context.Context, id string) error {
+	if _, err := sandboxdv1.NewLayersClient(c.conn).Discard(ctx, &sandboxdv1.DiscardRequest{SessionId: id}); err != nil {
+		return wrap("discard "+id, err)
+	}
+	return nil
+}

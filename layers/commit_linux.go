@@ -1,0 +1,339 @@
+//go:build linux
+
+package layers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Commit applies session's layers to their paths and removes them. Each
+// file is written beside its place and renamed over it, so a reader of
+// the path sees the old file or the new one, never a part. What the
+// session added is owned by the path's owner; what it modified keeps its
+// owner. Set-user-ID and set-group-ID bits are not carried over: the
+// sandbox could set them on files the host's owner would then run. A file
+// the layer changes that changed on the host since the layer was made
+// fails the commit with a *ConflictError, unless force.
+func (s *Store) Commit(session string, force bool) ([]Diff, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := s.settle(session)
+	if err != nil {
+		return nil, err
+	}
+	var out []Diff
+	for _, r := range recs {
+		d, err := s.commit(r, force)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, d)
+		if err := s.remove(r); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) commit(r record, force bool) (Diff, error) {
+	view, uppers, unmount, err := s.view(r)
+	if err != nil {
+		return Diff{}, err
+	}
+	done := sync.OnceFunc(unmount)
+	defer done()
+	base, err := openTree(r.Path)
+	if err != nil {
+		return Diff{}, err
+	}
+	defer base.close()
+	d, err := diffTrees(view, base, uppers, false)
+	if err != nil {
+		return Diff{}, err
+	}
+	d.Layer = r.Info
+	if !force {
+		m, err := readManifest(filepath.Join(s.manifests(), r.Manifest))
+		if err != nil {
+			return Diff{}, err
+		}
+		conflicts, err := conflicts(base, m, d.Changes)
+		if err != nil {
+			return Diff{}, err
+		}
+		if len(conflicts) > 0 {
+			return Diff{}, &ConflictError{Path: r.Path, Files: conflicts}
+		}
+	}
+	var root unix.Stat_t
+	if err := unix.Fstat(base.fd, &root); err != nil {
+		return Diff{}, fmt.Errorf("stat %s: %w", r.Path, err)
+	}
+	// What the layers hold is read from their upper directories from
+	// here on: a file of this layer's own is moved to the path rather
+	// than copied (the layer goes after the commit), which its upper
+	// directory must not be mounted for.
+	done()
+	src, err := openUppers(uppers)
+	if err != nil {
+		return Diff{}, err
+	}
+	defer src.close()
+	for _, c := range d.Changes {
+		if err := apply(src, base, c, root.Uid, root.Gid); err != nil {
+			return Diff{}, fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)
+		}
+	}
+	return d, nil
+}
+
+// uppers are the upper directories of a chain of layers, this one's
+// first.
+type uppers []*tree
+
+func openUppers(dirs []string) (uppers, error) {
+	var out uppers
+	for _, d := range dirs {
+		t, err := openTree(d)
+		if err != nil {
+			out.close()
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (u uppers) close() {
+	for _, t := range u {
+		t.close()
+	}
+}
+
+// find is the upper directory whose entry at rel is the one the merged
+// tree shows (the first that has one), and whether it is this layer's own.
+func (u uppers) find(rel string) (*tree, bool, error) {
+	for i, t := range u {
+		_, ok, err := t.lstat(rel)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			return t, i == 0, nil
+		}
+	}
+	return nil, false, fmt.Errorf("%s is in no layer", rel)
+}
+
+// conflicts are the paths among changes (and, for a directory the layer
+// removes or replaces, beneath it) that differ on the host from the
+// manifest.
+func conflicts(base *tree, m map[string]manifestEntry, changes []Change) ([]string, error) {
+	var out []string
+	check := func(p string) error {
+		st, ok, err := base.lstat(p)
+		if err != nil {
+			return err
+		}
+		was, known := m[p]
+		if ok != known || ok && entryOf(&st) != was {
+			out = append(out, p)
+		}
+		return nil
+	}
+	for _, c := range changes {
+		if err := check(c.Path); err != nil {
+			return nil, err
+		}
+		if !c.OldMode.IsDir() || c.Kind == ModeChanged || c.Kind == Added {
+			continue
+		}
+		beneath := map[string]bool{}
+		for p := range m {
+			if strings.HasPrefix(p, c.Path+"/") {
+				beneath[p] = true
+			}
+		}
+		if err := addBase(base, c.Path, beneath); err != nil {
+			return nil, err
+		}
+		for p := range beneath {
+			if err := check(p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// commitPerm is the permission bits a committed entry gets.
+func commitPerm(m fs.FileMode) uint32 {
+	perm := uint32(m.Perm())
+	if m&fs.ModeSticky != 0 {
+		perm |= unix.S_ISVTX
+	}
+	if m.IsDir() && m&fs.ModeSetgid != 0 {
+		// A directory's set-group-ID bit only passes its group on.
+		perm |= unix.S_ISGID
+	}
+	return perm
+}
+
+func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
+	if c.Kind == Deleted {
+		return base.removeAll(c.Path)
+	}
+	dir, name, err := base.parent(c.Path)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	if c.Kind == ModeChanged {
+		if c.NewMode&fs.ModeSymlink != 0 {
+			return nil
+		}
+		return unix.Fchmodat(dir, name, commitPerm(c.NewMode), 0)
+	}
+	var old unix.Stat_t
+	hadOld := unix.Fstatat(dir, name, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
+	if hadOld && old.Mode&unix.S_IFMT == unix.S_IFREG && c.NewMode.IsRegular() {
+		uid, gid = old.Uid, old.Gid
+	}
+	if hadOld && (old.Mode&unix.S_IFMT == unix.S_IFDIR) != c.NewMode.IsDir() {
+		// A type change: what was there goes first, whole.
+		if err := removeAt(dir, name, filepath.Join(base.root, c.Path)); err != nil {
+			return err
+		}
+		hadOld = false
+	}
+	perm := commitPerm(c.NewMode)
+	switch {
+	case c.NewMode.IsDir():
+		if !hadOld {
+			if err := unix.Mkdirat(dir, name, 0o700); err != nil {
+				return err
+			}
+			if err := unix.Fchownat(dir, name, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return err
+			}
+		}
+		return unix.Fchmodat(dir, name, perm, 0)
+	case c.NewMode.IsRegular():
+		from, own, err := src.find(c.Path)
+		if err != nil {
+			return err
+		}
+		if own {
+			err := moveFile(from, c.Path, dir, name, uid, gid, perm)
+			if !errors.Is(err, unix.EXDEV) {
+				return err
+			}
+		}
+		return replaceFile(from, c.Path, dir, name, uid, gid, perm)
+	case c.NewMode&fs.ModeSymlink != 0:
+		from, _, err := src.find(c.Path)
+		if err != nil {
+			return err
+		}
+		target, err := from.readlink(c.Path)
+		if err != nil {
+			return err
+		}
+		tmp := tempName(name)
+		if err := unix.Symlinkat(target, dir, tmp); err != nil {
+			return err
+		}
+		if err := unix.Fchownat(dir, tmp, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			unix.Unlinkat(dir, tmp, 0)
+			return err
+		}
+		return renameInto(dir, tmp, name)
+	case c.NewMode&fs.ModeNamedPipe != 0:
+		tmp := tempName(name)
+		if err := unix.Mkfifoat(dir, tmp, 0o600); err != nil {
+			return err
+		}
+		err := unix.Fchownat(dir, tmp, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil {
+			err = unix.Fchmodat(dir, tmp, perm, 0)
+		}
+		if err != nil {
+			unix.Unlinkat(dir, tmp, 0)
+			return err
+		}
+		return renameInto(dir, tmp, name)
+	}
+	return fmt.Errorf("a %s cannot be committed", fileType(c.NewMode))
+}
+
+func tempName(name string) string {
+	return ".sandboxd-commit-" + randomSuffix() + "-" + name[:min(len(name), 100)]
+}
+
+func renameInto(dir int, tmp, name string) error {
+	if err := unix.Renameat(dir, tmp, dir, name); err != nil {
+		unix.Unlinkat(dir, tmp, 0)
+		return err
+	}
+	return nil
+}
+
+// moveFile gives the upper directory's file rel the owner and mode it is
+// committed with and renames it over name in dir: one rename, where the
+// layer and the path share a filesystem (EXDEV where they do not).
+func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32) error {
+	udir, uname, err := up.parent(rel)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(udir)
+	if err := unix.Fchownat(udir, uname, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if err := unix.Fchmodat(udir, uname, perm, 0); err != nil {
+		return err
+	}
+	return unix.Renameat(udir, uname, dir, name)
+}
+
+// replaceFile writes the file rel of view (an upper directory) beside
+// name in dir and renames it over name.
+func replaceFile(view *tree, rel string, dir int, name string, uid, gid, perm uint32) error {
+	src, err := view.open(rel)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp := tempName(name)
+	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	dst := os.NewFile(uintptr(fd), tmp)
+	_, err = io.Copy(dst, src)
+	if err == nil {
+		err = dst.Chown(int(uid), int(gid))
+	}
+	if err == nil {
+		err = unix.Fchmod(fd, perm)
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		unix.Unlinkat(dir, tmp, 0)
+		return err
+	}
+	return renameInto(dir, tmp, name)
+}

@@ -1,0 +1,135 @@
+// Package layers keeps the copy-on-write layers of sessions whose policy
+// has filesystem.layer: the daemon makes one per layered path on
+// go.podman.io/storage's overlay driver, under its state directory, with
+// the path itself as the lowest layer, and shows the sandbox the merged
+// directory in the path's place. A layer outlives its session until it is
+// reviewed (Diff) and applied to the path (Commit) or dropped (Discard).
+package layers
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+)
+
+// Info describes one layer.
+type Info struct {
+	// ID is the storage library's id of the layer.
+	ID string `json:"id"`
+	// Session is the session the layer was made for.
+	Session string `json:"session"`
+	// Path is the layered host path.
+	Path string `json:"path"`
+	// ParentSession is the session whose layer of Path this one was
+	// started on, "" for a layer on the path alone.
+	ParentSession string `json:"parent_session,omitempty"`
+	// Owner is the uid of the session's owner.
+	Owner   uint32    `json:"owner"`
+	Created time.Time `json:"created"`
+	// Size is what the layer alone holds, in bytes (List fills it in).
+	Size int64 `json:"-"`
+}
+
+// IDMap shows the layered path's owner and group, as the sandbox sees
+// them through its layer, as the sandbox's own uid and gid: what it makes
+// there is then owned by it in the layer, and a commit gives the files
+// the path's owner. Other owners show as the overflow ids.
+type IDMap struct {
+	Owner, Group uint32
+	UID, GID     uint32
+}
+
+// Kind is what happened to one path.
+type Kind int
+
+// The kinds of change. A rename is a deletion and an addition: an overlay
+// without redirects records it so, and so does a review of the two trees.
+const (
+	Added Kind = iota + 1
+	Modified
+	Deleted
+	// ModeChanged: only the permission bits differ.
+	ModeChanged
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Added:
+		return "added"
+	case Modified:
+		return "modified"
+	case Deleted:
+		return "deleted"
+	case ModeChanged:
+		return "mode"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Change is one path the layer changes, relative to the layered path.
+type Change struct {
+	Path string
+	Kind Kind
+	// Type is "file", "dir", "symlink" or "other": after the change, or
+	// before it for Deleted.
+	Type             string
+	OldMode, NewMode fs.FileMode
+	Size             int64
+}
+
+// Diff is what one layer changes.
+type Diff struct {
+	Layer   Info
+	Changes []Change
+	// Patch is a unified diff of the text files among Changes, when asked
+	// for.
+	Patch string
+}
+
+// ErrUnsupported says this OS or daemon cannot make layers; Unsupported
+// errors wrap it with why.
+var ErrUnsupported = errors.New("copy-on-write layers are not supported here")
+
+// ErrUnmappable says the layered path's owner could not be shown to the
+// sandbox as its own (see IDMap); it comes wrapped with ErrUnsupported.
+var ErrUnmappable = errors.New("the path's owner cannot be mapped to the sandbox's uid")
+
+// ErrNotFound says a session has no layers.
+var ErrNotFound = errors.New("no layer")
+
+// ErrBusy says a layer is in use: its session runs on it, or another
+// layer was started on it.
+var ErrBusy = errors.New("layer in use")
+
+// ConflictError refuses a commit: the listed files, which the layer
+// changes, changed on the host since the layer was made.
+type ConflictError struct {
+	Path  string
+	Files []string
+}
+
+func (e *ConflictError) Error() string {
+	const most = 20
+	files := e.Files
+	more := ""
+	if len(files) > most {
+		more = fmt.Sprintf(" and %d more", len(files)-most)
+		files = files[:most]
+	}
+	return fmt.Sprintf("%s changed on the host since the layer was made, in files the layer changes too: %s%s; review them, then commit with force to overwrite them", e.Path, strings.Join(files, ", "), more)
+}
+
+// fileType names the type of mode m as Change.Type does.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m.IsDir():
+		return "dir"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	}
+	return "other"
+}

@@ -1,0 +1,693 @@
+//go:build linux
+
+package layers
+
+import (
+	"crypto/rand"
+	"encoding/gob"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	storage "go.podman.io/storage"
+	drivers "go.podman.io/storage/drivers"
+	"go.podman.io/storage/pkg/idmap"
+	"go.podman.io/storage/pkg/idtools"
+	"golang.org/x/sys/unix"
+)
+
+// overlayOff are the overlay features turned off so that the upper
+// directories stay plain: without redirects a renamed directory is a
+// deletion and an addition, without metacopy a copied-up file holds its
+// data, and without an index nothing outside the upper directory records
+// the layer. A review reads them as that.
+var overlayOff = []string{"redirect_dir", "metacopy", "index"}
+
+// Store is the daemon's layers: the storage library's overlay driver
+// under a directory of the daemon's state, plus a record of each layer's
+// session and a manifest of its path as it was when the layer was made.
+//
+// The overlays are detached mounts (fsmount), never attached to the
+// daemon's mount table: a change there would make the backend drop the
+// sandbox inits it started ahead, and a daemon that dies leaves none
+// behind, as the kernel frees them with its file descriptors.
+type Store struct {
+	dir string
+	st  storage.Store
+	drv drivers.Driver
+
+	mu sync.Mutex
+	// mounted are the roots of the overlays of layers a session runs on.
+	mounted map[string]*os.File
+}
+
+// record is what the store keeps beside the storage library's own
+// metadata of a layer.
+type record struct {
+	Info
+	// Ready is set once the layer is whole; a layer without it is what
+	// a daemon that died while making it left.
+	Ready bool `json:"ready"`
+	// Manifest names the layer whose manifest holds the path as it was
+	// when the bottom layer of the chain was made.
+	Manifest string `json:"manifest"`
+}
+
+// Open opens (making it if needed) the store in dir. The layers a daemon
+// that died had not finished are removed first; cleaned says which.
+func Open(dir string) (s *Store, cleaned []string, err error) {
+	if os.Geteuid() != 0 {
+		return nil, nil, fmt.Errorf("%w: only a root daemon can mount overlay in the host's mount namespace", ErrUnsupported)
+	}
+	// Not searchable by others: the layers hold what sandboxes wrote,
+	// which another sandbox must not read through the store.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
+	}
+	st, err := storage.GetStore(storage.StoreOptions{
+		RunRoot:         filepath.Join(dir, "run"),
+		GraphRoot:       filepath.Join(dir, "storage"),
+		GraphDriverName: "overlay",
+		// The driver's own bind of its directory would be one more
+		// mount for a dead daemon to leave behind; the daemon's state
+		// directory needs no propagation of its own.
+		GraphDriverOptions: []string{"overlay.skip_mount_home=true", "overlay.mountopt=nodev"},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
+	}
+	drv, err := st.GraphDriver()
+	if err != nil {
+		st.Shutdown(true)
+		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
+	}
+	s = &Store{dir: dir, st: st, drv: drv, mounted: map[string]*os.File{}}
+	if err := os.MkdirAll(s.manifests(), 0o700); err != nil {
+		st.Shutdown(true)
+		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
+	}
+	removed, err := s.removeUnfinished()
+	if err != nil {
+		st.Shutdown(true)
+		return nil, nil, err
+	}
+	return s, append(cleaned, removed...), nil
+}
+
+func (s *Store) manifests() string { return filepath.Join(s.dir, "manifests") }
+
+// removeUnfinished deletes the layers a daemon died making, and
+// manifests no layer refers to.
+func (s *Store) removeUnfinished() ([]string, error) {
+	all, err := s.st.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("layer store: list: %w", err)
+	}
+	var out []string
+	used := map[string]bool{}
+	for _, l := range all {
+		r, ok := parseRecord(l.Metadata)
+		if ok && r.Ready {
+			used[r.Manifest] = true
+			continue
+		}
+		if err := s.st.DeleteLayer(l.ID); err != nil {
+			return out, fmt.Errorf("layer store: remove unfinished layer %s: %w", l.ID, err)
+		}
+		out = append(out, "unfinished layer "+l.ID)
+	}
+	names, err := os.ReadDir(s.manifests())
+	if err != nil {
+		return out, fmt.Errorf("layer store: %w", err)
+	}
+	for _, n := range names {
+		if !used[n.Name()] {
+			os.Remove(filepath.Join(s.manifests(), n.Name()))
+		}
+	}
+	return out, nil
+}
+
+func parseRecord(meta string) (record, bool) {
+	var r record
+	if meta == "" || json.Unmarshal([]byte(meta), &r) != nil {
+		return r, false
+	}
+	return r, true
+}
+
+// Close lets go of the overlays the store mounted; the layers stay.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, m := range s.mounted {
+		m.Close()
+		delete(s.mounted, id)
+	}
+	_, err := s.st.Shutdown(true)
+	return err
+}
+
+// CheckPath says why path cannot be layered, nil when it can.
+func CheckPath(path string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", path, err)
+	}
+	if real != path {
+		return fmt.Errorf("layer %s crosses a symlink: it resolves to %s; name the real path", path, real)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("layer %s: not a directory", path)
+	}
+	return nil
+}
+
+// Create makes the layer of path for session, on top of the layer of
+// path of parentSession when that is set, and mounts it; merged is the
+// root of the mount the session is to see in path's place (through m
+// when it is not nil), which the store keeps open until Release.
+func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDMap) (info Info, merged *os.File, err error) {
+	if err := CheckPath(path); err != nil {
+		return Info{}, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := record{Info: Info{Session: session, Path: path, ParentSession: parentSession, Owner: owner, Created: time.Now().UTC()}}
+	parentID := ""
+	if parentSession != "" {
+		p, err := s.find(parentSession, path)
+		if err != nil {
+			return Info{}, nil, err
+		}
+		if _, busy := s.mounted[p.ID]; busy {
+			return Info{}, nil, fmt.Errorf("session %s still runs on its layer of %s; start on it once it has ended: %w", parentSession, path, ErrBusy)
+		}
+		parentID, rec.Manifest = p.ID, p.Manifest
+	}
+	// Volatile: the library records the layer without fsync, which on
+	// a launch's path costs more than the rest of making the layer. A
+	// daemon that dies loses nothing by it; a host that crashes may lose
+	// the record of layers made since its last sync, and with it those
+	// layers.
+	l, err := s.st.CreateLayer("", parentID, nil, "", true, &storage.LayerOptions{Volatile: true})
+	if err != nil {
+		return Info{}, nil, fmt.Errorf("layer of %s: create: %w", path, err)
+	}
+	rec.ID = l.ID
+	defer func() {
+		if err != nil {
+			if merged != nil {
+				merged.Close()
+			}
+			s.st.DeleteLayer(l.ID)
+			if rec.Manifest == l.ID {
+				os.Remove(filepath.Join(s.manifests(), l.ID))
+			}
+		}
+	}()
+	// The record is written once the layer is whole: a layer without one
+	// is what a daemon that died while making it left (removeUnfinished).
+	md, err := s.drv.Metadata(l.ID)
+	if err != nil {
+		return Info{}, nil, fmt.Errorf("layer of %s: %w", path, err)
+	}
+	var pst unix.Stat_t
+	if err = unix.Stat(path, &pst); err != nil {
+		return Info{}, nil, fmt.Errorf("layer of %s: %w", path, err)
+	}
+	// The merged directory's root is the upper one's: it must look like
+	// the path it stands for.
+	uid, gid := pst.Uid, pst.Gid
+	if m != nil {
+		uid, gid = m.UID, m.GID
+	}
+	if err = os.Chown(md["UpperDir"], int(uid), int(gid)); err == nil {
+		err = unix.Chmod(md["UpperDir"], pst.Mode&0o7777)
+	}
+	if err != nil {
+		return Info{}, nil, fmt.Errorf("layer of %s: upper directory: %w", path, err)
+	}
+	if rec.Manifest == "" {
+		rec.Manifest = l.ID
+		if err = writeManifest(filepath.Join(s.manifests(), l.ID), path); err != nil {
+			return Info{}, nil, err
+		}
+	}
+	var lower *os.File
+	if m != nil {
+		// Overlay cannot be ID-mapped itself, but its layers can: the
+		// path is, beneath it.
+		if lower, err = mapped(path, m); err != nil {
+			return Info{}, nil, err
+		}
+		defer lower.Close()
+	}
+	if merged, err = mountOverlay(splitLowers(md["LowerDir"]), path, lower, md["UpperDir"], md["WorkDir"]); err != nil {
+		return Info{}, nil, err
+	}
+	rec.Ready = true
+	if err = s.setRecord(rec); err != nil {
+		return Info{}, nil, err
+	}
+	s.mounted[l.ID] = merged
+	return rec.Info, merged, nil
+}
+
+func splitLowers(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ":")
+}
+
+// mountOverlay makes a detached overlay of the layers lowers (top first)
+// over path (or over lower, a mount of it, when that is not nil), with
+// upper, or read-only without one, and returns its root.
+func mountOverlay(lowers []string, path string, lower *os.File, upper, work string) (*os.File, error) {
+	fail := func(op string, err error) (*os.File, error) {
+		return nil, fmt.Errorf("%w: overlay of %s: %s: %w", ErrUnsupported, path, op, err)
+	}
+	fsfd, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return fail("fsopen", err)
+	}
+	defer unix.Close(fsfd)
+	for _, l := range lowers {
+		if err := unix.FsconfigSetString(fsfd, "lowerdir+", l); err != nil {
+			return fail("lowerdir+ "+l, err)
+		}
+	}
+	if lower != nil {
+		err = unix.FsconfigSetFd(fsfd, "lowerdir+", int(lower.Fd()))
+	} else {
+		err = unix.FsconfigSetString(fsfd, "lowerdir+", path)
+	}
+	if err != nil {
+		return fail("lowerdir+ "+path, err)
+	}
+	attr := unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID
+	if upper != "" {
+		if err := unix.FsconfigSetString(fsfd, "upperdir", upper); err != nil {
+			return fail("upperdir", err)
+		}
+		if err := unix.FsconfigSetString(fsfd, "workdir", work); err != nil {
+			return fail("workdir", err)
+		}
+	} else {
+		attr |= unix.MOUNT_ATTR_RDONLY
+	}
+	for _, o := range overlayOff {
+		if err := unix.FsconfigSetString(fsfd, o, "off"); err != nil {
+			return fail(o+"=off", err)
+		}
+	}
+	if err := unix.FsconfigCreate(fsfd); err != nil {
+		return fail("create", err)
+	}
+	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, attr)
+	if err != nil {
+		return fail("fsmount", err)
+	}
+	return os.NewFile(uintptr(mfd), "overlay of "+path), nil
+}
+
+func (s *Store) setRecord(r record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := s.st.SetMetadata(r.ID, string(b)); err != nil {
+		return fmt.Errorf("layer %s: record: %w", r.ID, err)
+	}
+	return nil
+}
+
+// records are the whole layers, with their storage layers' parents.
+func (s *Store) records() ([]record, map[string]string, error) {
+	all, err := s.st.Layers()
+	if err != nil {
+		return nil, nil, fmt.Errorf("layer store: list: %w", err)
+	}
+	var out []record
+	parents := map[string]string{}
+	for _, l := range all {
+		if r, ok := parseRecord(l.Metadata); ok && r.Ready {
+			r.ID = l.ID
+			out = append(out, r)
+			parents[l.ID] = l.Parent
+		}
+	}
+	slices.SortFunc(out, func(a, b record) int { return a.Created.Compare(b.Created) })
+	return out, parents, nil
+}
+
+func (s *Store) find(session, path string) (record, error) {
+	recs, _, err := s.records()
+	if err != nil {
+		return record{}, err
+	}
+	for _, r := range recs {
+		if r.Session == session && r.Path == path {
+			return r, nil
+		}
+	}
+	return record{}, fmt.Errorf("session %s has no layer of %s: %w", session, path, ErrNotFound)
+}
+
+// Of lists session's layers.
+func (s *Store) Of(session string) ([]Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := s.of(session)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, len(recs))
+	for i, r := range recs {
+		out[i] = r.Info
+	}
+	return out, nil
+}
+
+func (s *Store) of(session string) ([]record, error) {
+	recs, _, err := s.records()
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(recs, func(r record) bool { return r.Session != session }), nil
+}
+
+// List is every layer, oldest first, with its size.
+func (s *Store) List() ([]Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, _, err := s.records()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(recs))
+	for _, r := range recs {
+		r.Size, _ = s.size(r.ID)
+		out = append(out, r.Info)
+	}
+	return out, nil
+}
+
+// Size is what the layer id holds: the bytes of its files and links.
+func (s *Store) Size(id string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size(id)
+}
+
+func (s *Store) size(id string) (int64, error) {
+	md, err := s.drv.Metadata(id)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = filepath.WalkDir(md["UpperDir"], func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Release unmounts session's layers: the session has ended.
+func (s *Store) Release(session string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := s.of(session)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if m, ok := s.mounted[r.ID]; ok {
+			m.Close()
+			delete(s.mounted, r.ID)
+		}
+	}
+	return nil
+}
+
+// view is the merged tree of layer r: the session's own mount while it
+// runs, else a read-only mount of its own, which done lets go of.
+func (s *Store) view(r record) (view *tree, uppers []string, done func(), err error) {
+	md, err := s.drv.Metadata(r.ID)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("layer of %s: %w", r.Path, err)
+	}
+	uppers = append([]string{md["UpperDir"]}, splitLowers(md["LowerDir"])...)
+	if m, ok := s.mounted[r.ID]; ok {
+		t, err := treeOf(m)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return t, uppers, t.close, nil
+	}
+	m, err := mountOverlay(uppers, r.Path, nil, "", "")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer m.Close()
+	t, err := treeOf(m)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return t, uppers, t.close, nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// diff is what layer r changes in its path.
+func (s *Store) diff(r record, withPatch bool) (Diff, error) {
+	view, uppers, done, err := s.view(r)
+	if err != nil {
+		return Diff{}, err
+	}
+	defer done()
+	base, err := openTree(r.Path)
+	if err != nil {
+		return Diff{}, err
+	}
+	defer base.close()
+	d, err := diffTrees(view, base, uppers, withPatch)
+	d.Layer = r.Info
+	return d, err
+}
+
+func diffTrees(view, base *tree, uppers []string, withPatch bool) (Diff, error) {
+	paths, err := candidates(uppers, base)
+	if err != nil {
+		return Diff{}, fmt.Errorf("read layer: %w", err)
+	}
+	changes, err := compare(view, base, paths)
+	if err != nil {
+		return Diff{}, err
+	}
+	d := Diff{Changes: changes}
+	if withPatch {
+		if d.Patch, err = patch(view, base, changes); err != nil {
+			return Diff{}, err
+		}
+	}
+	return d, nil
+}
+
+// Diff is what session's layers change, one Diff per layer.
+func (s *Store) Diff(session string, withPatch bool) ([]Diff, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := s.of(session)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("session %s: %w", session, ErrNotFound)
+	}
+	var out []Diff
+	for _, r := range recs {
+		d, err := s.diff(r, withPatch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// settle checks that session's layers may be committed or discarded:
+// not run on, and no layer started on them.
+func (s *Store) settle(session string) ([]record, error) {
+	recs, parents, err := s.records()
+	if err != nil {
+		return nil, err
+	}
+	var mine []record
+	for _, r := range recs {
+		if r.Session == session {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) == 0 {
+		return nil, fmt.Errorf("session %s: %w", session, ErrNotFound)
+	}
+	for _, r := range mine {
+		if _, ok := s.mounted[r.ID]; ok {
+			return nil, fmt.Errorf("session %s still runs on its layer of %s; wait for it to end or kill it: %w", session, r.Path, ErrBusy)
+		}
+		for _, o := range recs {
+			if parents[o.ID] == r.ID {
+				return nil, fmt.Errorf("session %s's layer of %s was started on by session %s; commit or discard that one first: %w", session, r.Path, o.Session, ErrBusy)
+			}
+		}
+	}
+	return mine, nil
+}
+
+// Discard drops session's layers.
+func (s *Store) Discard(session string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs, err := s.settle(session)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := s.remove(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) remove(r record) error {
+	if err := s.st.DeleteLayer(r.ID); err != nil {
+		return fmt.Errorf("remove layer of %s: %w", r.Path, err)
+	}
+	if r.Manifest == r.ID {
+		os.Remove(filepath.Join(s.manifests(), r.ID))
+	}
+	return nil
+}
+
+// manifestEntry is a path as the manifest saw it.
+type manifestEntry struct {
+	Ino, Size    uint64
+	Mtime, Ctime int64
+	Mode         uint32
+}
+
+func entryOf(st *unix.Stat_t) manifestEntry {
+	return manifestEntry{Ino: st.Ino, Size: uint64(st.Size), Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Mode: st.Mode}
+}
+
+// writeManifest records every path beneath root as it is now, for a
+// commit to tell what changed on the host since. Other filesystems
+// mounted beneath are not part of an overlay's lower layer, nor of it.
+func writeManifest(file, root string) error {
+	var rootDev uint64
+	m := map[string]manifestEntry{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return err
+			}
+			return nil
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return nil
+		}
+		if p == root {
+			rootDev = st.Dev
+			return nil
+		}
+		if st.Dev != rootDev {
+			return fs.SkipDir
+		}
+		rel, _ := filepath.Rel(root, p)
+		m[rel] = entryOf(&st)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("manifest of %s: %w", root, err)
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("manifest of %s: %w", root, err)
+	}
+	if err := gob.NewEncoder(f).Encode(m); err != nil {
+		f.Close()
+		return fmt.Errorf("manifest of %s: %w", root, err)
+	}
+	return f.Close()
+}
+
+func readManifest(file string) (map[string]manifestEntry, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	defer f.Close()
+	var m map[string]manifestEntry
+	if err := gob.NewDecoder(f).Decode(&m); err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", file, err)
+	}
+	return m, nil
+}
+
+// mapped is a detached ID-mapped clone of path, as m says.
+func mapped(path string, m *IDMap) (*os.File, error) {
+	pid, done, err := idmap.CreateUsernsProcess(
+		// An ID-mapped mount shows an owner k as the id that k maps to
+		// outside the namespace.
+		[]idtools.IDMap{{ContainerID: int(m.Owner), HostID: int(m.UID), Size: 1}},
+		[]idtools.IDMap{{ContainerID: int(m.Group), HostID: int(m.GID), Size: 1}})
+	if err != nil {
+		// Where user namespaces are denied, no layer of another's path
+		// can be shown to the sandbox as its own.
+		return nil, fmt.Errorf("%w: %w: a user namespace to map the owner of %s: %w", ErrUnsupported, ErrUnmappable, path, err)
+	}
+	defer done()
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", pid))
+	if err != nil {
+		return nil, fmt.Errorf("user namespace to map the owner of %s: %w", path, err)
+	}
+	defer ns.Close()
+	tree, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open_tree %s: %w", ErrUnsupported, path, err)
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns.Fd())}); err != nil {
+		unix.Close(tree)
+		return nil, fmt.Errorf("%w: %w: an ID-mapped mount of %s, showing its owner %d as the sandbox's uid %d: %w", ErrUnsupported, ErrUnmappable, path, m.Owner, m.UID, err)
+	}
+	return os.NewFile(uintptr(tree), "mapped "+path), nil
+}

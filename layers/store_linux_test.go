@@ -1,0 +1,263 @@
+//go:build linux
+
+package layers
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func openStore(t *testing.T) *Store {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("layers need a root daemon")
+	}
+	s, _, err := Open(filepath.Join(t.TempDir(), "layers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func write(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func workspace(t *testing.T) string {
+	ws := filepath.Join(t.TempDir(), "ws")
+	write(t, filepath.Join(ws, "keep"), "keep\n")
+	write(t, filepath.Join(ws, "edit"), "one\ntwo\n")
+	write(t, filepath.Join(ws, "gone"), "gone\n")
+	write(t, filepath.Join(ws, "old-name"), "moved\n")
+	write(t, filepath.Join(ws, "exec"), "#!/bin/sh\n")
+	write(t, filepath.Join(ws, "dir/inner"), "inner\n")
+	return ws
+}
+
+func summary(d Diff) []string {
+	var out []string
+	for _, c := range d.Changes {
+		out = append(out, c.Kind.String()+" "+c.Path)
+	}
+	return out
+}
+
+// Every kind of change is kept out of the host's path until commit, then
+// applied exactly; discard drops it.
+func TestCommitAppliesEveryChangeKind(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	_, merged, err := s.Create("s1", ws, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "new/file"), "new\n")
+	write(t, filepath.Join(at(merged), "edit"), "one\n2\n")
+	must(t, os.Remove(filepath.Join(at(merged), "gone")))
+	must(t, os.Rename(filepath.Join(at(merged), "old-name"), filepath.Join(at(merged), "new-name")))
+	must(t, os.Chmod(filepath.Join(at(merged), "exec"), 0o755))
+	must(t, os.Symlink("keep", filepath.Join(at(merged), "link")))
+	must(t, os.RemoveAll(filepath.Join(at(merged), "dir")))
+	if _, err := os.Stat(filepath.Join(ws, "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the host's path changed before commit: %v", err)
+	}
+	if _, err := s.Commit("s1", false); !errors.Is(err, ErrBusy) {
+		t.Fatalf("commit of a layer still mounted: %v, want ErrBusy", err)
+	}
+	must(t, s.Release("s1"))
+	diffs, err := s.Diff("s1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := summary(diffs[0])
+	want := []string{"deleted dir", "modified edit", "mode exec", "deleted gone", "added link", "added new", "added new/file", "added new-name", "deleted old-name"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("diff = %q, want %q", got, want)
+	}
+	if p := diffs[0].Patch; !strings.Contains(p, "-two\n+2\n") || !strings.Contains(p, "+++ b/new/file") {
+		t.Errorf("patch lacks the edit or the new file:\n%s", p)
+	}
+	if _, err := s.Commit("s1", false); err != nil {
+		t.Fatal(err)
+	}
+	for p, content := range map[string]string{"new/file": "new\n", "edit": "one\n2\n", "new-name": "moved\n", "keep": "keep\n"} {
+		b, err := os.ReadFile(filepath.Join(ws, p))
+		if err != nil || string(b) != content {
+			t.Errorf("%s after commit: %q, %v; want %q", p, b, err, content)
+		}
+	}
+	for _, p := range []string{"gone", "old-name", "dir"} {
+		if _, err := os.Lstat(filepath.Join(ws, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there after commit: %v", p, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(ws, "exec")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("exec after commit: %v %v", fi.Mode(), err)
+	}
+	if l, err := os.Readlink(filepath.Join(ws, "link")); err != nil || l != "keep" {
+		t.Errorf("link after commit: %q %v", l, err)
+	}
+	if l, _ := s.Of("s1"); len(l) != 0 {
+		t.Errorf("layer kept after commit: %v", l)
+	}
+}
+
+func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	_, merged, err := s.Create("s1", ws, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "edit"), "sandbox\n")
+	write(t, filepath.Join(at(merged), "keep"), "sandbox\n")
+	must(t, s.Release("s1"))
+	write(t, filepath.Join(ws, "edit"), "host\n")
+	_, err = s.Commit("s1", false)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !slices.Equal(ce.Files, []string{"edit"}) {
+		t.Fatalf("commit = %v, want a conflict naming edit alone", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "keep")); string(b) != "keep\n" {
+		t.Errorf("a refused commit applied keep: %q", b)
+	}
+	if _, err := s.Commit("s1", true); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "edit")); string(b) != "sandbox\n" {
+		t.Errorf("forced commit: edit = %q", b)
+	}
+}
+
+func TestStackedLayersAndDiscard(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	_, m1, err := s.Create("s1", ws, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(m1), "step1"), "1\n")
+	must(t, s.Release("s1"))
+	var merged [2]*os.File
+	for i, id := range []string{"a", "b"} {
+		if _, merged[i], err = s.Create(id, ws, "s1", 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(at(merged[i]), "step1")); err != nil || string(b) != "1\n" {
+			t.Fatalf("stacked layer %s does not see its parent's file: %q %v", id, b, err)
+		}
+		write(t, filepath.Join(at(merged[i]), "try-"+id), id)
+		must(t, s.Release(id))
+	}
+	if err := s.Discard("s1"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("discard of a layer others stand on: %v, want ErrBusy", err)
+	}
+	da, err := s.Diff("a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(da[0]); !slices.Equal(got, []string{"added step1", "added try-a"}) {
+		t.Errorf("diff of a = %q", got)
+	}
+	must(t, s.Discard("b"))
+	if _, err := s.Commit("a", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "try-b")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the discarded continuation reached the host")
+	}
+	if _, err := os.Stat(filepath.Join(ws, "try-a")); err != nil {
+		t.Error(err)
+	}
+	must(t, s.Discard("s1"))
+}
+
+// A commit must not follow a symlink the host's path or the layer put in
+// the way, whatever the daemon's privileges.
+func TestCommitDoesNotFollowSymlinks(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	outside := t.TempDir()
+	_, merged, err := s.Create("s1", ws, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "sub/file"), "x\n")
+	must(t, s.Release("s1"))
+	must(t, os.Symlink(outside, filepath.Join(ws, "sub")))
+	var ce *ConflictError
+	if _, err := s.Commit("s1", false); !errors.As(err, &ce) {
+		t.Fatalf("commit over a symlink made since: %v, want a conflict", err)
+	}
+	// Forced, the layer's directory replaces the symlink.
+	if _, err := s.Commit("s1", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "file")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("commit wrote through a symlink: %v", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "sub")); err != nil || !fi.IsDir() {
+		t.Fatalf("sub after commit: %v %v", fi, err)
+	}
+}
+
+// A daemon that dies leaves nothing mounted (the overlays are detached),
+// its whole layers usable and its unfinished ones removed.
+func TestReopenKeepsLayersAndRemovesUnfinishedOnes(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("layers need a root daemon")
+	}
+	dir := filepath.Join(t.TempDir(), "layers")
+	s, _, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := workspace(t)
+	_, merged, err := s.Create("s1", ws, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "f"), "f\n")
+	if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), dir) {
+		t.Errorf("a layer is mounted in the mount table:\n%s", b)
+	}
+	// As a daemon that died making a layer: the library's layer, no record.
+	half, err := s.st.CreateLayer("", "", nil, "", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, cleaned, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if !slices.Equal(cleaned, []string{"unfinished layer " + half.ID}) {
+		t.Errorf("cleaned = %q, want the unfinished layer %s", cleaned, half.ID)
+	}
+	d, err := s2.Diff("s1", false)
+	if err != nil || !slices.Equal(summary(d[0]), []string{"added f"}) {
+		t.Fatalf("layer after reopening: %v %v", d, err)
+	}
+}
+
+// at is where the test reaches the root of a detached mount by path.
+func at(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()) }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,35 @@
+//go:build !linux
+
+package layers
+
+import (
+	"fmt"
+	"os"
+)
+
+// Store is the daemon's layers; on this OS there are none.
+type Store struct{}
+
+// Open refuses: copy-on-write layers need Linux's overlay filesystem.
+func Open(dir string) (*Store, []string, error) {
+	return nil, nil, fmt.Errorf("%w: they need Linux's overlay filesystem", ErrUnsupported)
+}
+
+// CheckPath refuses every path here.
+func CheckPath(path string) error {
+	return fmt.Errorf("%w: they need Linux's overlay filesystem", ErrUnsupported)
+}
+
+func (*Store) Close() error { return nil }
+
+func (*Store) Create(session, path, parentSession string, owner uint32, m *IDMap) (Info, *os.File, error) {
+	return Info{}, nil, ErrUnsupported
+}
+
+func (*Store) Of(string) ([]Info, error)           { return nil, ErrUnsupported }
+func (*Store) List() ([]Info, error)               { return nil, ErrUnsupported }
+func (*Store) Size(string) (int64, error)          { return 0, ErrUnsupported }
+func (*Store) Release(string) error                { return nil }
+func (*Store) Diff(string, bool) ([]Diff, error)   { return nil, ErrUnsupported }
+func (*Store) Commit(string, bool) ([]Diff, error) { return nil, ErrUnsupported }
+func (*Store) Discard(string) error                { return ErrUnsupported }
