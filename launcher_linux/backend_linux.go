@@ -29,11 +29,9 @@ import (
 
 // Config configures the Linux backend.
 type Config struct {
-	// InitPath is the binary started as the sandbox init; it must import
-	// package sandboxinit (launcher_linux does). Empty means sandboxd-init
-	// beside this binary when it is there (a small binary starts faster),
-	// else this binary. The host probes always run this binary, which
-	// must call RunProbeIfRequested.
+	// InitPath is the sandbox init, the C program of cmd/sandboxd-init.
+	// Empty means sandboxd-init beside this binary. The host probes
+	// always run this binary, which must call RunProbeIfRequested.
 	InitPath string
 	// SandboxUID and SandboxGID are the identity root callers' sandboxes
 	// run as; the host probe tries its primitives for that identity. Zero
@@ -44,7 +42,7 @@ type Config struct {
 	MechanismSet string
 	// Prestart is how many sandbox inits to keep started ahead for each
 	// kind of launch in use (identity, namespaces): a launch that finds
-	// one does not wait for namespaces and a Go runtime. Zero starts each
+	// one does not wait for its namespaces to be made. Zero starts each
 	// init with its launch.
 	Prestart int
 	// StateDir is where the journal of placeholders and cgroups is kept
@@ -99,18 +97,18 @@ func New(cfg Config) (launcher.Backend, error) {
 // since it started is not what runs.
 const selfExe = "/proc/self/exe"
 
-// initBinary is the sandbox init's own binary, built from cmd/sandboxd-init.
+// initBinary is the sandbox init's own binary, built by make from
+// cmd/sandboxd-init.
 const initBinary = "sandboxd-init"
 
-// besideSelf is the path of the binary name in this binary's directory, or
-// this binary when there is none. The init runs with the sandbox's
-// identity and decides what confines it, so it must be as trusted as the
-// daemon: owned by root, the daemon's uid or the daemon binary's owner, and
-// writable by its owner alone. Anything else is an error, not a fallback.
+// besideSelf is the path of the binary name in this binary's directory.
+// The init runs with the sandbox's identity and decides what confines it,
+// so it must be as trusted as the daemon: owned by root, the daemon's uid
+// or the daemon binary's owner, and writable by its owner alone.
 func besideSelf(name string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return selfExe, nil
+		return "", fmt.Errorf("find the sandbox init beside the daemon: %w", err)
 	}
 	return beside(self, name)
 }
@@ -120,7 +118,7 @@ func beside(self, name string) (string, error) {
 	path := filepath.Join(filepath.Dir(self), name)
 	var st, selfSt unix.Stat_t
 	if err := unix.Stat(path, &st); errors.Is(err, unix.ENOENT) {
-		return selfExe, nil
+		return "", fmt.Errorf("sandbox init %s not found: it is a C program beside the daemon; build both with make (bin/sandboxd and bin/sandboxd-init)", path)
 	} else if err != nil {
 		return "", fmt.Errorf("sandbox init %s: %w", path, err)
 	}
@@ -299,7 +297,13 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			return nil, fmt.Errorf("send cgroup files to sandbox init: %w", err)
 		}
 	}
-	if err := json.NewEncoder(ip.plan).Encode(&plan.Plan); err != nil {
+	encoded, err := plan.Plan.MarshalBinary()
+	if err != nil {
+		ip.plan.Close()
+		p.abort()
+		return nil, fmt.Errorf("encode plan for sandbox init: %w", err)
+	}
+	if _, err := ip.plan.Write(encoded); err != nil {
 		ip.plan.Close()
 		p.abort()
 		return nil, fmt.Errorf("send plan to sandbox init: %w", err)

@@ -27,7 +27,7 @@ func keyOf(plan *Plan, uid, gid uint32) initKey {
 }
 
 // initProc is a started sandbox init waiting for its plan: it has its
-// namespaces and its Go runtime, and nothing of any session yet.
+// namespaces, and nothing of any session yet.
 type initProc struct {
 	cmd *exec.Cmd
 	// plan is where the init reads its plan, report where it writes what
@@ -94,7 +94,7 @@ func (ip *initProc) discard() {
 }
 
 // initPool keeps a few inits started ahead for the keys in use, so that a
-// launch does not wait for namespaces to be created and a Go runtime to
+// launch does not wait for namespaces to be created and the init to
 // start. An init is used only while the host's mounts are as they were when
 // it was cloned, and a key nobody launched with for poolIdle has its inits
 // stopped.

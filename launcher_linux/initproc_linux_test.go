@@ -2,51 +2,31 @@ package launcherlinux
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/initbuild"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"golang.org/x/sys/unix"
 )
 
-var initBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // initBinaryPath builds cmd/sandboxd-init, the init the daemon starts, once
 // per test binary.
 func initBinaryPath(tb testing.TB) string {
 	tb.Helper()
-	initBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "sandboxd-init-")
-		if err != nil {
-			initBuild.err = err
-			return
-		}
-		// Executable by the sandbox uid, as an installed binary is.
-		if initBuild.err = os.Chmod(dir, 0o755); initBuild.err != nil {
-			return
-		}
-		initBuild.path = filepath.Join(dir, initBinary)
-		out, err := exec.Command("go", "build", "-o", initBuild.path, "github.com/sandboxd/sandboxd/cmd/sandboxd-init").CombinedOutput()
-		if err != nil {
-			initBuild.err = &exec.Error{Name: "go build sandboxd-init: " + string(out), Err: err}
-		}
-	})
-	if initBuild.err != nil {
-		tb.Fatal(initBuild.err)
+	path, err := initbuild.Shared()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return initBuild.path
+	return path
 }
 
 // prestartedBackend starts its sandbox inits ahead, from the init binary.
@@ -199,36 +179,44 @@ func TestHostMountRetiresPrestartedInits(t *testing.T) {
 	}
 }
 
-// The init reaches its own code before the daemon's protobuf and gRPC
-// packages start, even when it is the daemon's binary (no sandboxd-init
-// beside it): their setup would be most of its start.
-func TestInitStartsBeforeTheDaemonsPackages(t *testing.T) {
-	devnull, err := os.Open(os.DevNull)
+// The init reports a plan it cannot decode as a setup error naming the
+// plan, and does nothing else.
+func TestInitRefusesABrokenPlan(t *testing.T) {
+	planR, planW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer devnull.Close()
 	repR, repW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer repR.Close()
-	cmd := exec.Command("/proc/self/exe")
+	cmd := exec.Command(initBinaryPath(t))
 	cmd.Args[0] = sandboxinit.Arg0
-	// inittrace prints each package once its init is done: the init's
-	// own never is, as it exits from there.
-	cmd.Env = []string{"GODEBUG=inittrace=1"}
-	cmd.ExtraFiles = []*os.File{devnull, repW}
-	trace, _ := cmd.CombinedOutput()
-	repW.Close()
-	report, _ := readAll(repR)
-	if !strings.Contains(report, `"op":"read plan"`) {
-		t.Fatalf("the process did not run as a sandbox init; it reported %q", report)
+	cmd.ExtraFiles = []*os.File{planR, repW}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	for _, pkg := range []string{"google.golang.org/protobuf/reflect/protodesc ", "google.golang.org/grpc ", "github.com/sandboxd/sandboxd/api/sandboxd/v1 "} {
-		if strings.Contains(string(trace), "init "+pkg) {
-			t.Errorf("package %sran before the init took over:\n%s", pkg, trace)
-		}
+	planR.Close()
+	repW.Close()
+	planW.Write([]byte(`{"namespaces":true}`))
+	planW.Close()
+	err = cmd.Wait()
+	report, _ := readAll(repR)
+	if !strings.Contains(report, `"type":"setup-error"`) || !strings.Contains(report, `"op":"read plan"`) || !strings.Contains(report, "bad magic") {
+		t.Errorf("init reported %q for a JSON plan", report)
+	}
+	if cmd.ProcessState.ExitCode() != 1 {
+		t.Errorf("init exited %v, want 1", err)
+	}
+}
+
+// Run by hand, under any other name, the init says what it is and exits 2.
+func TestInitIsNotRunByHand(t *testing.T) {
+	out, err := exec.Command(initBinaryPath(t)).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "not run by hand") {
+		t.Errorf("init run by hand: %v, %q", err, out)
 	}
 }
 
@@ -259,8 +247,8 @@ func TestInitBinaryMustBeAsTrustedAsTheDaemon(t *testing.T) {
 	if err := os.WriteFile(self, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := beside(self, initBinary); err != nil || got != selfExe {
-		t.Errorf("no initPath beside the daemon: %q, %v; want the daemon's own binary", got, err)
+	if got, err := beside(self, initBinary); err == nil || !strings.Contains(err.Error(), "make") {
+		t.Errorf("no init beside the daemon: %q, %v; want an error saying how to build it", got, err)
 	}
 	initPath := filepath.Join(dir, initBinary)
 	if err := os.WriteFile(initPath, nil, 0o755); err != nil {

@@ -28,6 +28,8 @@ trap cleanup EXIT
 
 # Every command, so that helpers the daemon looks for beside itself are there.
 go build -o "$work/" ./cmd/...
+# The sandbox init is C, built by make.
+make -s --no-print-directory init-binary INIT_OUT="$work/sandboxd-init"
 go build -o "$work/benchtool" ./internal/benchtool
 
 # A root caller's sandboxes run as the daemon's sandbox uid, which must reach
