@@ -236,7 +236,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	cmd := ip.cmd
 	defer ip.pass.Close()
-	p := &process{cmd: cmd, report: bufio.NewReaderSize(ip.report, 64<<10), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
+	p := &process{cmd: cmd, report: bufio.NewReaderSize(ip.report, reportBuffer), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources}}
 	var cgroupTasks []int
 	if cg != nil {
@@ -647,16 +647,35 @@ type process struct {
 	waitErr  error
 }
 
+// A session's report reader is small, as every idle session keeps one
+// for its exit message; a longer line, a setup error's, is gathered in
+// pieces up to maxReportLine.
+const (
+	reportBuffer  = 256
+	maxReportLine = 64 << 10
+)
+
 func (p *process) next() (sandboxinit.Message, error) {
 	var m sandboxinit.Message
-	// The report buffer bounds a line; nothing but the init writes there,
-	// and a longer line is a broken init, not something to buffer.
-	line, err := p.report.ReadSlice('\n')
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return m, errors.New("report pipe closed")
+	var line []byte
+	for {
+		chunk, err := p.report.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxReportLine {
+			// Nothing but the init writes there: a longer line is a
+			// broken init, not something to buffer.
+			return m, fmt.Errorf("read report: a line longer than %d bytes", maxReportLine)
 		}
-		return m, fmt.Errorf("read report: %w", err)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return m, errors.New("report pipe closed")
+			}
+			return m, fmt.Errorf("read report: %w", err)
+		}
+		break
 	}
 	if err := json.Unmarshal(line, &m); err != nil {
 		return m, fmt.Errorf("decode report: %w", err)

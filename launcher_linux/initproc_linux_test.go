@@ -1,6 +1,7 @@
 package launcherlinux
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
@@ -279,5 +280,24 @@ func TestInitBinaryMustBeAsTrustedAsTheDaemon(t *testing.T) {
 		if got, err := beside(self, initBinary); err != nil || got != initPath {
 			t.Errorf("initPath owned as the daemon binary is: %q, %v", got, err)
 		}
+	}
+}
+
+// A report line longer than the reader's buffer, as a setup error with a
+// long path makes, is read whole; one beyond maxReportLine is refused.
+func TestReportLinesLongerThanTheBuffer(t *testing.T) {
+	long := strings.Repeat("/deep", 1000)
+	line := `{"type":"setup-error","path":"` + long + `"}` + "\n" + `{"type":"exit","code":3}` + "\n"
+	p := &process{report: bufio.NewReaderSize(strings.NewReader(line), reportBuffer)}
+	if m, err := p.next(); err != nil || m.Type != "setup-error" || m.Path != long {
+		t.Errorf("long line: %+v, %v", m, err)
+	}
+	if m, err := p.next(); err != nil || m.Type != "exit" || m.Code != 3 {
+		t.Errorf("the line after it: %+v, %v", m, err)
+	}
+	huge := `{"type":"exit","detail":"` + strings.Repeat("x", maxReportLine) + `"}` + "\n"
+	p = &process{report: bufio.NewReaderSize(strings.NewReader(huge), reportBuffer)}
+	if m, err := p.next(); err == nil {
+		t.Errorf("a line beyond %d bytes was read: %+v", maxReportLine, m.Type)
 	}
 }
