@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -234,15 +233,15 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		}
 		return nil, err
 	}
-	cmd := ip.cmd
+	proc := ip.proc
 	defer ip.pass.Close()
-	p := &process{cmd: cmd, report: bufio.NewReaderSize(ip.report, reportBuffer), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
+	p := &process{proc: proc, report: bufio.NewReaderSize(ip.report, reportBuffer), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources}}
 	var cgroupTasks []int
 	if cg != nil {
 		// Before the plan: the init starts nothing until it has it, so
 		// every process of the sandbox begins inside the limits.
-		err := cg.join(cmd.Process.Pid)
+		err := cg.join(proc.pid)
 		if err == nil {
 			cgroupTasks, err = cg.tasksFiles()
 		}
@@ -265,7 +264,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	go func() {
 		select {
 		case <-ctx.Done():
-			cmd.Process.Kill()
+			proc.signal(unix.SIGKILL)
 		case <-setupDone:
 		}
 	}()
@@ -371,44 +370,6 @@ func (b *backend) idmappedTree(w string, k idmapKey) (int, error) {
 		return -1, err
 	}
 	return idmappedTree(w, ns)
-}
-
-// initProcAttr is how the init is cloned. In namespaces it runs as the
-// sandbox uid, the only uid of its new user namespace, with the capabilities
-// to build the root; without namespaces it runs as the sandbox uid on the
-// host, with none.
-func initProcAttr(key initKey) *syscall.SysProcAttr {
-	uid, gid := key.uid, key.gid
-	root := os.Geteuid() == 0
-	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if root {
-		sys.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
-	}
-	if !key.namespaces {
-		// The init kills every descendant on this signal; SIGKILL would
-		// leave them, as nothing else encloses them.
-		sys.Pdeathsig = sandboxinit.SigKillAll
-		return sys
-	}
-	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
-	if key.netns {
-		flags |= unix.CLONE_NEWNET
-	}
-	sys.Cloneflags = flags
-	// The sandbox uid is the only uid of its user namespace, the same
-	// number inside as on the host, so files show their real owner and
-	// nothing in the sandbox can become host root.
-	sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: int(uid), Size: 1}}
-	sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: int(gid), Size: 1}}
-	// A root daemon drops its supplementary groups (host gid 0 among
-	// them); that needs setgroups, which an unprivileged daemon does not
-	// have and does not need.
-	sys.GidMappingsEnableSetgroups = root
-	// The init builds the sandbox with these, held as ambient capabilities
-	// of the sandbox uid in its own user namespace; it clears them before
-	// the command is forked.
-	sys.AmbientCaps = initCapabilities
-	return sys
 }
 
 // identityRefusal explains a failed start of a namespace-less init: the
@@ -624,7 +585,7 @@ func removeEmptyDirNoFollow(path string) {
 }
 
 type process struct {
-	cmd         *exec.Cmd
+	proc        *initHandle
 	report      *bufio.Reader
 	reportFile  *os.File
 	cleanup     func()
@@ -644,7 +605,6 @@ type process struct {
 
 	waitOnce sync.Once
 	status   launcher.Status
-	waitErr  error
 }
 
 // A session's report reader is small, as every idle session keeps one
@@ -808,13 +768,13 @@ func receiveFd(sock *os.File, tag byte) (int, error) {
 	return fds[0], nil
 }
 
-func (p *process) Pid() int { return p.cmd.Process.Pid }
+func (p *process) Pid() int { return p.proc.pid }
 
 func (p *process) Enforcement() *sandboxdv1.EnforcementReport { return p.enforcement }
 
 func (p *process) Signal(sig syscall.Signal) error {
 	// The init forwards it to the command's process group.
-	return p.cmd.Process.Signal(sig)
+	return p.proc.signal(sig)
 }
 
 func (p *process) Kill() error {
@@ -822,9 +782,9 @@ func (p *process) Kill() error {
 	// namespace-less init kills its descendants itself.
 	var err error
 	if p.namespaces {
-		err = p.cmd.Process.Kill()
+		err = p.proc.signal(unix.SIGKILL)
 	} else {
-		err = p.cmd.Process.Signal(sandboxinit.SigKillAll)
+		err = p.proc.signal(sandboxinit.SigKillAll)
 		if p.cgroup != nil {
 			p.cgroup.killAll()
 		}
@@ -849,11 +809,7 @@ func (p *process) Wait() (launcher.Status, error) {
 			}
 		}
 		p.reportFile.Close()
-		werr := p.cmd.Wait()
-		var exitErr *exec.ExitError
-		if werr != nil && !errors.As(werr, &exitErr) {
-			p.waitErr = werr
-		}
+		p.proc.wait()
 		// The init is gone and with it every process of the sandbox:
 		// nothing is left to call.
 		if p.supervisor != nil {
@@ -871,5 +827,5 @@ func (p *process) Wait() (launcher.Status, error) {
 		p.status = st
 		p.cleanup()
 	})
-	return p.status, p.waitErr
+	return p.status, nil
 }

@@ -68,7 +68,7 @@ func readyPids(t *testing.T, p *initPool, key initKey, n int) []int {
 		p.mu.Lock()
 		var pids []int
 		for _, ip := range p.ready[key] {
-			pids = append(pids, ip.cmd.Process.Pid)
+			pids = append(pids, ip.proc.pid)
 		}
 		p.mu.Unlock()
 		if len(pids) >= n {
@@ -299,5 +299,52 @@ func TestReportLinesLongerThanTheBuffer(t *testing.T) {
 	p = &process{report: bufio.NewReaderSize(strings.NewReader(huge), reportBuffer)}
 	if m, err := p.next(); err == nil {
 		t.Errorf("a line beyond %d bytes was read: %+v", maxReportLine, m.Type)
+	}
+}
+
+// The spawner's inits end with it, and it ends when the daemon's end of its
+// socket closes (as when the daemon dies): nothing is left behind.
+func TestInitsEndWithTheSpawner(t *testing.T) {
+	uid, gid := sandboxIdentity()
+	sp := newSpawner(initBinaryPath(t))
+	ip, err := startInit(sp, initKey{uid: uid, gid: gid, namespaces: true}, 0)
+	if err != nil {
+		t.Skipf("this host cannot start a namespaced init: %v", err)
+	}
+	defer ip.plan.Close()
+	defer ip.report.Close()
+	defer ip.pass.Close()
+	if err := ip.proc.signal(0); err != nil {
+		t.Fatalf("init %d not running: %v", ip.proc.pid, err)
+	}
+	sp.mu.Lock()
+	unix.Close(sp.sock)
+	sp.sock = -1
+	sp.mu.Unlock()
+	// Returns only once the init is gone; the test's timeout catches one
+	// that stays.
+	ip.proc.wait()
+}
+
+// An init binary the sandbox uid may not execute is named as such, not
+// taken for a host that refuses namespaces.
+func TestSpawnerNamesAnInitItCannotExecute(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the init must be unreadable to the sandbox uid only")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	path := filepath.Join(dir, initBinary)
+	b, err := os.ReadFile(initBinaryPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := sandboxIdentity()
+	_, err = startInit(newSpawner(path), initKey{uid: uid, gid: gid}, 0)
+	if err == nil || !strings.Contains(err.Error(), "must be executable") {
+		t.Errorf("init not executable by uid %d: %v", uid, err)
 	}
 }

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "init.h"
+#include "spawn.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -35,6 +36,7 @@
 
 #define INIT_ARG0 "sandboxd-init"
 #define USERNS_ARG0 "sandboxd-userns"
+#define SPAWNER_ARG0 "sandboxd-spawner"
 
 /* SigKillAll (sandboxinit): a namespace-less init kills every process of
  * its sandbox on it. */
@@ -806,6 +808,8 @@ int main(int argc, char **argv)
 		return run_init();
 	if (argc > 0 && strcmp(argv[0], USERNS_ARG0) == 0)
 		return hold_userns();
+	if (argc > 0 && strcmp(argv[0], SPAWNER_ARG0) == 0)
+		return run_spawner();
 	fprintf(stderr, "%s is started by sandboxd as the init of each sandbox (argv[0] \"%s\"); it is not run by hand\n",
 		argc > 0 ? argv[0] : "sandboxd-init", INIT_ARG0);
 	return 2;

@@ -11,6 +11,10 @@ const Arg0 = "sandboxd-init"
 // process to be made.
 const UsernsArg0 = "sandboxd-userns"
 
+// SpawnerArg0 is the argv[0] that makes the init binary the daemon's
+// spawner, which clones every init.
+const SpawnerArg0 = "sandboxd-spawner"
+
 // The init gets its plan on fd 3 (MarshalBinary) and reports on fd 4, one
 // JSON Message a line. On fd 5, a unix socket, the daemon and the init hand
 // each other fds (SCM_RIGHTS), each message one of these tag bytes.
