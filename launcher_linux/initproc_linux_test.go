@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -346,5 +347,32 @@ func TestSpawnerNamesAnInitItCannotExecute(t *testing.T) {
 	_, err = startInit(newSpawner(path), initKey{uid: uid, gid: gid}, 0)
 	if err == nil || !strings.Contains(err.Error(), "must be executable") {
 		t.Errorf("init not executable by uid %d: %v", uid, err)
+	}
+}
+
+// An init that ends is reaped by the spawner then, not at its next
+// request: no zombie is left while the daemon launches nothing.
+func TestSpawnerReapsInitsAsTheyEnd(t *testing.T) {
+	uid, gid := sandboxIdentity()
+	sp := newSpawner(initBinaryPath(t))
+	ip, err := startInit(sp, initKey{uid: uid, gid: gid}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := ip.proc.pid
+	ip.discard()
+	// discard returns once the init has ended; the test's timeout catches
+	// a zombie that stays.
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		if f := strings.Fields(string(b)); len(f) > 2 && f[2] != "Z" {
+			// The pid was reused by an unrelated process: the init was
+			// reaped.
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

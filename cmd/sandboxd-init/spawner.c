@@ -6,7 +6,7 @@
  * SOCK_SEQPACKET socket as fd 3; each request on it is a struct
  * spawn_request with the init's plan, report and pass fds, and each answer a
  * struct spawn_reply with, when the init runs, a pidfd of it. The spawner
- * reaps the inits; the daemon waits for them on their pidfds. It exits when
+ * reaps the inits as they end; the daemon waits for them on their pidfds. It exits when
  * the daemon's end of the socket closes, and its inits then get their
  * parent-death signal.
  */
@@ -20,7 +20,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -95,6 +97,10 @@ static void __attribute__((noreturn)) child(const struct spawn_request *rq, cons
 	for (int i = 0; i < 3; i++)
 		if (dup2(high[i], PLAN_FD + i) < 0)
 			goto fail;
+	/* The spawner's wait for SIGCHLD is none of the init's. */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	char *argv[] = {(char *)"sandboxd-init", NULL};
 	char *envp[] = {NULL};
 	execve(rq->path, argv, envp);
@@ -210,11 +216,27 @@ int run_spawner(void)
 	/* Nothing of the spawner reaches an init but what it is sent. */
 	if (syscall(SYS_close_range, 4U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) || fcntl(SOCK_FD, F_SETFD, FD_CLOEXEC))
 		return 1;
-	/* The inits are reaped here; SIGCHLD only interrupts the wait for the
-	 * next request. */
-	struct sigaction sa = {.sa_handler = SIG_DFL};
-	sigaction(SIGCHLD, &sa, NULL);
+	/* The inits are reaped as they end, between requests: an init that
+	 * has ended stays no zombie until the next launch. */
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		return 1;
 	for (;;) {
+		struct pollfd pfd[2] = {{.fd = SOCK_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			return 1;
+		if (pfd[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) > 0) {
+			}
+			reap();
+		}
+		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
 		struct spawn_request rq;
 		int fds[3] = {-1, -1, -1};
 		union {
@@ -223,8 +245,9 @@ int run_spawner(void)
 		} u;
 		struct iovec iov = {.iov_base = &rq, .iov_len = sizeof rq};
 		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-		reap();
-		ssize_t n = recvmsg(SOCK_FD, &msg, MSG_CMSG_CLOEXEC);
+		ssize_t n = recvmsg(SOCK_FD, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN)
+			continue;
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
