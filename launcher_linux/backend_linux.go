@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -31,11 +30,9 @@ import (
 
 // Config configures the Linux backend.
 type Config struct {
-	// InitPath is the binary started as the sandbox init; it must import
-	// package sandboxinit (launcher_linux does). Empty means sandboxd-init
-	// beside this binary when it is there (a small binary starts faster),
-	// else this binary. The host probes always run this binary, which
-	// must call RunProbeIfRequested.
+	// InitPath is the sandbox init, the C program of cmd/sandboxd-init.
+	// Empty means sandboxd-init beside this binary. The host probes
+	// always run this binary, which must call RunProbeIfRequested.
 	InitPath string
 	// SandboxUID and SandboxGID are the identity root callers' sandboxes
 	// run as; the host probe tries its primitives for that identity. Zero
@@ -46,7 +43,7 @@ type Config struct {
 	MechanismSet string
 	// Prestart is how many sandbox inits to keep started ahead for each
 	// kind of launch in use (identity, namespaces): a launch that finds
-	// one does not wait for namespaces and a Go runtime. Zero starts each
+	// one does not wait for its namespaces to be made. Zero starts each
 	// init with its launch.
 	Prestart int
 	// StateDir is where the journal of placeholders and cgroups is kept
@@ -101,18 +98,18 @@ func New(cfg Config) (launcher.Backend, error) {
 // since it started is not what runs.
 const selfExe = "/proc/self/exe"
 
-// initBinary is the sandbox init's own binary, built from cmd/sandboxd-init.
+// initBinary is the sandbox init's own binary, built by make from
+// cmd/sandboxd-init.
 const initBinary = "sandboxd-init"
 
-// besideSelf is the path of the binary name in this binary's directory, or
-// this binary when there is none. The init runs with the sandbox's
-// identity and decides what confines it, so it must be as trusted as the
-// daemon: owned by root, the daemon's uid or the daemon binary's owner, and
-// writable by its owner alone. Anything else is an error, not a fallback.
+// besideSelf is the path of the binary name in this binary's directory.
+// The init runs with the sandbox's identity and decides what confines it,
+// so it must be as trusted as the daemon: owned by root, the daemon's uid
+// or the daemon binary's owner, and writable by its owner alone.
 func besideSelf(name string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return selfExe, nil
+		return "", fmt.Errorf("find the sandbox init beside the daemon: %w", err)
 	}
 	return beside(self, name)
 }
@@ -122,7 +119,7 @@ func beside(self, name string) (string, error) {
 	path := filepath.Join(filepath.Dir(self), name)
 	var st, selfSt unix.Stat_t
 	if err := unix.Stat(path, &st); errors.Is(err, unix.ENOENT) {
-		return selfExe, nil
+		return "", fmt.Errorf("sandbox init %s not found: it is a C program beside the daemon; build both with make (bin/sandboxd and bin/sandboxd-init)", path)
 	} else if err != nil {
 		return "", fmt.Errorf("sandbox init %s: %w", path, err)
 	}
@@ -256,15 +253,15 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		}
 		return nil, err
 	}
-	cmd := ip.cmd
+	proc := ip.proc
 	defer ip.pass.Close()
-	p := &process{cmd: cmd, report: bufio.NewReaderSize(ip.report, 64<<10), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
+	p := &process{proc: proc, report: bufio.NewReaderSize(ip.report, reportBuffer), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources}}
 	var cgroupTasks []int
 	if cg != nil {
 		// Before the plan: the init starts nothing until it has it, so
 		// every process of the sandbox begins inside the limits.
-		err := cg.join(cmd.Process.Pid)
+		err := cg.join(proc.pid)
 		if err == nil {
 			cgroupTasks, err = cg.tasksFiles()
 		}
@@ -287,7 +284,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	go func() {
 		select {
 		case <-ctx.Done():
-			cmd.Process.Kill()
+			proc.signal(unix.SIGKILL)
 		case <-setupDone:
 		}
 	}()
@@ -319,7 +316,13 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			return nil, fmt.Errorf("send cgroup files to sandbox init: %w", err)
 		}
 	}
-	if err := json.NewEncoder(ip.plan).Encode(&plan.Plan); err != nil {
+	encoded, err := plan.Plan.MarshalBinary()
+	if err != nil {
+		ip.plan.Close()
+		p.abort()
+		return nil, fmt.Errorf("encode plan for sandbox init: %w", err)
+	}
+	if _, err := ip.plan.Write(encoded); err != nil {
 		ip.plan.Close()
 		p.abort()
 		return nil, fmt.Errorf("send plan to sandbox init: %w", err)
@@ -387,44 +390,6 @@ func (b *backend) idmappedTree(w string, k idmapKey) (int, error) {
 		return -1, err
 	}
 	return idmappedTree(w, ns)
-}
-
-// initProcAttr is how the init is cloned. In namespaces it runs as the
-// sandbox uid, the only uid of its new user namespace, with the capabilities
-// to build the root; without namespaces it runs as the sandbox uid on the
-// host, with none.
-func initProcAttr(key initKey) *syscall.SysProcAttr {
-	uid, gid := key.uid, key.gid
-	root := os.Geteuid() == 0
-	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if root {
-		sys.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
-	}
-	if !key.namespaces {
-		// The init kills every descendant on this signal; SIGKILL would
-		// leave them, as nothing else encloses them.
-		sys.Pdeathsig = sandboxinit.SigKillAll
-		return sys
-	}
-	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
-	if key.netns {
-		flags |= unix.CLONE_NEWNET
-	}
-	sys.Cloneflags = flags
-	// The sandbox uid is the only uid of its user namespace, the same
-	// number inside as on the host, so files show their real owner and
-	// nothing in the sandbox can become host root.
-	sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(uid), HostID: int(uid), Size: 1}}
-	sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(gid), HostID: int(gid), Size: 1}}
-	// A root daemon drops its supplementary groups (host gid 0 among
-	// them); that needs setgroups, which an unprivileged daemon does not
-	// have and does not need.
-	sys.GidMappingsEnableSetgroups = root
-	// The init builds the sandbox with these, held as ambient capabilities
-	// of the sandbox uid in its own user namespace; it clears them before
-	// the command is forked.
-	sys.AmbientCaps = initCapabilities
-	return sys
 }
 
 // identityRefusal explains a failed start of a namespace-less init: the
@@ -721,7 +686,7 @@ func removeEmptyDirNoFollow(path string) {
 }
 
 type process struct {
-	cmd         *exec.Cmd
+	proc        *initHandle
 	report      *bufio.Reader
 	reportFile  *os.File
 	cleanup     func()
@@ -741,19 +706,37 @@ type process struct {
 
 	waitOnce sync.Once
 	status   launcher.Status
-	waitErr  error
 }
+
+// A session's report reader is small, as every idle session keeps one
+// for its exit message; a longer line, a setup error's, is gathered in
+// pieces up to maxReportLine.
+const (
+	reportBuffer  = 256
+	maxReportLine = 64 << 10
+)
 
 func (p *process) next() (sandboxinit.Message, error) {
 	var m sandboxinit.Message
-	// The report buffer bounds a line; nothing but the init writes there,
-	// and a longer line is a broken init, not something to buffer.
-	line, err := p.report.ReadSlice('\n')
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return m, errors.New("report pipe closed")
+	var line []byte
+	for {
+		chunk, err := p.report.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxReportLine {
+			// Nothing but the init writes there: a longer line is a
+			// broken init, not something to buffer.
+			return m, fmt.Errorf("read report: a line longer than %d bytes", maxReportLine)
 		}
-		return m, fmt.Errorf("read report: %w", err)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return m, errors.New("report pipe closed")
+			}
+			return m, fmt.Errorf("read report: %w", err)
+		}
+		break
 	}
 	if err := json.Unmarshal(line, &m); err != nil {
 		return m, fmt.Errorf("decode report: %w", err)
@@ -894,13 +877,13 @@ func receiveFd(sock *os.File, tag byte) (int, error) {
 	return fds[0], nil
 }
 
-func (p *process) Pid() int { return p.cmd.Process.Pid }
+func (p *process) Pid() int { return p.proc.pid }
 
 func (p *process) Enforcement() *sandboxdv1.EnforcementReport { return p.enforcement }
 
 func (p *process) Signal(sig syscall.Signal) error {
 	// The init forwards it to the command's process group.
-	return p.cmd.Process.Signal(sig)
+	return p.proc.signal(sig)
 }
 
 func (p *process) Kill() error {
@@ -908,9 +891,9 @@ func (p *process) Kill() error {
 	// namespace-less init kills its descendants itself.
 	var err error
 	if p.namespaces {
-		err = p.cmd.Process.Kill()
+		err = p.proc.signal(unix.SIGKILL)
 	} else {
-		err = p.cmd.Process.Signal(sandboxinit.SigKillAll)
+		err = p.proc.signal(sandboxinit.SigKillAll)
 		if p.cgroup != nil {
 			p.cgroup.killAll()
 		}
@@ -935,11 +918,7 @@ func (p *process) Wait() (launcher.Status, error) {
 			}
 		}
 		p.reportFile.Close()
-		werr := p.cmd.Wait()
-		var exitErr *exec.ExitError
-		if werr != nil && !errors.As(werr, &exitErr) {
-			p.waitErr = werr
-		}
+		p.proc.wait()
 		// The init is gone and with it every process of the sandbox:
 		// nothing is left to call.
 		if p.supervisor != nil {
@@ -957,5 +936,5 @@ func (p *process) Wait() (launcher.Status, error) {
 		p.status = st
 		p.cleanup()
 	})
-	return p.status, p.waitErr
+	return p.status, nil
 }

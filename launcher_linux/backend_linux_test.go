@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +13,6 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
-	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"github.com/sandboxd/sandboxd/policy"
 	"golang.org/x/sys/unix"
 )
@@ -32,56 +28,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envDenialProbe); mode != "" {
 		denialProbe(mode)
 	}
-	if dir := os.Getenv("SANDBOXD_TEST_LANDLOCK_DIR"); dir != "" {
-		landlockChild(dir)
-	}
 	os.Exit(m.Run())
-}
-
-// landlockChild applies only the Landlock layer, denying dir/secret, and
-// reports which reads succeed: the mount layer is absent here, so this shows
-// Landlock enforcing deny paths on its own.
-func landlockChild(dir string) {
-	abi, _ := sandboxinit.LandlockABI()
-	p := planLandlock(abi, nil, false, false, []string{dir + "/secret"})
-	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		fmt.Println("prctl:", err)
-		os.Exit(2)
-	}
-	if err := sandboxinit.ApplyLandlock(p); err != nil {
-		fmt.Println("landlock:", err)
-		os.Exit(2)
-	}
-	for _, f := range []string{dir + "/ok/file", dir + "/f", dir + "/secret/key", dir + "/link/key", "/etc/passwd"} {
-		_, err := os.ReadFile(f)
-		fmt.Printf("%s=%v\n", strings.TrimPrefix(f, dir), err == nil)
-	}
-	os.Exit(0)
-}
-
-func TestLandlockAloneDeniesReadOfDenyPath(t *testing.T) {
-	abi, err := sandboxinit.LandlockABI()
-	if abi < 1 {
-		t.Skipf("this kernel has no Landlock (%v)", err)
-	}
-	dir := t.TempDir()
-	os.MkdirAll(dir+"/ok", 0o755)
-	os.MkdirAll(dir+"/secret", 0o755)
-	os.WriteFile(dir+"/ok/file", nil, 0o644)
-	os.WriteFile(dir+"/f", nil, 0o644)
-	os.WriteFile(dir+"/secret/key", nil, 0o644)
-	os.Symlink("secret", dir+"/link")
-	cmd := exec.Command(os.Args[0], "-test.run", "^$")
-	cmd.Env = []string{"SANDBOXD_TEST_LANDLOCK_DIR=" + dir}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	want := "/ok/file=true\n/f=true\n/secret/key=false\n/link/key=false\n/etc/passwd=true\n"
-	if string(out) != want {
-		t.Errorf("got\n%s\nwant\n%s", out, want)
-	}
 }
 
 var (
@@ -101,7 +48,7 @@ func backendFor(tb testing.TB, set MechanismSet) launcher.Backend {
 		return b
 	}
 	uid, gid := sandboxIdentity()
-	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(set)})
+	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(set), InitPath: initBinaryPath(tb)})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,12 +1,16 @@
 // Package launcherlinux is the Linux sandbox backend. It turns a policy into a
 // plan (mounts, Landlock rules, a seccomp program, an enforcement report) with
-// pure functions that are tested on every OS, and applies the plan with a
-// re-exec of the daemon binary as the sandbox's init (pid 1 of new user,
-// mount, pid, ipc, uts, cgroup and usually net namespaces). The init runs as
-// the sandbox uid, the only uid of its user namespace, holding just the
-// ambient capabilities it needs to build the root; it forks the command from
-// a thread that has dropped every capability and restricted itself with
-// no_new_privs, Landlock and seccomp.
+// pure functions that are tested on every OS, and applies the plan with
+// sandboxd-init, a static C program (cmd/sandboxd-init), as the sandbox's
+// init (pid 1 of new user, mount, pid, ipc, uts, cgroup and usually net
+// namespaces). The plan reaches it in a binary encoding
+// (sandboxinit.Plan.MarshalBinary): the init decides nothing. It runs as the
+// sandbox uid, the only uid of its user namespace, holding just the ambient
+// capabilities it needs to build the root; the command's process drops
+// every capability and restricts itself with no_new_privs, Landlock and
+// seccomp before its execve. The inits are cloned by one spawner process,
+// the same binary started once by the daemon (spawner_linux.go), so that no
+// launch forks the large daemon.
 //
 // Where the host has seccomp user notification, the init hands the
 // listener of the command's filter to the daemon (notify_linux.go), which
@@ -86,6 +90,7 @@
 //
 // Process tree inside the sandbox:
 //
-//	sandboxd-init (pid 1, the sandbox uid, setup capabilities, not dumpable)
+//	sandboxd-spawner (outside, the daemon's uid: one per daemon, clones the inits)
+//	└── sandboxd-init (pid 1, the sandbox uid, setup capabilities, not dumpable)
 //	└── command (the sandbox uid, no capabilities, restricted)
 package launcherlinux

@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,9 +25,9 @@ func keyOf(plan *Plan, uid, gid uint32) initKey {
 }
 
 // initProc is a started sandbox init waiting for its plan: it has its
-// namespaces and its Go runtime, and nothing of any session yet.
+// namespaces, and nothing of any session yet.
 type initProc struct {
-	cmd *exec.Cmd
+	proc *initHandle
 	// plan is where the init reads its plan, report where it writes what
 	// happened, pass the socket on which the daemon sends it the session's
 	// stdio and it sends back the fds the daemon must hold.
@@ -40,9 +38,9 @@ type initProc struct {
 	started time.Time
 }
 
-// startInit clones a sandbox init for key. Its stdio is /dev/null: a
+// startInit has sp clone a sandbox init for key. Its stdio is /dev/null: a
 // session's arrives with the plan.
-func startInit(initPath string, key initKey, mounts uint64) (*initProc, error) {
+func startInit(sp *spawner, key initKey, mounts uint64) (*initProc, error) {
 	planR, planW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("plan pipe: %w", err)
@@ -61,27 +59,25 @@ func startInit(initPath string, key initKey, mounts uint64) (*initProc, error) {
 		return nil, err
 	}
 	defer passChild.Close()
-	cmd := &exec.Cmd{
-		Path:        initPath,
-		Args:        []string{sandboxinit.Arg0},
-		Env:         []string{},
-		ExtraFiles:  []*os.File{planR, repW, passChild},
-		SysProcAttr: initProcAttr(key),
-	}
-	if err := cmd.Start(); err != nil {
+	proc, err := sp.spawn(key, [3]int{int(planR.Fd()), int(repW.Fd()), int(passChild.Fd())})
+	if err != nil {
 		planW.Close()
 		repR.Close()
 		passParent.Close()
-		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOEXEC) {
+		var se *spawnError
+		if !errors.As(err, &se) {
+			return nil, err
+		}
+		if se.stage == spawnStageExec && (se.errno == unix.EACCES || se.errno == unix.ENOENT || se.errno == unix.ENOEXEC) {
 			// The clone worked; its execve did not.
-			return nil, fmt.Errorf("start sandbox init %s as uid %d: %w (it must be executable by that uid)", initPath, key.uid, err)
+			return nil, fmt.Errorf("start sandbox init %s as uid %d: %w (it must be executable by that uid)", sp.initPath, key.uid, err)
 		}
 		if !key.namespaces {
 			return nil, identityRefusal(err, key.uid)
 		}
 		return nil, namespaceRefusal(err, key.netns)
 	}
-	return &initProc{cmd: cmd, plan: planW, report: repR, pass: passParent, mounts: mounts, started: time.Now()}, nil
+	return &initProc{proc: proc, plan: planW, report: repR, pass: passParent, mounts: mounts, started: time.Now()}, nil
 }
 
 // discard kills an init that will get no plan and reaps it.
@@ -89,19 +85,19 @@ func (ip *initProc) discard() {
 	ip.plan.Close()
 	ip.report.Close()
 	ip.pass.Close()
-	ip.cmd.Process.Kill()
-	ip.cmd.Wait()
+	ip.proc.signal(unix.SIGKILL)
+	ip.proc.wait()
 }
 
 // initPool keeps a few inits started ahead for the keys in use, so that a
-// launch does not wait for namespaces to be created and a Go runtime to
+// launch does not wait for namespaces to be created and the init to
 // start. An init is used only while the host's mounts are as they were when
 // it was cloned, and a key nobody launched with for poolIdle has its inits
 // stopped.
 type initPool struct {
-	initPath string
-	size     int
-	mounts   *mountWatch
+	spawner *spawner
+	size    int
+	mounts  *mountWatch
 
 	mu    sync.Mutex
 	ready map[initKey][]*initProc
@@ -122,7 +118,7 @@ func newInitPool(initPath string, size int) *initPool {
 		size = 0
 	}
 	return &initPool{
-		initPath: initPath, size: size, mounts: mounts,
+		spawner: newSpawner(initPath), size: size, mounts: mounts,
 		ready: map[initKey][]*initProc{}, filling: map[initKey]bool{}, lastTake: map[initKey]time.Time{},
 	}
 }
@@ -157,7 +153,7 @@ func (p *initPool) take(key initKey) (*initProc, error) {
 	if got != nil {
 		return got, nil
 	}
-	return startInit(p.initPath, key, gen)
+	return startInit(p.spawner, key, gen)
 }
 
 // refillLocked starts a goroutine topping key up, unless one is running;
@@ -183,7 +179,7 @@ func (p *initPool) fill(key initKey) {
 			return
 		}
 		p.mu.Unlock()
-		ip, err := startInit(p.initPath, key, p.mounts.generation())
+		ip, err := startInit(p.spawner, key, p.mounts.generation())
 		p.mu.Lock()
 		if err != nil {
 			// Start reports the refusal when it starts one itself.

@@ -1,52 +1,34 @@
 package launcherlinux
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/initbuild"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"golang.org/x/sys/unix"
 )
 
-var initBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // initBinaryPath builds cmd/sandboxd-init, the init the daemon starts, once
 // per test binary.
 func initBinaryPath(tb testing.TB) string {
 	tb.Helper()
-	initBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "sandboxd-init-")
-		if err != nil {
-			initBuild.err = err
-			return
-		}
-		// Executable by the sandbox uid, as an installed binary is.
-		if initBuild.err = os.Chmod(dir, 0o755); initBuild.err != nil {
-			return
-		}
-		initBuild.path = filepath.Join(dir, initBinary)
-		out, err := exec.Command("go", "build", "-o", initBuild.path, "github.com/sandboxd/sandboxd/cmd/sandboxd-init").CombinedOutput()
-		if err != nil {
-			initBuild.err = &exec.Error{Name: "go build sandboxd-init: " + string(out), Err: err}
-		}
-	})
-	if initBuild.err != nil {
-		tb.Fatal(initBuild.err)
+	path, err := initbuild.Shared()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return initBuild.path
+	return path
 }
 
 // prestartedBackend starts its sandbox inits ahead, from the init binary.
@@ -87,7 +69,7 @@ func readyPids(t *testing.T, p *initPool, key initKey, n int) []int {
 		p.mu.Lock()
 		var pids []int
 		for _, ip := range p.ready[key] {
-			pids = append(pids, ip.cmd.Process.Pid)
+			pids = append(pids, ip.proc.pid)
 		}
 		p.mu.Unlock()
 		if len(pids) >= n {
@@ -199,36 +181,44 @@ func TestHostMountRetiresPrestartedInits(t *testing.T) {
 	}
 }
 
-// The init reaches its own code before the daemon's protobuf and gRPC
-// packages start, even when it is the daemon's binary (no sandboxd-init
-// beside it): their setup would be most of its start.
-func TestInitStartsBeforeTheDaemonsPackages(t *testing.T) {
-	devnull, err := os.Open(os.DevNull)
+// The init reports a plan it cannot decode as a setup error naming the
+// plan, and does nothing else.
+func TestInitRefusesABrokenPlan(t *testing.T) {
+	planR, planW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer devnull.Close()
 	repR, repW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer repR.Close()
-	cmd := exec.Command("/proc/self/exe")
+	cmd := exec.Command(initBinaryPath(t))
 	cmd.Args[0] = sandboxinit.Arg0
-	// inittrace prints each package once its init is done: the init's
-	// own never is, as it exits from there.
-	cmd.Env = []string{"GODEBUG=inittrace=1"}
-	cmd.ExtraFiles = []*os.File{devnull, repW}
-	trace, _ := cmd.CombinedOutput()
-	repW.Close()
-	report, _ := readAll(repR)
-	if !strings.Contains(report, `"op":"read plan"`) {
-		t.Fatalf("the process did not run as a sandbox init; it reported %q", report)
+	cmd.ExtraFiles = []*os.File{planR, repW}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	for _, pkg := range []string{"google.golang.org/protobuf/reflect/protodesc ", "google.golang.org/grpc ", "github.com/sandboxd/sandboxd/api/sandboxd/v1 "} {
-		if strings.Contains(string(trace), "init "+pkg) {
-			t.Errorf("package %sran before the init took over:\n%s", pkg, trace)
-		}
+	planR.Close()
+	repW.Close()
+	planW.Write([]byte(`{"namespaces":true}`))
+	planW.Close()
+	err = cmd.Wait()
+	report, _ := readAll(repR)
+	if !strings.Contains(report, `"type":"setup-error"`) || !strings.Contains(report, `"op":"read plan"`) || !strings.Contains(report, "bad magic") {
+		t.Errorf("init reported %q for a JSON plan", report)
+	}
+	if cmd.ProcessState.ExitCode() != 1 {
+		t.Errorf("init exited %v, want 1", err)
+	}
+}
+
+// Run by hand, under any other name, the init says what it is and exits 2.
+func TestInitIsNotRunByHand(t *testing.T) {
+	out, err := exec.Command(initBinaryPath(t)).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "not run by hand") {
+		t.Errorf("init run by hand: %v, %q", err, out)
 	}
 }
 
@@ -259,8 +249,8 @@ func TestInitBinaryMustBeAsTrustedAsTheDaemon(t *testing.T) {
 	if err := os.WriteFile(self, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := beside(self, initBinary); err != nil || got != selfExe {
-		t.Errorf("no initPath beside the daemon: %q, %v; want the daemon's own binary", got, err)
+	if got, err := beside(self, initBinary); err == nil || !strings.Contains(err.Error(), "make") {
+		t.Errorf("no init beside the daemon: %q, %v; want an error saying how to build it", got, err)
 	}
 	initPath := filepath.Join(dir, initBinary)
 	if err := os.WriteFile(initPath, nil, 0o755); err != nil {
@@ -291,5 +281,98 @@ func TestInitBinaryMustBeAsTrustedAsTheDaemon(t *testing.T) {
 		if got, err := beside(self, initBinary); err != nil || got != initPath {
 			t.Errorf("initPath owned as the daemon binary is: %q, %v", got, err)
 		}
+	}
+}
+
+// A report line longer than the reader's buffer, as a setup error with a
+// long path makes, is read whole; one beyond maxReportLine is refused.
+func TestReportLinesLongerThanTheBuffer(t *testing.T) {
+	long := strings.Repeat("/deep", 1000)
+	line := `{"type":"setup-error","path":"` + long + `"}` + "\n" + `{"type":"exit","code":3}` + "\n"
+	p := &process{report: bufio.NewReaderSize(strings.NewReader(line), reportBuffer)}
+	if m, err := p.next(); err != nil || m.Type != "setup-error" || m.Path != long {
+		t.Errorf("long line: %+v, %v", m, err)
+	}
+	if m, err := p.next(); err != nil || m.Type != "exit" || m.Code != 3 {
+		t.Errorf("the line after it: %+v, %v", m, err)
+	}
+	huge := `{"type":"exit","detail":"` + strings.Repeat("x", maxReportLine) + `"}` + "\n"
+	p = &process{report: bufio.NewReaderSize(strings.NewReader(huge), reportBuffer)}
+	if m, err := p.next(); err == nil {
+		t.Errorf("a line beyond %d bytes was read: %+v", maxReportLine, m.Type)
+	}
+}
+
+// The spawner's inits end with it, and it ends when the daemon's end of its
+// socket closes (as when the daemon dies): nothing is left behind.
+func TestInitsEndWithTheSpawner(t *testing.T) {
+	uid, gid := sandboxIdentity()
+	sp := newSpawner(initBinaryPath(t))
+	ip, err := startInit(sp, initKey{uid: uid, gid: gid, namespaces: true}, 0)
+	if err != nil {
+		t.Skipf("this host cannot start a namespaced init: %v", err)
+	}
+	defer ip.plan.Close()
+	defer ip.report.Close()
+	defer ip.pass.Close()
+	if err := ip.proc.signal(0); err != nil {
+		t.Fatalf("init %d not running: %v", ip.proc.pid, err)
+	}
+	sp.mu.Lock()
+	unix.Close(sp.sock)
+	sp.sock = -1
+	sp.mu.Unlock()
+	// Returns only once the init is gone; the test's timeout catches one
+	// that stays.
+	ip.proc.wait()
+}
+
+// An init binary the sandbox uid may not execute is named as such, not
+// taken for a host that refuses namespaces.
+func TestSpawnerNamesAnInitItCannotExecute(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the init must be unreadable to the sandbox uid only")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	path := filepath.Join(dir, initBinary)
+	b, err := os.ReadFile(initBinaryPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := sandboxIdentity()
+	_, err = startInit(newSpawner(path), initKey{uid: uid, gid: gid}, 0)
+	if err == nil || !strings.Contains(err.Error(), "must be executable") {
+		t.Errorf("init not executable by uid %d: %v", uid, err)
+	}
+}
+
+// An init that ends is reaped by the spawner then, not at its next
+// request: no zombie is left while the daemon launches nothing.
+func TestSpawnerReapsInitsAsTheyEnd(t *testing.T) {
+	uid, gid := sandboxIdentity()
+	sp := newSpawner(initBinaryPath(t))
+	ip, err := startInit(sp, initKey{uid: uid, gid: gid}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := ip.proc.pid
+	ip.discard()
+	// discard returns once the init has ended; the test's timeout catches
+	// a zombie that stays.
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return
+		}
+		if f := strings.Fields(string(b)); len(f) > 2 && f[2] != "Z" {
+			// The pid was reused by an unrelated process: the init was
+			// reaped.
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"golang.org/x/sys/unix"
 )
 
@@ -164,7 +163,7 @@ func runProbe(mode string) {
 	switch mode {
 	case "exit":
 	case "loopback":
-		if err := sandboxinit.LoopbackUp(); err != nil {
+		if err := loopbackUp(); err != nil {
 			fail("SIOCSIFFLAGS lo up", err)
 		}
 	case "mount":
@@ -218,17 +217,53 @@ func probeMounts() error {
 // probeLandlock restricts this child for real: a kernel can report an ABI
 // and still refuse a ruleset (an LSM stack without landlock enabled).
 func probeLandlock() (int, error) {
-	abi, err := sandboxinit.LandlockABI()
+	abi, err := landlockABI()
 	if err != nil {
 		return 0, fmt.Errorf("landlock_create_ruleset(VERSION): %w", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 0, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
-	if err := sandboxinit.ApplyLandlock(LandlockPlan{ABI: 1, HandledFS: llWriteFile}); err != nil {
-		return 0, err
+	attr := [2]uint64{llWriteFile} // struct landlock_ruleset_attr of ABI 1
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), 16, 0)
+	if errno != 0 {
+		return 0, fmt.Errorf("landlock_create_ruleset: %w", errno)
+	}
+	defer unix.Close(int(fd))
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+		return 0, fmt.Errorf("landlock_restrict_self: %w", errno)
 	}
 	return abi, nil
+}
+
+// landlockABI asks the kernel which Landlock ABI it offers; 0 when none.
+func landlockABI() (int, error) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(v), nil
+}
+
+// loopbackUp brings lo up in this process's network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
+	}
+	return nil
 }
 
 func probeSeccomp(notify bool) error {

@@ -29,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 chmod 0755 "$work"
 mkdir -p "$work/bin"
 CGO_ENABLED=0 go build -o "$work/bin/sandboxd" ./cmd/sandboxd
-CGO_ENABLED=0 go build -o "$work/bin/sandboxd-init" ./cmd/sandboxd-init
+make -s --no-print-directory init-binary INIT_OUT="$work/bin/sandboxd-init"
 CGO_ENABLED=0 go build -o "$work/bin/sandboxctl" ./cmd/sandboxctl
 CGO_ENABLED=0 go build -o "$work/bin/probe" ./internal/conformance/probe
 CGO_ENABLED=0 go build -o "$work/bin/hostsim" ./internal/hostsim/cmd/hostsim

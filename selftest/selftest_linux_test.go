@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/initbuild"
 	"github.com/sandboxd/sandboxd/launcher"
 	launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
 	"golang.org/x/sys/unix"
@@ -83,7 +84,11 @@ func TestRealBackendPasses(t *testing.T) {
 	uid, gid := identity()
 	for _, set := range []string{"", "namespaces", "landlock"} {
 		t.Run("mechanism="+set, func(t *testing.T) {
-			b, err := launcherlinux.New(launcherlinux.Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: set})
+			initPath, err := initbuild.Shared()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := launcherlinux.New(launcherlinux.Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: set, InitPath: initPath})
 			if err != nil {
 				t.Fatal(err)
 			}

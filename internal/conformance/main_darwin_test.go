@@ -24,6 +24,9 @@ func hostBinaries(string) map[string]string {
 	return nil
 }
 
+// buildNative: every binary here is Go.
+func buildNative(string) error { return nil }
+
 // hostOptions refuses a forced mechanism set: there is only one here.
 func hostOptions() error {
 	if suite.mechanism != "" {

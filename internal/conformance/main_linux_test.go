@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/initbuild"
 	launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
 )
 
@@ -33,9 +34,13 @@ func hostBinaries(dir string) map[string]string {
 	linuxHost.hostsim = filepath.Join(dir, "hostsim")
 	return map[string]string{
 		linuxHost.hostsim: "github.com/sandboxd/sandboxd/internal/hostsim/cmd/hostsim",
-		// Beside sandboxd, where the daemon looks for it.
-		filepath.Join(dir, "sandboxd-init"): "github.com/sandboxd/sandboxd/cmd/sandboxd-init",
 	}
+}
+
+// buildNative builds the sandbox init, a C program, beside sandboxd in
+// dir, where the daemon looks for it.
+func buildNative(dir string) error {
+	return initbuild.Init(filepath.Join(dir, "sandboxd-init"))
 }
 
 // hostOptions lets SANDBOXD_CONFORMANCE_WRAP name the built simulator as

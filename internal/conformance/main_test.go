@@ -189,7 +189,7 @@ func buildBinaries(bin string) error {
 			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 		}
 	}
-	return nil
+	return buildNative(bin)
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

@@ -3,11 +3,11 @@ package sandboxinit
 import (
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 )
 
-// The plan types are what the daemon sends the init as JSON: the init
-// applies them and never looks at the policy.
+// The plan types are what the daemon's planner decides and the init
+// applies without looking at the policy. They travel to the init in the
+// binary encoding of encode.go; their JSON is the planner's golden files.
 
 // MountKind is one step of building the sandbox's root.
 type MountKind string
@@ -121,7 +121,7 @@ type ExecPlan struct {
 	// use is refused instead of handed over silently.
 	WriteRoots []string `json:"write_roots,omitempty"`
 	// CgroupTasks is how many cgroup v1 tasks files the daemon sends
-	// (PassCgroup) for the thread that forks the command to join.
+	// (PassCgroup) for the command's process to join.
 	CgroupTasks int `json:"cgroup_tasks,omitempty"`
 }
 
@@ -133,12 +133,12 @@ type SockFilter struct {
 	K    uint32 `json:"k"`
 }
 
-// Program is a seccomp filter. It travels as the kernel's own layout, eight
-// bytes an instruction, in base64: the init decodes its plan on every
-// launch's critical path, and as JSON objects the program was most of it.
+// Program is a seccomp filter.
 type Program []SockFilter
 
-// MarshalJSON encodes p as base64 of struct sock_filter records.
+// MarshalJSON encodes p as base64 of struct sock_filter records, the
+// kernel's own layout, eight bytes an instruction: a golden file reads
+// better with the program as one string than as thousands of objects.
 func (p Program) MarshalJSON() ([]byte, error) {
 	raw := make([]byte, 0, 8*len(p))
 	for _, f := range p {
@@ -147,26 +147,6 @@ func (p Program) MarshalJSON() ([]byte, error) {
 		raw = binary.LittleEndian.AppendUint32(raw, f.K)
 	}
 	return json.Marshal(raw)
-}
-
-// UnmarshalJSON decodes what MarshalJSON encodes.
-func (p *Program) UnmarshalJSON(b []byte) error {
-	var raw []byte
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	if len(raw)%8 != 0 {
-		return fmt.Errorf("seccomp program of %d bytes is not whole instructions", len(raw))
-	}
-	prog := make(Program, 0, len(raw)/8)
-	for i := 0; i < len(raw); i += 8 {
-		prog = append(prog, SockFilter{
-			Code: binary.LittleEndian.Uint16(raw[i:]), Jt: raw[i+2], Jf: raw[i+3],
-			K: binary.LittleEndian.Uint32(raw[i+4:]),
-		})
-	}
-	*p = prog
-	return nil
 }
 
 // Plan is the part of the daemon's plan that the init applies.

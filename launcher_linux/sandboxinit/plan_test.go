@@ -1,31 +1,230 @@
 package sandboxinit
 
 import (
-	"encoding/json"
-	"slices"
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/initbuild"
 )
 
-func TestProgramRoundTrips(t *testing.T) {
-	prog := Program{{Code: 0x20, K: 4}, {Code: 0x15, Jt: 1, Jf: 0, K: 0xc000003e}, {Code: 0x06, K: 0x7fff0000}}
-	b, err := json.Marshal(ExecPlan{Seccomp: prog})
-	if err != nil {
-		t.Fatal(err)
+// harness is the C plan decoder's test harness, built with the sanitizers
+// and started once per test process: it decodes each plan it is sent and
+// answers with what it decoded, as FormatPlan prints it.
+var harness struct {
+	once sync.Once
+	err  error
+	mu   sync.Mutex
+	in   io.WriteCloser
+	out  *bufio.Reader
+}
+
+func decodeInC(t testing.TB, b []byte) string {
+	t.Helper()
+	harness.once.Do(func() {
+		dir, err := os.MkdirTemp("", "plandump-")
+		if err != nil {
+			harness.err = err
+			return
+		}
+		path := filepath.Join(dir, "plandump")
+		if harness.err = initbuild.Harness(path); harness.err != nil {
+			return
+		}
+		cmd := exec.Command(path)
+		cmd.Stderr = os.Stderr
+		if harness.in, harness.err = cmd.StdinPipe(); harness.err != nil {
+			return
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			harness.err = err
+			return
+		}
+		harness.out = bufio.NewReader(out)
+		harness.err = cmd.Start()
+		// The binary is open or running now; its directory can go.
+		os.RemoveAll(dir)
+	})
+	if harness.err != nil {
+		t.Fatal(harness.err)
 	}
-	var got ExecPlan
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatal(err)
+	harness.mu.Lock()
+	defer harness.mu.Unlock()
+	frame := binary.LittleEndian.AppendUint32(nil, uint32(len(b)))
+	if _, err := harness.in.Write(append(frame, b...)); err != nil {
+		t.Fatalf("write to the harness: %v (did a sanitizer stop it? see stderr)", err)
 	}
-	if !slices.Equal(got.Seccomp, prog) {
-		t.Errorf("decoded %+v, want %+v (from %s)", got.Seccomp, prog, b)
+	var n uint32
+	if err := binary.Read(harness.out, binary.LittleEndian, &n); err != nil {
+		t.Fatalf("read from the harness: %v (did a sanitizer stop it? see stderr)", err)
+	}
+	got := make([]byte, n)
+	if _, err := io.ReadFull(harness.out, got); err != nil {
+		t.Fatalf("read from the harness: %v", err)
+	}
+	return string(got)
+}
+
+// fullPlan has every field set, with bytes a C string must get through.
+func fullPlan() *Plan {
+	return &Plan{
+		Namespaces: true, NetNS: true, Hostname: "sandbox",
+		ProxyListen: "127.0.0.1:3128", LoopbackForwards: []uint16{5432, 65535},
+		Mounts: []MountStep{
+			{Kind: MountRootReadOnly, Source: "/", Target: "/", Field: "process"},
+			{Kind: MountBind, Source: "/home/u/ws", Target: "/home/u/ws", Field: "filesystem.write[0]", Idmapped: true},
+			{Kind: MountTmpfs, Target: "/tmp", Mode: 0o1777, Field: "process"},
+			{Kind: MountTmpfs, Target: "/home/u/.ssh", Mode: 0o700, ReadOnly: true, Field: "filesystem.deny"},
+			{Kind: MountFile, Target: "/etc/passwd", Content: "u:x:1000:1000::/home/u:/bin/sh\n\"quoted\" \\ \xff", Field: "process"},
+			{Kind: MountPlaceholder, Source: "/home/u/ws/new", Via: "/home/u/ws", Field: "filesystem.deny"},
+			{Kind: MountSymlink, Source: "pts/ptmx", Target: "/dev/ptmx", Optional: true, Field: "process"},
+			{Kind: MountDevice, Source: "/dev/null", Target: "/dev/null", Field: "process"},
+			{Kind: MountRebindReadOnly, Target: "/home/u/ws/.git", Field: "filesystem.read_only"},
+			{Kind: MountPin, Target: "/home/u/ws/.git", Field: "filesystem.read_only"},
+			{Kind: MountProc, Target: "/proc", Field: "process"},
+			{Kind: MountDevpts, Target: "/dev/pts", Field: "process"},
+			{Kind: MountMaskFile, Target: "/home/u/.netrc", Field: "filesystem.deny"},
+		},
+		Exec: ExecPlan{
+			Argv: []string{"sh", "-c", "echo 'ü' \"$HOME\"", ""}, Env: []string{"PATH=/bin", "HOME=/home/u", "EMPTY="},
+			Cwd: "/home/u/ws", UID: 1000, GID: 4294967295, Terminal: true, Rows: 24, Cols: 80,
+			Landlock: LandlockPlan{
+				ABI: 6, HandledFS: 1<<16 - 1, Scoped: 3, ReadAccess: LLReadFile | LLExecute,
+				Rules:      []LandlockRule{{Path: "/", Access: LLReadFile}, {Path: "/home/u/ws", Access: 1<<63 | 7}},
+				ReadExcept: []string{"/home/u/.ssh", "/etc/shadow"}, Strict: true,
+			},
+			Seccomp:      Program{{Code: 0x20, K: 4}, {Code: 0x15, Jt: 1, Jf: 0, K: 0xc000003e}, {Code: 0x06, K: 0x7fc00000}},
+			TerminalRule: true, Listener: true,
+			WriteRoots: []string{"/home/u/ws", "/tmp"}, CgroupTasks: 3,
+		},
 	}
 }
 
-func TestProgramRefusesPartialInstructions(t *testing.T) {
-	var p Program
-	err := json.Unmarshal([]byte(`"AAECAwQFBg=="`), &p) // seven bytes
-	if err == nil || !strings.Contains(err.Error(), "not whole instructions") {
-		t.Errorf("seven bytes decoded to %+v, %v", p, err)
+func TestPlanRoundTripsThroughTheCDecoder(t *testing.T) {
+	for name, p := range map[string]*Plan{
+		"full":    fullPlan(),
+		"minimal": {Exec: ExecPlan{Argv: []string{"/bin/true"}, Cwd: "/"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := p.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := decodeInC(t, b), FormatPlan(p); got != want {
+				t.Errorf("the C decoder read\n%s\nwant\n%s", got, want)
+			}
+		})
 	}
+}
+
+func TestPlanEncoderRefusesWhatCannotTravel(t *testing.T) {
+	for name, p := range map[string]*Plan{
+		"NUL in an argument": {Exec: ExecPlan{Argv: []string{"a\x00b"}, Cwd: "/"}},
+		"NUL in a mount":     {Mounts: []MountStep{{Kind: MountBind, Source: "/a\x00"}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
+		"no command":         {Exec: ExecPlan{Cwd: "/"}},
+		"unknown mount kind": {Mounts: []MountStep{{Kind: "overlay"}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
+		"IPv6 proxy":         {ProxyListen: "[::1]:3128", Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
+	} {
+		if b, err := p.MarshalBinary(); err == nil {
+			t.Errorf("%s: encoded to %q", name, b)
+		}
+	}
+}
+
+// Every cut of a valid plan, and every byte of it changed, is refused or
+// decoded without a sanitizer stopping the harness.
+func TestPlanDecoderRefusesBrokenPlans(t *testing.T) {
+	b, err := fullPlan().MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < len(b); n++ {
+		if got := decodeInC(t, b[:n]); !strings.HasPrefix(got, "error: ") {
+			t.Fatalf("a plan cut to %d of %d bytes decoded to\n%s", n, len(b), got)
+		}
+	}
+	for i := range b {
+		c := append([]byte(nil), b...)
+		c[i] ^= 0xff
+		decodeInC(t, c)
+	}
+	flags := []byte{tagFlags, 4, 0, 0, 0, 0, 0, 0, 0}
+	if got := decodeInC(t, append(append(flags, b[len(planMagic):]...), b[:len(planMagic)]...)); !strings.HasPrefix(got, "error: ") {
+		t.Errorf("a plan without its magic number decoded to\n%s", got)
+	}
+	twice := append(append([]byte(planMagic), flags...), b[len(planMagic):]...)
+	if got := decodeInC(t, twice); !strings.HasPrefix(got, "error: ") {
+		t.Errorf("a plan with two flags records decoded to\n%s", got)
+	}
+	if got := decodeInC(t, append(b, flags...)); !strings.HasPrefix(got, "error: ") {
+		t.Errorf("a plan with a record after its end decoded to\n%s", got)
+	}
+}
+
+// FuzzPlanRoundTrip builds plans from the fuzzer's values: whatever the
+// encoder takes, the C decoder must read back as it was.
+func FuzzPlanRoundTrip(f *testing.F) {
+	f.Add("sh", "PATH=/bin", "/tmp", "filesystem.deny", uint8(2), uint32(0o755), uint64(7), []byte{0x20, 0, 0, 0, 4, 0, 0, 0}, uint16(80), true)
+	f.Add("", "", "", "", uint8(0), uint32(0), uint64(0), []byte{}, uint16(0), false)
+	f.Fuzz(func(t *testing.T, arg, env, path, field string, kind uint8, mode uint32, access uint64, prog []byte, port uint16, flag bool) {
+		p := &Plan{
+			Namespaces: flag, NetNS: !flag, Hostname: field,
+			LoopbackForwards: []uint16{port},
+			Mounts: []MountStep{{
+				Kind: mountKinds[int(kind)%len(mountKinds)], Source: path, Target: arg, Content: env + "\x00"[:0] + string(prog),
+				Field: field, Via: path, Mode: mode, ReadOnly: flag, Optional: !flag, Idmapped: flag,
+			}},
+			Exec: ExecPlan{
+				Argv: []string{arg, env}, Env: []string{env}, Cwd: path, UID: mode, GID: ^mode,
+				Rows: port, Cols: ^port, Terminal: flag, TerminalRule: !flag, Listener: flag,
+				Landlock: LandlockPlan{
+					ABI: int(kind), HandledFS: access, Scoped: ^access, ReadAccess: access >> 1,
+					Rules: []LandlockRule{{Path: path, Access: access}}, ReadExcept: []string{arg}, Strict: flag,
+				},
+				WriteRoots: []string{field}, CgroupTasks: int(kind),
+			},
+		}
+		if flag {
+			p.ProxyListen = fmt.Sprintf("127.0.%d.1:%d", kind, port)
+		}
+		for i := 0; i+8 <= len(prog) && i < 8*4096; i += 8 {
+			p.Exec.Seccomp = append(p.Exec.Seccomp, SockFilter{
+				Code: binary.LittleEndian.Uint16(prog[i:]), Jt: prog[i+2], Jf: prog[i+3], K: binary.LittleEndian.Uint32(prog[i+4:]),
+			})
+		}
+		b, err := p.MarshalBinary()
+		if err != nil {
+			// Only a NUL stops the encoder here.
+			if !strings.Contains(arg+env+path+field+string(prog), "\x00") {
+				t.Fatalf("encoder refused %+v: %v", p, err)
+			}
+			return
+		}
+		if got, want := decodeInC(t, b), FormatPlan(p); got != want {
+			t.Errorf("the C decoder read\n%s\nwant\n%s", got, want)
+		}
+	})
+}
+
+// FuzzPlanDecoder sends the C decoder arbitrary bytes: it must refuse or
+// decode them without a sanitizer stopping it, and a plan it decodes must
+// encode back to the same bytes.
+func FuzzPlanDecoder(f *testing.F) {
+	b, err := fullPlan().MarshalBinary()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(planMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		decodeInC(t, b)
+	})
 }

@@ -1,0 +1,816 @@
+/*
+ * sandboxd-init is the process sandboxd starts in each new sandbox: it
+ * builds the sandbox's root as the plan says, restricts the command's
+ * process, starts it and reaps until it exits. The daemon's Go planner
+ * decides everything; this program decodes the plan (plan.c) and applies
+ * it. It is C, and small, because one runs beside every session: a Go init
+ * cost each launch a runtime's start and each idle session its threads and
+ * heap.
+ */
+#define _GNU_SOURCE
+#include "init.h"
+#include "spawn.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <malloc.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+#include <linux/netlink.h>
+
+#define INIT_ARG0 "sandboxd-init"
+#define USERNS_ARG0 "sandboxd-userns"
+#define SPAWNER_ARG0 "sandboxd-spawner"
+
+/* SigKillAll (sandboxinit): a namespace-less init kills every process of
+ * its sandbox on it. */
+#define SIG_KILL_ALL 36
+
+int err_no;
+char err_detail[4096];
+
+static const char *errstr(int e)
+{
+	static char buf[128];
+	snprintf(buf, sizeof buf, "%s", strerror(e));
+	/* As Go spells errno: "permission denied". */
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
+int fail(int e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(err_detail, sizeof err_detail, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof err_detail)
+		snprintf(err_detail + n, sizeof err_detail - (size_t)n, ": %s", errstr(e));
+	err_no = e;
+	return -1;
+}
+
+int fail_errno(int e)
+{
+	snprintf(err_detail, sizeof err_detail, "%s", errstr(e));
+	err_no = e;
+	return -1;
+}
+
+int wrap(const char *fmt, ...)
+{
+	char inner[sizeof err_detail];
+	memcpy(inner, err_detail, sizeof inner);
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(err_detail, sizeof err_detail, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof err_detail)
+		snprintf(err_detail + n, sizeof err_detail - (size_t)n, ": %s", inner);
+	return -1;
+}
+
+int fail_msg(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err_detail, sizeof err_detail, fmt, ap);
+	va_end(ap);
+	err_no = 0;
+	return -1;
+}
+
+/* A report line is built here; JSON escaping at most sextuples a byte. */
+static char line[6 * 8192];
+static size_t line_len;
+
+static void put_raw(const char *s)
+{
+	size_t n = strlen(s);
+	if (n > sizeof line - line_len)
+		n = sizeof line - line_len;
+	memcpy(line + line_len, s, n);
+	line_len += n;
+}
+
+static void put_json_string(const char *s)
+{
+	put_raw("\"");
+	for (; *s && line_len + 8 < sizeof line; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			line[line_len++] = '\\';
+			line[line_len++] = (char)c;
+		} else if (c < 0x20) {
+			line_len += (size_t)snprintf(line + line_len, 7, "\\u%04x", c);
+		} else {
+			line[line_len++] = (char)c;
+		}
+	}
+	put_raw("\"");
+}
+
+struct message {
+	const char *type, *field, *op, *path, *blocker, *detail;
+	int errno_, code, signal;
+};
+
+/* format_message puts m in line as sandboxinit.Message's JSON, its empty
+ * fields left out. */
+static void format_message(const struct message *m)
+{
+	char num[32];
+	line_len = 0;
+	put_raw("{\"type\":");
+	put_json_string(m->type);
+	const char *names[] = {"field", "op", "path", "blocker", "detail"};
+	const char *vals[] = {m->field, m->op, m->path, m->blocker, m->detail};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if (!vals[i] || !*vals[i])
+			continue;
+		snprintf(num, sizeof num, ",\"%s\":", names[i]);
+		put_raw(num);
+		put_json_string(vals[i]);
+	}
+	const char *inames[] = {"errno", "code", "signal"};
+	int ivals[] = {m->errno_, m->code, m->signal};
+	for (size_t i = 0; i < 3; i++) {
+		if (!ivals[i])
+			continue;
+		snprintf(num, sizeof num, ",\"%s\":%d", inames[i], ivals[i]);
+		put_raw(num);
+	}
+	put_raw("}\n");
+}
+
+static void write_all(int fd, const char *b, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+static void send_message(const struct message *m)
+{
+	format_message(m);
+	write_all(REPORT_FD, line, line_len);
+}
+
+/* setup_error reports a failed setup step with the current error and
+ * exits. */
+static void __attribute__((noreturn)) setup_error(const char *field, const char *op, const char *path)
+{
+	struct message m = {.type = "setup-error", .field = field, .op = op, .path = path, .errno_ = err_no, .detail = err_detail};
+	send_message(&m);
+	exit(1);
+}
+
+int pass_send(char tag, int fd)
+{
+	char buf[CMSG_SPACE(sizeof(int))];
+	memset(buf, 0, sizeof buf);
+	struct iovec iov = {.iov_base = &tag, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf, .msg_controllen = sizeof buf};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof fd);
+	for (;;) {
+		if (sendmsg(PASS_FD, &msg, 0) >= 0)
+			return 0;
+		if (errno != EINTR)
+			return fail_errno(errno);
+	}
+}
+
+int pass_recv(char tag, int *fds, int n)
+{
+	char got;
+	union {
+		char buf[CMSG_SPACE(16 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	if (n < 1 || n > 16)
+		return fail_msg("cannot receive %d fds at once", n);
+	struct iovec iov = {.iov_base = &got, .iov_len = 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = CMSG_SPACE((size_t)n * sizeof(int))};
+	ssize_t r;
+	do
+		r = recvmsg(PASS_FD, &msg, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return fail_errno(errno);
+	int count = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + (size_t)i * sizeof(int), sizeof fd);
+			if (count < n)
+				fds[count] = fd;
+			else
+				close(fd);
+			count++;
+		}
+	}
+	if (r != 1 || got != tag || count != n || (msg.msg_flags & MSG_CTRUNC)) {
+		for (int i = 0; i < count && i < n; i++)
+			close(fds[i]);
+		if (r != 1 || got != tag)
+			return fail_msg("got %s, want '%c'", r == 1 ? "another tag" : "nothing", tag);
+		return fail_msg("want %d fds, got %d", n, count);
+	}
+	return 0;
+}
+
+/* read_plan reads fd 3 to its end. */
+static char *read_plan(size_t *len)
+{
+	size_t cap = 64 << 10, n = 0;
+	char *b = malloc(cap);
+	if (!b) {
+		fail(ENOMEM, "read plan");
+		return NULL;
+	}
+	for (;;) {
+		if (n == cap) {
+			/* Bounds a broken daemon, not a plan: plans are kilobytes. */
+			if (cap >= 64 << 20) {
+				fail_msg("plan larger than %zu bytes", cap);
+				free(b);
+				return NULL;
+			}
+			cap *= 2;
+			char *nb = realloc(b, cap);
+			if (!nb) {
+				free(b);
+				fail(ENOMEM, "read plan");
+				return NULL;
+			}
+			b = nb;
+		}
+		ssize_t r = read(PLAN_FD, b + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fail(errno, "read");
+			free(b);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(PLAN_FD);
+	*len = n;
+	return b;
+}
+
+/* pass_listener listens on addr:port and hands the socket to the daemon;
+ * the init keeps no copy. */
+static int pass_listener(char tag, const uint8_t addr[4], uint16_t port, char *name, size_t name_len)
+{
+	snprintf(name, name_len, "%u.%u.%u.%u:%u", addr[0], addr[1], addr[2], addr[3], port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return fail(errno, "socket");
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	memcpy(&sa.sin_addr, addr, 4);
+	int r = -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa))
+		fail(errno, "bind %s", name);
+	else if (listen(fd, 128))
+		fail(errno, "listen %s", name);
+	else
+		r = pass_send(tag, fd);
+	close(fd);
+	return r;
+}
+
+/* open_terminal allocates a terminal in the sandbox's devpts, sends the
+ * master to the daemon and returns the replica, its name in name. */
+static int open_terminal(const struct plan *p, char *name, size_t name_len)
+{
+	int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0)
+		return fail(errno, "open /dev/ptmx");
+	int unlock = 0, replica = -1;
+	unsigned int n;
+	if (ioctl(master, TIOCSPTLCK, &unlock)) {
+		fail(errno, "unlock pty");
+		goto out;
+	}
+	if (ioctl(master, TIOCGPTN, &n)) {
+		fail(errno, "TIOCGPTN");
+		goto out;
+	}
+	snprintf(name, name_len, "/dev/pts/%u", n);
+	replica = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (replica < 0) {
+		fail(errno, "open %s", name);
+		goto out;
+	}
+	if (p->rows || p->cols) {
+		struct winsize ws = {.ws_row = p->rows, .ws_col = p->cols};
+		if (ioctl(master, TIOCSWINSZ, &ws)) {
+			fail(errno, "resize pty to %ux%u", p->rows, p->cols);
+			goto bad;
+		}
+	}
+	if (pass_send(PASS_TERMINAL, master)) {
+		wrap("send terminal to daemon");
+		goto bad;
+	}
+	close(master);
+	return replica;
+bad:
+	close(replica);
+	replica = -1;
+out:
+	close(master);
+	return -1;
+}
+
+/*
+ * A failure of the command's process before its execve travels to the init
+ * on a close-on-exec pipe as the finished report line; nothing comes when
+ * the execve works.
+ */
+static int child_report = -1;
+
+static void __attribute__((noreturn)) child_fail(const char *type, const char *field, const char *op, const char *path, const char *blocker)
+{
+	struct message m = {.type = type, .field = field, .op = op, .path = path, .blocker = blocker, .errno_ = err_no, .detail = err_detail};
+	format_message(&m);
+	write_all(child_report, line, line_len);
+	_exit(127);
+}
+
+/*
+ * inaccessible says why this process, by its real ids, cannot use name:
+ * search it (a directory) and, with write, create and remove names in it or
+ * write it. *blocker is where the walk from the root stopped, name or an
+ * ancestor that may not be searched: the kernel's refusal does not say
+ * which, so each ancestor is tried by itself. 0 when it can.
+ */
+static int inaccessible(const char *name, int write, char *blocker, size_t blen)
+{
+	char prefix[PATH_MAX];
+	size_t len = strlen(name);
+	/* Every proper ancestor but the root, which is a prefix ending
+	 * before a slash. */
+	for (size_t i = 1; i < len && i < sizeof prefix; i++) {
+		if (name[i] != '/' || name[i - 1] == '/')
+			continue;
+		memcpy(prefix, name, i);
+		prefix[i] = '\0';
+		if (faccessat(AT_FDCWD, prefix, X_OK, 0)) {
+			snprintf(blocker, blen, "%s", prefix);
+			return fail_errno(errno);
+		}
+	}
+	snprintf(blocker, blen, "%s", name);
+	struct stat st;
+	if (stat(name, &st))
+		return fail_errno(errno);
+	int mode = S_ISDIR(st.st_mode) ? X_OK : 0;
+	if (write)
+		mode |= W_OK;
+	if (mode && faccessat(AT_FDCWD, name, mode, 0))
+		return fail_errno(errno);
+	blocker[0] = '\0';
+	return 0;
+}
+
+/* look_path finds argv0 on the sandbox's PATH (never the daemon's). */
+static int look_path(const struct plan *p, char *out, size_t outlen)
+{
+	const char *argv0 = p->argv[0];
+	if (strchr(argv0, '/')) {
+		snprintf(out, outlen, "%s", argv0);
+		return 0;
+	}
+	const char *path = "";
+	for (size_t i = 0; i < p->n_env; i++)
+		if (strncmp(p->env[i], "PATH=", 5) == 0)
+			path = p->env[i] + 5;
+	int first = ENOENT;
+	for (const char *d = path;; d++) {
+		const char *end = strchrnul(d, ':');
+		int dl = (int)(end - d);
+		if (dl == 0)
+			snprintf(out, outlen, "./%s", argv0);
+		else
+			snprintf(out, outlen, "%.*s/%s", dl, d, argv0);
+		struct stat st;
+		if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			if (faccessat(AT_FDCWD, out, X_OK, AT_EACCESS) == 0)
+				return 0;
+			if (first == ENOENT)
+				first = errno;
+		}
+		d = end;
+		if (!*d)
+			break;
+	}
+	return fail_errno(first);
+}
+
+/* run_command is the command's process from its fork to its execve: it
+ * takes its stdio and limits, restricts itself and execs. */
+static void __attribute__((noreturn)) run_command(const struct plan *p, const int stdio[3], const int *cgroup, int ncgroup)
+{
+	int ns = !!(p->flags & FLAG_NAMESPACES);
+	int high[3];
+	setsid();
+	for (int i = 0; i < 3; i++)
+		high[i] = fcntl(stdio[i], F_DUPFD_CLOEXEC, 10);
+	for (int i = 0; i < 3; i++)
+		if (high[i] < 0 || dup2(high[i], i) < 0) {
+			fail_errno(errno);
+			child_fail("exec-error", "process", "execve", p->argv[0], NULL);
+		}
+	if ((p->flags & FLAG_TERMINAL) && ioctl(0, TIOCSCTTY, 1)) {
+		fail_errno(errno);
+		child_fail("exec-error", "process", "execve", p->argv[0], NULL);
+	}
+	/* This process alone joins the session's limits: the init stays out,
+	 * so that it neither counts against pids.max nor is stopped by it. */
+	for (int i = 0; i < ncgroup; i++)
+		if (write(cgroup[i], "0", 1) != 1) {
+			fail_errno(errno);
+			child_fail("setup-error", "process", "join the session's cgroup", NULL, NULL);
+		}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
+		fail_errno(errno);
+		child_fail("setup-error", "process", "prctl(PR_SET_NO_NEW_PRIVS)", NULL, NULL);
+	}
+	if (drop_capabilities(!ns))
+		child_fail("setup-error", "process", "drop capabilities", NULL, NULL);
+	char blocker[PATH_MAX];
+	/* Checked as the command will be: without capabilities. */
+	for (size_t i = 0; i < p->n_write_roots; i++)
+		if (inaccessible(p->write_roots[i], 1, blocker, sizeof blocker))
+			child_fail("setup-error", "filesystem.write", "access", p->write_roots[i], blocker);
+	if (inaccessible(p->cwd, 0, blocker, sizeof blocker))
+		child_fail("exec-error", "process", "chdir", p->cwd, blocker);
+	char path[PATH_MAX];
+	if (look_path(p, path, sizeof path))
+		child_fail("exec-error", "process", "execve", p->argv[0], NULL);
+	if (apply_landlock(p))
+		child_fail("setup-error", "process", "landlock", NULL, NULL);
+	/* Before the filter: a chdir under it may wait for the daemon, which
+	 * does not hold the listener yet. */
+	if (chdir(p->cwd)) {
+		fail_errno(errno);
+		child_fail("exec-error", "process", "chdir", p->cwd, NULL);
+	}
+	/* From here until the daemon holds the listener this process may make
+	 * no call the filter notifies: nothing would answer it. sendmsg,
+	 * close and execve are not notified; the command's own calls wait
+	 * for the daemon, which they may. */
+	int listener = -1;
+	if (apply_seccomp(p, &listener))
+		child_fail("setup-error", "process", "seccomp", NULL, NULL);
+	if (listener >= 0) {
+		/* The daemon's copy is the only one: its closing ends every
+		 * notification still pending. */
+		int r = pass_send(PASS_LISTENER, listener);
+		close(listener);
+		if (r)
+			child_fail("setup-error", "process", "send seccomp listener to daemon", NULL, NULL);
+	}
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(path, p->argv, p->env);
+	fail_errno(errno);
+	child_fail("exec-error", "process", "execve", path, NULL);
+}
+
+/* start_command forks the command; on a failure before its execve it
+ * forwards the report and exits. */
+static pid_t start_command(const struct plan *p, const int stdio[3], const int *cgroup, int ncgroup)
+{
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		fail(errno, "pipe");
+		setup_error("process", "start command", NULL);
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		fail(errno, "fork");
+		setup_error("process", "start command", NULL);
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		child_report = pipefd[1];
+		run_command(p, stdio, cgroup, ncgroup);
+	}
+	close(pipefd[1]);
+	char buf[sizeof line];
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(pipefd[0], buf + n, sizeof buf - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (n += (size_t)r) == sizeof buf)
+			break;
+	}
+	close(pipefd[0]);
+	if (n > 0) {
+		waitpid(pid, NULL, 0);
+		write_all(REPORT_FD, buf, n);
+		exit(1);
+	}
+	return pid;
+}
+
+/* children_of appends the children of every thread of pid to *out. */
+static void children_of(pid_t pid, pid_t **out, size_t *n, size_t *cap)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/task", pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char file[384];
+		snprintf(file, sizeof file, "%s/%s/children", dir, e->d_name);
+		FILE *f = fopen(file, "re");
+		if (!f)
+			continue;
+		long c;
+		while (fscanf(f, "%ld", &c) == 1) {
+			if (*n == *cap) {
+				size_t nc = *cap ? 2 * *cap : 64;
+				pid_t *np = realloc(*out, nc * sizeof **out);
+				if (!np)
+					break;
+				*out = np;
+				*cap = nc;
+			}
+			(*out)[(*n)++] = (pid_t)c;
+		}
+		fclose(f);
+	}
+	closedir(d);
+}
+
+/* kill_tree sends SIGKILL to every descendant. As the child subreaper the
+ * init inherits every orphan of its tree, so one that outlives its parent
+ * is found on the next pass. */
+static void kill_tree(void)
+{
+	pid_t *all = NULL;
+	size_t n = 0, cap = 0;
+	children_of(getpid(), &all, &n, &cap);
+	/* Parents before children, breadth first. */
+	for (size_t i = 0; i < n; i++)
+		children_of(all[i], &all, &n, &cap);
+	for (size_t i = 0; i < n; i++)
+		kill(all[i], SIGKILL);
+	free(all);
+}
+
+static void kill_descendants(void)
+{
+	for (;;) {
+		kill_tree();
+		if (waitpid(-1, NULL, 0) < 0 && errno != EINTR)
+			return;
+	}
+}
+
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
+
+/* reap_until forwards signals to the command's process group and reaps
+ * every child until the command itself has exited. */
+static int reap_until(pid_t pid, int sfd)
+{
+	for (;;) {
+		int st;
+		pid_t w;
+		while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+			if (w == pid && (WIFEXITED(st) || WIFSIGNALED(st)))
+				return st;
+		if (w < 0 && errno == ECHILD)
+			return 0;
+		struct signalfd_siginfo si;
+		ssize_t r = read(sfd, &si, sizeof si);
+		if (r != (ssize_t)sizeof si)
+			continue;
+		int sig = (int)si.ssi_signo;
+		if (sig == SIGCHLD)
+			continue;
+		if (sig == SIG_KILL_ALL) {
+			kill_tree();
+			continue;
+		}
+		if (kill(-pid, sig))
+			kill(pid, sig);
+	}
+}
+
+static int run_init(void)
+{
+	/* Held from the start: a signal the daemon forwards while the sandbox
+	 * is still being built waits for the command instead of ending the
+	 * init by its default action. SIGPIPE stays blocked so that a report
+	 * to a daemon gone is an error, not the init's end. */
+	sigset_t handled, blocked;
+	sigemptyset(&handled);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(&handled, forwarded[i]);
+	sigaddset(&handled, SIG_KILL_ALL);
+	sigaddset(&handled, SIGCHLD);
+	blocked = handled;
+	sigaddset(&blocked, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &blocked, NULL);
+	/* No fd of the init reaches the command but its stdio: the report
+	 * pipe would let it forge its own exit status, and whatever the
+	 * daemon inherited without close-on-exec is none of its business. */
+	if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */))
+		return 1;
+	size_t len;
+	char *buf = read_plan(&len);
+	if (!buf)
+		setup_error("process", "read plan", NULL);
+	struct plan plan;
+	const char *derr;
+	if (plan_decode(buf, len, &plan, &derr)) {
+		fail_msg("%s", derr);
+		setup_error("process", "read plan", NULL);
+	}
+	struct plan *p = &plan;
+	int ns = !!(p->flags & FLAG_NAMESPACES);
+	/* Not dumpable: the command, though the same host uid, must not open
+	 * /proc/1/exe or ptrace the init. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) {
+		fail_errno(errno);
+		setup_error("process", "prctl(PR_SET_DUMPABLE)", NULL);
+	}
+	if (ns) {
+		const char *field, *op, *path;
+		if (setup_root(p, &field, &op, &path))
+			setup_error(field, op, path);
+		if ((p->flags & FLAG_NETNS) && loopback_up())
+			setup_error("network.mode", "loopback up", "lo");
+		if (p->has_proxy) {
+			char name[64];
+			/* Made here, in the sandbox's network namespace; the
+			 * daemon accepts on it from outside. */
+			if (pass_listener(PASS_PROXY, p->proxy_addr, p->proxy_port, name, sizeof name))
+				setup_error("network.allow", "listen for the proxy", name);
+			static const uint8_t loopback[4] = {127, 0, 0, 1};
+			for (size_t i = 0; i < p->n_forwards; i++)
+				if (pass_listener(PASS_FORWARD, loopback, p->forwards[i], name, sizeof name))
+					setup_error("network.allow", "listen to forward to the host's loopback", name);
+		}
+		if (sethostname(p->hostname, strlen(p->hostname))) {
+			fail_errno(errno);
+			setup_error("process", "sethostname", p->hostname);
+		}
+	} else if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) {
+		/* Without a pid namespace, being the subreaper is what keeps
+		 * every descendant within reach of the final kill. */
+		fail_errno(errno);
+		setup_error("process", "prctl(PR_SET_CHILD_SUBREAPER)", NULL);
+	}
+	int stdio[3];
+	static char tty[64];
+	if (!(p->flags & FLAG_TERMINAL)) {
+		if (pass_recv(PASS_STDIO, stdio, 3))
+			setup_error("process", "receive stdio from daemon", NULL);
+	} else {
+		int replica = open_terminal(p, tty, sizeof tty);
+		if (replica < 0)
+			setup_error("process", "allocate terminal", "/dev/ptmx");
+		stdio[0] = stdio[1] = stdio[2] = replica;
+		if (p->flags & FLAG_TERMINAL_RULE) {
+			p->ll_rules[p->n_ll_rules].path = tty;
+			p->ll_rules[p->n_ll_rules].access = (LL_READ_FILE | LL_WRITE_FILE | LL_IOCTL_DEV) & p->ll_handled;
+			p->n_ll_rules++;
+		}
+	}
+	int cgroup[16] = {0}, ncgroup = (int)p->cgroup_tasks;
+	if (ncgroup > 16) {
+		fail_msg("%d cgroup files, at most 16", ncgroup);
+		setup_error("limits", "receive cgroup files from daemon", NULL);
+	}
+	if (ncgroup > 0 && pass_recv(PASS_CGROUP, cgroup, ncgroup))
+		setup_error("limits", "receive cgroup files from daemon", NULL);
+	pid_t pid = start_command(p, stdio, cgroup, ncgroup);
+	for (int i = 0; i < ncgroup; i++)
+		close(cgroup[i]);
+	if (!(p->flags & FLAG_TERMINAL)) {
+		/* The command has them now; the init holding them too would keep
+		 * the daemon from seeing their end. */
+		for (int i = 0; i < 3; i++)
+			close(stdio[i]);
+	}
+	if (p->flags & FLAG_LISTENER) {
+		/* The command's root is the init's: nothing in the sandbox may
+		 * chroot or pivot_root. Sent rather than opened by the daemon as
+		 * /proc/PID/root, as the init may be gone by the time it would. */
+		int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (root < 0 || pass_send(PASS_ROOT_DIR, root)) {
+			if (root < 0)
+				fail_errno(errno);
+			setup_error("process", "send root directory to daemon", "/");
+		}
+		close(root);
+		if (p->flags & FLAG_NETNS) {
+			/* With it the daemon tells a unix socket the sandbox
+			 * listens on from any other: only the sandbox's own are in
+			 * its namespace. */
+			int diag = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+			if (diag < 0 || pass_send(PASS_DIAG, diag)) {
+				if (diag < 0)
+					fail_errno(errno);
+				setup_error("network.mode", "send a sock_diag socket to daemon", NULL);
+			}
+			close(diag);
+		}
+	}
+	close(PASS_FD);
+	int sfd = signalfd(-1, &handled, SFD_CLOEXEC);
+	if (sfd < 0) {
+		fail(errno, "signalfd");
+		kill(pid, SIGKILL);
+		setup_error("process", "signalfd", NULL);
+	}
+	struct message started = {.type = "started"};
+	send_message(&started);
+	/* From here the init only waits, for as long as the session lasts. */
+	plan_free(p);
+	free(buf);
+	malloc_trim(0);
+	int st = reap_until(pid, sfd);
+	if (!ns)
+		kill_descendants();
+	struct message m = {.type = "exit"};
+	if (WIFSIGNALED(st))
+		m.signal = WTERMSIG(st);
+	else
+		m.code = WEXITSTATUS(st);
+	send_message(&m);
+	return 0;
+}
+
+/* hold_userns holds the user namespace it was cloned into until its stdin
+ * reaches its end: the daemon opens that namespace to ID-map write roots
+ * with, and a namespace needs a process to be made. */
+static int hold_userns(void)
+{
+	char c;
+	for (;;) {
+		ssize_t n = read(0, &c, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 0 && strcmp(argv[0], INIT_ARG0) == 0)
+		return run_init();
+	if (argc > 0 && strcmp(argv[0], USERNS_ARG0) == 0)
+		return hold_userns();
+	if (argc > 0 && strcmp(argv[0], SPAWNER_ARG0) == 0)
+		return run_spawner();
+	fprintf(stderr, "%s is started by sandboxd as the init of each sandbox (argv[0] \"%s\"); it is not run by hand\n",
+		argc > 0 ? argv[0] : "sandboxd-init", INIT_ARG0);
+	return 2;
+}

@@ -1,0 +1,66 @@
+/* What the parts of the sandbox init share. */
+#ifndef SANDBOXD_INIT_H
+#define SANDBOXD_INIT_H
+
+#include "plan.h"
+
+#include <stdint.h>
+
+/*
+ * The init gets its plan on fd 3 and reports on fd 4, one JSON line a
+ * message (sandboxinit.Message). On fd 5, a unix socket, it and the daemon
+ * hand each other fds, each message one tag byte (sandboxinit's Pass*).
+ */
+enum { PLAN_FD = 3, REPORT_FD = 4, PASS_FD = 5 };
+
+enum {
+	PASS_TERMINAL = 'T',
+	PASS_LISTENER = 'N',
+	PASS_ROOT_DIR = 'R',
+	PASS_CGROUP = 'C',
+	PASS_PROXY = 'P',
+	PASS_DIAG = 'D',
+	PASS_FORWARD = 'F',
+	PASS_MOUNT = 'M',
+	PASS_STDIO = 'S',
+};
+
+/*
+ * A failed step leaves its errno in err_no and a sentence in err_detail, as
+ * the Go init's wrapped errors read (for example "open target: permission
+ * denied"), for the report.
+ */
+extern int err_no;
+extern char err_detail[];
+
+/* fail sets the error to "FMT: strerror(e)" and returns -1. */
+/* fail sets the error to "FMT: strerror(e)" and returns -1. */
+int fail(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* fail_errno sets the error to strerror(e) alone and returns -1. */
+int fail_errno(int e);
+/* wrap puts "FMT: " before the error's detail and returns -1. */
+int wrap(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* fail_msg sets the error to msg with no errno and returns -1. */
+int fail_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+int pass_send(char tag, int fd);
+int pass_recv(char tag, int *fds, int n);
+
+/* setup_root builds the sandbox's root and pivots into it. On failure it
+ * returns -1 with *field, *op and *path naming the step. */
+int setup_root(const struct plan *p, const char **field, const char **op, const char **path);
+
+int loopback_up(void);
+int apply_landlock(const struct plan *p);
+int apply_seccomp(const struct plan *p, int *listener);
+int drop_capabilities(int bounding_optional);
+
+/* Landlock rights the init grants itself (include/uapi/linux/landlock.h). */
+#define LL_EXECUTE (1ULL << 0)
+#define LL_WRITE_FILE (1ULL << 1)
+#define LL_READ_FILE (1ULL << 2)
+#define LL_TRUNCATE (1ULL << 14)
+#define LL_IOCTL_DEV (1ULL << 15)
+#define LL_FILE_RIGHTS (LL_EXECUTE | LL_WRITE_FILE | LL_READ_FILE | LL_TRUNCATE | LL_IOCTL_DEV)
+
+#endif

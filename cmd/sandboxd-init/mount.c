@@ -1,0 +1,594 @@
+/*
+ * Building the sandbox's root with the file-descriptor based mount API:
+ * every source and target is opened with openat2 first, so that a symlink
+ * swapped in by someone else cannot redirect a mount outside the new root.
+ */
+#define _GNU_SOURCE
+#include "init.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+
+#define BASE_DIR "/tmp"
+#define OLD_ROOT "/oldroot"
+#define NEW_ROOT "/newroot"
+#define MASK_FILE "/mask"
+
+#define IN_ROOT (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
+#define NO_SYMLINKS (RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS)
+#define ATTR_READ_ONLY (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+struct builder {
+	const struct plan *plan;
+	int old_root, new_root;
+	/* mapped[i] is the daemon's ID-mapped clone for step i, -1 for the
+	 * others. */
+	int *mapped;
+	/* uncreatable are placeholders the init could not create for lack of
+	 * permission. The command has strictly fewer rights than the init,
+	 * so it cannot create them either: there is nothing to protect. */
+	const char **uncreatable;
+	size_t n_uncreatable;
+	/* files counts the file steps applied, to name their files. */
+	int files;
+};
+
+static int open_in(int root, const char *name, uint64_t resolve)
+{
+	while (*name == '/')
+		name++;
+	if (!*name)
+		name = ".";
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = resolve};
+	int fd = (int)syscall(SYS_openat2, root, name, &how, sizeof how);
+	if (fd < 0)
+		return fail_errno(errno);
+	return fd;
+}
+
+/* attach_clone clones the mount tree at src (recursively), applies attr to
+ * every mount of the clone and attaches it on top of dst. */
+static int attach_clone(int src, int dst, uint64_t attr)
+{
+	int tree = (int)syscall(SYS_open_tree, src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	if (tree < 0)
+		return fail(errno, "open_tree");
+	int r = 0;
+	if (attr) {
+		struct mount_attr a = {.attr_set = attr};
+		if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a))
+			r = fail(errno, "mount_setattr");
+	}
+	if (!r && syscall(SYS_move_mount, tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
+		r = fail(errno, "move_mount");
+	close(tree);
+	return r;
+}
+
+struct fs_opt {
+	const char *key, *value; /* value NULL: a flag */
+};
+
+static int attach_new(const char *fstype, const struct fs_opt *opts, size_t n, unsigned int attr, int dst)
+{
+	int fs = (int)syscall(SYS_fsopen, fstype, FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return fail(errno, "fsopen %s", fstype);
+	int r = 0;
+	for (size_t i = 0; i < n && !r; i++) {
+		long e = opts[i].value ? syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, opts[i].key, opts[i].value, 0)
+				       : syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, opts[i].key, NULL, 0);
+		if (e)
+			r = fail(errno, "fsconfig %s %s=%s", fstype, opts[i].key, opts[i].value ? opts[i].value : "");
+	}
+	if (!r && syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
+		r = fail(errno, "fsconfig create %s", fstype);
+	if (!r) {
+		int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, attr);
+		if (m < 0) {
+			r = fail(errno, "fsmount %s", fstype);
+		} else {
+			if (syscall(SYS_move_mount, m, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
+				r = fail(errno, "move_mount %s", fstype);
+			close(m);
+		}
+	}
+	close(fs);
+	return r;
+}
+
+/* mkdir_all_nosymlinks creates path beneath root, refusing to walk
+ * through any symlink so that a racing rename cannot make it create
+ * directories elsewhere. */
+static int mkdir_all_nosymlinks(int root, const char *path)
+{
+	int dir = openat(root, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	if (dir < 0)
+		return fail_errno(errno);
+	char comp[NAME_MAX + 1];
+	const char *s = path;
+	for (;;) {
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		size_t l = strcspn(s, "/");
+		if (l > NAME_MAX) {
+			close(dir);
+			return fail(ENAMETOOLONG, "open %.*s", (int)l, s);
+		}
+		memcpy(comp, s, l);
+		comp[l] = '\0';
+		s += l;
+		int next = openat(dir, comp, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT) {
+			if (mkdirat(dir, comp, 0755) && errno != EEXIST) {
+				int e = errno;
+				close(dir);
+				return fail(e, "mkdir %s", comp);
+			}
+			next = openat(dir, comp, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		int e = errno;
+		close(dir);
+		if (next < 0)
+			return fail(e, "open %s", comp);
+		dir = next;
+	}
+	close(dir);
+	return 0;
+}
+
+/* mkdir_all is os.MkdirAll: the directory path and its missing parents. */
+static int mkdir_all(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		errno = ENOTDIR;
+		return -1;
+	}
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof parent, "%s", path);
+	size_t l = strlen(parent);
+	while (l > 1 && parent[l - 1] == '/')
+		parent[--l] = '\0';
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		if (mkdir_all(parent))
+			return -1;
+	}
+	if (mkdir(path, 0755)) {
+		int e = errno;
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			return 0;
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+static int reopen_new_root(struct builder *b)
+{
+	int fd = open(NEW_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(errno, "open %s", NEW_ROOT);
+	if (b->new_root >= 0)
+		close(b->new_root);
+	b->new_root = fd;
+	return 0;
+}
+
+/* policy_path: steps whose target a policy named (or an ancestor of one);
+ * system paths such as /dev/ptmx may be symlinks, these may not. */
+static int policy_path(const struct mount_step *s)
+{
+	return strncmp(s->field, "filesystem.", 11) == 0;
+}
+
+/* protects: steps that only take access away; when their target is out of
+ * the sandbox's reach, skipping them changes nothing. */
+static int protects(const struct mount_step *s)
+{
+	return strcmp(s->field, "filesystem.deny") == 0 || strcmp(s->field, "filesystem.read_only") == 0 || s->kind == MK_MASK_FILE;
+}
+
+/* overflow_uid is the uid the kernel shows for owners a user namespace
+ * does not map. */
+static uid_t overflow_uid(void)
+{
+	FILE *f = fopen(OLD_ROOT "/proc/sys/kernel/overflowuid", "re");
+	unsigned long u = 65534;
+	if (f) {
+		if (fscanf(f, "%lu", &u) != 1)
+			u = 65534;
+		fclose(f);
+	}
+	return (uid_t)u;
+}
+
+/*
+ * unreachable: the command can never reach name. Walking down, the first
+ * directory that refuses to be searched (or, for a path not there yet, the
+ * directory it would be made in) does not belong to the sandbox uid, whose
+ * owner could chmod it open. The init failing alone says nothing: its
+ * capabilities do not cover a directory of the sandbox uid with a group
+ * outside the user namespace.
+ */
+static int unreachable(struct builder *b, const char *name)
+{
+	uid_t uid = getuid();
+	if (uid == overflow_uid())
+		/* Every unmapped owner shows as our own uid. */
+		return 0;
+	struct stat parent, st;
+	if (fstat(b->old_root, &parent))
+		return 0;
+	char p[PATH_MAX];
+	size_t pl = 0;
+	const char *s = name;
+	for (;;) {
+		while (*s == '/')
+			s++;
+		if (!*s)
+			return 0;
+		size_t l = strcspn(s, "/");
+		if (pl + l + 2 > sizeof p)
+			return 0;
+		if (pl)
+			p[pl++] = '/';
+		memcpy(p + pl, s, l);
+		pl += l;
+		p[pl] = '\0';
+		s += l;
+		if (fstatat(b->old_root, p, &st, AT_SYMLINK_NOFOLLOW)) {
+			if (errno == EACCES || errno == ENOENT)
+				return parent.st_uid != uid;
+			return 0;
+		}
+		parent = st;
+	}
+}
+
+static int is_uncreatable(struct builder *b, const char *path)
+{
+	for (size_t i = 0; i < b->n_uncreatable; i++)
+		if (strcmp(b->uncreatable[i], path) == 0)
+			return 1;
+	return 0;
+}
+
+static int mapped_fd(struct builder *b, const char *source)
+{
+	for (size_t i = 0; i < b->plan->n_mounts; i++)
+		if (b->mapped[i] >= 0 && strcmp(b->plan->mounts[i].source, source) == 0)
+			return b->mapped[i];
+	return -1;
+}
+
+static void dir_and_base(const char *path, char *dir, size_t dl, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash || slash == path)
+		snprintf(dir, dl, "/");
+	else
+		snprintf(dir, dl, "%.*s", (int)(slash - path), path);
+	*base = slash ? slash + 1 : path;
+}
+
+/* open_target opens the mount point inside the new root, creating it when
+ * it is missing and its parent is a tmpfs of ours (a write root under the
+ * private /tmp, say). */
+static int open_target(struct builder *b, const struct mount_step *s)
+{
+	uint64_t resolve = policy_path(s) ? NO_SYMLINKS : IN_ROOT;
+	int fd = open_in(b->new_root, s->target, resolve);
+	if (fd >= 0 || err_no != ENOENT || s->optional)
+		return fd;
+	int dir = 1;
+	if (s->kind == MK_BIND || s->kind == MK_DEVICE) {
+		char src[PATH_MAX];
+		struct stat st;
+		snprintf(src, sizeof src, OLD_ROOT "%s", s->source);
+		if (stat(src, &st))
+			return fail_errno(errno);
+		dir = S_ISDIR(st.st_mode);
+	}
+	char pdir_path[PATH_MAX], full[PATH_MAX + 16];
+	const char *base;
+	dir_and_base(s->target, pdir_path, sizeof pdir_path, &base);
+	/* Missing parents can only be made in a tmpfs of ours; in the
+	 * read-only clone of the host this fails with EROFS, as it should. */
+	snprintf(full, sizeof full, NEW_ROOT "%s", pdir_path);
+	if (mkdir_all(full))
+		return fail(errno, "create mount point parents: mkdir %s", full);
+	int parent = open_in(b->new_root, pdir_path, resolve);
+	if (parent < 0)
+		return -1;
+	int pdir = openat(parent, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	int e = errno;
+	close(parent);
+	if (pdir < 0)
+		return fail_errno(e);
+	int r;
+	if (dir) {
+		r = mkdirat(pdir, base, 0755);
+	} else {
+		r = openat(pdir, base, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (r >= 0)
+			r = close(r);
+	}
+	e = errno;
+	close(pdir);
+	if (r)
+		return fail(e, "create mount point");
+	return open_in(b->new_root, s->target, resolve);
+}
+
+static int write_file(const char *name, const char *content, size_t len, mode_t mode)
+{
+	int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return fail(errno, "open %s", name);
+	while (len > 0) {
+		ssize_t w = write(fd, content, len);
+		if (w < 0) {
+			int e = errno;
+			close(fd);
+			return fail(e, "write %s", name);
+		}
+		content += w;
+		len -= (size_t)w;
+	}
+	return close(fd);
+}
+
+static int root_read_only(struct builder *b, const struct mount_step *s)
+{
+	int src = open_in(b->old_root, s->source, NO_SYMLINKS);
+	if (src < 0)
+		return wrap("open source");
+	int dst = open(NEW_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dst < 0) {
+		close(src);
+		return fail(errno, "open %s", NEW_ROOT);
+	}
+	int r = attach_clone(src, dst, ATTR_READ_ONLY);
+	close(src);
+	close(dst);
+	return r ? r : reopen_new_root(b);
+}
+
+static int apply(struct builder *b, const struct mount_step *s)
+{
+	if (s->kind == MK_ROOT_RO)
+		return root_read_only(b, s);
+	if (b->new_root < 0)
+		return fail_msg("plan does not start with the root mount");
+	if (is_uncreatable(b, s->target))
+		return 0;
+	if (s->kind == MK_PLACEHOLDER) {
+		if (*s->via) {
+			/* The init has no more right through the mapping than the
+			 * command will: what it cannot make, neither can the
+			 * command. */
+			size_t vl = strlen(s->via);
+			const char *rest = strncmp(s->source, s->via, vl) == 0 ? s->source + vl : s->source;
+			int r = mkdir_all_nosymlinks(mapped_fd(b, s->via), rest);
+			if (r && (err_no == EACCES || err_no == EPERM)) {
+				b->uncreatable[b->n_uncreatable++] = s->source;
+				return 0;
+			}
+			return r;
+		}
+		int r = mkdir_all_nosymlinks(b->old_root, s->source);
+		if (r && (err_no == EACCES || err_no == EPERM) && unreachable(b, s->source)) {
+			b->uncreatable[b->n_uncreatable++] = s->source;
+			return 0;
+		}
+		return r;
+	}
+	if (s->kind == MK_SYMLINK) {
+		char link[PATH_MAX + 16];
+		snprintf(link, sizeof link, NEW_ROOT "%s", s->target);
+		if (symlink(s->source, link))
+			return fail(errno, "symlink %s %s", s->source, link);
+		return 0;
+	}
+	int target = open_target(b, s);
+	if (target < 0) {
+		if (s->optional && err_no == ENOENT)
+			return 0;
+		if (err_no == EACCES && protects(s) && unreachable(b, s->target))
+			return 0;
+		return wrap("open target");
+	}
+	int r = 0, src = -1;
+	switch (s->kind) {
+	case MK_BIND:
+	case MK_DEVICE:
+		if (s->idmapped) {
+			/* NOSUID and NODEV were set with the mapping. */
+			if (syscall(SYS_move_mount, mapped_fd(b, s->source), "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
+				r = fail(errno, "move_mount of the ID-mapped clone");
+			break;
+		}
+		src = open_in(b->old_root, s->source, NO_SYMLINKS);
+		if (src < 0) {
+			r = wrap("open source");
+			break;
+		}
+		/* Writable is not a way to run setuid programs or reach devices. */
+		r = attach_clone(src, target, s->kind == MK_DEVICE ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC : MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+		if (!r && strcmp(s->target, "/") == 0)
+			/* Lookups from a directory fd do not cross a mount stacked
+			 * on that directory itself: later steps start from the
+			 * new top. */
+			r = reopen_new_root(b);
+		break;
+	case MK_REBIND_RO:
+		r = attach_clone(target, target, ATTR_READ_ONLY);
+		break;
+	case MK_PIN:
+		r = attach_clone(target, target, 0);
+		break;
+	case MK_FILE: {
+		/* In the init's tmpfs, which the sandbox never sees but through
+		 * this read-only bind. */
+		char name[32];
+		snprintf(name, sizeof name, "/file-%d", b->files++);
+		if ((r = write_file(name, s->content, s->content_len, 0644)))
+			break;
+		src = open(name, O_PATH | O_CLOEXEC);
+		r = src < 0 ? fail_errno(errno) : attach_clone(src, target, ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC);
+		break;
+	}
+	case MK_MASK_FILE:
+		src = open(MASK_FILE, O_PATH | O_CLOEXEC);
+		r = src < 0 ? fail_errno(errno) : attach_clone(src, target, ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC);
+		break;
+	case MK_TMPFS: {
+		char mode[16];
+		snprintf(mode, sizeof mode, "%o", s->mode);
+		struct fs_opt opts[] = {{"mode", mode}, {"size", "4k"}};
+		unsigned int attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+		if (s->read_only)
+			attr |= MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC;
+		r = attach_new("tmpfs", opts, s->read_only ? 2 : 1, attr, target);
+		break;
+	}
+	case MK_PROC:
+		r = attach_new("proc", NULL, 0, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, target);
+		break;
+	case MK_DEVPTS: {
+		struct fs_opt opts[] = {{"newinstance", NULL}, {"ptmxmode", "0666"}, {"mode", "0620"}};
+		r = attach_new("devpts", opts, 3, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, target);
+		break;
+	}
+	default:
+		r = fail_msg("unknown mount step %d", s->kind);
+	}
+	if (src >= 0)
+		close(src);
+	close(target);
+	return r;
+}
+
+int setup_root(const struct plan *p, const char **field, const char **op, const char **path)
+{
+	*field = "process";
+	*path = NULL;
+#define FAIL(o, pth)                                                                                                  \
+	do {                                                                                                          \
+		*op = (o);                                                                                            \
+		*path = (pth);                                                                                        \
+		return -1;                                                                                            \
+	} while (0)
+	/* Nothing mounted here may propagate back to the host. */
+	if (mount("", "/", NULL, MS_REC | MS_SLAVE, NULL)) {
+		fail_errno(errno);
+		FAIL("make-rslave", "/");
+	}
+	if (mount("tmpfs", BASE_DIR, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700")) {
+		fail_errno(errno);
+		FAIL("mount tmpfs", BASE_DIR);
+	}
+	if (mkdir(BASE_DIR OLD_ROOT, 0700)) {
+		fail(errno, "mkdir %s", BASE_DIR OLD_ROOT);
+		FAIL("mkdir", OLD_ROOT);
+	}
+	if (mkdir(BASE_DIR NEW_ROOT, 0700)) {
+		fail(errno, "mkdir %s", BASE_DIR NEW_ROOT);
+		FAIL("mkdir", NEW_ROOT);
+	}
+	if (syscall(SYS_pivot_root, BASE_DIR, BASE_DIR OLD_ROOT)) {
+		fail_errno(errno);
+		FAIL("pivot_root", BASE_DIR);
+	}
+	if (chdir("/")) {
+		fail_errno(errno);
+		FAIL("chdir", "/");
+	}
+	if (write_file(MASK_FILE, "", 0, 0))
+		FAIL("create", MASK_FILE);
+	struct builder b = {.plan = p, .new_root = -1};
+	b.old_root = open(OLD_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (b.old_root < 0) {
+		fail(errno, "open %s", OLD_ROOT);
+		FAIL("open", OLD_ROOT);
+	}
+	b.mapped = malloc((p->n_mounts + 1) * sizeof *b.mapped);
+	b.uncreatable = malloc((p->n_mounts + 1) * sizeof *b.uncreatable);
+	if (!b.mapped || !b.uncreatable) {
+		fail_errno(ENOMEM);
+		FAIL("setup root", NULL);
+	}
+	/* All of them first: placeholders, which come before the binds, may
+	 * need them. */
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		b.mapped[i] = -1;
+		if (p->mounts[i].idmapped && pass_recv(PASS_MOUNT, &b.mapped[i], 1)) {
+			*field = p->mounts[i].field;
+			FAIL("receive ID-mapped mount", p->mounts[i].source);
+		}
+	}
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		const struct mount_step *s = &p->mounts[i];
+		if (apply(&b, s)) {
+			*field = s->field;
+			FAIL(mount_kind_names[s->kind], *s->target ? s->target : s->source);
+		}
+	}
+	for (size_t i = 0; i < p->n_mounts; i++)
+		if (b.mapped[i] >= 0)
+			close(b.mapped[i]);
+	free(b.mapped);
+	free(b.uncreatable);
+	/* pivot_root(".", ".") stacks the old root on top of the new one; the
+	 * lazy unmount then drops it and with it every host mount not cloned. */
+	int nr = open(NEW_ROOT, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	if (nr < 0) {
+		fail_errno(errno);
+		FAIL("open", NEW_ROOT);
+	}
+	if (fchdir(nr)) {
+		fail_errno(errno);
+		FAIL("fchdir", NEW_ROOT);
+	}
+	if (syscall(SYS_pivot_root, ".", ".")) {
+		fail_errno(errno);
+		FAIL("pivot_root", NEW_ROOT);
+	}
+	if (umount2(".", MNT_DETACH)) {
+		fail_errno(errno);
+		FAIL("umount", "old root");
+	}
+	if (chdir("/")) {
+		fail_errno(errno);
+		FAIL("chdir", "/");
+	}
+	/* The clones are still slaves of the host's mounts: a device the host
+	 * mounts later would appear inside, writable. Cut them off. */
+	if (mount("", "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		fail_errno(errno);
+		FAIL("make-rprivate", "/");
+	}
+	close(nr);
+	close(b.old_root);
+	if (b.new_root >= 0)
+		close(b.new_root);
+	return 0;
+#undef FAIL
+}

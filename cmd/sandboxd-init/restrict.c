@@ -1,0 +1,227 @@
+/* The restrictions of the command's process, and the loopback. */
+#define _GNU_SOURCE
+#include "init.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+/* struct landlock_ruleset_attr up to scoped (ABI 6); the kernel takes the
+ * shorter size of older ABIs. */
+struct ll_ruleset_attr {
+	uint64_t handled_fs, handled_net, scoped;
+};
+
+struct ll_path_beneath {
+	uint64_t allowed_access;
+	int32_t parent_fd;
+} __attribute__((packed));
+
+#define LL_RULE_PATH_BENEATH 1
+
+static int add_rule(int ruleset, const char *path, uint64_t access)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		/* A granted path that does not exist grants nothing. */
+		return 0;
+	if (fd < 0)
+		return fail(errno, "landlock rule %s", path);
+	struct stat st;
+	if (fstat(fd, &st)) {
+		int e = errno;
+		close(fd);
+		return fail(e, "landlock rule %s", path);
+	}
+	if (!S_ISDIR(st.st_mode))
+		access &= LL_FILE_RIGHTS;
+	struct ll_path_beneath pb = {.allowed_access = access, .parent_fd = fd};
+	int r = 0;
+	if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0))
+		r = fail(errno, "landlock_add_rule %s", path);
+	close(fd);
+	return r;
+}
+
+enum { EXCEPT_NONE, EXCEPT_EXACT, EXCEPT_BENEATH };
+
+static int leads_to(const char *p, const struct plan *plan)
+{
+	int found = EXCEPT_NONE;
+	size_t pl = strlen(p);
+	for (size_t i = 0; i < plan->n_ll_except; i++) {
+		const char *e = plan->ll_except[i];
+		if (strcmp(e, p) == 0)
+			return EXCEPT_EXACT;
+		if (strncmp(e, p, pl) == 0 && e[pl] == '/')
+			found = EXCEPT_BENEATH;
+	}
+	return found;
+}
+
+/*
+ * grant_except grants access beneath each entry of dir, descending into the
+ * entries that lead to an excepted path and skipping the excepted ones:
+ * Landlock cannot take a right away beneath a rule.
+ */
+static int grant_except(int ruleset, const char *dir, const struct plan *p)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES) {
+		if (access(dir, X_OK))
+			/* Not searchable: nothing beneath is reachable anyway. */
+			return 0;
+		/* Searchable but not listable: the directory is granted whole,
+		 * and the excepted path beneath rests on the mount layer alone,
+		 * if there is one. */
+		if (p->flags & FLAG_STRICT)
+			return fail(EACCES, "landlock: cannot list %s to keep a deny path beneath it unreadable: open %s", dir, dir);
+		return add_rule(ruleset, dir, p->ll_read_access);
+	}
+	if (fd < 0)
+		return fail(errno, "landlock: list %s: open %s", dir, dir);
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+		close(fd);
+		return fail(e, "landlock: list %s", dir);
+	}
+	int r = 0;
+	struct dirent *e;
+	while (!r && (e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		char path[PATH_MAX];
+		if (snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, e->d_name) >= (int)sizeof path) {
+			r = fail(ENAMETOOLONG, "landlock: list %s", dir);
+			break;
+		}
+		switch (leads_to(path, p)) {
+		case EXCEPT_EXACT:
+			break;
+		case EXCEPT_BENEATH:
+			r = grant_except(ruleset, path, p);
+			break;
+		default: {
+			/* A symlink's inode grants nothing; following it here could
+			 * grant the tree an excepted path lives in. */
+			struct stat st;
+			if (lstat(path, &st) || S_ISLNK(st.st_mode))
+				break;
+			r = add_rule(ruleset, path, p->ll_read_access);
+		}
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int apply_landlock(const struct plan *p)
+{
+	if (p->ll_abi == 0 || p->ll_abi > INT32_MAX)
+		return 0;
+	struct ll_ruleset_attr attr = {.handled_fs = p->ll_handled, .scoped = p->ll_scoped};
+	size_t size = p->ll_abi < 6 ? 16 : sizeof attr;
+	int fd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+	if (fd < 0)
+		return fail(errno, "landlock_create_ruleset");
+	int r = 0;
+	for (size_t i = 0; i < p->n_ll_rules && !r; i++)
+		r = add_rule(fd, p->ll_rules[i].path, p->ll_rules[i].access);
+	if (!r && p->n_ll_except > 0)
+		r = grant_except(fd, "/", p);
+	if (!r && syscall(SYS_landlock_restrict_self, fd, 0))
+		r = fail(errno, "landlock_restrict_self");
+	close(fd);
+	return r;
+}
+
+int apply_seccomp(const struct plan *p, int *listener)
+{
+	*listener = -1;
+	if (p->n_seccomp == 0)
+		/* Only the namespaces set plans no filter, on a host without
+		 * seccomp, for policies no field of which rests on it. */
+		return 0;
+	struct sock_filter *f = calloc(p->n_seccomp, sizeof *f);
+	if (!f)
+		return fail(ENOMEM, "seccomp");
+	for (size_t i = 0; i < p->n_seccomp; i++) {
+		f[i].code = p->seccomp[i].code;
+		f[i].jt = p->seccomp[i].jt;
+		f[i].jf = p->seccomp[i].jf;
+		f[i].k = p->seccomp[i].k;
+	}
+	struct sock_fprog prog = {.len = (unsigned short)p->n_seccomp, .filter = f};
+	unsigned long flags = (p->flags & FLAG_LISTENER) ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
+	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+	int e = errno;
+	free(f);
+	if (r < 0)
+		return fail(e, "seccomp(SET_MODE_FILTER)");
+	if (p->flags & FLAG_LISTENER)
+		*listener = (int)r;
+	return 0;
+}
+
+/*
+ * drop_capabilities empties the bounding, ambient, inheritable, permitted
+ * and effective sets, in that order: the bounding set needs CAP_SETPCAP,
+ * which the last step gives up. A namespace-less init never had
+ * CAP_SETPCAP: its bounding set stays, which no_new_privs makes moot.
+ */
+int drop_capabilities(int bounding_optional)
+{
+	for (int c = 0; c <= 63; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0)
+			continue;
+		if (bounding_optional && errno == EPERM)
+			break;
+		if (errno != EINVAL)
+			return fail(errno, "PR_CAPBSET_DROP %d", c);
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0))
+		return fail(errno, "PR_CAP_AMBIENT_CLEAR_ALL");
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data))
+		return fail(errno, "capset");
+	return 0;
+}
+
+/* loopback_up brings lo up in the sandbox's network namespace; the kernel
+ * assigns 127.0.0.1 and ::1 itself. */
+int loopback_up(void)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return fail(errno, "socket");
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	int r = 0;
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr))
+		r = fail(errno, "SIOCGIFFLAGS lo");
+	else {
+		ifr.ifr_flags = (short)(ifr.ifr_flags | IFF_UP);
+		if (ioctl(fd, SIOCSIFFLAGS, &ifr))
+			r = fail(errno, "SIOCSIFFLAGS lo");
+	}
+	close(fd);
+	return r;
+}

@@ -1,0 +1,38 @@
+/*
+ * The spawner's requests and answers; the daemon's side is
+ * launcher_linux/spawner_linux.go, which must lay them out the same.
+ */
+#ifndef SANDBOXD_SPAWN_H
+#define SANDBOXD_SPAWN_H
+
+#include <stdint.h>
+
+enum {
+	/* New user, mount, pid, ipc, uts and cgroup namespaces. */
+	SPAWN_NAMESPACES = 1 << 0,
+	/* And a network namespace. */
+	SPAWN_NETNS = 1 << 1,
+	/* Become uid and gid, with no supplementary group (a root daemon). */
+	SPAWN_SET_IDS = 1 << 2,
+	/* Leave setgroups allowed in the new user namespace (a root daemon). */
+	SPAWN_SETGROUPS = 1 << 3,
+};
+
+struct spawn_request {
+	uint32_t flags, uid, gid, pdeathsig;
+	/* The capabilities the init keeps as ambient ones, a bit each. */
+	uint64_t ambient;
+	/* The init binary, NUL-terminated. */
+	char path[4096];
+};
+
+enum { SPAWN_STAGE_CLONE = 1, SPAWN_STAGE_IDENTITY = 2, SPAWN_STAGE_EXEC = 3 };
+
+struct spawn_reply {
+	/* 0 when the init runs, else the errno of the stage that failed. */
+	int32_t err, stage, pid, pad;
+};
+
+int run_spawner(void);
+
+#endif

@@ -1,0 +1,303 @@
+/*
+ * The spawner: one process beside the daemon that clones every sandbox init
+ * for it. The daemon is a large Go program; cloning an init from it with
+ * CLONE_NEWUSER is a full fork that copies its page tables on every launch,
+ * while this process is a few pages. The daemon starts it once, with a
+ * SOCK_SEQPACKET socket as fd 3; each request on it is a struct
+ * spawn_request with the init's plan, report and pass fds, and each answer a
+ * struct spawn_reply with, when the init runs, a pidfd of it. The spawner
+ * reaps the inits as they end; the daemon waits for them on their pidfds. It exits when
+ * the daemon's end of the socket closes, and its inits then get their
+ * parent-death signal.
+ */
+#define _GNU_SOURCE
+#include "init.h"
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+
+#define SOCK_FD 3
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = (ssize_t)strlen(s);
+	int r = write(fd, s, (size_t)n) == n ? 0 : -1;
+	int e = errno;
+	close(fd);
+	errno = e;
+	return r;
+}
+
+/* The init's side of the clone: the identity, capabilities and fds the
+ * daemon's exec.Cmd gave it before, then the init binary. A failure goes
+ * to the spawner on errpipe as a stage and an errno. */
+static void __attribute__((noreturn)) child(const struct spawn_request *rq, const int fds[3], int sync_r, int errpipe, pid_t parent)
+{
+	int32_t out[2] = {SPAWN_STAGE_IDENTITY, 0};
+	char c;
+	/* The maps are written by the spawner once the clone returns. */
+	if (read(sync_r, &c, 1) != 1)
+		_exit(127);
+	int ns = rq->flags & SPAWN_NAMESPACES;
+	if (rq->flags & SPAWN_SET_IDS) {
+		if ((ns && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)) || setgroups(0, NULL) || setresgid(rq->gid, rq->gid, rq->gid) ||
+		    setresuid(rq->uid, rq->uid, rq->uid))
+			goto fail;
+	}
+	if (ns) {
+		/* Held as ambient capabilities of the sandbox uid in its own
+		 * user namespace, they survive the execve; the init clears
+		 * them before it forks the command. */
+		struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+		struct __user_cap_data_struct data[2];
+		if (syscall(SYS_capget, &hdr, data))
+			goto fail;
+		for (int i = 0; i < 2; i++) {
+			data[i].inheritable |= (uint32_t)(rq->ambient >> (32 * i));
+			data[i].permitted |= (uint32_t)(rq->ambient >> (32 * i));
+			data[i].effective |= (uint32_t)(rq->ambient >> (32 * i));
+		}
+		if (syscall(SYS_capset, &hdr, data))
+			goto fail;
+		for (int cap = 0; cap < 64; cap++)
+			if ((rq->ambient >> cap & 1) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0))
+				goto fail;
+	}
+	out[0] = SPAWN_STAGE_EXEC;
+	if (setsid() < 0)
+		goto fail;
+	if (prctl(PR_SET_PDEATHSIG, rq->pdeathsig, 0, 0, 0))
+		goto fail;
+	/* The spawner may have gone between the clone and the prctl; in a new
+	 * pid namespace the parent shows as 0, and the spawner waits for the
+	 * execve anyway. */
+	if (!ns && getppid() != parent)
+		kill(getpid(), (int)rq->pdeathsig);
+	int high[3];
+	for (int i = 0; i < 3; i++)
+		if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
+			goto fail;
+	for (int i = 0; i < 3; i++)
+		if (dup2(high[i], PLAN_FD + i) < 0)
+			goto fail;
+	/* The spawner's wait for SIGCHLD is none of the init's. */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	char *argv[] = {(char *)"sandboxd-init", NULL};
+	char *envp[] = {NULL};
+	execve(rq->path, argv, envp);
+fail:
+	out[1] = errno;
+	if (write(errpipe, out, sizeof out)) {
+	}
+	_exit(127);
+}
+
+static void reap(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0) {
+	}
+}
+
+/* spawn clones and starts one init; its answer goes into *rp, with the
+ * init's pidfd in *pidfd. */
+static void spawn(const struct spawn_request *rq, const int fds[3], struct spawn_reply *rp, int *pidfd)
+{
+	int sync[2], errp[2];
+	*pidfd = -1;
+	rp->stage = SPAWN_STAGE_CLONE;
+	if (pipe2(sync, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
+		rp->err = errno;
+		return;
+	}
+	unsigned long flags = SIGCHLD;
+	if (rq->flags & SPAWN_NAMESPACES) {
+		flags |= CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+		if (rq->flags & SPAWN_NETNS)
+			flags |= CLONE_NEWNET;
+	}
+	pid_t parent = getpid();
+	pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+	if (pid == 0) {
+		close(sync[1]);
+		close(errp[0]);
+		child(rq, fds, sync[0], errp[1], parent);
+	}
+	int e = errno;
+	close(sync[0]);
+	close(errp[1]);
+	if (pid < 0) {
+		rp->err = e;
+		close(sync[1]);
+		close(errp[0]);
+		return;
+	}
+	rp->pid = pid;
+	rp->stage = SPAWN_STAGE_IDENTITY;
+	int r = 0;
+	if (rq->flags & SPAWN_NAMESPACES) {
+		/* The sandbox uid is the only uid of its user namespace, the same
+		 * number inside as on the host. setgroups stays allowed for a
+		 * root spawner, which drops its supplementary groups; one
+		 * without the right must deny it to map a gid. */
+		char path[64], map[64];
+		snprintf(map, sizeof map, "%u %u 1\n", rq->uid, rq->uid);
+		snprintf(path, sizeof path, "/proc/%d/uid_map", pid);
+		r = write_file(path, map);
+		if (!r && !(rq->flags & SPAWN_SETGROUPS)) {
+			snprintf(path, sizeof path, "/proc/%d/setgroups", pid);
+			r = write_file(path, "deny");
+		}
+		if (!r) {
+			snprintf(map, sizeof map, "%u %u 1\n", rq->gid, rq->gid);
+			snprintf(path, sizeof path, "/proc/%d/gid_map", pid);
+			r = write_file(path, map);
+		}
+	}
+	if (r) {
+		rp->err = errno;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(sync[1]);
+		close(errp[0]);
+		return;
+	}
+	/* Non-blocking (PIDFD_NONBLOCK is O_NONBLOCK), so that the daemon's
+	 * runtime polls it instead of a thread waiting on it. */
+	*pidfd = (int)syscall(SYS_pidfd_open, pid, O_NONBLOCK);
+	if (*pidfd < 0) {
+		rp->err = errno;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		close(sync[1]);
+		close(errp[0]);
+		return;
+	}
+	if (write(sync[1], "x", 1) != 1) {
+	}
+	close(sync[1]);
+	int32_t got[2];
+	ssize_t n;
+	do
+		n = read(errp[0], got, sizeof got);
+	while (n < 0 && errno == EINTR);
+	close(errp[0]);
+	if (n == (ssize_t)sizeof got) {
+		rp->stage = got[0];
+		rp->err = got[1];
+		close(*pidfd);
+		*pidfd = -1;
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	rp->err = 0;
+}
+
+int run_spawner(void)
+{
+	/* Nothing of the spawner reaches an init but what it is sent. */
+	if (syscall(SYS_close_range, 4U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) || fcntl(SOCK_FD, F_SETFD, FD_CLOEXEC))
+		return 1;
+	/* The inits are reaped as they end, between requests: an init that
+	 * has ended stays no zombie until the next launch. */
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		return 1;
+	for (;;) {
+		struct pollfd pfd[2] = {{.fd = SOCK_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			return 1;
+		if (pfd[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) > 0) {
+			}
+			reap();
+		}
+		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		struct spawn_request rq;
+		int fds[3] = {-1, -1, -1};
+		union {
+			char buf[CMSG_SPACE(3 * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = {.iov_base = &rq, .iov_len = sizeof rq};
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+		ssize_t n = recvmsg(SOCK_FD, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n < 0 && errno == EAGAIN)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			/* The daemon is gone: so are we, and with us, by their
+			 * parent-death signal, the inits. */
+			return 0;
+		int nfds = 0;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			for (int i = 0; i < k; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(c) + (size_t)i * sizeof(int), sizeof fd);
+				if (nfds < 3)
+					fds[nfds++] = fd;
+				else
+					close(fd);
+			}
+		}
+		struct spawn_reply rp = {0};
+		int pidfd = -1;
+		if (n != (ssize_t)sizeof rq || nfds != 3 || rq.path[sizeof rq.path - 1] != '\0') {
+			rp.stage = SPAWN_STAGE_CLONE;
+			rp.err = EINVAL;
+		} else {
+			spawn(&rq, fds, &rp, &pidfd);
+		}
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		char cbuf[CMSG_SPACE(sizeof(int))];
+		memset(cbuf, 0, sizeof cbuf);
+		struct iovec riov = {.iov_base = &rp, .iov_len = sizeof rp};
+		struct msghdr reply = {.msg_iov = &riov, .msg_iovlen = 1};
+		if (pidfd >= 0) {
+			reply.msg_control = cbuf;
+			reply.msg_controllen = sizeof cbuf;
+			struct cmsghdr *c = CMSG_FIRSTHDR(&reply);
+			c->cmsg_level = SOL_SOCKET;
+			c->cmsg_type = SCM_RIGHTS;
+			c->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(c), &pidfd, sizeof pidfd);
+		}
+		ssize_t w;
+		do
+			w = sendmsg(SOCK_FD, &reply, MSG_NOSIGNAL);
+		while (w < 0 && errno == EINTR);
+		if (pidfd >= 0)
+			close(pidfd);
+		if (w < 0)
+			return 0;
+	}
+}

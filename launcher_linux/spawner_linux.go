@@ -1,0 +1,204 @@
+package launcherlinux
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
+	"golang.org/x/sys/unix"
+)
+
+// spawner is the daemon's side of the process that clones the sandbox
+// inits (spawner.c in cmd/sandboxd-init): cloning one from the daemon with
+// CLONE_NEWUSER is a full fork of a large Go program, copying its page
+// tables on every launch; the spawner is a few pages. It is started on
+// first use and again if it has gone. Requests are serialized: the spawner
+// serves one at a time.
+type spawner struct {
+	initPath string
+
+	mu   sync.Mutex
+	sock int // -1 until started
+}
+
+func newSpawner(initPath string) *spawner { return &spawner{initPath: initPath, sock: -1} }
+
+// The layout of struct spawn_request and struct spawn_reply (spawn.h).
+const (
+	spawnNamespaces = 1 << 0
+	spawnNetNS      = 1 << 1
+	spawnSetIDs     = 1 << 2
+	spawnSetgroups  = 1 << 3
+
+	spawnRequestSize = 24 + 4096
+	spawnReplySize   = 16
+
+	spawnStageExec = 3
+)
+
+// start starts the spawner; s.mu is held.
+func (s *spawner) start() error {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("spawner socketpair: %w", err)
+	}
+	child := os.NewFile(uintptr(fds[1]), "spawner")
+	defer child.Close()
+	// No parent-death signal: it would come when the thread that forked
+	// the spawner ends, not the daemon. The spawner exits when the
+	// daemon's end of the socket closes, which the kernel does when the
+	// daemon dies.
+	cmd := &exec.Cmd{Path: s.initPath, Args: []string{sandboxinit.SpawnerArg0}, Env: []string{}, ExtraFiles: []*os.File{child}}
+	if err := cmd.Start(); err != nil {
+		unix.Close(fds[0])
+		return fmt.Errorf("start sandbox init spawner %s: %w", s.initPath, err)
+	}
+	go cmd.Wait()
+	s.sock = fds[0]
+	return nil
+}
+
+// spawnError is a failed spawn: the stage of spawn.h that failed, and its
+// errno.
+type spawnError struct {
+	stage int
+	errno syscall.Errno
+}
+
+func (e *spawnError) Error() string { return e.errno.Error() }
+func (e *spawnError) Unwrap() error { return e.errno }
+
+// spawn starts an init for key with the given plan, report and pass fds
+// as its 3, 4 and 5.
+func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
+	req := make([]byte, spawnRequestSize)
+	var flags uint32
+	root := os.Geteuid() == 0
+	pdeathsig := syscall.SIGKILL
+	if root {
+		// A root daemon drops its supplementary groups (host gid 0
+		// among them); that needs setgroups, which an unprivileged
+		// daemon does not have and does not need.
+		flags |= spawnSetIDs | spawnSetgroups
+	}
+	var ambient uint64
+	if key.namespaces {
+		flags |= spawnNamespaces
+		if key.netns {
+			flags |= spawnNetNS
+		}
+		for _, c := range initCapabilities {
+			ambient |= 1 << c
+		}
+	} else {
+		// The init kills every descendant on this signal; SIGKILL would
+		// leave them, as nothing else encloses them.
+		pdeathsig = sandboxinit.SigKillAll
+	}
+	binary.LittleEndian.PutUint32(req[0:], flags)
+	binary.LittleEndian.PutUint32(req[4:], key.uid)
+	binary.LittleEndian.PutUint32(req[8:], key.gid)
+	binary.LittleEndian.PutUint32(req[12:], uint32(pdeathsig))
+	binary.LittleEndian.PutUint64(req[16:], ambient)
+	if len(s.initPath) >= 4096 {
+		return nil, fmt.Errorf("sandbox init path %q is too long", s.initPath)
+	}
+	copy(req[24:], s.initPath)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reply := make([]byte, spawnReplySize)
+	oob := make([]byte, unix.CmsgSpace(4))
+	var n, oobn int
+	var err error
+	// A spawner that has gone is started again, once.
+	for attempt := 0; attempt < 2; attempt++ {
+		if s.sock < 0 {
+			if err := s.start(); err != nil {
+				return nil, err
+			}
+		}
+		if err = unix.Sendmsg(s.sock, req, unix.UnixRights(fds[:]...), nil, 0); err == nil {
+			n, oobn, _, _, err = unix.Recvmsg(s.sock, reply, oob, unix.MSG_CMSG_CLOEXEC)
+			if err == nil && n == 0 {
+				err = errors.New("spawner closed its socket")
+			}
+		}
+		if err == nil {
+			break
+		}
+		unix.Close(s.sock)
+		s.sock = -1
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sandbox init spawner: %w", err)
+	}
+	if n != spawnReplySize {
+		return nil, fmt.Errorf("sandbox init spawner: a reply of %d bytes", n)
+	}
+	if e := binary.LittleEndian.Uint32(reply[0:]); e != 0 {
+		return nil, &spawnError{stage: int(binary.LittleEndian.Uint32(reply[4:])), errno: syscall.Errno(e)}
+	}
+	pid := int(binary.LittleEndian.Uint32(reply[8:]))
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil, fmt.Errorf("sandbox init spawner: no pidfd with init %d: %v", pid, err)
+	}
+	got, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(got) != 1 {
+		for _, fd := range got {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("sandbox init spawner: no pidfd with init %d: %v", pid, err)
+	}
+	return newInitHandle(pid, got[0])
+}
+
+// initHandle is a running init, which the spawner, its parent, reaps: the
+// daemon signals it and learns of its end through its pidfd.
+type initHandle struct {
+	pid   int
+	pidfd *os.File
+	rc    syscall.RawConn
+}
+
+// newInitHandle takes pidfd, opened non-blocking, into the runtime's
+// poller, so that waiting for an init's end takes no thread.
+func newInitHandle(pid, pidfd int) (*initHandle, error) {
+	f := os.NewFile(uintptr(pidfd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("pidfd of init %d: %w", pid, err)
+	}
+	return &initHandle{pid: pid, pidfd: f, rc: rc}, nil
+}
+
+// signal sends sig; os.ErrProcessDone once the init has exited.
+func (h *initHandle) signal(sig syscall.Signal) error {
+	var serr error
+	if err := h.rc.Control(func(fd uintptr) {
+		serr = unix.PidfdSendSignal(int(fd), sig, nil, 0)
+	}); err != nil {
+		return os.ErrProcessDone
+	}
+	if errors.Is(serr, unix.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return serr
+}
+
+// wait returns once the init has exited, and releases its pidfd.
+func (h *initHandle) wait() {
+	h.rc.Read(func(fd uintptr) bool {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, 0)
+		return (err != nil && !errors.Is(err, unix.EINTR)) || n > 0
+	})
+	h.pidfd.Close()
+}
