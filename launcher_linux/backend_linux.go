@@ -841,7 +841,7 @@ func (p *process) receivePassed(sock *os.File, plan *Plan, spec launcher.Spec) e
 				return fmt.Errorf("sock_diag socket: %w", err)
 			}
 		}
-		if p.supervisor, err = supervise(fd, root, diag, p.cmd.Process.Pid, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
+		if p.supervisor, err = supervise(fd, root, diag, p.proc.pid, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
 			return err
 		}
 	}
