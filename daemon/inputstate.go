@@ -6,7 +6,9 @@ import (
 	"os"
 	"time"
 
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/inputwait"
+	"github.com/sandboxd/sandboxd/launcher"
 )
 
 // The input state is polled from the kernel's view of the session's
@@ -30,8 +32,8 @@ func slowestInputPoll(watched int64) time.Duration {
 	return max(inputPollMax, time.Duration(watched)*time.Second/idleChecksPerSecond)
 }
 
-// watchInput keeps sess moving between RUNNING and WAITING_FOR_INPUT until
-// stop is closed. It gives up, and says so once, when the kernel's view
+// watchInput keeps sess moving between RUNNING and the waiting states
+// (WAITING_FOR_INPUT, WAITING, WAITING_FOR_NETWORK) until stop is closed. It gives up, and says so once, when the kernel's view
 // cannot be read: the session then simply stays RUNNING.
 func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 	var probe *inputwait.Probe
@@ -51,6 +53,11 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		return
 	}
 	defer probe.Close()
+	if sess.rootIsInit() {
+		probe.ExcludeRoot()
+	}
+	sess.probe.Store(probe)
+	defer sess.probe.Store(nil)
 	s.inputWatches.Add(1)
 	defer s.inputWatches.Add(-1)
 	interval := inputPollMin
@@ -66,7 +73,7 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 			continue
 		case <-t.C:
 		}
-		waiting, err := probe.Waiting()
+		st, err := probe.Check()
 		if errors.Is(err, fs.ErrNotExist) {
 			// The command has ended; stop follows.
 			return
@@ -75,7 +82,7 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 			s.logf("session %s: cannot tell when it waits for input any more: %v", sess.id, err)
 			return
 		}
-		changed, err := sess.setWaiting(waiting)
+		changed, err := sess.setActivity(stateOf[st])
 		if err != nil {
 			s.logf("%v", err)
 			return
@@ -87,4 +94,45 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		}
 		t.Reset(interval)
 	}
+}
+
+// stateOf is the session state for each of inputwait's.
+var stateOf = map[inputwait.State]sandboxdv1.State{
+	inputwait.Running:           sandboxdv1.State_RUNNING,
+	inputwait.WaitingForInput:   sandboxdv1.State_WAITING_FOR_INPUT,
+	inputwait.Waiting:           sandboxdv1.State_WAITING,
+	inputwait.WaitingForNetwork: sandboxdv1.State_WAITING_FOR_NETWORK,
+}
+
+// waits is the evidence for the session's state, for Inspect: what each of
+// its tasks is blocked on now. Nil when nothing watches the session's
+// input (it has ended, or this host cannot tell).
+func (s *session) waits() []*sandboxdv1.TaskWait {
+	probe := s.probe.Load()
+	if probe == nil {
+		return nil
+	}
+	_, tasks, err := probe.Explain()
+	if err != nil {
+		return nil
+	}
+	out := make([]*sandboxdv1.TaskWait, 0, len(tasks))
+	for _, t := range tasks {
+		w := &sandboxdv1.TaskWait{Pid: int32(t.Pid), Tid: int32(t.Tid), Command: t.Command, Syscall: t.Syscall,
+			Verdict: t.Verdict.String(), TimeoutMs: t.TimeoutMs}
+		for _, f := range t.Files {
+			w.Files = append(w.Files, &sandboxdv1.WaitedFile{Fd: int32(f.Fd), Kind: f.Kind, Detail: f.Detail, Verdict: f.Verdict.String()})
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// rootIsInit says whether the session's outermost process is its backend's
+// init rather than its command (launcher.InitProcess).
+func (s *session) rootIsInit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ip, ok := s.proc.(launcher.InitProcess)
+	return ok && ip.PidIsInit()
 }
