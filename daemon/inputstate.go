@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"time"
 
@@ -56,6 +57,9 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 	if sess.rootIsInit() {
 		probe.ExcludeRoot()
 	}
+	if net := sess.policy.GetNetwork(); net.GetMode() != sandboxdv1.Network_HOST {
+		probe.PrivateLoopback(waysOut(net))
+	}
 	sess.probe.Store(probe)
 	defer sess.probe.Store(nil)
 	s.inputWatches.Add(1)
@@ -68,8 +72,13 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-sess.activity:
-			interval = inputPollMin
-			t.Reset(interval)
+			// At the fastest rate already, the check stays due: a
+			// session printing more often than that (a spinner) would
+			// otherwise push it off for as long as it prints.
+			if interval > inputPollMin {
+				interval = inputPollMin
+				t.Reset(interval)
+			}
 			continue
 		case <-t.C:
 		}
@@ -135,4 +144,20 @@ func (s *session) rootIsInit() bool {
 	defer s.mu.Unlock()
 	ip, ok := s.proc.(launcher.InitProcess)
 	return ok && ip.PidIsInit()
+}
+
+// waysOut are the addresses of a sandbox's own loopback that lead out of
+// it: the daemon's proxy, and the ports of the host's loopback an
+// allowlist names, forwarded there.
+func waysOut(net *sandboxdv1.Network) []netip.AddrPort {
+	if net.GetMode() != sandboxdv1.Network_ALLOWLIST {
+		return nil
+	}
+	out := []netip.AddrPort{netip.MustParseAddrPort(launcher.ProxyAddress)}
+	for _, a := range net.GetAllow() {
+		if (a.GetHost() == "127.0.0.1" || a.GetHost() == "localhost") && a.GetPort() > 0 && a.GetPort() <= 0xffff {
+			out = append(out, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(a.GetPort())))
+		}
+	}
+	return out
 }

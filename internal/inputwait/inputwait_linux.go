@@ -66,10 +66,13 @@ type Probe struct {
 
 	// skipRoot leaves root's own tasks out (ExcludeRoot).
 	skipRoot bool
+	// See PrivateLoopback.
+	privateLoopback bool
+	waysOut         []netip.AddrPort
 
-	// timerSince is when checks began to see a timer due soon, zero while
-	// they do not.
-	timerSince time.Time
+	// timerSince is when checks began to see timers due soon, timerSeen
+	// when one last did (see Check).
+	timerSince, timerSeen time.Time
 
 	// State of one walk.
 	fg     int     // the terminal's foreground group, 0 for none or a pipe
@@ -78,8 +81,10 @@ type Probe struct {
 	pidfd  int     // its pidfd once a socket of it was looked at, else -1
 	best   Verdict // the greatest verdict so far, timers left out
 	timer  bool    // a task waits on a timer due soon
-	tasks  *[]Task // the evidence, collected by Explain only
-	cur    *Task   // the task being classified, when collecting
+	// datagram: the task being classified waits on a UDP socket.
+	datagram bool
+	tasks    *[]Task // the evidence, collected by Explain only
+	cur      *Task   // the task being classified, when collecting
 
 	// Reused across checks so that a check does not allocate.
 	path   []byte // NUL-terminated, relative to procfd, of the file being read
@@ -181,6 +186,17 @@ func (p *Probe) ExcludeRoot() {
 	p.skipRoot = true
 }
 
+// PrivateLoopback says that the session has a loopback of its own (a
+// network namespace), on which a TCP connection joins two of its own
+// processes, except to waysOut: the addresses there that lead out of the
+// sandbox (the daemon's proxy, ports forwarded to the host). Without it,
+// every TCP connection is taken as one to the network.
+func (p *Probe) PrivateLoopback(waysOut []netip.AddrPort) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.privateLoopback, p.waysOut = true, waysOut
+}
+
 // Close releases the probe. Closing twice is harmless; a closed probe's
 // Waiting returns an error.
 func (p *Probe) Close() error {
@@ -211,19 +227,23 @@ func (p *Probe) Check() (State, error) {
 	if err != nil {
 		return Running, err
 	}
-	// A timer due soon counts once it has been seen for a while: event
-	// loops keep timers of their own (housekeeping, a cursor's blink) that
-	// now and then fall due at the moment of a check, where a program
-	// retrying or animating has one due soon all along.
-	if !timer {
-		p.timerSince = time.Time{}
-		return v.state(), nil
+	// A timer due soon counts once checks have kept seeing it for a while,
+	// and until they have not for as long: event loops keep timers of
+	// their own (housekeeping, a cursor's blink) that now and then fall due
+	// at the moment of a check, where a program retrying or animating has
+	// one due soon all along. A walk cut short at a running task saw
+	// nothing of timers either way.
+	if v == Busy {
+		return Running, nil
 	}
 	now := time.Now()
-	if p.timerSince.IsZero() {
-		p.timerSince = now
+	if timer {
+		if p.timerSince.IsZero() || now.Sub(p.timerSeen) > TimerConfirm {
+			p.timerSince = now
+		}
+		p.timerSeen = now
 	}
-	if now.Sub(p.timerSince) >= TimerConfirm {
+	if !p.timerSince.IsZero() && p.timerSeen.Sub(p.timerSince) >= TimerConfirm && now.Sub(p.timerSeen) <= TimerConfirm {
 		v = max(v, Progress)
 	}
 	return v.state(), nil
@@ -361,12 +381,19 @@ func (p *Probe) task(pid, tid int) error {
 		}
 	}
 	p.cur = t
+	p.datagram = false
 	v, timeout := Idle, time.Duration(-1)
 	if inCall {
 		v, timeout, err = p.blockedOn(pid, tid, nr)
 		if err != nil {
 			return err
 		}
+	}
+	if p.datagram && timeout >= 0 {
+		// A datagram socket waited on until a timeout is a client's that
+		// awaits a reply (a name lookup); a server waits on its socket
+		// without one.
+		v = max(v, Network)
 	}
 	// A task stopped by a signal while it was blocked (Ctrl-Z, SIGSTOP,
 	// SIGTTIN) still shows its system call: the kernel keeps the number to
@@ -747,11 +774,20 @@ func (p *Probe) socket(pid int, fd int32) (Verdict, string, string, error) {
 		if err != nil {
 			return Idle, "tcp", "", nil
 		}
-		v, why := tcpVerdict(info)
 		kind := "tcp"
 		if domain == unix.AF_INET6 {
 			kind = "tcp6"
 		}
+		peer := sockAddr(unix.Getpeername(sfd))
+		if p.privateLoopback && peer.Addr().Unmap().IsLoopback() && !p.wayOut(peer) {
+			// The session's own loopback: the peer is one of its own
+			// processes, whose wait counts for itself.
+			if p.tasks == nil {
+				return Idle, kind, "", nil
+			}
+			return Idle, kind, endpoints(sfd) + ", on the sandbox's own loopback", nil
+		}
+		v, why := tcpVerdict(info)
 		if p.tasks == nil {
 			return v, kind, "", nil
 		}
@@ -763,8 +799,10 @@ func (p *Probe) socket(pid int, fd int32) (Verdict, string, string, error) {
 		}
 		return Idle, "unix", "", nil
 	case domain == unix.AF_INET && typ == unix.SOCK_DGRAM:
+		p.datagram = true
 		return Idle, "udp", "", nil
 	case domain == unix.AF_INET6 && typ == unix.SOCK_DGRAM:
+		p.datagram = true
 		return Idle, "udp6", "", nil
 	case domain == unix.AF_UNIX:
 		return Idle, "unix", "", nil
@@ -797,16 +835,28 @@ func tcpVerdict(info *unix.TCPInfo) (Verdict, string) {
 
 // endpoints names a connected socket's two ends, "local -> peer".
 func endpoints(fd int) string {
-	name := func(sa unix.Sockaddr, err error) string {
-		switch a := sa.(type) {
-		case *unix.SockaddrInet4:
-			return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)).String()
-		case *unix.SockaddrInet6:
-			return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port)).String()
-		}
-		return "?"
+	return sockAddr(unix.Getsockname(fd)).String() + " -> " + sockAddr(unix.Getpeername(fd)).String()
+}
+
+// sockAddr is an IP socket address as an AddrPort, the zero one for any
+// other.
+func sockAddr(sa unix.Sockaddr, err error) netip.AddrPort {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
 	}
-	return name(unix.Getsockname(fd)) + " -> " + name(unix.Getpeername(fd))
+	return netip.AddrPort{}
+}
+
+func (p *Probe) wayOut(peer netip.AddrPort) bool {
+	for _, w := range p.waysOut {
+		if w.Port() == peer.Port() && w.Addr().Unmap() == peer.Addr().Unmap() {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *Probe) closePidfd() {

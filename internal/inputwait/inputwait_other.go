@@ -5,6 +5,7 @@ package inputwait
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"runtime"
 )
@@ -40,6 +41,9 @@ func (p *Probe) Waiting() (bool, error) {
 
 // ExcludeRoot does nothing: nothing can construct a Probe here.
 func (p *Probe) ExcludeRoot() {}
+
+// PrivateLoopback does nothing: nothing can construct a Probe here.
+func (p *Probe) PrivateLoopback([]netip.AddrPort) {}
 
 // Close does nothing: there is nothing to release.
 func (p *Probe) Close() error {
