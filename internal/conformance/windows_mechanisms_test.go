@@ -56,4 +56,5 @@ var windowsMechanisms = map[string]string{
 	"deny path's xattrs and O_PATH fds are not seen":                                    "not applicable: extended attributes, statx and O_PATH are Linux's",
 	"can connect to its own unix sockets under network none":                            "not applicable: the case is Linux's (its own unix sockets under NONE); Windows AF_UNIX sockets are files whose ACLs decide",
 	"an allowed port of the host's loopback is reached as default clients reach it":     "refused: network.allow — no daemon-run allowlist proxy on Windows",
+	"an allowed localhost port of the host is reached as default clients reach it":      "refused: network.allow — no daemon-run allowlist proxy on Windows",
 }
