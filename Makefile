@@ -46,7 +46,8 @@ deps: system-packages $(TOOLS)
 
 # Debian packages: protoc and its well-known types for proto-check, bubblewrap
 # for the launch-latency comparison, runc and crun to run exported OCI
-# bundles, systemd for systemd-socket-activate (the socket-activation test).
+# bundles, systemd for systemd-socket-activate (the socket-activation test),
+# nodejs for the event-loop state tests.
 # apt is only touched when one is missing.
 .PHONY: system-packages
 system-packages:
@@ -58,6 +59,7 @@ system-packages:
 	command -v runc >/dev/null || missing+=(runc); \
 	command -v crun >/dev/null || missing+=(crun); \
 	python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml); \
+	command -v node >/dev/null || missing+=(nodejs); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 		if [ "$$(id -u)" -ne 0 ]; then \
 			echo "make deps: missing $${missing[*]}; run as root to install them" >&2; exit 1; \

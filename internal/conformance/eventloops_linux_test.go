@@ -211,3 +211,55 @@ func silentServer(t *testing.T) int {
 	}()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// answersScript asks its terminal for the cursor position with nobody
+// attached, waits for a key, then asks for the status with a client
+// attached and reads one byte: the client's, if the daemon has stopped
+// answering as it must.
+const answersScript = `stty raw -echo
+printf 'abc\033[6n'
+a=$(dd bs=1 count=6 2>/dev/null | od -An -c | tr -d ' \n')
+printf '\r\nfirst:%s\r\n' "$a"
+dd bs=1 count=1 >/dev/null 2>&1
+printf '\033[5n'; printf 'SENT\r\n'
+b=$(dd bs=1 count=1 2>/dev/null | od -An -c | tr -d ' \n')
+printf 'second:%s\r\n' "$b"
+`
+
+// TestTerminalAnswersWhileDetached: the daemon answers a PTY session's
+// terminal queries while no client is attached (a cursor position report
+// with the true position), and stops once an interactive client is, whose
+// terminal answers for itself.
+func TestTerminalAnswersWhileDetached(t *testing.T) {
+	requireDaemon(t)
+	f := newFixture(t)
+	r := sandboxctl(t, f.dir, "run", "--detach", "--tty", "--", "sh", "-c", answersScript)
+	if r.code != 0 {
+		t.Fatalf("run --detach --tty: exit %d, stderr %q", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { sandboxctl(t, f.dir, "kill", id) })
+	screen := waitScreen(t, id, "first:")
+	if !strings.Contains(screen, `first:033[1;4R`) {
+		t.Fatalf("the cursor position report, answered by the daemon, should say row 1 column 4:\n%s", screen)
+	}
+	inR, inW := newPipe(t)
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	attached := make(chan struct{})
+	go func() {
+		defer close(attached)
+		suite.client.Attach(ctx, client.AttachOptions{ID: id, Stdin: inR, Stdout: out})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-attached
+	})
+	// The attach holds the input once its first key is through.
+	io.WriteString(inW, "g")
+	waitScreen(t, id, "SENT")
+	io.WriteString(inW, "x")
+	if screen := waitScreen(t, id, "second:"); !strings.Contains(screen, "second:x") {
+		t.Fatalf("with an interactive client attached, the program read something other than the client's key:\n%s", screen)
+	}
+}
