@@ -29,8 +29,8 @@ const skipPause = 100 * time.Millisecond
 // swallow what follows.
 const can = 0x18
 
-// Version is what the screen answers XTVERSION with.
-var Version = "sandboxd"
+// terminalName is what the screen answers XTVERSION with.
+const terminalName = "sandboxd"
 
 // Screen is a virtual terminal that follows a session's output: what the
 // program has drawn, where its cursor is, and the answers a terminal gives
@@ -122,7 +122,7 @@ func (s *Screen) newEmulator() *vt.Emulator {
 		if n, _, _ := params.Param(0, 0); n != 0 {
 			return false
 		}
-		_, _ = io.WriteString(in, "\x1bP>|"+Version+"\x1b\\")
+		_, _ = io.WriteString(in, "\x1bP>|"+terminalName+"\x1b\\")
 		return true
 	})
 	// The library answers the operating status in DEC's private form

@@ -50,7 +50,7 @@ func TestScreenAnswersTerminalQueries(t *testing.T) {
 		{"\x1b]10;?\x1b\\", "\x1b]10;rgb:ffff/ffff/ffff"},
 		{"\x1b]11;?\x07", "\x1b]11;rgb:0000/0000/0000"},
 		{"\x1b]4;1;?\x1b\\", "\x1b]4;1;rgb:"},
-		{"\x1b[>q", "\x1bP>|" + Version + "\x1b\\"},
+		{"\x1b[>q", "\x1bP>|" + terminalName + "\x1b\\"},
 		{"\x1b[?u", "\x1b[?0u"},
 	}
 	for _, q := range queries {
