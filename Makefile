@@ -78,6 +78,7 @@ deps: system-packages $(TOOLS)
 # for the launch-latency comparison, runc and crun to run exported OCI
 # bundles, systemd for systemd-socket-activate (the socket-activation test),
 # qemu-user to run the arm64 planner and seccomp tests (make arm64).
+# nodejs for the event-loop state tests.
 # apt is only touched when one is missing.
 .PHONY: system-packages
 system-packages:
@@ -91,6 +92,7 @@ system-packages:
 	command -v crun >/dev/null || missing+=(crun); \
 	python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml); \
 	command -v qemu-aarch64 >/dev/null || command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user); \
+	command -v node >/dev/null || missing+=(nodejs); \
 	if [ $${#missing[@]} -gt 0 ]; then \
 		if [ "$$(id -u)" -ne 0 ]; then \
 			echo "make deps: missing $${missing[*]}; run as root to install them" >&2; exit 1; \

@@ -429,13 +429,19 @@ func (s *Service) List(ctx context.Context, caller Caller) []*sandboxdv1.Session
 	return out
 }
 
-// Inspect returns one session the caller may see.
-func (s *Service) Inspect(ctx context.Context, caller Caller, id string) (*sandboxdv1.SessionInfo, error) {
+// Inspect returns one session the caller may see, with what its tasks wait
+// on now and, when screen is set, what its terminal shows.
+func (s *Service) Inspect(ctx context.Context, caller Caller, id string, screen bool) (*sandboxdv1.SessionInfo, error) {
 	sess, err := s.lookupFor(caller, id)
 	if err != nil {
 		return nil, err
 	}
-	return sess.info(), nil
+	info := sess.info()
+	info.Waits = sess.waits()
+	if screen {
+		info.Screen = sess.screenSnapshot()
+	}
+	return info, nil
 }
 
 // Kill ends session id and its subtree (sig 0: every process of their

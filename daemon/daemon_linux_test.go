@@ -629,7 +629,7 @@ func TestEndedSessionsAreBounded(t *testing.T) {
 			t.Fatalf("registry holds %d ended sessions, want %d", n, retainEnded)
 		}
 	}
-	if _, err := h.svc.Inspect(context.Background(), Caller{}, first); !errors.Is(err, ErrNotFound) {
+	if _, err := h.svc.Inspect(context.Background(), Caller{}, first, false); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("oldest session still inspectable: %v", err)
 	}
 }
@@ -728,7 +728,7 @@ func TestCallersSeeOnlyTheirOwnSessions(t *testing.T) {
 	if list := h.svc.List(ctx, stranger); len(list) != 0 {
 		t.Errorf("a stranger lists %d sessions of others", len(list))
 	}
-	if _, err := h.svc.Inspect(ctx, stranger, id); !errors.Is(err, ErrNotFound) {
+	if _, err := h.svc.Inspect(ctx, stranger, id, false); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Inspect by a stranger: %v, want not found", err)
 	}
 	err := h.svc.Kill(ctx, stranger, id, 0)
@@ -742,7 +742,7 @@ func TestCallersSeeOnlyTheirOwnSessions(t *testing.T) {
 	if list := h.svc.List(ctx, operator); len(list) != 1 || list[0].GetId() != id {
 		t.Errorf("an operator lists %v, want the one session", list)
 	}
-	if _, err := h.svc.Inspect(ctx, operator, id); err != nil {
+	if _, err := h.svc.Inspect(ctx, operator, id, false); err != nil {
 		t.Errorf("Inspect by an operator: %v", err)
 	}
 	if err := h.svc.Kill(ctx, Caller{UID: uint32(os.Getuid())}, id, 0); err != nil {

@@ -47,7 +47,7 @@ func (g *grpcServer) Inspect(ctx context.Context, req *sandboxdv1.InspectRequest
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	info, err := g.svc.Inspect(ctx, caller, req.GetId())
+	info, err := g.svc.Inspect(ctx, caller, req.GetId(), req.GetScreen())
 	return info, toStatus(err)
 }
 

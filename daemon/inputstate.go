@@ -3,10 +3,13 @@ package daemon
 import (
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"time"
 
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/inputwait"
+	"github.com/sandboxd/sandboxd/launcher"
 )
 
 // The input state is polled from the kernel's view of the session's
@@ -30,8 +33,8 @@ func slowestInputPoll(watched int64) time.Duration {
 	return max(inputPollMax, time.Duration(watched)*time.Second/idleChecksPerSecond)
 }
 
-// watchInput keeps sess moving between RUNNING and WAITING_FOR_INPUT until
-// stop is closed. It gives up, and says so once, when the kernel's view
+// watchInput keeps sess moving between RUNNING and the waiting states
+// (WAITING_FOR_INPUT, WAITING, WAITING_FOR_NETWORK) until stop is closed. It gives up, and says so once, when the kernel's view
 // cannot be read: the session then simply stays RUNNING.
 func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 	var probe *inputwait.Probe
@@ -51,6 +54,14 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		return
 	}
 	defer probe.Close()
+	if sess.rootIsInit() {
+		probe.ExcludeRoot()
+	}
+	if net := sess.policy.GetNetwork(); net.GetMode() != sandboxdv1.Network_HOST {
+		probe.PrivateLoopback(waysOut(net))
+	}
+	sess.probe.Store(probe)
+	defer sess.probe.Store(nil)
 	s.inputWatches.Add(1)
 	defer s.inputWatches.Add(-1)
 	interval := inputPollMin
@@ -61,12 +72,17 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-sess.activity:
-			interval = inputPollMin
-			t.Reset(interval)
+			// At the fastest rate already, the check stays due: a
+			// session printing more often than that (a spinner) would
+			// otherwise push it off for as long as it prints.
+			if interval > inputPollMin {
+				interval = inputPollMin
+				t.Reset(interval)
+			}
 			continue
 		case <-t.C:
 		}
-		waiting, err := probe.Waiting()
+		st, err := probe.Check()
 		if errors.Is(err, fs.ErrNotExist) {
 			// The command has ended; stop follows.
 			return
@@ -75,7 +91,7 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 			s.logf("session %s: cannot tell when it waits for input any more: %v", sess.id, err)
 			return
 		}
-		changed, err := sess.setWaiting(waiting)
+		changed, err := sess.setActivity(stateOf[st])
 		if err != nil {
 			s.logf("%v", err)
 			return
@@ -87,4 +103,61 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		}
 		t.Reset(interval)
 	}
+}
+
+// stateOf is the session state for each of inputwait's.
+var stateOf = map[inputwait.State]sandboxdv1.State{
+	inputwait.Running:           sandboxdv1.State_RUNNING,
+	inputwait.WaitingForInput:   sandboxdv1.State_WAITING_FOR_INPUT,
+	inputwait.Waiting:           sandboxdv1.State_WAITING,
+	inputwait.WaitingForNetwork: sandboxdv1.State_WAITING_FOR_NETWORK,
+}
+
+// waits is the evidence for the session's state, for Inspect: what each of
+// its tasks is blocked on now. Nil when nothing watches the session's
+// input (it has ended, or this host cannot tell).
+func (s *session) waits() []*sandboxdv1.TaskWait {
+	probe := s.probe.Load()
+	if probe == nil {
+		return nil
+	}
+	_, tasks, err := probe.Explain()
+	if err != nil {
+		return nil
+	}
+	out := make([]*sandboxdv1.TaskWait, 0, len(tasks))
+	for _, t := range tasks {
+		w := &sandboxdv1.TaskWait{Pid: int32(t.Pid), Tid: int32(t.Tid), Command: t.Command, Syscall: t.Syscall,
+			Verdict: t.Verdict.String(), TimeoutMs: t.TimeoutMs}
+		for _, f := range t.Files {
+			w.Files = append(w.Files, &sandboxdv1.WaitedFile{Fd: int32(f.Fd), Kind: f.Kind, Detail: f.Detail, Verdict: f.Verdict.String()})
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// rootIsInit says whether the session's outermost process is its backend's
+// init rather than its command (launcher.InitProcess).
+func (s *session) rootIsInit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ip, ok := s.proc.(launcher.InitProcess)
+	return ok && ip.PidIsInit()
+}
+
+// waysOut are the addresses of a sandbox's own loopback that lead out of
+// it: the daemon's proxy, and the ports of the host's loopback an
+// allowlist names, forwarded there.
+func waysOut(net *sandboxdv1.Network) []netip.AddrPort {
+	if net.GetMode() != sandboxdv1.Network_ALLOWLIST {
+		return nil
+	}
+	out := []netip.AddrPort{netip.MustParseAddrPort(launcher.ProxyAddress)}
+	for _, a := range net.GetAllow() {
+		if (a.GetHost() == "127.0.0.1" || a.GetHost() == "localhost") && a.GetPort() > 0 && a.GetPort() <= 0xffff {
+			out = append(out, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(a.GetPort())))
+		}
+	}
+	return out
 }

@@ -119,11 +119,11 @@ func TestFirstMessageDeadline(t *testing.T) {
 func TestEndedSessionsExpire(t *testing.T) {
 	h := startDaemon(t, func(c *Config) { c.RetainEndedFor = time.Second })
 	id := h.open(cmd("/bin/true")).finish().started.GetSessionId()
-	if _, err := h.svc.Inspect(context.Background(), Caller{}, id); err != nil {
+	if _, err := h.svc.Inspect(context.Background(), Caller{}, id, false); err != nil {
 		t.Fatalf("just ended: %v", err)
 	}
 	time.Sleep(1200 * time.Millisecond)
-	if _, err := h.svc.Inspect(context.Background(), Caller{}, id); !errors.Is(err, ErrNotFound) {
+	if _, err := h.svc.Inspect(context.Background(), Caller{}, id, false); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("still kept past RetainEndedFor: %v", err)
 	}
 }

@@ -392,10 +392,14 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 	stopInput := make(chan struct{})
 	var watchers sync.WaitGroup
 	watchers.Go(func() { s.watchInput(sess, sio, stopInput) })
+	s.startScreen(sess, sio)
 	var pumps sync.WaitGroup
 	for _, o := range sio.outputs {
 		pumps.Go(func() {
 			sio.pump(o, func(out *sandboxdv1.Output) {
+				if sio.screen != nil {
+					sio.screen.Feed(out.GetData())
+				}
 				keep, marker := sess.outCap.admit(out)
 				if keep != nil {
 					sess.out.publish(keep)
@@ -420,6 +424,9 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 	watchers.Wait()
 	sio.drain()
 	pumps.Wait()
+	if sio.screen != nil {
+		sio.screen.Close()
+	}
 	exit, err := sess.finish(st, waitErr)
 	if err != nil {
 		s.logf("%v", err)

@@ -6,16 +6,19 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/inputwait"
 	"github.com/sandboxd/sandboxd/internal/signum"
 	"github.com/sandboxd/sandboxd/internal/transport"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/netproxy"
+	"github.com/sandboxd/sandboxd/pty"
 )
 
 // Why the daemon ended a session, as reported in Exit and SessionInfo.
@@ -62,6 +65,11 @@ type session struct {
 	outCap *outputCap
 	// activity wakes the input-state poller (see watchInput).
 	activity chan struct{}
+	// probe is the input-state poller's, while it runs: Inspect asks it
+	// for the evidence.
+	probe atomic.Pointer[inputwait.Probe]
+	// screen follows a terminal session's output (see startScreen).
+	screen atomic.Pointer[pty.Screen]
 
 	// caller started the session (for a child: the connection on its
 	// parent's socket).
@@ -214,19 +222,15 @@ func (s *session) running(p launcher.Process, enforcement *sandboxdv1.Enforcemen
 	return s.moveLocked(sandboxdv1.State_RUNNING, &eventDetail{enforcement: enforcement, launchLatency: time.Since(s.created)})
 }
 
-// setWaiting moves a running session to WAITING_FOR_INPUT and back as its
-// processes block on and return from reading their input, and says
-// whether the state changed. A session that has ended, or whose process
-// has been reaped, stays as it is.
-func (s *session) setWaiting(waiting bool) (bool, error) {
+// setActivity moves a live session between RUNNING and the waiting states
+// as its processes block and go on (see watchInput), and says whether the
+// state changed. A session that has ended, or whose process has been
+// reaped, stays as it is.
+func (s *session) setActivity(to sandboxdv1.State) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !live(s.state) || s.waited {
 		return false, nil
-	}
-	to := sandboxdv1.State_RUNNING
-	if waiting {
-		to = sandboxdv1.State_WAITING_FOR_INPUT
 	}
 	if s.state == to {
 		return false, nil

@@ -13,6 +13,12 @@ import (
 	"github.com/sandboxd/sandboxd/pty"
 )
 
+// The size of a terminal session started without one.
+const (
+	defaultRows = 24
+	defaultCols = 80
+)
+
 // eot is what a terminal sends for ^D: end of input at the start of a line.
 const eot = 0x04
 
@@ -30,6 +36,9 @@ type stdio struct {
 	// the backend failed to end, and the session must still finish.
 	grace    time.Duration
 	draining atomic.Bool
+
+	// screen follows a terminal's output, nil for pipes.
+	screen *pty.Screen
 }
 
 type output struct {
@@ -58,9 +67,16 @@ func openPTY(win *sandboxdv1.WindowSize) (*stdio, error) {
 	if err := checkWindow(win); err != nil {
 		return nil, err
 	}
+	rows, cols := uint16(win.GetRows()), uint16(win.GetCols())
+	if rows == 0 || cols == 0 {
+		// A client without a terminal of its own (a supervisor, a script)
+		// gives no size. Full-screen programs draw nothing on a 0x0
+		// terminal, so the session gets the size terminals start at.
+		rows, cols = defaultRows, defaultCols
+	}
 	return &stdio{
 		tty:   true,
-		child: launcher.Stdio{Terminal: true, Rows: uint16(win.GetRows()), Cols: uint16(win.GetCols())},
+		child: launcher.Stdio{Terminal: true, Rows: rows, Cols: cols},
 	}, nil
 }
 
@@ -139,6 +155,9 @@ func (s *stdio) closeStdin() error {
 func (s *stdio) resize(win *sandboxdv1.WindowSize) error {
 	if !s.tty {
 		return nil
+	}
+	if s.screen != nil && win.GetRows() > 0 && win.GetCols() > 0 {
+		s.screen.Resize(int(win.GetRows()), int(win.GetCols()))
 	}
 	return resize(s.stdin, win)
 }

@@ -126,6 +126,14 @@ type Process interface {
 	Wait() (Status, error)
 }
 
+// InitProcess is implemented by a Process whose outermost process (Pid) is
+// the backend's own init, which starts the command and stays: it is the
+// sandbox's machinery, not part of what the command does, so whether the
+// session waits is told from its descendants alone.
+type InitProcess interface {
+	PidIsInit() bool
+}
+
 // SessionSocketPlacer is implemented by a backend that shows a session's
 // socket inside the sandbox at a path of its own choosing rather than at
 // its host path.

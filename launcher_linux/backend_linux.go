@@ -879,6 +879,10 @@ func receiveFd(sock *os.File, tag byte) (int, error) {
 
 func (p *process) Pid() int { return p.proc.pid }
 
+// PidIsInit: Pid is the sandbox init, which stays as the command's parent
+// (launcher.InitProcess).
+func (p *process) PidIsInit() bool { return true }
+
 func (p *process) Enforcement() *sandboxdv1.EnforcementReport { return p.enforcement }
 
 func (p *process) Signal(sig syscall.Signal) error {

@@ -394,14 +394,16 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 }
 
 // loopbackForwards are the ports of allow entries that name the host's
-// 127.0.0.1. Default clients never ask the proxy for them (NO_PROXY lists
-// the loopback, which is the sandbox's own), so the sandbox's 127.0.0.1
-// at each such port leads to the host's instead.
+// 127.0.0.1, or localhost. Default clients never ask the proxy for them
+// (NO_PROXY lists the loopback, which is the sandbox's own), so the
+// sandbox's 127.0.0.1 at each such port leads to the host's instead: a
+// model server on the host's loopback is reached at the address a client
+// is configured with.
 func loopbackForwards(allow []*sandboxdv1.NetworkAllow) ([]uint16, error) {
 	var ports []uint16
 	proxy := netip.MustParseAddrPort(launcher.ProxyAddress)
 	for _, a := range allow {
-		if a.GetHost() != "127.0.0.1" || a.GetPort() == 0 {
+		if a.GetHost() != "127.0.0.1" && a.GetHost() != "localhost" || a.GetPort() == 0 {
 			continue
 		}
 		port := uint16(a.GetPort())

@@ -262,6 +262,17 @@ func (c *Client) Inspect(ctx context.Context, id string) (*sandboxdv1.SessionInf
 	return info, nil
 }
 
+// Screen returns what a terminal session's screen shows now, as the
+// daemon's virtual terminal follows its output; nil for a session without
+// a terminal. It attaches nothing: the session is not disturbed.
+func (c *Client) Screen(ctx context.Context, id string) (*sandboxdv1.Screen, error) {
+	info, err := c.rpc.Inspect(ctx, &sandboxdv1.InspectRequest{Id: id, Screen: true})
+	if err != nil {
+		return nil, wrap("screen "+id, err)
+	}
+	return info.GetScreen(), nil
+}
+
 // Kill sends signal (a Linux signal number) to the session's process; 0
 // kills the whole sandbox with SIGKILL.
 func (c *Client) Kill(ctx context.Context, id string, signal int32) error {

@@ -12,6 +12,10 @@ func StateName(s sandboxdv1.State) string {
 		return "running"
 	case sandboxdv1.State_WAITING_FOR_INPUT:
 		return "waiting-for-input"
+	case sandboxdv1.State_WAITING:
+		return "waiting"
+	case sandboxdv1.State_WAITING_FOR_NETWORK:
+		return "waiting-for-network"
 	case sandboxdv1.State_EXITED:
 		return "exited"
 	case sandboxdv1.State_FAILED_TO_START:

@@ -20,9 +20,9 @@ const eventsUsage = `usage: sandboxctl events [--session ID [--until-end]] [--js
 
 Follows session events until interrupted: first the state of every live
 session (marked "snapshot"), then each state change (starting, running,
-waiting-for-input, exited, failed-to-start, killed) and each operation a
-sandbox refused, as they happen. Every line names the session and its
-parent, so a subtree can be followed. With --json, one JSON object per line.
+waiting-for-input, waiting, waiting-for-network, exited, failed-to-start,
+killed) and each operation a sandbox refused, as they happen. Every line
+names the session and its parent, so a subtree can be followed. With --json, one JSON object per line.
 
 flags:
 `

@@ -47,6 +47,7 @@ var verbs = map[string]verb{
 	"ps":         {"list live sessions (-a: ended ones too)", psVerb},
 	"inspect":    {"show a session as JSON", inspectVerb},
 	"logs":       {"print the output the daemon kept of a session", logsVerb},
+	"screen":     {"print what a PTY session's terminal shows now", screenVerb},
 	"kill":       {"signal or kill a session", killVerb},
 	"doctor":     {"show what the host can enforce and the self-test", doctorVerb},
 	"events":     {"follow session state changes and denials", eventsVerb},

@@ -19,8 +19,10 @@ const psUsage = `usage: sandboxctl ps [-a] [-q | --json] [--tree]
 
 Lists the live sessions, with -a the ended ones the daemon still keeps
 too: ID STATE PID AGE DENIALS VIEWERS PARENT COMMAND. STATE is
-starting, running, waiting-for-input (blocked reading its terminal or
-stdin), exited, failed-to-start or killed. DENIALS counts the operations
+starting, running, waiting-for-input (every process blocked, one reading
+its terminal or stdin and none waiting on anything else), waiting (blocked
+on a timer due soon or a local peer), waiting-for-network (blocked on a
+connection or an unanswered request), exited, failed-to-start or killed. DENIALS counts the operations
 the sandbox refused (sandboxctl inspect shows the latest). VIEWERS counts the
 clients attached to the session's output now, the one that started it
 included, and says "(detached)" for a session started with run --detach,

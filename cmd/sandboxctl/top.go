@@ -121,7 +121,7 @@ func summary(sessions []*sandboxdv1.SessionInfo) string {
 	}
 	out := fmt.Sprintf("%d sessions", len(sessions))
 	for _, st := range []sandboxdv1.State{sandboxdv1.State_STARTING, sandboxdv1.State_RUNNING, sandboxdv1.State_WAITING_FOR_INPUT,
-		sandboxdv1.State_EXITED, sandboxdv1.State_FAILED_TO_START, sandboxdv1.State_KILLED} {
+		sandboxdv1.State_WAITING, sandboxdv1.State_WAITING_FOR_NETWORK, sandboxdv1.State_EXITED, sandboxdv1.State_FAILED_TO_START, sandboxdv1.State_KILLED} {
 		if counts[st] > 0 {
 			out += fmt.Sprintf(", %d %s", counts[st], client.StateName(st))
 		}

@@ -32,7 +32,12 @@ import (
 var idleArgv = []string{"sleep", "3600"}
 
 func live(s sandboxdv1.State) bool {
-	return s == sandboxdv1.State_STARTING || s == sandboxdv1.State_RUNNING || s == sandboxdv1.State_WAITING_FOR_INPUT
+	switch s {
+	case sandboxdv1.State_STARTING, sandboxdv1.State_RUNNING, sandboxdv1.State_WAITING_FOR_INPUT,
+		sandboxdv1.State_WAITING, sandboxdv1.State_WAITING_FOR_NETWORK:
+		return true
+	}
+	return false
 }
 
 // list returns the daemon's sessions. The client's List is tried first; a

@@ -220,6 +220,29 @@ func allowlistCases() []conformanceCase {
 				},
 			}
 		}),
+		allowlistCase("an allowed localhost port of the host is reached as default clients reach it", func(f *fixture) spec {
+			// A local model server as agents are configured for it
+			// (http://localhost:11434): NO_PROXY keeps localhost away from
+			// the proxy, and the sandbox's own loopback at the allowed
+			// port leads to the host's 127.0.0.1. A port the policy does
+			// not name stays the sandbox's own.
+			o, q := newOrigin(f.t), newOrigin(f.t)
+			return spec{
+				policy: allowPolicy(allowEntry("localhost", o.port)),
+				steps: []step{
+					allow("http-get", "http://localhost:"+strconv.Itoa(o.port)+"/"),
+					deny("http-get", "http://localhost:"+strconv.Itoa(q.port)+"/"),
+				},
+				after: func(t *testing.T, s *session) {
+					if !strings.Contains(s.outcomes[0].String(), o.token) {
+						t.Errorf("the allowed host port answered %s, want its token %s", s.outcomes[0], o.token)
+					}
+					if strings.Contains(s.stdout, q.token) {
+						t.Errorf("a host port the policy does not name answered:\n%s", s)
+					}
+				},
+			}
+		}),
 		allowlistCase("wildcard host admits names below it, never its apex", func(f *fixture) spec {
 			o := newOrigin(f.t)
 			ps := []proxyStep{

@@ -201,6 +201,11 @@ var caseOutcomes = map[string]outcomes{
 		darwin:  "refused: network.allow",
 		windows: "refused: network.allow — no daemon-run allowlist proxy on Windows",
 	},
+	"an allowed localhost port of the host is reached as default clients reach it": {
+		linux:   "enforced: the landlock set refuses network.mode",
+		darwin:  "refused: network.allow",
+		windows: "refused: network.allow — no daemon-run allowlist proxy on Windows",
+	},
 	"wildcard host admits names below it, never its apex": {
 		linux:   "enforced: the landlock set refuses network.mode",
 		darwin:  "refused: network.allow",

@@ -36,21 +36,7 @@ func TestAgentProfiles(t *testing.T) {
 		t.Run(tc.profile, func(t *testing.T) {
 			f := newFixture(t)
 			prefix := f.path("npm")
-			// As a user installs it: claude-code's install script puts
-			// its native binary in place.
-			args := []string{"install", "--prefix", prefix, "--no-audit", "--no-fund", tc.pkg}
-			// --prefix moves npm's global config (PREFIX/etc/npmrc) too:
-			// the machine's own settings, a CA file among them, are
-			// passed on by hand.
-			if out, err := exec.Command(npm, "config", "get", "cafile").Output(); err == nil {
-				if ca := strings.TrimSpace(string(out)); ca != "" && ca != "null" && ca != "undefined" {
-					args = append(args, "--cafile", ca)
-				}
-			}
-			install := exec.Command(npm, args...)
-			if out, err := install.CombinedOutput(); err != nil {
-				t.Fatalf("npm install %s: %v\n%s", tc.pkg, err, out)
-			}
+			npmInstall(t, npm, prefix, tc.pkg)
 			home := f.mkdir("home")
 			t.Setenv("HOME", home)
 			r := sandboxctl(t, f.dir, "run", "--profile", tc.profile, "--", filepath.Join(prefix, "node_modules", ".bin", tc.bin), "--version")
@@ -77,5 +63,22 @@ func TestAgentProfiles(t *testing.T) {
 				t.Errorf("writes under --profile %s: exit %d, stderr %q; want the profile's directory writable and the rest of home not", tc.profile, r.code, r.stderr)
 			}
 		})
+	}
+}
+
+// npmInstall installs pkg under prefix as a user does (claude-code's
+// install script puts its native binary in place).
+func npmInstall(t *testing.T, npm, prefix, pkg string) {
+	t.Helper()
+	args := []string{"install", "--prefix", prefix, "--no-audit", "--no-fund", pkg}
+	// --prefix moves npm's global config (PREFIX/etc/npmrc) too: the
+	// machine's own settings, a CA file among them, are passed on by hand.
+	if out, err := exec.Command(npm, "config", "get", "cafile").Output(); err == nil {
+		if ca := strings.TrimSpace(string(out)); ca != "" && ca != "null" && ca != "undefined" {
+			args = append(args, "--cafile", ca)
+		}
+	}
+	if out, err := exec.Command(npm, args...).CombinedOutput(); err != nil {
+		t.Fatalf("npm install %s: %v\n%s", pkg, err, out)
 	}
 }

@@ -95,6 +95,13 @@ func TestReadmeQuickstart(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "SANDBOXD_SOCKET="+suite.daemon.socket)
+	// npm install --prefix reads no global npmrc, where this machine
+	// names its CA file: it is passed on as the environment's setting.
+	if out, err := exec.Command("npm", "config", "get", "cafile").Output(); err == nil {
+		if ca := strings.TrimSpace(string(out)); ca != "" && ca != "null" && ca != "undefined" {
+			cmd.Env = append(cmd.Env, "npm_config_cafile="+ca)
+		}
+	}
 	// A background process the script left would hold the output open.
 	cmd.WaitDelay = 10 * time.Second
 	out, _ := cmd.CombinedOutput()

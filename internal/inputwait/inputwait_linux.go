@@ -7,11 +7,23 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
+)
+
+// The futex operations whose timeouts are read (linux/futex.h).
+const (
+	futexWait          = 0
+	futexWaitBitset    = 9
+	futexPrivateFlag   = 128
+	futexClockRealtime = 256
 )
 
 const (
@@ -34,8 +46,8 @@ const (
 // group is that terminal.
 var devTTY = unix.Mkdev(5, 0)
 
-// Probe tells whether one session is blocked reading its input. It is safe
-// for concurrent use; checks are serialized because they share buffers.
+// Probe tells what one session's processes wait on. It is safe for
+// concurrent use; checks are serialized because they share buffers.
 type Probe struct {
 	mu     sync.Mutex
 	procfd int // the daemon's /proc, -1 once closed
@@ -52,6 +64,28 @@ type Probe struct {
 	// dev and ino identify the input: the terminal's replica or the pipe.
 	dev, ino uint64
 
+	// skipRoot leaves root's own tasks out (ExcludeRoot).
+	skipRoot bool
+	// See PrivateLoopback.
+	privateLoopback bool
+	waysOut         []netip.AddrPort
+
+	// timerSince is when checks began to see timers due soon, timerSeen
+	// when one last did (see Check).
+	timerSince, timerSeen time.Time
+
+	// State of one walk.
+	fg     int     // the terminal's foreground group, 0 for none or a pipe
+	fgProc bool    // the process being walked may read the input
+	pid    int     // the process being walked
+	pidfd  int     // its pidfd once a socket of it was looked at, else -1
+	best   Verdict // the greatest verdict so far, timers left out
+	timer  bool    // a task waits on a timer due soon
+	// datagram: the task being classified waits on a UDP socket.
+	datagram bool
+	tasks    *[]Task // the evidence, collected by Explain only
+	cur      *Task   // the task being classified, when collecting
+
 	// Reused across checks so that a check does not allocate.
 	path   []byte // NUL-terminated, relative to procfd, of the file being read
 	link   []byte // same, of the /proc/PID/task/TID/fd/N being stat'ed
@@ -59,6 +93,7 @@ type Probe struct {
 	stack  []int
 	tids   []int
 	args   [6]uint64
+	ts     [16]byte
 	st     unix.Stat_t
 	local  [1]unix.Iovec
 	remote [1]unix.RemoteIovec
@@ -129,7 +164,7 @@ func newProbe(root int, dev, ino uint64) (*Probe, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open /proc: %w", err)
 	}
-	p := &Probe{procfd: procfd, root: root, dev: dev, ino: ino, buf: make([]byte, 4096)}
+	p := &Probe{procfd: procfd, pidfd: -1, root: root, dev: dev, ino: ino, buf: make([]byte, 4096)}
 	// Fail here rather than on the first check when the kernel lacks
 	// CONFIG_PROC_CHILDREN. Whether the caller may read it is another
 	// matter: a sandbox's init is not dumpable, and a daemon without
@@ -140,6 +175,26 @@ func newProbe(root int, dev, ino uint64) (*Probe, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// ExcludeRoot leaves root's own tasks out of every check (its descendants
+// stay in): for a root that is a sandbox's init, machinery whose own
+// timers and waits say nothing about what the session does.
+func (p *Probe) ExcludeRoot() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.skipRoot = true
+}
+
+// PrivateLoopback says that the session has a loopback of its own (a
+// network namespace), on which a TCP connection joins two of its own
+// processes, except to waysOut: the addresses there that lead out of the
+// sandbox (the daemon's proxy, ports forwarded to the host). Without it,
+// every TCP connection is taken as one to the network.
+func (p *Probe) PrivateLoopback(waysOut []netip.AddrPort) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.privateLoopback, p.waysOut = true, waysOut
 }
 
 // Close releases the probe. Closing twice is harmless; a closed probe's
@@ -158,64 +213,116 @@ func (p *Probe) Close() error {
 	return nil
 }
 
-// Waiting reports whether, right now, the session is blocked reading input:
-// whether some task, of the foreground process group for a terminal or of
-// any process under root for a pipe, sleeps in a read, poll, select or epoll
-// wait on the input. It walks root's descendants and stops at the first such
-// task. Processes that exit during the walk are skipped, and so are those
-// the caller may not inspect (a non-dumpable process, such as ssh-agent,
-// under a daemon without CAP_SYS_PTRACE over it): one such process must not
-// blind the check to all the others.
-func (p *Probe) Waiting() (bool, error) {
+// Check tells what the session is doing right now, by the rule in the
+// package documentation. It walks root's descendants, and stops early at a
+// task that can run. Processes that exit during the walk are skipped, and
+// so are those the caller may not inspect (a non-dumpable process, such as
+// ssh-agent, under a daemon without CAP_SYS_PTRACE over it): one such
+// process must not blind the check to all the others.
+func (p *Probe) Check() (State, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.procfd < 0 {
-		return false, fmt.Errorf("input-wait probe: %w", os.ErrClosed)
+	p.tasks = nil
+	v, timer, err := p.walk()
+	if err != nil {
+		return Running, err
 	}
-	pgrp := 0
+	// A timer due soon counts once checks have kept seeing it for a while,
+	// and until they have not for as long: event loops keep timers of
+	// their own (housekeeping, a cursor's blink) that now and then fall due
+	// at the moment of a check, where a program retrying or animating has
+	// one due soon all along. A walk cut short at a running task saw
+	// nothing of timers either way.
+	if v == Busy {
+		return Running, nil
+	}
+	now := time.Now()
+	if timer {
+		if p.timerSince.IsZero() || now.Sub(p.timerSeen) > TimerConfirm {
+			p.timerSince = now
+		}
+		p.timerSeen = now
+	}
+	if !p.timerSince.IsZero() && p.timerSeen.Sub(p.timerSince) >= TimerConfirm && now.Sub(p.timerSeen) <= TimerConfirm {
+		v = max(v, Progress)
+	}
+	return v.state(), nil
+}
+
+// Explain is Check with the evidence: what each task of the session is
+// blocked in and on which files. Unlike Check it takes a timer due soon at
+// once; it is meant for people, not for state changes.
+func (p *Probe) Explain() (State, []Task, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	tasks := []Task{}
+	p.tasks = &tasks
+	defer func() { p.tasks = nil }()
+	v, timer, err := p.walk()
+	if err != nil {
+		return Running, nil, err
+	}
+	if timer {
+		v = max(v, Progress)
+	}
+	return v.state(), tasks, nil
+}
+
+// Waiting reports whether the session waits for input (Check says
+// WaitingForInput).
+func (p *Probe) Waiting() (bool, error) {
+	st, err := p.Check()
+	return st == WaitingForInput, err
+}
+
+// walk goes through the session's tasks and returns the verdict they add
+// up to, leaving out timers, and whether one waits on a timer due soon.
+func (p *Probe) walk() (Verdict, bool, error) {
+	if p.procfd < 0 {
+		return Busy, false, fmt.Errorf("input-wait probe: %w", os.ErrClosed)
+	}
+	p.fg = 0
 	if p.master != nil {
 		if err := p.master.Control(p.getPgrp); err != nil {
-			return false, fmt.Errorf("pty master: %w", err)
+			return Busy, false, fmt.Errorf("pty master: %w", err)
 		}
 		if p.pgrpErr != nil {
-			return false, fmt.Errorf("foreground process group: %w", p.pgrpErr)
+			return Busy, false, fmt.Errorf("foreground process group: %w", p.pgrpErr)
 		}
-		if p.pgrp <= 0 {
-			// The terminal has no foreground group (its session is over),
-			// so nobody can be reading it.
-			return false, nil
-		}
-		pgrp = p.pgrp
+		// A terminal without a foreground group (its session is over)
+		// has nobody reading it: fg stays 0 and no task counts as input.
+		p.fg = max(p.pgrp, 0)
 	}
+	p.best, p.timer = Idle, false
 	p.stack = append(p.stack[:0], p.root)
 	for walked := 0; len(p.stack) > 0; walked++ {
 		if walked == maxProcs {
-			return false, fmt.Errorf("more than %d processes under pid %d", maxProcs, p.root)
+			return Busy, false, fmt.Errorf("more than %d processes under pid %d", maxProcs, p.root)
 		}
 		pid := p.stack[len(p.stack)-1]
 		p.stack = p.stack[:len(p.stack)-1]
-		waiting, err := p.process(pid, pgrp)
+		err := p.process(pid)
+		p.closePidfd()
 		if err != nil && !gone(err) {
-			return false, err
+			return Busy, false, err
 		}
-		if waiting {
-			return true, nil
+		if p.best == Busy && p.tasks == nil {
+			break
 		}
 	}
-	return false, nil
+	return p.best, p.timer, nil
 }
 
-// process checks the tasks of pid (all of them, or none when pgrp is set and
-// pid is not in it) and pushes its children for the walk.
-func (p *Probe) process(pid, pgrp int) (bool, error) {
+// process checks the tasks of pid and pushes its children for the walk.
+func (p *Probe) process(pid int) error {
 	p.path = appendPath(p.path[:0], pid, -1, "stat", -1)
 	n, err := p.read(true)
 	if err != nil {
-		return false, err
+		return err
 	}
 	state, procPgrp, threads, ok := parseStat(p.buf[:n])
 	if !ok {
-		return false, fmt.Errorf("parse /proc/%d/stat: %q", pid, p.buf[:n])
+		return fmt.Errorf("parse /proc/%d/stat: %q", pid, p.buf[:n])
 	}
 	// Most processes have one thread, whose tid is the pid: listing the task
 	// directory would cost them a directory read for nothing. A zombie
@@ -223,141 +330,315 @@ func (p *Probe) process(pid, pgrp int) (bool, error) {
 	p.tids = append(p.tids[:0], pid)
 	if threads != 1 || state == 'Z' {
 		if err := p.listTasks(pid); err != nil {
-			return false, err
+			return err
 		}
 	}
-	check := pgrp == 0 || procPgrp == pgrp
+	// For a terminal, only the foreground group reads it: the kernel stops
+	// a reader in the background with SIGTTIN.
+	p.fgProc = p.master == nil || (p.fg != 0 && procPgrp == p.fg)
+	p.pid = pid
 	for _, tid := range p.tids {
-		if check {
-			waiting, err := p.taskWaiting(pid, tid)
-			if err != nil && !gone(err) && !denied(err) {
-				return false, err
-			}
-			if waiting {
-				return true, nil
-			}
+		var err error
+		if !p.skipRoot || pid != p.root {
+			err = p.task(pid, tid)
+		}
+		if err != nil && !gone(err) && !denied(err) {
+			return err
+		}
+		if p.best == Busy && p.tasks == nil {
+			return nil
 		}
 		// A child forked by a thread other than the leader is listed only
 		// under that thread.
-		err := p.pushChildren(pid, tid)
+		err = p.pushChildren(pid, tid)
 		if err != nil && denied(err) {
 			// The children are found by their parent, for all threads at
 			// once.
-			return false, p.pushChildrenByParent(pid)
+			return p.pushChildrenByParent(pid)
 		}
 		if err != nil && !gone(err) {
-			return false, err
+			return err
 		}
 	}
-	return false, nil
+	return nil
 }
 
-// taskWaiting tells whether one task is blocked reading the input.
-func (p *Probe) taskWaiting(pid, tid int) (bool, error) {
+// task classifies one task: what it is blocked in, on what, and for how
+// long at most.
+func (p *Probe) task(pid, tid int) error {
 	p.path = appendPath(p.path[:0], pid, tid, "syscall", -1)
 	n, err := p.read(true)
 	if err != nil {
-		return false, err
+		return err
 	}
-	nr, ok := parseSyscall(p.buf[:n], &p.args)
-	if !ok {
-		return false, nil
+	nr, inCall := parseSyscall(p.buf[:n], &p.args)
+	var t *Task
+	if p.tasks != nil {
+		*p.tasks = append(*p.tasks, Task{Pid: pid, Tid: tid, Command: p.command(pid, tid), Syscall: "running", TimeoutMs: -1})
+		t = &(*p.tasks)[len(*p.tasks)-1]
+		if inCall {
+			t.Syscall = syscallName(nr)
+		}
 	}
-	var reading bool
-	switch nr {
-	case unix.SYS_READ, unix.SYS_READV, unix.SYS_PREAD64, unix.SYS_PREADV, unix.SYS_PREADV2:
-		reading, err = p.isInput(pid, tid, int32(p.args[0]))
-	case unix.SYS_POLL, unix.SYS_PPOLL:
-		reading, err = p.pollWatchesInput(pid, tid, p.args[0], p.args[1])
-	case unix.SYS_SELECT, unix.SYS_PSELECT6:
-		reading, err = p.selectWatchesInput(pid, tid, p.args[0], p.args[1])
-	case unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2:
-		reading, err = p.epollWatchesInput(pid, tid, int32(p.args[0]))
+	p.cur = t
+	p.datagram = false
+	v, timeout := Idle, time.Duration(-1)
+	if inCall {
+		v, timeout, err = p.blockedOn(pid, tid, nr)
+		if err != nil {
+			return err
+		}
 	}
-	if !reading || err != nil {
-		return false, err
+	if p.datagram && timeout >= 0 {
+		// A datagram socket waited on until a timeout is a client's that
+		// awaits a reply (a name lookup); a server waits on its socket
+		// without one.
+		v = max(v, Network)
 	}
-	// A task stopped by a signal while it was reading (Ctrl-Z, SIGSTOP,
-	// SIGTTIN) still shows the read as its system call: the kernel keeps the
-	// number to restart it on SIGCONT. Only a sleeping task is waiting. The
-	// state is read after the system call so that a task continued in
-	// between counts: it is back in the read.
+	// A task stopped by a signal while it was blocked (Ctrl-Z, SIGSTOP,
+	// SIGTTIN) still shows its system call: the kernel keeps the number to
+	// restart it on SIGCONT. Only a sleeping task waits; one on a CPU or in
+	// an uninterruptible sleep (the disk, a vfork) is busy. The state is
+	// read after the system call so that a task continued in between counts:
+	// it is back in its wait.
 	p.path = appendPath(p.path[:0], pid, tid, "stat", -1)
 	if n, err = p.read(true); err != nil {
-		return false, err
+		return err
 	}
-	state, _, _, ok := parseStat(p.buf[:n])
-	return ok && state == 'S', nil
+	state, _, _, _ := parseStat(p.buf[:n])
+	switch state {
+	case 'S':
+	case 'R', 'D', 'W':
+		v, timeout = Busy, -1
+		if t != nil {
+			t.Syscall = "running"
+			t.Files = nil
+		}
+	default:
+		v, timeout = Idle, -1
+	}
+	soon := timeout >= 0 && timeout <= SoonTimer
+	if t != nil {
+		t.Verdict = v
+		if timeout >= 0 {
+			t.TimeoutMs = timeout.Milliseconds()
+		}
+		if soon && t.Verdict < Progress {
+			t.Verdict = Progress
+		}
+	}
+	p.best = max(p.best, v)
+	p.timer = p.timer || soon
+	return nil
 }
 
-// isInput tells whether fd of the task is the input.
-func (p *Probe) isInput(pid, tid int, fd int32) (bool, error) {
+// blockedOn classifies the wait of a task blocked in system call nr.
+func (p *Probe) blockedOn(pid, tid, nr int) (Verdict, time.Duration, error) {
+	a := &p.args
+	switch nr {
+	case unix.SYS_READ, unix.SYS_READV, unix.SYS_PREAD64, unix.SYS_PREADV, unix.SYS_PREADV2,
+		unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
+		v, err := p.fd(pid, tid, int32(a[0]), unix.EPOLLIN)
+		return v, -1, err
+	case unix.SYS_CONNECT:
+		v, err := p.fd(pid, tid, int32(a[0]), unix.EPOLLOUT)
+		return v, -1, err
+	case unix.SYS_POLL:
+		v, err := p.pollSet(pid, tid, a[0], a[1])
+		return v, msTimeout(a[2]), err
+	case unix.SYS_PPOLL:
+		v, err := p.pollSet(pid, tid, a[0], a[1])
+		return v, p.timespec(tid, a[2], false, 0), err
+	case unix.SYS_SELECT, unix.SYS_PSELECT6:
+		v, err := p.selectSet(pid, tid, a[0], a[1], unix.EPOLLIN)
+		if err == nil && v < Network {
+			var w Verdict
+			w, err = p.selectSet(pid, tid, a[0], a[2], unix.EPOLLOUT)
+			v = max(v, w)
+		}
+		if nr == unix.SYS_SELECT {
+			return v, p.timeval(tid, a[4]), err
+		}
+		return v, p.timespec(tid, a[4], false, 0), err
+	case unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT:
+		v, err := p.epollSet(pid, tid, int32(a[0]))
+		return v, msTimeout(a[3]), err
+	case unix.SYS_EPOLL_PWAIT2:
+		v, err := p.epollSet(pid, tid, int32(a[0]))
+		return v, p.timespec(tid, a[3], false, 0), err
+	case unix.SYS_NANOSLEEP:
+		return Idle, p.timespec(tid, a[0], false, 0), nil
+	case unix.SYS_CLOCK_NANOSLEEP:
+		return Idle, p.timespec(tid, a[2], a[1]&unix.TIMER_ABSTIME != 0, int32(a[0])), nil
+	case unix.SYS_FUTEX:
+		return Idle, p.futexTimeout(tid), nil
+	}
+	return Idle, -1, nil
+}
+
+// futexTimeout is how long a futex wait lasts at most: FUTEX_WAIT takes a
+// relative timeout, FUTEX_WAIT_BITSET an absolute one on the monotonic
+// clock or, with FUTEX_CLOCK_REALTIME, the real-time one.
+func (p *Probe) futexTimeout(tid int) time.Duration {
+	op := p.args[1]
+	switch op &^ (futexPrivateFlag | futexClockRealtime) {
+	case futexWait:
+		return p.timespec(tid, p.args[3], false, 0)
+	case futexWaitBitset:
+		clock := int32(unix.CLOCK_MONOTONIC)
+		if op&futexClockRealtime != 0 {
+			clock = unix.CLOCK_REALTIME
+		}
+		return p.timespec(tid, p.args[3], true, clock)
+	}
+	return -1
+}
+
+func msTimeout(arg uint64) time.Duration {
+	ms := int32(arg)
+	if ms < 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// timespec reads a struct timespec from the task's memory: a relative
+// timeout, or with abs a deadline on clock, returned as the time left.
+// No address means no timeout.
+func (p *Probe) timespec(tid int, addr uint64, abs bool, clock int32) time.Duration {
+	if addr == 0 {
+		return -1
+	}
+	b, err := p.peek(tid, addr, p.ts[:])
+	if err != nil || len(b) < 16 {
+		return -1
+	}
+	d := time.Duration(int64(binary.NativeEndian.Uint64(b)))*time.Second + time.Duration(int64(binary.NativeEndian.Uint64(b[8:])))
+	if abs {
+		var now unix.Timespec
+		if unix.ClockGettime(clock, &now) != nil {
+			return -1
+		}
+		d -= time.Duration(now.Nano())
+	}
+	return max(d, 0)
+}
+
+// timeval reads select's struct timeval.
+func (p *Probe) timeval(tid int, addr uint64) time.Duration {
+	if addr == 0 {
+		return -1
+	}
+	b, err := p.peek(tid, addr, p.ts[:])
+	if err != nil || len(b) < 16 {
+		return -1
+	}
+	return max(time.Duration(int64(binary.NativeEndian.Uint64(b)))*time.Second+time.Duration(int64(binary.NativeEndian.Uint64(b[8:])))*time.Microsecond, 0)
+}
+
+// fd classifies one file a task waits on, for events (EPOLLIN and
+// EPOLLOUT bits).
+func (p *Probe) fd(pid, tid int, fd int32, events uint64) (Verdict, error) {
 	if fd < 0 {
-		return false, nil
+		return Idle, nil
 	}
 	p.link = appendPath(p.link[:0], pid, tid, "fd/", int(fd))
 	if err := p.stat(p.link); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			// Closed, or the task exited, since its system call was read:
-			// either way it is not reading the input.
-			return false, nil
+			// either way it does not wait on it.
+			return Idle, nil
 		}
-		return false, err
+		return Idle, err
 	}
-	if p.st.Dev == p.dev && p.st.Ino == p.ino {
-		return true, nil
-	}
-	return p.master != nil && p.st.Mode&unix.S_IFMT == unix.S_IFCHR && p.st.Rdev == devTTY, nil
+	return p.file(pid, tid, fd, events)
 }
 
-// pollWatchesInput tells whether the pollfd array of a task blocked in poll
-// or ppoll asks for the input's readability. The array stays in the task's
-// memory, unchanged, while the call sleeps.
-func (p *Probe) pollWatchesInput(pid, tid int, addr, nfds uint64) (bool, error) {
+// file classifies the file of fd that p.st describes.
+func (p *Probe) file(pid, tid int, fd int32, events uint64) (Verdict, error) {
+	v, kind, detail := Idle, "", ""
+	mode := p.st.Mode & unix.S_IFMT
+	switch {
+	case p.st.Dev == p.dev && p.st.Ino == p.ino || p.master != nil && mode == unix.S_IFCHR && p.st.Rdev == devTTY:
+		kind = "stdin"
+		if p.master != nil {
+			kind = "terminal"
+		}
+		if events&readable != 0 && p.fgProc {
+			v = Input
+		} else if p.tasks != nil {
+			detail = "not read by the terminal's foreground process group"
+		}
+	case mode == unix.S_IFSOCK:
+		var err error
+		v, kind, detail, err = p.socket(pid, fd)
+		if err != nil {
+			return Idle, err
+		}
+	}
+	if p.cur != nil {
+		if kind == "" {
+			kind = p.fileKind(pid, tid, fd, mode)
+		}
+		p.cur.Files = append(p.cur.Files, File{Fd: int(fd), Kind: kind, Detail: detail, Verdict: v})
+	}
+	return v, nil
+}
+
+// pollSet classifies the pollfd array of a task blocked in poll or
+// ppoll. The array stays in the task's memory, unchanged, while the call
+// sleeps.
+func (p *Probe) pollSet(pid, tid int, addr, nfds uint64) (Verdict, error) {
+	v := Idle
 	nfds = min(nfds, maxWatched)
 	for done := uint64(0); done < nfds; {
 		chunk := min(nfds-done, uint64(len(p.buf)/pollfdSize))
 		b, err := p.peek(tid, addr+done*pollfdSize, p.buf[:chunk*pollfdSize])
 		if err != nil || len(b) < pollfdSize {
-			return false, err
+			return v, err
 		}
 		done += uint64(len(b) / pollfdSize)
 		for ; len(b) >= pollfdSize; b = b[pollfdSize:] {
 			fd := int32(binary.NativeEndian.Uint32(b))
-			events := binary.NativeEndian.Uint16(b[4:])
-			if events&readable == 0 {
+			events := uint64(binary.NativeEndian.Uint16(b[4:]))
+			if events&(readable|unix.EPOLLOUT) == 0 {
 				continue
 			}
-			if in, err := p.isInput(pid, tid, fd); in || err != nil {
-				return in, err
+			w, err := p.fd(pid, tid, fd, events)
+			if err != nil {
+				return v, err
 			}
+			v = max(v, w)
 		}
 	}
-	return false, nil
+	return v, nil
 }
 
-// selectWatchesInput tells whether the read set of a task blocked in select
-// or pselect6 holds the input.
-func (p *Probe) selectWatchesInput(pid, tid int, nfds, addr uint64) (bool, error) {
+// selectSet classifies an fd_set of a task blocked in select or pselect6,
+// for events.
+func (p *Probe) selectSet(pid, tid int, nfds, addr, events uint64) (Verdict, error) {
 	if addr == 0 {
-		return false, nil
+		return Idle, nil
 	}
 	nfds = min(nfds, maxWatched)
 	// fd_set is an array of longs: on little-endian amd64, byte fd/8 holds
 	// bit fd%8.
 	b, err := p.peek(tid, addr, p.buf[:(nfds+63)/64*8])
 	if err != nil {
-		return false, err
+		return Idle, err
 	}
+	v := Idle
 	for fd := 0; fd < int(nfds) && fd/8 < len(b); fd++ {
 		if b[fd/8]&(1<<(fd%8)) == 0 {
 			continue
 		}
-		if in, err := p.isInput(pid, tid, int32(fd)); in || err != nil {
-			return in, err
+		w, err := p.fd(pid, tid, int32(fd), events)
+		if err != nil {
+			return v, err
 		}
+		v = max(v, w)
 	}
-	return false, nil
+	return v, nil
 }
 
 // peek copies len(b) bytes from addr in task tid's memory and returns what
@@ -380,29 +661,29 @@ func (p *Probe) peek(tid int, addr uint64, b []byte) ([]byte, error) {
 	return b[:n], nil
 }
 
-// epollWatchesInput tells whether the epoll instance a task is blocked on
-// watches the input for reading. Its fdinfo has a line per watched file,
+// epollSet classifies the files the epoll instance a task is blocked on
+// watches. Its fdinfo has a line per watched file,
 //
 //	tfd:        0 events:       19 data:                0  pos:0 ino:3 sdev:18
 //
 // with the file's inode and its superblock's device, so the file is
 // identified without trusting that tfd still names it. The file is streamed
 // through buf: an epoll set can be large, its lines are short.
-func (p *Probe) epollWatchesInput(pid, tid int, epfd int32) (bool, error) {
+func (p *Probe) epollSet(pid, tid int, epfd int32) (Verdict, error) {
 	if epfd < 0 {
-		return false, nil
+		return Idle, nil
 	}
 	p.path = appendPath(p.path[:0], pid, tid, "fdinfo/", int(epfd))
 	fd, err := p.open(p.path, unix.O_RDONLY)
 	if err != nil {
-		return false, err
+		return Idle, err
 	}
 	defer unix.Close(fd)
-	kept := 0
+	v, kept, seen := Idle, 0, 0
 	for {
 		n, err := unix.Read(fd, p.buf[kept:])
 		if err != nil {
-			return false, pathErr("read", p.path, err)
+			return v, pathErr("read", p.path, err)
 		}
 		data := p.buf[:kept+n]
 		for {
@@ -410,43 +691,213 @@ func (p *Probe) epollWatchesInput(pid, tid int, epfd int32) (bool, error) {
 			if i < 0 {
 				break
 			}
-			if in, err := p.epollEntryIsInput(pid, tid, data[:i]); in || err != nil {
-				return in, err
+			if seen < maxWatched {
+				w, counted, err := p.epollEntry(pid, tid, data[:i])
+				if err != nil {
+					return v, err
+				}
+				if counted {
+					seen++
+				}
+				v = max(v, w)
 			}
 			data = data[i+1:]
 		}
 		// A full buffer without a newline cannot happen with the kernel's
 		// short lines; it would read as the end, never as a false match.
 		if n == 0 {
-			return false, nil
+			return v, nil
 		}
 		kept = copy(p.buf, data)
 	}
 }
 
-func (p *Probe) epollEntryIsInput(pid, tid int, line []byte) (bool, error) {
+func (p *Probe) epollEntry(pid, tid int, line []byte) (Verdict, bool, error) {
 	tfd, events, ino, sdev, ok := parseEpollEntry(line)
-	if !ok || events&readable == 0 {
-		return false, nil
+	if !ok || events&(readable|unix.EPOLLOUT) == 0 {
+		return Idle, false, nil
 	}
 	// sdev is the kernel's internal dev_t: 12 bits of major, 20 of minor.
 	dev := unix.Mkdev(uint32(sdev>>20), uint32(sdev&(1<<20-1)))
-	if dev == p.dev && ino == p.ino {
-		return true, nil
-	}
-	if p.master == nil {
-		return false, nil
-	}
-	// /dev/tty has its own inode whatever terminal it stands for, so only
-	// its device number tells it; tfd is trusted once it names that inode.
 	p.link = appendPath(p.link[:0], pid, tid, "fd/", int(tfd))
 	if err := p.stat(p.link); err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return false, nil
+			return Idle, true, nil
 		}
-		return false, err
+		return Idle, true, err
 	}
-	return p.st.Dev == dev && p.st.Ino == ino && p.st.Mode&unix.S_IFMT == unix.S_IFCHR && p.st.Rdev == devTTY, nil
+	// tfd is trusted once it names the watched inode; a file closed and
+	// its number reused since is no longer in the set.
+	if p.st.Dev != dev || p.st.Ino != ino {
+		return Idle, true, nil
+	}
+	v, err := p.file(pid, tid, tfd, events)
+	return v, true, err
+}
+
+// socket classifies a socket the task of pid waits on, looked at through a
+// copy of its file descriptor: a TCP connection being set up, or with data
+// unsent, unacknowledged, or sent later than anything was received (a
+// request without its answer yet), waits on the network; a local stream
+// socket whose peer has not yet read what it was sent waits on that peer.
+// Anything else (a listener, an idle connection, a datagram socket) waits
+// on nothing in particular. A socket the caller may not copy is taken as
+// such.
+func (p *Probe) socket(pid int, fd int32) (Verdict, string, string, error) {
+	if p.pidfd < 0 {
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			if errors.Is(err, unix.ESRCH) {
+				return Idle, "socket", "", nil
+			}
+			return Idle, "socket", "", fmt.Errorf("pidfd_open %d: %w", pid, err)
+		}
+		p.pidfd = pidfd
+	}
+	sfd, err := unix.PidfdGetfd(p.pidfd, int(fd), 0)
+	if err != nil {
+		// Closed since (EBADF), or not the caller's to copy.
+		return Idle, "socket", "", nil
+	}
+	defer unix.Close(sfd)
+	domain, err := unix.GetsockoptInt(sfd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return Idle, "socket", "", nil
+	}
+	typ, err := unix.GetsockoptInt(sfd, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil {
+		return Idle, "socket", "", nil
+	}
+	switch {
+	case (domain == unix.AF_INET || domain == unix.AF_INET6) && typ == unix.SOCK_STREAM:
+		info, err := unix.GetsockoptTCPInfo(sfd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		if err != nil {
+			return Idle, "tcp", "", nil
+		}
+		kind := "tcp"
+		if domain == unix.AF_INET6 {
+			kind = "tcp6"
+		}
+		peer := sockAddr(unix.Getpeername(sfd))
+		if p.privateLoopback && peer.Addr().Unmap().IsLoopback() && !p.wayOut(peer) {
+			// The session's own loopback: the peer is one of its own
+			// processes, whose wait counts for itself.
+			if p.tasks == nil {
+				return Idle, kind, "", nil
+			}
+			return Idle, kind, endpoints(sfd) + ", on the sandbox's own loopback", nil
+		}
+		v, why := tcpVerdict(info)
+		if p.tasks == nil {
+			return v, kind, "", nil
+		}
+		return v, kind, endpoints(sfd) + why, nil
+	case domain == unix.AF_UNIX && typ != unix.SOCK_DGRAM:
+		queued, err := unix.IoctlGetInt(sfd, unix.SIOCOUTQ)
+		if err == nil && queued > 0 {
+			return Progress, "unix", fmt.Sprintf("%d bytes sent, not yet read by the peer", queued), nil
+		}
+		return Idle, "unix", "", nil
+	case domain == unix.AF_INET && typ == unix.SOCK_DGRAM:
+		p.datagram = true
+		return Idle, "udp", "", nil
+	case domain == unix.AF_INET6 && typ == unix.SOCK_DGRAM:
+		p.datagram = true
+		return Idle, "udp6", "", nil
+	case domain == unix.AF_UNIX:
+		return Idle, "unix", "", nil
+	}
+	return Idle, "socket", "", nil
+}
+
+// tcpVerdict reads a connection's state from the kernel's TCP_INFO.
+func tcpVerdict(info *unix.TCPInfo) (Verdict, string) {
+	switch info.State {
+	case unix.BPF_TCP_SYN_SENT:
+		return Network, ", connecting"
+	case unix.BPF_TCP_ESTABLISHED:
+	default:
+		return Idle, ""
+	}
+	switch {
+	case info.Notsent_bytes > 0 || info.Unacked > 0:
+		return Network, ", sending"
+	case info.Data_segs_out > 0 && info.Data_segs_in == 0:
+		return Network, fmt.Sprintf(", request sent %dms ago, no answer yet", info.Last_data_sent)
+	case info.Last_data_sent < info.Last_data_recv:
+		// Both count milliseconds back from now: the last data went out
+		// after the last came in. (In the same tick they are equal, and an
+		// answer can come no sooner than its request.)
+		return Network, fmt.Sprintf(", request sent %dms ago, no answer since", info.Last_data_sent)
+	}
+	return Idle, ", idle"
+}
+
+// endpoints names a connected socket's two ends, "local -> peer".
+func endpoints(fd int) string {
+	return sockAddr(unix.Getsockname(fd)).String() + " -> " + sockAddr(unix.Getpeername(fd)).String()
+}
+
+// sockAddr is an IP socket address as an AddrPort, the zero one for any
+// other.
+func sockAddr(sa unix.Sockaddr, err error) netip.AddrPort {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
+	}
+	return netip.AddrPort{}
+}
+
+func (p *Probe) wayOut(peer netip.AddrPort) bool {
+	for _, w := range p.waysOut {
+		if w.Port() == peer.Port() && w.Addr().Unmap() == peer.Addr().Unmap() {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Probe) closePidfd() {
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
+}
+
+// fileKind names what fd of a task is, for the evidence, from the target
+// of its /proc link.
+func (p *Probe) fileKind(pid, tid int, fd int32, mode uint32) string {
+	target, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%d/fd/%d", pid, tid, fd))
+	if err != nil {
+		return "file"
+	}
+	switch {
+	case strings.HasPrefix(target, "pipe:"):
+		return "pipe"
+	case strings.HasPrefix(target, "anon_inode:"):
+		k := strings.Trim(strings.TrimPrefix(target, "anon_inode:"), "[]")
+		switch k {
+		case "timerfd", "eventfd", "signalfd", "inotify":
+			return k
+		case "eventpoll":
+			return "epoll"
+		}
+		return k
+	case mode == unix.S_IFCHR:
+		return "device " + target
+	}
+	return "file"
+}
+
+// command is the task's name, for the evidence.
+func (p *Probe) command(pid, tid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(string(b), "\n")
 }
 
 // listTasks replaces p.tids with the tids of pid.
@@ -528,4 +979,63 @@ func denied(err error) bool {
 // gone tells whether err means the process or task went away mid-check.
 func gone(err error) bool {
 	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH)
+}
+
+// syscallName names the system calls a task may be found waiting in.
+func syscallName(nr int) string {
+	switch nr {
+	case unix.SYS_READ:
+		return "read"
+	case unix.SYS_READV:
+		return "readv"
+	case unix.SYS_PREAD64:
+		return "pread64"
+	case unix.SYS_PREADV:
+		return "preadv"
+	case unix.SYS_PREADV2:
+		return "preadv2"
+	case unix.SYS_RECVFROM:
+		return "recvfrom"
+	case unix.SYS_RECVMSG:
+		return "recvmsg"
+	case unix.SYS_RECVMMSG:
+		return "recvmmsg"
+	case unix.SYS_CONNECT:
+		return "connect"
+	case unix.SYS_ACCEPT, unix.SYS_ACCEPT4:
+		return "accept"
+	case unix.SYS_POLL:
+		return "poll"
+	case unix.SYS_PPOLL:
+		return "ppoll"
+	case unix.SYS_SELECT:
+		return "select"
+	case unix.SYS_PSELECT6:
+		return "pselect6"
+	case unix.SYS_EPOLL_WAIT:
+		return "epoll_wait"
+	case unix.SYS_EPOLL_PWAIT:
+		return "epoll_pwait"
+	case unix.SYS_EPOLL_PWAIT2:
+		return "epoll_pwait2"
+	case unix.SYS_NANOSLEEP:
+		return "nanosleep"
+	case unix.SYS_CLOCK_NANOSLEEP:
+		return "clock_nanosleep"
+	case unix.SYS_FUTEX:
+		return "futex"
+	case unix.SYS_WAIT4:
+		return "wait4"
+	case unix.SYS_WAITID:
+		return "waitid"
+	case unix.SYS_PAUSE:
+		return "pause"
+	case unix.SYS_RT_SIGSUSPEND:
+		return "rt_sigsuspend"
+	case unix.SYS_RT_SIGTIMEDWAIT:
+		return "rt_sigtimedwait"
+	case unix.SYS_WRITE:
+		return "write"
+	}
+	return "syscall " + strconv.Itoa(nr)
 }

@@ -32,6 +32,13 @@ const (
 	State_EXITED            State = 4
 	State_FAILED_TO_START   State = 5
 	State_KILLED            State = 6
+	// Every process of the session is blocked, none on the network, and one
+	// waits on something that will let it go on without input: a timer due
+	// soon, or a peer that has not yet read what it was sent.
+	State_WAITING State = 7
+	// Every process of the session is blocked and one waits on the network:
+	// a connection being set up, or a request sent and not yet answered.
+	State_WAITING_FOR_NETWORK State = 8
 )
 
 // Enum value maps for State.
@@ -44,15 +51,19 @@ var (
 		4: "EXITED",
 		5: "FAILED_TO_START",
 		6: "KILLED",
+		7: "WAITING",
+		8: "WAITING_FOR_NETWORK",
 	}
 	State_value = map[string]int32{
-		"STATE_UNSPECIFIED": 0,
-		"STARTING":          1,
-		"RUNNING":           2,
-		"WAITING_FOR_INPUT": 3,
-		"EXITED":            4,
-		"FAILED_TO_START":   5,
-		"KILLED":            6,
+		"STATE_UNSPECIFIED":   0,
+		"STARTING":            1,
+		"RUNNING":             2,
+		"WAITING_FOR_INPUT":   3,
+		"EXITED":              4,
+		"FAILED_TO_START":     5,
+		"KILLED":              6,
+		"WAITING":             7,
+		"WAITING_FOR_NETWORK": 8,
 	}
 )
 
@@ -1240,7 +1251,14 @@ type SessionInfo struct {
 	// The most recent denials, oldest first, at most 32.
 	RecentDenials []*Denial `protobuf:"bytes,19,rep,name=recent_denials,json=recentDenials,proto3" json:"recent_denials,omitempty"`
 	// Every denial recorded for the session.
-	DenialCount   uint64 `protobuf:"varint,20,opt,name=denial_count,json=denialCount,proto3" json:"denial_count,omitempty"`
+	DenialCount uint64 `protobuf:"varint,20,opt,name=denial_count,json=denialCount,proto3" json:"denial_count,omitempty"`
+	// What each task of the session is doing right now, the evidence for
+	// its state (docs/sessions.md): filled by Inspect for a live session on a
+	// host where the daemon can tell.
+	Waits []*TaskWait `protobuf:"bytes,21,rep,name=waits,proto3" json:"waits,omitempty"`
+	// What the session's terminal shows, when InspectRequest.screen asked
+	// for it and the session has a terminal.
+	Screen        *Screen `protobuf:"bytes,22,opt,name=screen,proto3" json:"screen,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1415,6 +1433,301 @@ func (x *SessionInfo) GetDenialCount() uint64 {
 	return 0
 }
 
+func (x *SessionInfo) GetWaits() []*TaskWait {
+	if x != nil {
+		return x.Waits
+	}
+	return nil
+}
+
+func (x *SessionInfo) GetScreen() *Screen {
+	if x != nil {
+		return x.Screen
+	}
+	return nil
+}
+
+// TaskWait is one task (thread) of a session's process at one moment.
+type TaskWait struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Host process and thread ids.
+	Pid     int32  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Tid     int32  `protobuf:"varint,2,opt,name=tid,proto3" json:"tid,omitempty"`
+	Command string `protobuf:"bytes,3,opt,name=command,proto3" json:"command,omitempty"`
+	// "running", or the system call the task is blocked in ("read",
+	// "epoll_wait", ...).
+	Syscall string `protobuf:"bytes,4,opt,name=syscall,proto3" json:"syscall,omitempty"`
+	// What the task's wait means for the session's state: "running",
+	// "input" (it waits on the session's input), "network", "progress" (a
+	// timer due soon, a peer that has not read its request), or "idle"
+	// (nothing that ends the wait by itself).
+	Verdict string `protobuf:"bytes,5,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	// The longest the wait lasts, in milliseconds; -1 for no limit.
+	TimeoutMs int64 `protobuf:"varint,6,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// The files the task waits on.
+	Files         []*WaitedFile `protobuf:"bytes,7,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskWait) Reset() {
+	*x = TaskWait{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskWait) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskWait) ProtoMessage() {}
+
+func (x *TaskWait) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskWait.ProtoReflect.Descriptor instead.
+func (*TaskWait) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *TaskWait) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *TaskWait) GetTid() int32 {
+	if x != nil {
+		return x.Tid
+	}
+	return 0
+}
+
+func (x *TaskWait) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *TaskWait) GetSyscall() string {
+	if x != nil {
+		return x.Syscall
+	}
+	return ""
+}
+
+func (x *TaskWait) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
+}
+
+func (x *TaskWait) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *TaskWait) GetFiles() []*WaitedFile {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+// WaitedFile is one open file a blocked task waits on.
+type WaitedFile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Fd    int32                  `protobuf:"varint,1,opt,name=fd,proto3" json:"fd,omitempty"`
+	// "terminal", "stdin", "tcp", "tcp6", "udp", "udp6", "unix", "pipe",
+	// "timerfd", "eventfd", "signalfd", "inotify", "epoll" or "file".
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// What the daemon saw of it, e.g. "10.0.0.2:40112 -> 10.0.0.1:3128,
+	// request sent 1.2s ago, no answer".
+	Detail string `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	// As TaskWait.verdict, for this file alone.
+	Verdict       string `protobuf:"bytes,4,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitedFile) Reset() {
+	*x = WaitedFile{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitedFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitedFile) ProtoMessage() {}
+
+func (x *WaitedFile) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitedFile.ProtoReflect.Descriptor instead.
+func (*WaitedFile) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *WaitedFile) GetFd() int32 {
+	if x != nil {
+		return x.Fd
+	}
+	return 0
+}
+
+func (x *WaitedFile) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *WaitedFile) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *WaitedFile) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
+}
+
+// Screen is what a terminal session's screen shows, as the daemon's
+// virtual terminal follows the session's output.
+type Screen struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Rows  uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols  uint32                 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	// The rows, top first, trailing blanks removed.
+	Lines []string `protobuf:"bytes,3,rep,name=lines,proto3" json:"lines,omitempty"`
+	// From 0.
+	CursorRow     uint32 `protobuf:"varint,4,opt,name=cursor_row,json=cursorRow,proto3" json:"cursor_row,omitempty"`
+	CursorCol     uint32 `protobuf:"varint,5,opt,name=cursor_col,json=cursorCol,proto3" json:"cursor_col,omitempty"`
+	CursorVisible bool   `protobuf:"varint,6,opt,name=cursor_visible,json=cursorVisible,proto3" json:"cursor_visible,omitempty"`
+	// Set while the program draws on the alternate screen.
+	AltScreen     bool   `protobuf:"varint,7,opt,name=alt_screen,json=altScreen,proto3" json:"alt_screen,omitempty"`
+	Title         string `protobuf:"bytes,8,opt,name=title,proto3" json:"title,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Screen) Reset() {
+	*x = Screen{}
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Screen) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Screen) ProtoMessage() {}
+
+func (x *Screen) ProtoReflect() protoreflect.Message {
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Screen.ProtoReflect.Descriptor instead.
+func (*Screen) Descriptor() ([]byte, []int) {
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Screen) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *Screen) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
+}
+
+func (x *Screen) GetLines() []string {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *Screen) GetCursorRow() uint32 {
+	if x != nil {
+		return x.CursorRow
+	}
+	return 0
+}
+
+func (x *Screen) GetCursorCol() uint32 {
+	if x != nil {
+		return x.CursorCol
+	}
+	return 0
+}
+
+func (x *Screen) GetCursorVisible() bool {
+	if x != nil {
+		return x.CursorVisible
+	}
+	return false
+}
+
+func (x *Screen) GetAltScreen() bool {
+	if x != nil {
+		return x.AltScreen
+	}
+	return false
+}
+
+func (x *Screen) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
 // Denial is one operation the sandbox refused.
 type Denial struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1445,7 +1758,7 @@ type Denial struct {
 
 func (x *Denial) Reset() {
 	*x = Denial{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1770,7 @@ func (x *Denial) String() string {
 func (*Denial) ProtoMessage() {}
 
 func (x *Denial) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[16]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1783,7 @@ func (x *Denial) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Denial.ProtoReflect.Descriptor instead.
 func (*Denial) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{16}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Denial) GetTime() *timestamppb.Timestamp {
@@ -1550,7 +1863,7 @@ type StateChange struct {
 
 func (x *StateChange) Reset() {
 	*x = StateChange{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1875,7 @@ func (x *StateChange) String() string {
 func (*StateChange) ProtoMessage() {}
 
 func (x *StateChange) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[17]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1888,7 @@ func (x *StateChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StateChange.ProtoReflect.Descriptor instead.
 func (*StateChange) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{17}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StateChange) GetFrom() State {
@@ -1639,7 +1952,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1964,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[18]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1977,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{18}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1764,7 +2077,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +2089,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[19]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +2102,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{19}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WatchRequest) GetSessionId() string {
@@ -1821,7 +2134,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +2146,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[20]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +2159,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{20}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{23}
 }
 
 type ListResponse struct {
@@ -1858,7 +2171,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1870,7 +2183,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[21]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1883,7 +2196,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{21}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListResponse) GetSessions() []*SessionInfo {
@@ -1894,15 +2207,17 @@ func (x *ListResponse) GetSessions() []*SessionInfo {
 }
 
 type InspectRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Also return what the session's terminal shows (SessionInfo.screen).
+	Screen        bool `protobuf:"varint,2,opt,name=screen,proto3" json:"screen,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InspectRequest) Reset() {
 	*x = InspectRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +2229,7 @@ func (x *InspectRequest) String() string {
 func (*InspectRequest) ProtoMessage() {}
 
 func (x *InspectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[22]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2242,7 @@ func (x *InspectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InspectRequest.ProtoReflect.Descriptor instead.
 func (*InspectRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{22}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *InspectRequest) GetId() string {
@@ -1935,6 +2250,13 @@ func (x *InspectRequest) GetId() string {
 		return x.Id
 	}
 	return ""
+}
+
+func (x *InspectRequest) GetScreen() bool {
+	if x != nil {
+		return x.Screen
+	}
+	return false
 }
 
 type KillRequest struct {
@@ -1949,7 +2271,7 @@ type KillRequest struct {
 
 func (x *KillRequest) Reset() {
 	*x = KillRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1961,7 +2283,7 @@ func (x *KillRequest) String() string {
 func (*KillRequest) ProtoMessage() {}
 
 func (x *KillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[23]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1974,7 +2296,7 @@ func (x *KillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillRequest.ProtoReflect.Descriptor instead.
 func (*KillRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{23}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *KillRequest) GetId() string {
@@ -1999,7 +2321,7 @@ type KillResponse struct {
 
 func (x *KillResponse) Reset() {
 	*x = KillResponse{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2011,7 +2333,7 @@ func (x *KillResponse) String() string {
 func (*KillResponse) ProtoMessage() {}
 
 func (x *KillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[24]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2024,7 +2346,7 @@ func (x *KillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillResponse.ProtoReflect.Descriptor instead.
 func (*KillResponse) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{24}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{27}
 }
 
 type CapabilitiesRequest struct {
@@ -2035,7 +2357,7 @@ type CapabilitiesRequest struct {
 
 func (x *CapabilitiesRequest) Reset() {
 	*x = CapabilitiesRequest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2369,7 @@ func (x *CapabilitiesRequest) String() string {
 func (*CapabilitiesRequest) ProtoMessage() {}
 
 func (x *CapabilitiesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[25]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2382,7 @@ func (x *CapabilitiesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilitiesRequest.ProtoReflect.Descriptor instead.
 func (*CapabilitiesRequest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{25}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{28}
 }
 
 type HostFacts struct {
@@ -2082,7 +2404,7 @@ type HostFacts struct {
 
 func (x *HostFacts) Reset() {
 	*x = HostFacts{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2416,7 @@ func (x *HostFacts) String() string {
 func (*HostFacts) ProtoMessage() {}
 
 func (x *HostFacts) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[26]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2429,7 @@ func (x *HostFacts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostFacts.ProtoReflect.Descriptor instead.
 func (*HostFacts) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{26}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *HostFacts) GetOs() string {
@@ -2176,7 +2498,7 @@ type ProbeResult struct {
 
 func (x *ProbeResult) Reset() {
 	*x = ProbeResult{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[27]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2188,7 +2510,7 @@ func (x *ProbeResult) String() string {
 func (*ProbeResult) ProtoMessage() {}
 
 func (x *ProbeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[27]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2201,7 +2523,7 @@ func (x *ProbeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProbeResult.ProtoReflect.Descriptor instead.
 func (*ProbeResult) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{27}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ProbeResult) GetName() string {
@@ -2255,7 +2577,7 @@ type MechanismSet struct {
 
 func (x *MechanismSet) Reset() {
 	*x = MechanismSet{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[28]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2267,7 +2589,7 @@ func (x *MechanismSet) String() string {
 func (*MechanismSet) ProtoMessage() {}
 
 func (x *MechanismSet) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[28]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2280,7 +2602,7 @@ func (x *MechanismSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MechanismSet.ProtoReflect.Descriptor instead.
 func (*MechanismSet) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{28}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *MechanismSet) GetName() string {
@@ -2328,7 +2650,7 @@ type FeatureSupport struct {
 
 func (x *FeatureSupport) Reset() {
 	*x = FeatureSupport{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[29]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2340,7 +2662,7 @@ func (x *FeatureSupport) String() string {
 func (*FeatureSupport) ProtoMessage() {}
 
 func (x *FeatureSupport) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[29]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2353,7 +2675,7 @@ func (x *FeatureSupport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FeatureSupport.ProtoReflect.Descriptor instead.
 func (*FeatureSupport) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{29}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *FeatureSupport) GetFeature() string {
@@ -2402,7 +2724,7 @@ type SelfTestCheck struct {
 
 func (x *SelfTestCheck) Reset() {
 	*x = SelfTestCheck{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[30]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2414,7 +2736,7 @@ func (x *SelfTestCheck) String() string {
 func (*SelfTestCheck) ProtoMessage() {}
 
 func (x *SelfTestCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[30]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2427,7 +2749,7 @@ func (x *SelfTestCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelfTestCheck.ProtoReflect.Descriptor instead.
 func (*SelfTestCheck) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{30}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SelfTestCheck) GetName() string {
@@ -2465,7 +2787,7 @@ type SelfTest struct {
 
 func (x *SelfTest) Reset() {
 	*x = SelfTest{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[31]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2477,7 +2799,7 @@ func (x *SelfTest) String() string {
 func (*SelfTest) ProtoMessage() {}
 
 func (x *SelfTest) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[31]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2490,7 +2812,7 @@ func (x *SelfTest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SelfTest.ProtoReflect.Descriptor instead.
 func (*SelfTest) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{31}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SelfTest) GetPassed() bool {
@@ -2537,7 +2859,7 @@ type CapabilitiesReport struct {
 
 func (x *CapabilitiesReport) Reset() {
 	*x = CapabilitiesReport{}
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[32]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2871,7 @@ func (x *CapabilitiesReport) String() string {
 func (*CapabilitiesReport) ProtoMessage() {}
 
 func (x *CapabilitiesReport) ProtoReflect() protoreflect.Message {
-	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[32]
+	mi := &file_sandboxd_v1_sandboxd_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2884,7 @@ func (x *CapabilitiesReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilitiesReport.ProtoReflect.Descriptor instead.
 func (*CapabilitiesReport) Descriptor() ([]byte, []int) {
-	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{32}
+	return file_sandboxd_v1_sandboxd_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CapabilitiesReport) GetBackend() string {
@@ -2698,7 +3020,7 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x05found\x18\x03 \x01(\tR\x05found\x12\x14\n" +
 	"\x05errno\x18\x04 \x01(\tR\x05errno\x12\x14\n" +
 	"\x05probe\x18\x05 \x01(\tR\x05probe\x12\x16\n" +
-	"\x06remedy\x18\x06 \x01(\tR\x06remedy\"\xa9\x05\n" +
+	"\x06remedy\x18\x06 \x01(\tR\x06remedy\"\x83\x06\n" +
 	"\vSessionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12(\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x12.sandboxd.v1.StateR\x05state\x12\x12\n" +
@@ -2720,7 +3042,36 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\bdetached\x18\x11 \x01(\bR\bdetached\x12\x18\n" +
 	"\aviewers\x18\x12 \x01(\rR\aviewers\x12:\n" +
 	"\x0erecent_denials\x18\x13 \x03(\v2\x13.sandboxd.v1.DenialR\rrecentDenials\x12!\n" +
-	"\fdenial_count\x18\x14 \x01(\x04R\vdenialCount\"\xf9\x01\n" +
+	"\fdenial_count\x18\x14 \x01(\x04R\vdenialCount\x12+\n" +
+	"\x05waits\x18\x15 \x03(\v2\x15.sandboxd.v1.TaskWaitR\x05waits\x12+\n" +
+	"\x06screen\x18\x16 \x01(\v2\x13.sandboxd.v1.ScreenR\x06screen\"\xca\x01\n" +
+	"\bTaskWait\x12\x10\n" +
+	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x10\n" +
+	"\x03tid\x18\x02 \x01(\x05R\x03tid\x12\x18\n" +
+	"\acommand\x18\x03 \x01(\tR\acommand\x12\x18\n" +
+	"\asyscall\x18\x04 \x01(\tR\asyscall\x12\x18\n" +
+	"\averdict\x18\x05 \x01(\tR\averdict\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x06 \x01(\x03R\ttimeoutMs\x12-\n" +
+	"\x05files\x18\a \x03(\v2\x17.sandboxd.v1.WaitedFileR\x05files\"b\n" +
+	"\n" +
+	"WaitedFile\x12\x0e\n" +
+	"\x02fd\x18\x01 \x01(\x05R\x02fd\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\x12\x18\n" +
+	"\averdict\x18\x04 \x01(\tR\averdict\"\xe0\x01\n" +
+	"\x06Screen\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\x12\x14\n" +
+	"\x05lines\x18\x03 \x03(\tR\x05lines\x12\x1d\n" +
+	"\n" +
+	"cursor_row\x18\x04 \x01(\rR\tcursorRow\x12\x1d\n" +
+	"\n" +
+	"cursor_col\x18\x05 \x01(\rR\tcursorCol\x12%\n" +
+	"\x0ecursor_visible\x18\x06 \x01(\bR\rcursorVisible\x12\x1d\n" +
+	"\n" +
+	"alt_screen\x18\a \x01(\bR\taltScreen\x12\x14\n" +
+	"\x05title\x18\b \x01(\tR\x05title\"\xf9\x01\n" +
 	"\x06Denial\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x14\n" +
 	"\x05field\x18\x02 \x01(\tR\x05field\x12\x1c\n" +
@@ -2756,9 +3107,10 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"no_denials\x18\x03 \x01(\bR\tnoDenials\"\r\n" +
 	"\vListRequest\"D\n" +
 	"\fListResponse\x124\n" +
-	"\bsessions\x18\x01 \x03(\v2\x18.sandboxd.v1.SessionInfoR\bsessions\" \n" +
+	"\bsessions\x18\x01 \x03(\v2\x18.sandboxd.v1.SessionInfoR\bsessions\"8\n" +
 	"\x0eInspectRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"5\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06screen\x18\x02 \x01(\bR\x06screen\"5\n" +
 	"\vKillRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\"\x0e\n" +
@@ -2805,7 +3157,7 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x0emechanism_sets\x18\x04 \x03(\v2\x19.sandboxd.v1.MechanismSetR\rmechanismSets\x120\n" +
 	"\x14forced_mechanism_set\x18\x05 \x01(\tR\x12forcedMechanismSet\x127\n" +
 	"\bfeatures\x18\x06 \x03(\v2\x1b.sandboxd.v1.FeatureSupportR\bfeatures\x122\n" +
-	"\tself_test\x18\a \x01(\v2\x15.sandboxd.v1.SelfTestR\bselfTest*}\n" +
+	"\tself_test\x18\a \x01(\v2\x15.sandboxd.v1.SelfTestR\bselfTest*\xa3\x01\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bSTARTING\x10\x01\x12\v\n" +
@@ -2815,7 +3167,9 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x06EXITED\x10\x04\x12\x13\n" +
 	"\x0fFAILED_TO_START\x10\x05\x12\n" +
 	"\n" +
-	"\x06KILLED\x10\x062\x9d\x03\n" +
+	"\x06KILLED\x10\x06\x12\v\n" +
+	"\aWAITING\x10\a\x12\x17\n" +
+	"\x13WAITING_FOR_NETWORK\x10\b2\x9d\x03\n" +
 	"\bSandboxd\x12H\n" +
 	"\aSession\x12\x1b.sandboxd.v1.SessionRequest\x1a\x1c.sandboxd.v1.SessionResponse(\x010\x01\x12;\n" +
 	"\x04List\x12\x18.sandboxd.v1.ListRequest\x1a\x19.sandboxd.v1.ListResponse\x12@\n" +
@@ -2837,7 +3191,7 @@ func file_sandboxd_v1_sandboxd_proto_rawDescGZIP() []byte {
 }
 
 var file_sandboxd_v1_sandboxd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_sandboxd_v1_sandboxd_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_sandboxd_v1_sandboxd_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_sandboxd_v1_sandboxd_proto_goTypes = []any{
 	(State)(0),                    // 0: sandboxd.v1.State
 	(Output_Stream)(0),            // 1: sandboxd.v1.Output.Stream
@@ -2857,30 +3211,33 @@ var file_sandboxd_v1_sandboxd_proto_goTypes = []any{
 	(*FieldEnforcement)(nil),      // 15: sandboxd.v1.FieldEnforcement
 	(*Unenforceable)(nil),         // 16: sandboxd.v1.Unenforceable
 	(*SessionInfo)(nil),           // 17: sandboxd.v1.SessionInfo
-	(*Denial)(nil),                // 18: sandboxd.v1.Denial
-	(*StateChange)(nil),           // 19: sandboxd.v1.StateChange
-	(*Event)(nil),                 // 20: sandboxd.v1.Event
-	(*WatchRequest)(nil),          // 21: sandboxd.v1.WatchRequest
-	(*ListRequest)(nil),           // 22: sandboxd.v1.ListRequest
-	(*ListResponse)(nil),          // 23: sandboxd.v1.ListResponse
-	(*InspectRequest)(nil),        // 24: sandboxd.v1.InspectRequest
-	(*KillRequest)(nil),           // 25: sandboxd.v1.KillRequest
-	(*KillResponse)(nil),          // 26: sandboxd.v1.KillResponse
-	(*CapabilitiesRequest)(nil),   // 27: sandboxd.v1.CapabilitiesRequest
-	(*HostFacts)(nil),             // 28: sandboxd.v1.HostFacts
-	(*ProbeResult)(nil),           // 29: sandboxd.v1.ProbeResult
-	(*MechanismSet)(nil),          // 30: sandboxd.v1.MechanismSet
-	(*FeatureSupport)(nil),        // 31: sandboxd.v1.FeatureSupport
-	(*SelfTestCheck)(nil),         // 32: sandboxd.v1.SelfTestCheck
-	(*SelfTest)(nil),              // 33: sandboxd.v1.SelfTest
-	(*CapabilitiesReport)(nil),    // 34: sandboxd.v1.CapabilitiesReport
-	nil,                           // 35: sandboxd.v1.Command.EnvEntry
-	(*Policy)(nil),                // 36: sandboxd.v1.Policy
-	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
+	(*TaskWait)(nil),              // 18: sandboxd.v1.TaskWait
+	(*WaitedFile)(nil),            // 19: sandboxd.v1.WaitedFile
+	(*Screen)(nil),                // 20: sandboxd.v1.Screen
+	(*Denial)(nil),                // 21: sandboxd.v1.Denial
+	(*StateChange)(nil),           // 22: sandboxd.v1.StateChange
+	(*Event)(nil),                 // 23: sandboxd.v1.Event
+	(*WatchRequest)(nil),          // 24: sandboxd.v1.WatchRequest
+	(*ListRequest)(nil),           // 25: sandboxd.v1.ListRequest
+	(*ListResponse)(nil),          // 26: sandboxd.v1.ListResponse
+	(*InspectRequest)(nil),        // 27: sandboxd.v1.InspectRequest
+	(*KillRequest)(nil),           // 28: sandboxd.v1.KillRequest
+	(*KillResponse)(nil),          // 29: sandboxd.v1.KillResponse
+	(*CapabilitiesRequest)(nil),   // 30: sandboxd.v1.CapabilitiesRequest
+	(*HostFacts)(nil),             // 31: sandboxd.v1.HostFacts
+	(*ProbeResult)(nil),           // 32: sandboxd.v1.ProbeResult
+	(*MechanismSet)(nil),          // 33: sandboxd.v1.MechanismSet
+	(*FeatureSupport)(nil),        // 34: sandboxd.v1.FeatureSupport
+	(*SelfTestCheck)(nil),         // 35: sandboxd.v1.SelfTestCheck
+	(*SelfTest)(nil),              // 36: sandboxd.v1.SelfTest
+	(*CapabilitiesReport)(nil),    // 37: sandboxd.v1.CapabilitiesReport
+	nil,                           // 38: sandboxd.v1.Command.EnvEntry
+	(*Policy)(nil),                // 39: sandboxd.v1.Policy
+	(*timestamppb.Timestamp)(nil), // 40: google.protobuf.Timestamp
 }
 var file_sandboxd_v1_sandboxd_proto_depIdxs = []int32{
-	35, // 0: sandboxd.v1.Command.env:type_name -> sandboxd.v1.Command.EnvEntry
-	36, // 1: sandboxd.v1.Start.policy:type_name -> sandboxd.v1.Policy
+	38, // 0: sandboxd.v1.Command.env:type_name -> sandboxd.v1.Command.EnvEntry
+	39, // 1: sandboxd.v1.Start.policy:type_name -> sandboxd.v1.Policy
 	2,  // 2: sandboxd.v1.Start.command:type_name -> sandboxd.v1.Command
 	3,  // 3: sandboxd.v1.Start.window:type_name -> sandboxd.v1.WindowSize
 	3,  // 4: sandboxd.v1.Attach.window:type_name -> sandboxd.v1.WindowSize
@@ -2898,44 +3255,47 @@ var file_sandboxd_v1_sandboxd_proto_depIdxs = []int32{
 	15, // 16: sandboxd.v1.EnforcementReport.fields:type_name -> sandboxd.v1.FieldEnforcement
 	14, // 17: sandboxd.v1.EnforcementReport.denial_sources:type_name -> sandboxd.v1.DenialSource
 	0,  // 18: sandboxd.v1.SessionInfo.state:type_name -> sandboxd.v1.State
-	36, // 19: sandboxd.v1.SessionInfo.policy:type_name -> sandboxd.v1.Policy
+	39, // 19: sandboxd.v1.SessionInfo.policy:type_name -> sandboxd.v1.Policy
 	13, // 20: sandboxd.v1.SessionInfo.enforcement:type_name -> sandboxd.v1.EnforcementReport
-	37, // 21: sandboxd.v1.SessionInfo.created:type_name -> google.protobuf.Timestamp
-	37, // 22: sandboxd.v1.SessionInfo.ended:type_name -> google.protobuf.Timestamp
-	18, // 23: sandboxd.v1.SessionInfo.recent_denials:type_name -> sandboxd.v1.Denial
-	37, // 24: sandboxd.v1.Denial.time:type_name -> google.protobuf.Timestamp
-	0,  // 25: sandboxd.v1.StateChange.from:type_name -> sandboxd.v1.State
-	0,  // 26: sandboxd.v1.StateChange.to:type_name -> sandboxd.v1.State
-	37, // 27: sandboxd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	19, // 28: sandboxd.v1.Event.state:type_name -> sandboxd.v1.StateChange
-	18, // 29: sandboxd.v1.Event.denial:type_name -> sandboxd.v1.Denial
-	17, // 30: sandboxd.v1.ListResponse.sessions:type_name -> sandboxd.v1.SessionInfo
-	15, // 31: sandboxd.v1.FeatureSupport.enforcement:type_name -> sandboxd.v1.FieldEnforcement
-	16, // 32: sandboxd.v1.FeatureSupport.refusal:type_name -> sandboxd.v1.Unenforceable
-	32, // 33: sandboxd.v1.SelfTest.checks:type_name -> sandboxd.v1.SelfTestCheck
-	37, // 34: sandboxd.v1.SelfTest.ran:type_name -> google.protobuf.Timestamp
-	28, // 35: sandboxd.v1.CapabilitiesReport.host:type_name -> sandboxd.v1.HostFacts
-	29, // 36: sandboxd.v1.CapabilitiesReport.probes:type_name -> sandboxd.v1.ProbeResult
-	30, // 37: sandboxd.v1.CapabilitiesReport.mechanism_sets:type_name -> sandboxd.v1.MechanismSet
-	31, // 38: sandboxd.v1.CapabilitiesReport.features:type_name -> sandboxd.v1.FeatureSupport
-	33, // 39: sandboxd.v1.CapabilitiesReport.self_test:type_name -> sandboxd.v1.SelfTest
-	8,  // 40: sandboxd.v1.Sandboxd.Session:input_type -> sandboxd.v1.SessionRequest
-	22, // 41: sandboxd.v1.Sandboxd.List:input_type -> sandboxd.v1.ListRequest
-	24, // 42: sandboxd.v1.Sandboxd.Inspect:input_type -> sandboxd.v1.InspectRequest
-	25, // 43: sandboxd.v1.Sandboxd.Kill:input_type -> sandboxd.v1.KillRequest
-	27, // 44: sandboxd.v1.Sandboxd.Capabilities:input_type -> sandboxd.v1.CapabilitiesRequest
-	21, // 45: sandboxd.v1.Sandboxd.Watch:input_type -> sandboxd.v1.WatchRequest
-	12, // 46: sandboxd.v1.Sandboxd.Session:output_type -> sandboxd.v1.SessionResponse
-	23, // 47: sandboxd.v1.Sandboxd.List:output_type -> sandboxd.v1.ListResponse
-	17, // 48: sandboxd.v1.Sandboxd.Inspect:output_type -> sandboxd.v1.SessionInfo
-	26, // 49: sandboxd.v1.Sandboxd.Kill:output_type -> sandboxd.v1.KillResponse
-	34, // 50: sandboxd.v1.Sandboxd.Capabilities:output_type -> sandboxd.v1.CapabilitiesReport
-	20, // 51: sandboxd.v1.Sandboxd.Watch:output_type -> sandboxd.v1.Event
-	46, // [46:52] is the sub-list for method output_type
-	40, // [40:46] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	40, // 21: sandboxd.v1.SessionInfo.created:type_name -> google.protobuf.Timestamp
+	40, // 22: sandboxd.v1.SessionInfo.ended:type_name -> google.protobuf.Timestamp
+	21, // 23: sandboxd.v1.SessionInfo.recent_denials:type_name -> sandboxd.v1.Denial
+	18, // 24: sandboxd.v1.SessionInfo.waits:type_name -> sandboxd.v1.TaskWait
+	20, // 25: sandboxd.v1.SessionInfo.screen:type_name -> sandboxd.v1.Screen
+	19, // 26: sandboxd.v1.TaskWait.files:type_name -> sandboxd.v1.WaitedFile
+	40, // 27: sandboxd.v1.Denial.time:type_name -> google.protobuf.Timestamp
+	0,  // 28: sandboxd.v1.StateChange.from:type_name -> sandboxd.v1.State
+	0,  // 29: sandboxd.v1.StateChange.to:type_name -> sandboxd.v1.State
+	40, // 30: sandboxd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	22, // 31: sandboxd.v1.Event.state:type_name -> sandboxd.v1.StateChange
+	21, // 32: sandboxd.v1.Event.denial:type_name -> sandboxd.v1.Denial
+	17, // 33: sandboxd.v1.ListResponse.sessions:type_name -> sandboxd.v1.SessionInfo
+	15, // 34: sandboxd.v1.FeatureSupport.enforcement:type_name -> sandboxd.v1.FieldEnforcement
+	16, // 35: sandboxd.v1.FeatureSupport.refusal:type_name -> sandboxd.v1.Unenforceable
+	35, // 36: sandboxd.v1.SelfTest.checks:type_name -> sandboxd.v1.SelfTestCheck
+	40, // 37: sandboxd.v1.SelfTest.ran:type_name -> google.protobuf.Timestamp
+	31, // 38: sandboxd.v1.CapabilitiesReport.host:type_name -> sandboxd.v1.HostFacts
+	32, // 39: sandboxd.v1.CapabilitiesReport.probes:type_name -> sandboxd.v1.ProbeResult
+	33, // 40: sandboxd.v1.CapabilitiesReport.mechanism_sets:type_name -> sandboxd.v1.MechanismSet
+	34, // 41: sandboxd.v1.CapabilitiesReport.features:type_name -> sandboxd.v1.FeatureSupport
+	36, // 42: sandboxd.v1.CapabilitiesReport.self_test:type_name -> sandboxd.v1.SelfTest
+	8,  // 43: sandboxd.v1.Sandboxd.Session:input_type -> sandboxd.v1.SessionRequest
+	25, // 44: sandboxd.v1.Sandboxd.List:input_type -> sandboxd.v1.ListRequest
+	27, // 45: sandboxd.v1.Sandboxd.Inspect:input_type -> sandboxd.v1.InspectRequest
+	28, // 46: sandboxd.v1.Sandboxd.Kill:input_type -> sandboxd.v1.KillRequest
+	30, // 47: sandboxd.v1.Sandboxd.Capabilities:input_type -> sandboxd.v1.CapabilitiesRequest
+	24, // 48: sandboxd.v1.Sandboxd.Watch:input_type -> sandboxd.v1.WatchRequest
+	12, // 49: sandboxd.v1.Sandboxd.Session:output_type -> sandboxd.v1.SessionResponse
+	26, // 50: sandboxd.v1.Sandboxd.List:output_type -> sandboxd.v1.ListResponse
+	17, // 51: sandboxd.v1.Sandboxd.Inspect:output_type -> sandboxd.v1.SessionInfo
+	29, // 52: sandboxd.v1.Sandboxd.Kill:output_type -> sandboxd.v1.KillResponse
+	37, // 53: sandboxd.v1.Sandboxd.Capabilities:output_type -> sandboxd.v1.CapabilitiesReport
+	23, // 54: sandboxd.v1.Sandboxd.Watch:output_type -> sandboxd.v1.Event
+	49, // [49:55] is the sub-list for method output_type
+	43, // [43:49] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_sandboxd_v1_sandboxd_proto_init() }
@@ -2956,7 +3316,7 @@ func file_sandboxd_v1_sandboxd_proto_init() {
 		(*SessionResponse_Output)(nil),
 		(*SessionResponse_Exit)(nil),
 	}
-	file_sandboxd_v1_sandboxd_proto_msgTypes[18].OneofWrappers = []any{
+	file_sandboxd_v1_sandboxd_proto_msgTypes[21].OneofWrappers = []any{
 		(*Event_State)(nil),
 		(*Event_Denial)(nil),
 	}
@@ -2966,7 +3326,7 @@ func file_sandboxd_v1_sandboxd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sandboxd_v1_sandboxd_proto_rawDesc), len(file_sandboxd_v1_sandboxd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   34,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

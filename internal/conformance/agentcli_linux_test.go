@@ -1,0 +1,155 @@
+package conformance
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// agentTimeout bounds each wait on the agent CLI: its start-up under
+// network none includes name lookups that each run to their timeout.
+const agentTimeout = 90 * time.Second
+
+// TestAgentCLIHeadless runs a real agent CLI (@openai/codex, from the npm
+// registry) as a supervisor would: in a detached PTY session under network
+// none, with its state directory as its one write root, and nobody
+// attached. The daemon answers the terminal's queries it sends at
+// start-up, so it draws its prompt, which sandboxctl screen shows; it is
+// then waiting-for-input. Typed into through an attach, it takes the
+// prompt; while its model call fails and is retried it is not
+// waiting-for-input.
+func TestAgentCLIHeadless(t *testing.T) {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed: the agent CLI is installed from the npm registry")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the agent CLI's launcher is a node program")
+	}
+	if suite.mechanism == "landlock" || !linuxHost.namespaces {
+		t.Skip("codex's interface talks to its own server over the loopback, which network none leaves to the namespaces set only")
+	}
+	requireDaemon(t)
+	f := newFixture(t)
+	prefix := f.path("npm")
+	npmInstall(t, npm, prefix, "@openai/codex")
+	codex := filepath.Join(prefix, "node_modules", ".bin", "codex")
+	home := f.mkdir("home")
+	state := f.mkdir("home/.codex")
+	work := f.mkdir("work")
+	env := map[string]string{"HOME": home}
+	p := fsPolicy(list(state), nil, nil)
+
+	// An API key, as a user gives it, so that the prompt is the chat's
+	// and what is typed there becomes a model call.
+	login := commandStart(false, p, env, codex, "login", "--with-api-key")
+	login.Command.Cwd = work
+	if s := run(t, login, strings.NewReader("sk-sandboxd-test\n")); s.exitCode() != 0 {
+		t.Fatalf("codex login: %s", s)
+	}
+
+	r := sandboxctl(t, work, "run", "--detach", "--tty", "--write", state, "--env", "HOME="+home, "--", codex)
+	if r.code != 0 {
+		t.Fatalf("sandboxctl run --detach --tty codex: exit %d, stderr %q", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { sandboxctl(t, work, "kill", id) })
+
+	prompt := waitScreen(t, id, "Ask Codex to do anything")
+	t.Logf("codex's first screen, headless:\n%s", prompt)
+	if got := sandboxctl(t, work, "screen", id); got.code != 0 || !strings.Contains(got.stdout, "Ask Codex to do anything") {
+		t.Errorf("sandboxctl screen: exit %d, stdout %q, stderr %q; want codex's prompt", got.code, got.stdout, got.stderr)
+	}
+	info := waitStateWithin(t, id, sandboxdv1.State_WAITING_FOR_INPUT, agentTimeout)
+	if !hasEvidence(info, "input", "terminal") {
+		t.Errorf("waiting-for-input without a task reading the terminal: %v", info.GetWaits())
+	}
+
+	// Typed into through an attach, as a person at a terminal would.
+	inR, inW := newPipe(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	attached := make(chan struct{})
+	go func() {
+		defer close(attached)
+		suite.client.Attach(ctx, client.AttachOptions{ID: id, Stdin: inR, Stdout: io.Discard})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-attached
+	})
+	// The text and the Enter apart: a burst of both at once reads as a
+	// paste, whose line ends are the composer's own.
+	io.WriteString(inW, "hello sandbox")
+	waitScreen(t, id, "hello sandbox")
+	io.WriteString(inW, "\r")
+	turn := waitScreen(t, id, "esc to interrupt")
+	t.Logf("codex at work, its model out of reach:\n%s", turn)
+
+	// While the turn lasts (its failed model call retried), the session
+	// is never waiting-for-input.
+	var seen []sandboxdv1.State
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		info := inspect(t, id)
+		if !strings.Contains(screenText(t, id), "esc to interrupt") {
+			break
+		}
+		seen = append(seen, info.GetState())
+		if info.GetState() == sandboxdv1.State_WAITING_FOR_INPUT {
+			t.Fatalf("waiting-for-input while its model call is retried; evidence: %v\nscreen:\n%s", info.GetWaits(), screenText(t, id))
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("the turn ended before its state could be seen")
+	}
+	t.Logf("states during the turn: %v", seen)
+}
+
+// screenText is what session id's terminal shows.
+func screenText(t *testing.T, id string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	scr, err := suite.client.Screen(ctx, id)
+	if err != nil {
+		t.Fatalf("screen %s: %v", id, err)
+	}
+	return strings.Join(scr.GetLines(), "\n")
+}
+
+// waitScreen waits until session id's screen shows want, and returns it.
+func waitScreen(t *testing.T, id, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(agentTimeout)
+	for {
+		text := screenText(t, id)
+		if strings.Contains(text, want) {
+			return text
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the screen of %s does not show %q:\n%s", id, want, text)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func waitStateWithin(t *testing.T, id string, want sandboxdv1.State, limit time.Duration) *sandboxdv1.SessionInfo {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		info := inspect(t, id)
+		if info.GetState() == want {
+			return info
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s is %v, want %v; evidence: %v", id, info.GetState(), want, info.GetWaits())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,265 @@
+package conformance
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api/client"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+)
+
+// nodeReadline asks a question on its terminal or stdin and waits for the
+// answer in node's event loop.
+const nodeReadline = `const rl = require("readline").createInterface({input: process.stdin, output: process.stdout});
+rl.question("name? ", a => { console.log("hi " + a); process.exit(0); });
+`
+
+// nodePending is nodeReadline with an HTTP request through the daemon's
+// proxy (node does not read HTTP_PROXY itself) to TARGET, whose server
+// never answers.
+const nodePending = `const u = new URL(process.env.HTTP_PROXY);
+require("http").get({host: u.hostname, port: u.port, path: "http://TARGET/"}, r => console.log("status " + r.statusCode))
+  .on("error", e => console.log("error " + e.message));
+` + nodeReadline
+
+// pyAsyncio reads a line of stdin in an asyncio loop; with TICK it also
+// keeps a timer due every 200ms, as a program retrying or animating does.
+const pyAsyncio = `import asyncio, sys
+async def tick():
+    while True:
+        await asyncio.sleep(0.2)
+async def main():
+    if "TICK" in sys.argv:
+        asyncio.create_task(tick())
+    loop = asyncio.get_running_loop()
+    r = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(r), sys.stdin)
+    print("prompt> ", end="", flush=True)
+    print("got", (await r.readline()).decode().strip())
+asyncio.run(main())
+`
+
+// TestEventLoopStates runs real programs that wait in different ways and
+// checks the state the daemon tells for each, with its evidence: a session
+// is waiting-for-input only when nothing but its input can move it on.
+func TestEventLoopStates(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed (make deps installs nodejs)")
+	}
+	// The distribution's python, not a per-user shim (pyenv's under
+	// /root) that the sandbox's uid cannot read.
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("python3 is not installed in /usr/bin")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	cases := []struct {
+		name   string
+		policy func(t *testing.T) *sandboxdv1.Policy
+		argv   func(t *testing.T) []string
+		want   sandboxdv1.State
+		// evidence is a verdict and a file kind Inspect must show.
+		verdict, kind string
+	}{
+		{name: "bash read waits for input", argv: func(*testing.T) []string { return []string{bash, "-c", "read x; echo $x"} },
+			want: sandboxdv1.State_WAITING_FOR_INPUT, verdict: "input"},
+		{name: "cat waits for input", argv: func(*testing.T) []string { return []string{"cat"} },
+			want: sandboxdv1.State_WAITING_FOR_INPUT, verdict: "input"},
+		{name: "node readline waits for input", argv: func(*testing.T) []string { return []string{node, "-e", nodeReadline} },
+			want: sandboxdv1.State_WAITING_FOR_INPUT, verdict: "input"},
+		{name: "python asyncio reader waits for input", argv: func(*testing.T) []string { return []string{python, "-c", pyAsyncio} },
+			want: sandboxdv1.State_WAITING_FOR_INPUT, verdict: "input"},
+		{name: "python asyncio reader with a timer due soon is not waiting for input",
+			argv: func(*testing.T) []string { return []string{python, "-c", pyAsyncio, "TICK"} },
+			want: sandboxdv1.State_WAITING, verdict: "progress"},
+		{name: "node readline with an HTTP request unanswered is not waiting for input",
+			policy: func(t *testing.T) *sandboxdv1.Policy {
+				if suite.mechanism == "landlock" || !linuxHost.namespaces {
+					t.Skip("the landlock set has no network namespace for an allowlist and refuses it (TestAgentProfiles checks the refusal)")
+				}
+				return allowPolicy(allowEntry(allowedName, silentServer(t)))
+			},
+			want: sandboxdv1.State_WAITING_FOR_NETWORK, verdict: "network", kind: "tcp"},
+	}
+	for _, tty := range []bool{false, true} {
+		for _, tc := range cases {
+			t.Run(pathName(tty)+"/"+tc.name, func(t *testing.T) {
+				requireDaemon(t)
+				var p *sandboxdv1.Policy
+				if tc.policy != nil {
+					p = tc.policy(t)
+				}
+				var argv []string
+				if tc.kind == "tcp" {
+					port := p.GetNetwork().GetAllow()[0].GetPort()
+					argv = []string{node, "-e", strings.ReplaceAll(nodePending, "TARGET", allowedName+":"+strconv.Itoa(int(port)))}
+				} else {
+					argv = tc.argv(t)
+				}
+				id, in := startWaiting(t, commandStart(tty, p, nil, argv...))
+				info := waitState(t, id, tc.want)
+				if !hasEvidence(info, tc.verdict, tc.kind) {
+					t.Errorf("state %v without the evidence (a task with a %q file of kind %q):\n%v", info.GetState(), tc.verdict, tc.kind, info.GetWaits())
+				}
+				if tc.want == sandboxdv1.State_WAITING_FOR_INPUT {
+					// The input moves it on: what it waited for. (cat
+					// ends at the end of its input.)
+					io.WriteString(in, "ok\n")
+					in.Close()
+					waitEnded(t, id)
+				}
+			})
+		}
+	}
+}
+
+// startWaiting starts a session whose input stays open until the test
+// ends, and returns its id and its input.
+func startWaiting(t *testing.T, start *sandboxdv1.Start) (string, *os.File) {
+	t.Helper()
+	inR, inW := newPipe(t)
+	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
+	ids := make(chan string, 1)
+	finished := make(chan struct{})
+	out := &syncBuffer{}
+	var runErr error
+	go func() {
+		defer close(finished)
+		_, runErr = suite.client.Run(ctx, client.RunOptions{Start: start, Stdin: inR, Stdout: out, Stderr: out,
+			OnStarted: func(id string) { ids <- id }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-finished
+	})
+	select {
+	case id := <-ids:
+		return id, inW
+	case <-finished:
+		t.Fatalf("session ended before the test could look at it: %v\n%s", runErr, out.String())
+	}
+	return "", nil
+}
+
+func waitEnded(t *testing.T, id string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		switch st := inspect(t, id).GetState(); st {
+		case sandboxdv1.State_EXITED:
+			return
+		case sandboxdv1.State_KILLED, sandboxdv1.State_FAILED_TO_START:
+			t.Fatalf("session %s ended %v", id, st)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s did not end once given its input", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// hasEvidence says whether some task of info waits with verdict, on a file
+// of kind when kind is set.
+func hasEvidence(info *sandboxdv1.SessionInfo, verdict, kind string) bool {
+	for _, w := range info.GetWaits() {
+		if w.GetVerdict() != verdict {
+			continue
+		}
+		if kind == "" {
+			return true
+		}
+		for _, f := range w.GetFiles() {
+			if f.GetVerdict() == verdict && f.GetKind() == kind {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// silentServer listens on the host's loopback, reads what each client
+// sends and never answers; it returns the port.
+func silentServer(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// answersScript asks its terminal for the cursor position with nobody
+// attached, waits for a key, then asks for the status with a client
+// attached and reads one byte: the client's, if the daemon has stopped
+// answering as it must.
+const answersScript = `stty raw -echo
+printf 'abc\033[6n'
+a=$(dd bs=1 count=6 2>/dev/null | od -An -c | tr -d ' \n')
+printf '\r\nfirst:%s\r\n' "$a"
+dd bs=1 count=1 >/dev/null 2>&1
+printf '\033[5n'; printf 'SENT\r\n'
+b=$(dd bs=1 count=1 2>/dev/null | od -An -c | tr -d ' \n')
+printf 'second:%s\r\n' "$b"
+`
+
+// TestTerminalAnswersWhileDetached: the daemon answers a PTY session's
+// terminal queries while no client is attached (a cursor position report
+// with the true position), and stops once an interactive client is, whose
+// terminal answers for itself.
+func TestTerminalAnswersWhileDetached(t *testing.T) {
+	requireDaemon(t)
+	f := newFixture(t)
+	r := sandboxctl(t, f.dir, "run", "--detach", "--tty", "--", "sh", "-c", answersScript)
+	if r.code != 0 {
+		t.Fatalf("run --detach --tty: exit %d, stderr %q", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { sandboxctl(t, f.dir, "kill", id) })
+	screen := waitScreen(t, id, "first:")
+	if !strings.Contains(screen, `first:033[1;4R`) {
+		t.Fatalf("the cursor position report, answered by the daemon, should say row 1 column 4:\n%s", screen)
+	}
+	inR, inW := newPipe(t)
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	attached := make(chan struct{})
+	go func() {
+		defer close(attached)
+		suite.client.Attach(ctx, client.AttachOptions{ID: id, Stdin: inR, Stdout: out})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-attached
+	})
+	// The attach holds the input once its first key is through.
+	io.WriteString(inW, "g")
+	waitScreen(t, id, "SENT")
+	io.WriteString(inW, "x")
+	if screen := waitScreen(t, id, "second:"); !strings.Contains(screen, "second:x") {
+		t.Fatalf("with an interactive client attached, the program read something other than the client's key:\n%s", screen)
+	}
+}

@@ -1,0 +1,312 @@
+package pty
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/vt"
+)
+
+// screenBacklog is how much output the screen may be behind before it skips
+// ahead to the newest. The emulator follows a few MB/s: a terminal session
+// printing faster would otherwise have it take a core, or hold its output
+// back. 64 KiB is more than any screen can show.
+const screenBacklog = 64 << 10
+
+// skipPause is how long the screen lets output pile up after it had to skip
+// some: with the backlog's bound, at most about a sixth of a core goes to a
+// session printing flat out.
+const skipPause = 100 * time.Millisecond
+
+// can is the control character that abandons an escape sequence in
+// progress: fed after a skip, so that half a sequence cut off by it does not
+// swallow what follows.
+const can = 0x18
+
+// terminalName is what the screen answers XTVERSION with.
+const terminalName = "sandboxd"
+
+// Screen is a virtual terminal that follows a session's output: what the
+// program has drawn, where its cursor is, and the answers a terminal gives
+// to the queries programs send it (device attributes, cursor position,
+// colours, version, keyboard protocol). The escape sequences are parsed by
+// github.com/charmbracelet/x/vt.
+//
+// Feed never blocks and costs the output path only an append: the emulator
+// runs on its own goroutine, started on the first output, so a terminal
+// session that prints nothing costs nothing.
+type Screen struct {
+	answer func([]byte)
+
+	mu      sync.Mutex
+	pending [][]byte
+	size    int
+	skipped bool
+	started bool
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{}
+
+	emu        sync.Mutex // held while the emulator runs
+	e          *vt.Emulator
+	rows, cols int
+	title      string
+}
+
+// NewScreen returns a screen of rows by cols. answer gets the terminal's
+// replies to the program's queries, in order; it is called from the
+// screen's own goroutine and must not block for long.
+func NewScreen(rows, cols int, answer func([]byte)) *Screen {
+	if rows <= 0 {
+		rows = 24
+	}
+	if cols <= 0 {
+		cols = 80
+	}
+	return &Screen{answer: answer, rows: rows, cols: cols, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Feed hands the screen output the program wrote. p must not be changed
+// afterwards.
+func (s *Screen) Feed(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.pending = append(s.pending, p)
+	s.size += len(p)
+	for s.size > screenBacklog && len(s.pending) > 1 {
+		s.size -= len(s.pending[0])
+		s.pending[0] = nil
+		s.pending = s.pending[1:]
+		s.skipped = true
+	}
+	start := !s.started
+	s.started = true
+	s.mu.Unlock()
+	if start {
+		s.start()
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Screen) start() {
+	s.emu.Lock()
+	s.e = s.newEmulator()
+	s.emu.Unlock()
+	go s.relayAnswers(s.e)
+	go s.run()
+}
+
+func (s *Screen) newEmulator() *vt.Emulator {
+	e := vt.NewEmulator(s.cols, s.rows)
+	// The session's scrollback is kept elsewhere; one line is the least the
+	// emulator takes, and each one it keeps is a copy per line scrolled.
+	e.SetScrollbackSize(1)
+	e.SetCallbacks(vt.Callbacks{Title: func(t string) { s.title = t }})
+	in := e.InputPipe()
+	e.RegisterCsiHandler(ansi.Command('>', 0, 'q'), func(params ansi.Params) bool {
+		if n, _, _ := params.Param(0, 0); n != 0 {
+			return false
+		}
+		_, _ = io.WriteString(in, "\x1bP>|"+terminalName+"\x1b\\")
+		return true
+	})
+	// The library answers the operating status in DEC's private form
+	// (CSI ? 0 n), which programs asking CSI 5 n do not expect.
+	e.RegisterCsiHandler('n', func(params ansi.Params) bool {
+		if n, _, _ := params.Param(0, 0); n != 5 {
+			return false
+		}
+		_, _ = io.WriteString(in, "\x1b[0n")
+		return true
+	})
+	// The keyboard protocol is known and no enhancement is in force: keys
+	// reach the program as the attached client's terminal sends them.
+	e.RegisterCsiHandler(ansi.Command('?', 0, 'u'), func(ansi.Params) bool {
+		_, _ = io.WriteString(in, "\x1b[?0u")
+		return true
+	})
+	e.RegisterCsiHandler(ansi.Command('>', 0, 'u'), func(ansi.Params) bool { return true })
+	e.RegisterCsiHandler(ansi.Command('<', 0, 'u'), func(ansi.Params) bool { return true })
+	e.RegisterCsiHandler(ansi.Command('=', 0, 'u'), func(ansi.Params) bool { return true })
+	e.RegisterOscHandler(4, func(data []byte) bool { return answerPalette(e, in, data) })
+	return e
+}
+
+// answerPalette answers the queries of an OSC 4 sequence ("4;INDEX;?",
+// possibly several pairs) with the palette's colours and sets the others.
+func answerPalette(e *vt.Emulator, in io.Writer, data []byte) bool {
+	parts := bytes.Split(data, []byte{';'})
+	for i := 1; i+1 < len(parts); i += 2 {
+		idx, err := strconv.Atoi(string(parts[i]))
+		if err != nil || idx < 0 || idx > 255 {
+			continue
+		}
+		if string(parts[i+1]) == "?" {
+			if c := e.IndexedColor(idx); c != nil {
+				_, _ = fmt.Fprintf(in, "\x1b]4;%d;%s\x1b\\", idx, ansi.XRGBColor{Color: c}.String())
+			}
+			continue
+		}
+		if c := ansi.XParseColor(string(parts[i+1])); c != nil {
+			e.SetIndexedColor(idx, c)
+		}
+	}
+	return true
+}
+
+// relayAnswers passes what the emulator answers on to answer until the
+// emulator is closed. The emulator's answers go through a pipe that holds
+// nothing, so they must be read as they come.
+func (s *Screen) relayAnswers(e *vt.Emulator) {
+	buf := make([]byte, 256)
+	for {
+		n, err := e.Read(buf)
+		if n > 0 && s.answer != nil {
+			s.answer(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *Screen) run() {
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.wake:
+		}
+		if s.catchUp() {
+			select {
+			case <-s.done:
+				return
+			case <-time.After(skipPause):
+			}
+		}
+	}
+}
+
+// catchUp runs the emulator over the pending output and says whether some
+// had to be skipped.
+func (s *Screen) catchUp() bool {
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	if s.e == nil {
+		return false
+	}
+	s.mu.Lock()
+	chunks, skipped := s.pending, s.skipped
+	s.pending, s.size, s.skipped = nil, 0, false
+	s.mu.Unlock()
+	if skipped {
+		_, _ = s.e.Write([]byte{can})
+	}
+	for _, c := range chunks {
+		_, _ = s.e.Write(c)
+	}
+	return skipped
+}
+
+// Resize changes the screen's size, as the terminal's was.
+func (s *Screen) Resize(rows, cols int) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	s.rows, s.cols = rows, cols
+	if s.e != nil {
+		s.e.Resize(cols, rows)
+	}
+}
+
+// Close stops the screen; its last content stays readable.
+func (s *Screen) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.done)
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	if s.e != nil {
+		_ = s.e.Close()
+	}
+}
+
+// Snapshot is what a screen shows at one moment.
+type Snapshot struct {
+	Rows, Cols int
+	// Lines are the screen's rows, top first, without trailing blanks.
+	Lines []string
+	// CursorRow and CursorCol count from 0.
+	CursorRow, CursorCol int
+	CursorVisible        bool
+	// AltScreen is set while the program draws on the alternate screen,
+	// as full-screen programs do.
+	AltScreen bool
+	Title     string
+}
+
+// Text is the screen as text: its lines without trailing blank lines.
+func (sn Snapshot) Text() string {
+	end := len(sn.Lines)
+	for end > 0 && sn.Lines[end-1] == "" {
+		end--
+	}
+	if end == 0 {
+		return ""
+	}
+	return strings.Join(sn.Lines[:end], "\n") + "\n"
+}
+
+// Snapshot returns what the screen shows now, once the output fed so far
+// has been run through the emulator.
+func (s *Screen) Snapshot() Snapshot {
+	s.catchUp()
+	s.emu.Lock()
+	defer s.emu.Unlock()
+	e := s.e
+	if e == nil {
+		return Snapshot{Rows: s.rows, Cols: s.cols, Lines: make([]string, s.rows), CursorVisible: true}
+	}
+	sn := Snapshot{Rows: e.Height(), Cols: e.Width(), CursorVisible: !e.CursorHidden(), AltScreen: e.IsAltScreen(), Title: s.title}
+	pos := e.CursorPosition()
+	sn.CursorRow, sn.CursorCol = pos.Y, pos.X
+	var b strings.Builder
+	for y := range sn.Rows {
+		b.Reset()
+		for x := 0; x < sn.Cols; x++ {
+			c := e.CellAt(x, y)
+			switch {
+			case c == nil || c.Content == "" && c.Width == 0:
+				// The second column of a wide character.
+			case c.Content == "":
+				b.WriteByte(' ')
+			default:
+				b.WriteString(c.Content)
+			}
+		}
+		sn.Lines = append(sn.Lines, strings.TrimRight(b.String(), " "))
+	}
+	return sn
+}

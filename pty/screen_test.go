@@ -1,0 +1,111 @@
+package pty
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// answers collects what a screen answers, for a test to wait on.
+type answers struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	buf  bytes.Buffer
+}
+
+func newAnswers() *answers {
+	a := &answers{}
+	a.cond = sync.NewCond(&a.mu)
+	return a
+}
+
+func (a *answers) add(p []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.buf.Write(p)
+	a.cond.Broadcast()
+}
+
+// waitFor waits until every one of want has been answered, in order.
+func (a *answers) waitFor(t *testing.T, want string) {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for !strings.Contains(a.buf.String(), want) {
+		a.cond.Wait()
+	}
+}
+
+func TestScreenAnswersTerminalQueries(t *testing.T) {
+	a := newAnswers()
+	s := NewScreen(24, 80, a.add)
+	defer s.Close()
+	s.Feed([]byte("hello\r\nab"))
+	queries := []struct{ query, answer string }{
+		{"\x1b[c", "\x1b[?62;1;6;22c"},
+		{"\x1b[>c", "\x1b[>1;10;0c"},
+		{"\x1b[5n", "\x1b[0n"},
+		{"\x1b[6n", "\x1b[2;3R"}, // row 2, column 3: after "ab"
+		{"\x1b]10;?\x1b\\", "\x1b]10;rgb:ffff/ffff/ffff"},
+		{"\x1b]11;?\x07", "\x1b]11;rgb:0000/0000/0000"},
+		{"\x1b]4;1;?\x1b\\", "\x1b]4;1;rgb:"},
+		{"\x1b[>q", "\x1bP>|" + terminalName + "\x1b\\"},
+		{"\x1b[?u", "\x1b[?0u"},
+	}
+	for _, q := range queries {
+		s.Feed([]byte(q.query))
+		a.waitFor(t, q.answer)
+	}
+	a.mu.Lock()
+	got := a.buf.String()
+	a.mu.Unlock()
+	for _, q := range queries {
+		if !strings.Contains(got, q.answer) {
+			t.Errorf("%q was not answered with %q; answers: %q", q.query, q.answer, got)
+		}
+	}
+}
+
+func TestScreenSnapshot(t *testing.T) {
+	s := NewScreen(5, 20, nil)
+	defer s.Close()
+	if got := s.Snapshot(); got.Rows != 5 || got.Cols != 20 || got.Text() != "" {
+		t.Fatalf("a screen nothing was written to: %+v", got)
+	}
+	s.Feed([]byte("\x1b]0;the title\x07first line\r\n\x1b[31msecond\x1b[0m line\r\n\x1b[4;3Hxy"))
+	got := s.Snapshot()
+	if want := "first line\nsecond line\n\n  xy\n"; got.Text() != want {
+		t.Errorf("text %q, want %q", got.Text(), want)
+	}
+	if got.CursorRow != 3 || got.CursorCol != 4 {
+		t.Errorf("cursor at %d,%d, want 3,4", got.CursorRow, got.CursorCol)
+	}
+	if got.Title != "the title" || got.AltScreen || !got.CursorVisible {
+		t.Errorf("snapshot %+v", got)
+	}
+	s.Feed([]byte("\x1b[?1049h\x1b[?25l\x1b[Halt"))
+	got = s.Snapshot()
+	if got.Text() != "alt\n" || !got.AltScreen || got.CursorVisible {
+		t.Errorf("on the alternate screen: %+v", got)
+	}
+	s.Resize(10, 40)
+	if got = s.Snapshot(); got.Rows != 10 || got.Cols != 40 || len(got.Lines) != 10 {
+		t.Errorf("after a resize to 10x40: %+v", got)
+	}
+}
+
+// A screen fed faster than it can follow keeps the newest output and stays
+// right about what ends up on it.
+func TestScreenSkipsAheadOfABacklog(t *testing.T) {
+	s := NewScreen(3, 20, nil)
+	defer s.Close()
+	line := []byte("0123456789abcdef\r\n")
+	for range 4 * screenBacklog / len(line) {
+		s.Feed(line)
+	}
+	s.Feed([]byte("\x1b[2J\x1b[Hlast"))
+	if got := s.Snapshot().Text(); got != "last\n" {
+		t.Errorf("after a flood and a clear: %q", got)
+	}
+}
