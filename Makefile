@@ -49,7 +49,7 @@ HARNESS_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,und
 
 # The first build fetches modules and compiles for a minute or two: say so,
 # rather than sit silent.
-build:
+build: c-compiler
 	@echo "make: fetching Go modules from the module proxy (once)"
 	$(GO) mod download
 	@echo "make: building bin/sandboxd, bin/sandboxd-init and bin/sandboxctl"
@@ -57,6 +57,18 @@ build:
 	$(MAKE) --no-print-directory init-binary INIT_OUT=bin/sandboxd-init
 	# Static: a run pays for the dynamic loader on every launch.
 	CGO_ENABLED=0 $(GO) build -o bin/sandboxctl ./cmd/sandboxctl
+
+# The sandbox init is C: a fresh machine gets the compiler and the static C
+# library it needs here, so that make run is all the setup there is.
+.PHONY: c-compiler
+c-compiler:
+	@if ! echo 'int main(void) { return 0; }' | $(CC) -static -x c -o /dev/null - 2>/dev/null; then \
+		if [ "$$(id -u)" -ne 0 ]; then \
+			echo "make: building the sandbox init needs a C compiler and a static C library (Debian: gcc libc6-dev); run as root to install them" >&2; exit 1; \
+		fi; \
+		echo "make: installing gcc and libc6-dev for the sandbox init"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev; \
+	fi
 
 init-binary:
 	@mkdir -p "$(dir $(INIT_OUT))"

@@ -74,7 +74,7 @@ func toStatus(err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ErrUnauthenticated):
 		return status.Error(codes.Unauthenticated, err.Error())
-	case errors.Is(err, ErrWatcherBehind):
+	case errors.Is(err, ErrWatcherBehind), errors.Is(err, launcher.ErrHostResources):
 		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.As(err, &qe):
 		if !qe.Transient {

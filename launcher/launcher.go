@@ -8,6 +8,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"syscall"
@@ -190,3 +191,9 @@ func (n Needs) Refusal(p *sandboxdv1.Policy) *Unenforceable {
 	}
 	return nil
 }
+
+// ErrHostResources marks a launch that failed because the daemon or the
+// host ran out of something a sandbox takes (file descriptors, processes,
+// memory): not a policy the host cannot enforce, and not the caller's
+// fault; it may work again once sessions end or the limit is raised.
+var ErrHostResources = errors.New("out of host resources")

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxd/sandboxd/launcher"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,20 +65,31 @@ func startInit(sp *spawner, key initKey, mounts uint64) (*initProc, error) {
 		planW.Close()
 		repR.Close()
 		passParent.Close()
-		var se *spawnError
-		if !errors.As(err, &se) {
-			return nil, err
-		}
-		if se.stage == spawnStageExec && (se.errno == unix.EACCES || se.errno == unix.ENOENT || se.errno == unix.ENOEXEC) {
-			// The clone worked; its execve did not.
-			return nil, fmt.Errorf("start sandbox init %s as uid %d: %w (it must be executable by that uid)", sp.initPath, key.uid, err)
-		}
-		if !key.namespaces {
-			return nil, identityRefusal(err, key.uid)
-		}
-		return nil, namespaceRefusal(err, key.netns)
+		return nil, spawnFailure(err, key, sp.initPath)
 	}
 	return &initProc{proc: proc, plan: planW, report: repR, pass: passParent, mounts: mounts, started: time.Now()}, nil
+}
+
+// spawnFailure says why the spawner could not start an init for key.
+func spawnFailure(err error, key initKey, initPath string) error {
+	var se *spawnError
+	if !errors.As(err, &se) {
+		return err
+	}
+	if se.stage == spawnStageExec && (se.errno == unix.EACCES || se.errno == unix.ENOENT || se.errno == unix.ENOEXEC) {
+		// The clone worked; its execve did not.
+		return fmt.Errorf("start sandbox init %s as uid %d: %w (it must be executable by that uid)", initPath, key.uid, err)
+	}
+	switch se.errno {
+	case unix.EMFILE, unix.ENFILE, unix.EAGAIN, unix.ENOMEM:
+		// Out of fds, tasks or memory: blaming the namespaces would send
+		// the operator after the wrong setting.
+		return fmt.Errorf("start sandbox init: %w (raise the daemon's LimitNOFILE or TasksMax, or end sessions): %w", launcher.ErrHostResources, err)
+	}
+	if !key.namespaces {
+		return identityRefusal(err, key.uid)
+	}
+	return namespaceRefusal(err, key.netns)
 }
 
 // discard kills an init that will get no plan and reaps it.

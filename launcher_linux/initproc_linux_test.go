@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -374,5 +375,23 @@ func TestSpawnerReapsInitsAsTheyEnd(t *testing.T) {
 			return
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestSpawnFailureBlamesWhatFailed(t *testing.T) {
+	ns := initKey{namespaces: true, netns: true}
+	for _, errno := range []syscall.Errno{unix.EMFILE, unix.ENFILE, unix.EAGAIN, unix.ENOMEM} {
+		err := spawnFailure(&spawnError{stage: 1, errno: errno}, ns, "/bin/sandboxd-init")
+		var ue *launcher.Unenforceable
+		if !errors.Is(err, launcher.ErrHostResources) || errors.As(err, &ue) || !errors.Is(err, errno) {
+			t.Errorf("%v: got %v, want a host-resources error, not a refusal", errno, err)
+		}
+	}
+	var ue *launcher.Unenforceable
+	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns, "/bin/sandboxd-init"); !errors.As(err, &ue) || ue.Field != "process" {
+		t.Errorf("EPERM: got %v, want the namespaces refusal", err)
+	}
+	if err := spawnFailure(&spawnError{stage: spawnStageExec, errno: unix.EACCES}, ns, "/bin/sandboxd-init"); errors.As(err, &ue) || !errors.Is(err, unix.EACCES) {
+		t.Errorf("exec EACCES: got %v, want the init named", err)
 	}
 }
