@@ -22,4 +22,8 @@ type BackendOptions struct {
 	// run beside a daemon on the same state directory, so on Linux it
 	// keeps no journal (and cleans none of the daemon's).
 	SelfTest bool
+	// InitPath, on Linux, is the sandbox init (cmd/sandboxd-init); empty
+	// means sandboxd-init beside the daemon's binary. Other OSes have no
+	// init and refuse one.
+	InitPath string
 }

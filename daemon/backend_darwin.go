@@ -21,6 +21,9 @@ func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
 	if err := CheckMechanismSet(opts.MechanismSet); err != nil {
 		return nil, fmt.Errorf("darwin backend: %w", err)
 	}
+	if opts.InitPath != "" {
+		return nil, fmt.Errorf("darwin backend: a sandbox init (--init) is Linux's; this backend has none")
+	}
 	return launcherdarwin.New(launcherdarwin.Config{
 		SandboxUID: opts.SandboxUID,
 		SandboxGID: opts.SandboxGID,

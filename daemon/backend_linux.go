@@ -20,6 +20,7 @@ func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
 		SandboxGID:   opts.SandboxGID,
 		MechanismSet: opts.MechanismSet,
 		StateDir:     journalDir(opts),
+		InitPath:     opts.InitPath,
 		// Two cover one client launching back to back, the refill
 		// running behind each launch; more would only idle.
 		Prestart: 2,

@@ -25,6 +25,9 @@ func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
 	if err := CheckMechanismSet(opts.MechanismSet); err != nil {
 		return nil, fmt.Errorf("windows backend: %w", err)
 	}
+	if opts.InitPath != "" {
+		return nil, fmt.Errorf("windows backend: a sandbox init (--init) is Linux's; this backend has none")
+	}
 	dir := opts.StateDir
 	if dir == "" {
 		dir = statedir.Default()

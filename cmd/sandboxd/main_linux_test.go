@@ -7,15 +7,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/initbuild"
 )
 
 func TestSelfTestFlag(t *testing.T) {
+	// The test binary is the daemon here, and has no init beside it.
+	init, err := initbuild.Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, set := range []string{"", "namespaces", "landlock"} {
 		t.Run("mechanism="+set, func(t *testing.T) {
 			// No server: the socket is never created, and its directory is
 			// under /tmp, so the fixtures go to /var/tmp.
 			sock := filepath.Join(t.TempDir(), "d.sock")
-			args := []string{"--self-test", "--socket", sock}
+			args := []string{"--self-test", "--socket", sock, "--init", init}
 			if set != "" {
 				args = append(args, "--mechanism", set)
 			}
