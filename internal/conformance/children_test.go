@@ -1,5 +1,3 @@
-//go:build linux || darwin
-
 package conformance
 
 import (
@@ -12,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -460,7 +457,7 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 	as := func(uid int, groups []uint32, args ...string) cliResult {
 		t.Helper()
 		cmd := exec.Command(suite.sandboxctl, append([]string{"--socket", d.socket}, args...)...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: groups}}
+		cmd.SysProcAttr = credentialOf(uid, groups)
 		cmd.Dir = "/"
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
