@@ -370,9 +370,7 @@ type origin struct {
 	port int
 	// token is what it answers on 127.0.0.1, token6 on [::1] (when it
 	// listens there).
-	token string
-	//lint:ignore U1000 set by newDualOrigin, which only Linux and macOS build
-	token6 string
+	token, token6 string
 }
 
 // newOrigin starts an HTTP server on the host's 127.0.0.1.

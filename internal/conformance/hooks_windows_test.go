@@ -93,3 +93,9 @@ func wantDenial(c denialCase, _ *client.Result) (*sandboxdv1.Denial, func(*sandb
 		return d.GetField() == c.want.Field && sameTarget(d.GetTarget(), c.want.Target)
 	}
 }
+
+// holdArgv is a command that runs until it is killed: Windows has no
+// sleep(1).
+func holdArgv() []string {
+	return []string{suite.probe, "hold", "hold-" + randomHex()}
+}

@@ -198,10 +198,12 @@ func randomHex() string {
 }
 
 // requireDaemon fails the test when the shared daemon has died, so one
-// crash is reported as such instead of as every later case failing.
+// crash is reported as such instead of as every later case failing. On
+// Windows the daemon is the installed service, not a process of the suite
+// (suite.daemon is nil): a dead service fails the case's own call.
 func requireDaemon(t *testing.T) {
 	t.Helper()
-	if suite.daemon.dead() {
+	if suite.daemon != nil && suite.daemon.dead() {
 		t.Fatalf("sandboxd has exited; log: %s", suite.daemon.logTail())
 	}
 }

@@ -193,3 +193,8 @@ func daemonUsage() string {
 	out, _ := exec.Command(suite.sandboxd, "-h").CombinedOutput()
 	return string(out)
 }
+
+// holdArgv is a command that runs until it is killed.
+func holdArgv() []string {
+	return []string{"/bin/sleep", "30"}
+}

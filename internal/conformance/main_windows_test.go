@@ -76,6 +76,10 @@ func runWindowsSuite(m *testing.M) (int, error) {
 		}
 	}
 	defer suite.client.Close()
+	suite.caps, err = suite.client.Capabilities(ctx)
+	if err != nil {
+		return 1, fmt.Errorf("capabilities: %w", err)
+	}
 	return m.Run(), nil
 }
 

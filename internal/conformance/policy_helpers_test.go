@@ -24,12 +24,10 @@ func allowEntry(host string, port int) *sandboxdv1.NetworkAllow {
 // denied one, the denial the proxy must answer and record.
 type proxyStep struct {
 	op, target string
-	//lint:ignore U1000 read by proxySpec, which only Linux and macOS build
-	allowed bool
+	allowed    bool
 	// token is what the origin behind target answers, for an allowed step.
 	token string
 	// detail must be in a denial's detail.
-	//lint:ignore U1000 read by proxySpec, which only Linux and macOS build
 	detail string
 }
 
