@@ -44,16 +44,17 @@ func processesWith(marker string) []int {
 	return pids
 }
 
-// credentialOf: Windows has no uid to run a host process as; the only case that
-// needs it is for a root daemon's unix socket groups and is skipped
-// without root (suite.asRoot is never set here).
+// credentialOf: Windows has no uid to run a host process as. Only
+// TestCallersSeeTheirOwnSessions uses it, which is not applicable here
+// (suiteOutcomes).
 func credentialOf(int, []uint32) *syscall.SysProcAttr {
 	return nil
 }
 
-// hugeArgv is an argv past the daemon's count limit (64 Ki arguments): on
-// Windows a command line holds at most 32767 characters, so sandboxctl
-// cannot be started with one; the case says so.
+// hugeArgv: an argv past the daemon's count limit (64 Ki arguments) does
+// not fit a Windows command line (32767 characters), so sandboxctl cannot
+// be started with one. Only TestSandboxctlBadInput uses it, which is not
+// applicable here (suiteOutcomes).
 func hugeArgv() []string {
 	return nil
 }
@@ -69,9 +70,10 @@ func enforcedHere(feature string) string {
 	return ""
 }
 
-// sessionSocketIn: the Windows backend refuses children.allow (the shared
-// list's children cases), so no sandbox has a session socket; this is the
-// path a child would try.
+// sessionSocketIn and sessionSocketInScript: a Windows session with
+// children.allow gets a session pipe, not a unix socket. Only the children
+// suite's /bin/sh scripts use them, which are not applicable here
+// (suiteOutcomes).
 func sessionSocketIn(id string) string {
 	return hostSessionSocket(id)
 }
@@ -81,7 +83,8 @@ func sessionSocketInScript() string {
 }
 
 // mustObserve: the Windows backend observes no denials yet (its
-// enforcement report's denial sources say so), so none is required.
+// enforcement report's denial sources say so), so none is required, and
+// there are no denialCases: TestDenialsAreRecorded is not applicable here.
 var mustObserve []string
 
 func denialCases(string) []denialCase {
