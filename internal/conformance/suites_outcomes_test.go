@@ -1,7 +1,7 @@
 package conformance
 
 import (
-	"os"
+	"embed"
 	"regexp"
 	"runtime"
 	"slices"
@@ -119,8 +119,12 @@ var suiteOutcomes = map[string]outcomes{
 	},
 }
 
-// suiteFiles are the files whose tests suiteOutcomes lists.
+// suiteFiles are the files whose tests suiteOutcomes lists, embedded: the
+// rootless pass runs the test binary away from its sources.
 var suiteFiles = []string{"children_test.go", "exit_test.go", "badinput_test.go", "observe_test.go", "audit_test.go"}
+
+//go:embed children_test.go exit_test.go badinput_test.go observe_test.go audit_test.go
+var suiteSources embed.FS
 
 func (o outcomes) here() string {
 	return map[string]string{"linux": o.linux, "darwin": o.darwin, "windows": o.windows}[runtime.GOOS]
@@ -151,7 +155,7 @@ var suiteTest = regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\) \{\r?\
 func TestSuiteTestsStateTheirOutcomes(t *testing.T) {
 	var seen []string
 	for _, file := range suiteFiles {
-		src, err := os.ReadFile(file)
+		src, err := suiteSources.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
