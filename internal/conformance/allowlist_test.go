@@ -43,15 +43,6 @@ func proxyOperation(op string) string {
 	return "connect"
 }
 
-// allowPolicy is network ALLOWLIST with entries.
-func allowPolicy(entries ...*sandboxdv1.NetworkAllow) *sandboxdv1.Policy {
-	return &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_ALLOWLIST, Allow: entries}}
-}
-
-func allowEntry(host string, port int) *sandboxdv1.NetworkAllow {
-	return &sandboxdv1.NetworkAllow{Host: host, Port: uint32(port)}
-}
-
 // hostResolverAnswers says whether the host's own name servers, asked the
 // way the probe's dns-lookup asks them, answer for name at all (with
 // addresses or with "no such host").
@@ -67,17 +58,6 @@ func hostResolverAnswers(name string) bool {
 // proxy reachable, and macOS has no proxy yet: both refuse.
 func allowlistCase(name string, setup func(f *fixture) spec) conformanceCase {
 	return conformanceCase{name: name, landlockRefuses: "network.mode", darwinRefuses: "network.allow", setup: setup}
-}
-
-// proxyStep is one step through the proxy: how, to where, and, for a
-// denied one, the denial the proxy must answer and record.
-type proxyStep struct {
-	op, target string
-	allowed    bool
-	// token is what the origin behind target answers, for an allowed step.
-	token string
-	// detail must be in a denial's detail.
-	detail string
 }
 
 // proxySpec turns proxy steps into a spec under policy whose after checks
@@ -113,38 +93,6 @@ func proxySpec(policy *sandboxdv1.Policy, ps []proxyStep, more func(t *testing.T
 			more(t, s)
 		}
 	}}
-}
-
-func detailMap(o outcome) map[string]any {
-	d, _ := o.Detail.(map[string]any)
-	return d
-}
-
-// reachedOrigin fails the test unless o got the origin's own answer.
-func reachedOrigin(t *testing.T, p proxyStep, o outcome) {
-	t.Helper()
-	if body, _ := detailMap(o)["body"].(string); body != p.token {
-		t.Errorf("%s %s: the origin's token %q not received: %v", p.op, p.target, p.token, o)
-	}
-}
-
-// deniedByProxy fails the test unless o failed because the proxy refused
-// target, saying so: a step that failed any other way (no proxy, a broken
-// tunnel) proves nothing about network.allow.
-func deniedByProxy(t *testing.T, p proxyStep, o outcome) {
-	t.Helper()
-	d := detailMap(o)
-	if p.op == "socks-connect" {
-		if reply, _ := d["reply"].(float64); reply != 2 {
-			t.Errorf("%s %s: want SOCKS5 reply 2 (connection not allowed by ruleset), got %v", p.op, p.target, o)
-		}
-		return
-	}
-	status, _ := d["status"].(float64)
-	why, _ := d["denied"].(string)
-	if status != 403 || !strings.Contains(why, p.target) {
-		t.Errorf("%s %s: want 403 with X-Sandboxd-Denied naming %s, got %v", p.op, p.target, p.target, o)
-	}
 }
 
 // checkProxyEnvironment: the variables that point tools at the proxy, and

@@ -1,5 +1,3 @@
-//go:build linux || darwin
-
 package conformance
 
 import (
@@ -75,6 +73,7 @@ func readAudit(t *testing.T, dir string) []auditLine {
 // (enforcement report), its denials and its end are lines of the audit
 // log, each a JSON object, and nothing the session printed is.
 func TestAuditLog(t *testing.T) {
+	outcomeHere(t)
 	requireDaemon(t)
 	secret := "secret-" + randomHex()
 	s := run(t, commandStart(false, nil, nil, "/bin/sh", "-c", "echo "+secret+"; echo x > /etc/audit-blocked; exit 3"), nil)
@@ -139,6 +138,7 @@ func blockedDenial(l auditLine) bool {
 // TestAuditLogSurvivesRestart: a daemon restarted on the same state
 // directory appends to the log its predecessor wrote.
 func TestAuditLogSurvivesRestart(t *testing.T) {
+	outcomeHere(t)
 	requireDaemon(t)
 	dir := filepath.Join(suite.root, "restart")
 	var ids []string
@@ -184,6 +184,7 @@ func TestAuditLogSurvivesRestart(t *testing.T) {
 // strictly parsed, with sessions by state, launches, launch latency,
 // refusals and denials by field.
 func TestMetrics(t *testing.T) {
+	outcomeHere(t)
 	requireDaemon(t)
 	if s := run(t, commandStart(false, nil, nil, "/bin/sh", "-c", "echo x > /etc/metrics-blocked"), nil); s.err != nil {
 		t.Fatalf("session: %v", s.err)

@@ -20,9 +20,6 @@ import (
 	"github.com/sandboxd/sandboxd/internal/socketpath"
 )
 
-// payload is what the probe writes (probe.Payload).
-const payload = "written by sandboxd conformance probe\n"
-
 type winSpec struct {
 	policy *sandboxdv1.Policy
 	stdin  string
@@ -45,56 +42,6 @@ type winCase struct {
 	// refuses is the field the backend must refuse the policy for.
 	refuses string
 	setup   func(f *fixture) winSpec
-}
-
-func fsPolicy(write, readOnly, deny []string) *sandboxdv1.Policy {
-	return &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: write, ReadOnly: readOnly, Deny: deny}}
-}
-
-func netPolicy(mode sandboxdv1.Network_Mode) *sandboxdv1.Policy {
-	return &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: mode}}
-}
-
-func list(p ...string) []string { return p }
-
-func tcpListener(t *testing.T) (addr, token string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	token = "tcp-" + randomHex()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte(token + "\n"))
-			c.Close()
-		}
-	}()
-	return ln.Addr().String(), token
-}
-
-func udpEcho(t *testing.T) (addr, token string) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	token = "udp-" + randomHex()
-	go func() {
-		buf := make([]byte, 512)
-		for {
-			_, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = pc.WriteTo([]byte(token), from)
-		}
-	}()
-	return pc.LocalAddr().String(), token
 }
 
 // windowsOnlyMechanisms are the cases only the Windows suite runs: fields
@@ -355,7 +302,7 @@ func windowsCases() []winCase {
 			}
 		}},
 		{name: "cannot signal host process", setup: func(f *fixture) winSpec {
-			host := exec.Command(winSuite.probe, "hold", "host-"+randomHex())
+			host := exec.Command(suite.probe, "hold", "host-"+randomHex())
 			if err := host.Start(); err != nil {
 				f.t.Fatal(err)
 			}
@@ -615,7 +562,7 @@ func TestConformance(t *testing.T) {
 func runWindowsCase(t *testing.T, c winCase, tty bool) []bool {
 	f := newFixture(t)
 	sp := c.setup(f)
-	argv := []string{winSuite.probe}
+	argv := []string{suite.probe}
 	for _, s := range sp.steps {
 		argv = append(argv, s.args...)
 	}
@@ -631,7 +578,7 @@ func runWindowsCase(t *testing.T, c winCase, tty bool) []bool {
 	if sp.stdin != "" {
 		opts.Stdin = strings.NewReader(sp.stdin)
 	}
-	res, err := winSuite.client.Run(ctx, opts)
+	res, err := suite.client.Run(ctx, opts)
 	refuses := c.refuses
 	if tty && refuses == "" {
 		// The pseudo console's host would run as LocalSystem outside the

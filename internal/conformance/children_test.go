@@ -1,5 +1,3 @@
-//go:build linux || darwin
-
 package conformance
 
 import (
@@ -12,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -152,6 +149,7 @@ func waitState(t *testing.T, id string, want sandboxdv1.State) *sandboxdv1.Sessi
 // TestChildSandboxes runs a supervisor sandbox that uses sandboxctl, with
 // no flags, against its own session socket, on both paths.
 func TestChildSandboxes(t *testing.T) {
+	outcomeHere(t)
 	for _, tty := range []bool{false, true} {
 		t.Run(map[bool]string{false: "exec", true: "pty"}[tty], func(t *testing.T) {
 			testChildSandboxes(t, tty)
@@ -317,6 +315,7 @@ func inheritsPolicy(t *testing.T, what string, ancestor, info *sandboxdv1.Sessio
 // worker; the host attaches to both (scrollback, two viewers, one of them
 // typing), then kills the supervisor and with it the worker.
 func TestDetachAttachAndSubtreeKill(t *testing.T) {
+	outcomeHere(t)
 	for _, tty := range []bool{false, true} {
 		t.Run(map[bool]string{false: "exec", true: "pty"}[tty], func(t *testing.T) {
 			testDetachAttach(t, tty)
@@ -447,6 +446,7 @@ func newPipe(t *testing.T) (r, w *os.File) {
 // ordinary user's ps, inspect and kill reach only that user's sessions,
 // while root and the operators group see all.
 func TestCallersSeeTheirOwnSessions(t *testing.T) {
+	outcomeHere(t)
 	if !suite.asRoot {
 		t.Skip("needs root to act as two other users; the rootless run has one user")
 	}
@@ -460,7 +460,7 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 	as := func(uid int, groups []uint32, args ...string) cliResult {
 		t.Helper()
 		cmd := exec.Command(suite.sandboxctl, append([]string{"--socket", d.socket}, args...)...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: groups}}
+		cmd.SysProcAttr = credentialOf(uid, groups)
 		cmd.Dir = "/"
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -522,6 +522,7 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 // mounts mask the rest; on macOS the profile allows that one socket's
 // path); without it, there is no session socket at all.
 func TestSessionSocketIsTheOnlyWayToTheDaemon(t *testing.T) {
+	outcomeHere(t)
 	f := newFixture(t)
 	// Another session's socket, when this host gives sessions sockets; the
 	// cases without children.allow run either way.
@@ -606,6 +607,7 @@ echo "== end"
 // 64 tasks held by sleepers, the child's fork bomb holds no more than the
 // rest (a child with a budget of its own would hold nearly 64).
 func TestChildLimitsStayWithinTheParent(t *testing.T) {
+	outcomeHere(t)
 	if runtime.GOOS == "darwin" {
 		t.Skip("macOS refuses limits.pids: no cgroups")
 	}

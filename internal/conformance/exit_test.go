@@ -1,5 +1,3 @@
-//go:build linux || darwin
-
 package conformance
 
 import (
@@ -71,6 +69,7 @@ func (c exitCase) policy() *sandboxdv1.Policy {
 // TestExitCodes checks the exit code mapping through the client library on
 // both paths.
 func TestExitCodes(t *testing.T) {
+	outcomeHere(t)
 	for _, path := range []string{"exec", "pty"} {
 		t.Run(path, func(t *testing.T) {
 			for _, c := range exitCases() {
@@ -103,6 +102,7 @@ func checkTimedOut(t *testing.T, s *session, took, limit time.Duration) {
 // TestSandboxctlExitCodes checks the same mapping as a shell sees it, from
 // sandboxctl's own exit status.
 func TestSandboxctlExitCodes(t *testing.T) {
+	outcomeHere(t)
 	for _, path := range []string{"exec", "pty"} {
 		t.Run(path, func(t *testing.T) {
 			for _, c := range exitCases() {
@@ -171,6 +171,7 @@ func sandboxctlOn(t *testing.T, socket, dir string, args ...string) cliResult {
 // the policy and are enforced, as a shell sees it: exit codes, output and
 // what stderr says.
 func TestSandboxctlLimits(t *testing.T) {
+	outcomeHere(t)
 	for _, path := range []string{"exec", "pty"} {
 		t.Run(path, func(t *testing.T) {
 			var tty []string

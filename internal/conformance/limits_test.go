@@ -17,27 +17,8 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
-// The limits the cases set: small, so that hitting them takes the 2-core
-// machines the suite runs on a second or two.
-const (
-	pidsLimit   = 64
-	memoryLimit = 64 << 20
-	// cpuLimit is a fifth of a CPU; a spin gets about a whole one
-	// unthrottled, so maxCPURatio tells the two apart with room for the
-	// throttle's granularity.
-	cpuLimit    = 200
-	maxCPURatio = 0.45
-	outputLimit = 100000
-)
-
 func limitsPolicy(l *sandboxdv1.Limits) *sandboxdv1.Policy {
 	return &sandboxdv1.Policy{Limits: l}
-}
-
-// truncationMarker is the one line the daemon appends to a session's
-// output when it reaches limits.output_bytes of n bytes.
-func truncationMarker(n int) string {
-	return fmt.Sprintf("\n[sandboxd: output truncated: limits.output_bytes of %d bytes reached]\n", n)
 }
 
 func limitsCases() []conformanceCase {
@@ -91,25 +72,6 @@ func limitsCases() []conformanceCase {
 			// Without a pid namespace the escaped process is not found.
 			darwinRefuses: "limits.timeout"},
 		{name: "output beyond limits.output_bytes is dropped with one marker, the command runs on", custom: outputCapped},
-	}
-}
-
-// checkForkBomb: the bomb's forks failed with EAGAIN, the pids limit's
-// errno, after holding at least least children (so its forks work, and
-// failed for the limit, not for another reason), never more than limit.
-// The limit counts every task of the sandbox, the probe's own threads too,
-// so the bomb holds a few less.
-func checkForkBomb(t *testing.T, o outcome, least, limit int) {
-	t.Helper()
-	d := detailMap(o)
-	held, _ := d["held"].(float64)
-	switch {
-	case o.OK || o.Errno != "EAGAIN":
-		t.Errorf("fork-bomb: want its forks to fail with EAGAIN (the pids limit), got %v", o)
-	case held > float64(limit):
-		t.Errorf("fork-bomb held %v children under a limit of %d tasks: %v", held, limit, o)
-	case held < float64(least):
-		t.Errorf("fork-bomb held only %v children (want at least %d): its forks failed for another reason than the limit: %v", held, least, o)
 	}
 }
 

@@ -2,14 +2,11 @@ package conformance
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,12 +18,8 @@ import (
 // sandboxd service, installed by `sandboxd install`, running as LocalSystem
 // (only a service holds the privileges CreateProcessAsUser needs), on the
 // default pipe. It must run elevated, as the GitHub Actions Windows runner
-// does, and it uninstalls what it installed at the end.
-var winSuite struct {
-	root                        string
-	sandboxd, sandboxctl, probe string
-	client                      *client.Client
-}
+// does, and it uninstalls what it installed at the end. suite.daemon stays
+// nil: the service is not a process the suite started.
 
 func TestMain(m *testing.M) {
 	code, err := runWindowsSuite(m)
@@ -52,7 +45,7 @@ func runWindowsSuite(m *testing.M) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	winSuite.root = root
+	suite.root = root
 	defer os.RemoveAll(root)
 	bin := filepath.Join(root, "bin")
 	if err := os.Mkdir(bin, 0o755); err != nil {
@@ -61,18 +54,18 @@ func runWindowsSuite(m *testing.M) (int, error) {
 	if err := buildWindowsBinaries(bin); err != nil {
 		return 1, err
 	}
-	if out, err := exec.Command(winSuite.sandboxd, "install").CombinedOutput(); err != nil {
+	if out, err := exec.Command(suite.sandboxd, "install").CombinedOutput(); err != nil {
 		return 1, fmt.Errorf("sandboxd install: %v\n%s", err, out)
 	}
 	defer func() {
-		if out, err := exec.Command(winSuite.sandboxd, "uninstall").CombinedOutput(); err != nil {
+		if out, err := exec.Command(suite.sandboxd, "uninstall").CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "conformance: sandboxd uninstall: %v\n%s", err, out)
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
-		winSuite.client, err = client.Dial(ctx, "")
+		suite.client, err = client.Dial(ctx, "")
 		if err == nil {
 			break
 		}
@@ -82,18 +75,22 @@ func runWindowsSuite(m *testing.M) (int, error) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	defer winSuite.client.Close()
+	defer suite.client.Close()
+	suite.caps, err = suite.client.Capabilities(ctx)
+	if err != nil {
+		return 1, fmt.Errorf("capabilities: %w", err)
+	}
 	return m.Run(), nil
 }
 
 func buildWindowsBinaries(bin string) error {
-	winSuite.sandboxd = filepath.Join(bin, "sandboxd.exe")
-	winSuite.sandboxctl = filepath.Join(bin, "sandboxctl.exe")
-	winSuite.probe = filepath.Join(bin, "probe.exe")
+	suite.sandboxd = filepath.Join(bin, "sandboxd.exe")
+	suite.sandboxctl = filepath.Join(bin, "sandboxctl.exe")
+	suite.probe = filepath.Join(bin, "probe.exe")
 	for out, pkg := range map[string]string{
-		winSuite.sandboxd:   "github.com/sandboxd/sandboxd/cmd/sandboxd",
-		winSuite.sandboxctl: "github.com/sandboxd/sandboxd/cmd/sandboxctl",
-		winSuite.probe:      "github.com/sandboxd/sandboxd/internal/conformance/probe",
+		suite.sandboxd:   "github.com/sandboxd/sandboxd/cmd/sandboxd",
+		suite.sandboxctl: "github.com/sandboxd/sandboxd/cmd/sandboxctl",
+		suite.probe:      "github.com/sandboxd/sandboxd/internal/conformance/probe",
 	} {
 		cmd := exec.Command("go", "build", "-buildvcs=false", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -102,84 +99,6 @@ func buildWindowsBinaries(bin string) error {
 		}
 	}
 	return nil
-}
-
-// parseOutcomes reads the probe's JSON lines; a console turns "\n" into
-// "\r\n" and may add escape sequences of its own before a line.
-func parseOutcomes(out string) []outcome {
-	var list []outcome
-	for _, line := range strings.Split(out, "\n") {
-		i := strings.Index(line, "{")
-		if i < 0 {
-			continue
-		}
-		var o outcome
-		if json.Unmarshal([]byte(strings.TrimSpace(line[i:])), &o) == nil {
-			list = append(list, o)
-		}
-	}
-	return list
-}
-
-func randomHex() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// fixture is a directory of its own per case, below the suite's root.
-type fixture struct {
-	t   *testing.T
-	dir string
-}
-
-func newFixture(t *testing.T) *fixture {
-	dir, err := os.MkdirTemp(winSuite.root, "case-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return &fixture{t: t, dir: dir}
-}
-
-func (f *fixture) path(rel string) string { return filepath.Join(f.dir, filepath.FromSlash(rel)) }
-
-func (f *fixture) mkdir(rel string) string {
-	p := f.path(rel)
-	if err := os.MkdirAll(p, 0o755); err != nil {
-		f.t.Fatal(err)
-	}
-	return p
-}
-
-func (f *fixture) file(rel, content string) string {
-	p := f.path(rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		f.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
-	return p
-}
-
-func unchanged(t *testing.T, path, want string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Errorf("%s: %v", path, err)
-		return
-	}
-	if string(b) != want {
-		t.Errorf("%s changed: %q, want %q", path, b, want)
-	}
-}
-
-func absent(t *testing.T, path string) {
-	t.Helper()
-	if _, err := os.Lstat(path); err == nil {
-		t.Errorf("%s exists, but the sandbox must not have been able to create it", path)
-	}
 }
 
 // processAlive reports whether pid names a running process.
@@ -192,3 +111,13 @@ func processAlive(pid int) bool {
 	ev, err := windows.WaitForSingleObject(h, 0)
 	return err == nil && ev == uint32(windows.WAIT_TIMEOUT)
 }
+
+// daemonProcAttr: a daemon the suite starts itself is stopped by tearDown
+// and each test's cleanup; Windows has no parent-death signal.
+func daemonProcAttr() *syscall.SysProcAttr {
+	return nil
+}
+
+// denialLag: the Windows backend reports no denials of its own (the shared
+// list's observe cases say so), so nothing arrives late.
+const denialLag time.Duration = 0

@@ -1,5 +1,3 @@
-//go:build linux || darwin
-
 package conformance
 
 import (
@@ -150,6 +148,7 @@ func inOrder(got, want []sandboxdv1.State) bool {
 // reader, and running again once it has its line; every transition is an
 // event, in order, on a Watch started before the session.
 func TestWaitingForInput(t *testing.T) {
+	outcomeHere(t)
 	if runtime.GOOS != "linux" {
 		t.Skip("linux only: input-wait detection reads /proc; there is no darwin port yet")
 	}
@@ -270,6 +269,7 @@ type denialCase struct {
 // with operation, target, process and policy field, and shown by Inspect
 // and on the Watch stream, on both paths.
 func TestDenialsAreRecorded(t *testing.T) {
+	outcomeHere(t)
 	if !denialsObserved(t) {
 		if slices.Contains(mustObserve, "filesystem.write") {
 			t.Fatal("the daemon does not observe filesystem write denials, which it must on every host of this OS")
@@ -345,6 +345,7 @@ func denialsObserved(t *testing.T) bool {
 // not, so that an empty denial list is never mistaken for "nothing was
 // refused".
 func TestDenialSourcesAreReported(t *testing.T) {
+	outcomeHere(t)
 	s := run(t, commandStart(false, netPolicy(sandboxdv1.Network_NONE), nil, trueCmd), nil)
 	if s.err != nil {
 		t.Fatalf("session: %v", s.err)
@@ -369,16 +370,22 @@ func TestDenialSourcesAreReported(t *testing.T) {
 // TestTimeoutIsKilledTimeout: a session past its wall-clock limit ends
 // killed, with timeout as the reason, in its Exit, Inspect and events.
 func TestTimeoutIsKilledTimeout(t *testing.T) {
+	outcomeHere(t)
 	for _, tty := range []bool{false, true} {
 		t.Run(pathName(tty), func(t *testing.T) {
 			events := watchAll(t)
 			pol := &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Timeout: durationpb.New(500 * time.Millisecond)}}
-			s := run(t, commandStart(tty, pol, nil, "/bin/sleep", "30"), nil)
-			if runtime.GOOS == "darwin" {
-				// Refused there: the daemon cannot find every process of
-				// a sandbox to end it at its timeout.
-				if u := client.UnenforceableFrom(s.err); u == nil || u.GetField() != "limits.timeout" || u.GetRemedy() == "" {
-					t.Fatalf("want limits.timeout refused with a remedy, got %v", s.err)
+			s := run(t, commandStart(tty, pol, nil, holdArgv()...), nil)
+			// Refused on macOS: the daemon cannot find every process of a
+			// sandbox to end it at its timeout. On Windows every PTY
+			// session is refused (the shared list's PTY cases).
+			refusedFor := map[string]string{"darwin": "limits.timeout"}[runtime.GOOS]
+			if tty && runtime.GOOS == "windows" {
+				refusedFor = "process"
+			}
+			if refusedFor != "" {
+				if u := client.UnenforceableFrom(s.err); u == nil || u.GetField() != refusedFor || u.GetRemedy() == "" {
+					t.Fatalf("want %s refused with a remedy, got %v", refusedFor, s.err)
 				}
 				return
 			}
@@ -407,6 +414,7 @@ func TestTimeoutIsKilledTimeout(t *testing.T) {
 // TestWatchFollowsASubtree: a watch of one session gets its children's
 // events too (they name it as parent), and nothing of other sessions.
 func TestWatchFollowsASubtree(t *testing.T) {
+	outcomeHere(t)
 	requireDaemon(t)
 	f := newFixture(t)
 	write := f.mkdir("work")
