@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -218,13 +216,9 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	// session ending meanwhile cannot remove a placeholder this plan counts
 	// on already being there.
 	b.mu.Lock()
-	plan, err := BuildPlan(PlanInput{
-		Policy: spec.Policy, Argv: spec.Argv, Env: spec.Env, Cwd: spec.Cwd,
-		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
-		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
-		HideSockets: spec.HideSockets, SessionSocket: spec.SessionSocket, Idmapped: mapped,
-		Passwd: passwd, Group: group, Layered: slices.Collect(maps.Keys(spec.Layers)),
-	}, b.host.planHost(set, existsIn(spec.Layers)))
+	host := b.host.planHost(set, existsIn(spec.Layers))
+	host.Passwd, host.Group, host.Idmapped = passwd, group, mapped
+	plan, err := BuildPlan(spec.PlanRequest(), host)
 	var held []string
 	if err == nil {
 		held = b.holdPlaceholders(plan, spec.Policy.GetFilesystem(), spec.Layers)
