@@ -211,6 +211,10 @@ type PlanRequest struct {
 	Env       []string
 	Cwd       string
 	UID, GID  uint32
+	// RootCaller and CallerGroups are Spec's: whose write roots the
+	// sandbox may be shown as its own.
+	RootCaller   bool
+	CallerGroups []uint32
 	// Terminal asks for a PTY session of Rows by Cols.
 	Terminal   bool
 	Rows, Cols uint16
@@ -219,6 +223,9 @@ type PlanRequest struct {
 	SessionSocket string
 	// Child says the session is another session's child.
 	Child bool
+	// Proxy says the daemon serves the session's allowlist proxy
+	// (Spec.Proxy is set).
+	Proxy bool
 	// Layered are the paths of the policy's filesystem.layer the daemon
 	// made a layer for (the keys of Spec.Layers), sorted.
 	Layered []string
@@ -228,8 +235,9 @@ type PlanRequest struct {
 func (s Spec) PlanRequest() PlanRequest {
 	return PlanRequest{
 		Policy: s.Policy, SessionID: s.SessionID, Argv: s.Argv, Env: s.Env, Cwd: s.Cwd,
-		UID: s.UID, GID: s.GID, Terminal: s.Stdio.Terminal, Rows: s.Stdio.Rows, Cols: s.Stdio.Cols,
+		UID: s.UID, GID: s.GID, RootCaller: s.RootCaller, CallerGroups: s.CallerGroups, Terminal: s.Stdio.Terminal, Rows: s.Stdio.Rows, Cols: s.Stdio.Cols,
 		HideSockets: s.HideSockets, SessionSocket: s.SessionSocket, Child: s.ParentSessionID != "",
+		Proxy:   s.Proxy != nil,
 		Layered: slices.Sorted(maps.Keys(s.Layers)),
 	}
 }
