@@ -9,8 +9,10 @@ package launcher
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"syscall"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -197,3 +199,45 @@ func (n Needs) Refusal(p *sandboxdv1.Policy) *Unenforceable {
 // memory): not a policy the host cannot enforce, and not the caller's
 // fault; it may work again once sessions end or the limit is raised.
 var ErrHostResources = errors.New("out of host resources")
+
+// PlanRequest is what every backend's planner plans from: the part of a
+// Spec that decides what the sandbox may do, taken from it once
+// (Spec.PlanRequest). A planner adds only what it learns of its host.
+type PlanRequest struct {
+	// Policy is validated and normalized (package policy).
+	Policy    *sandboxdv1.Policy
+	SessionID string
+	Argv      []string
+	Env       []string
+	Cwd       string
+	UID, GID  uint32
+	// RootCaller and CallerGroups are Spec's: whose write roots the
+	// sandbox may be shown as its own.
+	RootCaller   bool
+	CallerGroups []uint32
+	// Terminal asks for a PTY session of Rows by Cols.
+	Terminal   bool
+	Rows, Cols uint16
+	// HideSockets and SessionSocket are Spec's.
+	HideSockets   []string
+	SessionSocket string
+	// Child says the session is another session's child.
+	Child bool
+	// Proxy says the daemon serves the session's allowlist proxy
+	// (Spec.Proxy is set).
+	Proxy bool
+	// Layered are the paths of the policy's filesystem.layer the daemon
+	// made a layer for (the keys of Spec.Layers), sorted.
+	Layered []string
+}
+
+// PlanRequest is the request s's backend plans from.
+func (s Spec) PlanRequest() PlanRequest {
+	return PlanRequest{
+		Policy: s.Policy, SessionID: s.SessionID, Argv: s.Argv, Env: s.Env, Cwd: s.Cwd,
+		UID: s.UID, GID: s.GID, RootCaller: s.RootCaller, CallerGroups: s.CallerGroups, Terminal: s.Stdio.Terminal, Rows: s.Stdio.Rows, Cols: s.Stdio.Cols,
+		HideSockets: s.HideSockets, SessionSocket: s.SessionSocket, Child: s.ParentSessionID != "",
+		Proxy:   s.Proxy != nil,
+		Layered: slices.Sorted(maps.Keys(s.Layers)),
+	}
+}

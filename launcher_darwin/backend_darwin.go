@@ -150,15 +150,16 @@ func probeProfiles(ctx context.Context, cfg Config) ProbeResult {
 	}
 	for _, tc := range []struct {
 		what string
-		in   Input
+		req  launcher.PlanRequest
+		host PlanHost
 	}{
-		{"read LISTED, write roots, read_only, deny, network NONE, a terminal, a session socket", Input{
-			Policy: full, SessionID: "probe", Terminal: "/dev/ttys999",
+		{"read LISTED, write roots, read_only, deny, network NONE, a terminal, a session socket", launcher.PlanRequest{
+			Policy: full, SessionID: "probe", Terminal: true,
 			SessionSocket: "/private/var/run/sandboxd/sessions/probe.sock", HideSockets: []string{"/private/var/run/sandboxd"},
-		}},
-		{"read ALL, network HOST", Input{Policy: host, SessionID: "probe", HideSockets: []string{"/private/var/run/sandboxd"}}},
+		}, PlanHost{TerminalPath: "/dev/ttys999"}},
+		{"read ALL, network HOST", launcher.PlanRequest{Policy: host, SessionID: "probe", HideSockets: []string{"/private/var/run/sandboxd"}}, PlanHost{}},
 	} {
-		plan, err := NewPlan(tc.in)
+		plan, err := NewPlan(tc.req, tc.host)
 		if err != nil {
 			return ProbeResult{Name: ProbeProfile, Op: "plan a profile of " + tc.what, Detail: err.Error()}
 		}
@@ -232,17 +233,14 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			replica.Close()
 		}
 	}
-	in := Input{
-		Policy: spec.Policy, SessionID: spec.SessionID, UID: spec.UID,
-		SessionSocket: spec.SessionSocket, HideSockets: spec.HideSockets, Resolve: resolveExisting,
-	}
+	host := PlanHost{Resolve: resolveExisting}
 	if spec.Stdio.Terminal {
 		if master, replica, err = openTerminal(spec, root); err != nil {
 			return nil, err
 		}
-		in.Terminal = replica.Name()
+		host.TerminalPath = replica.Name()
 	}
-	plan, err := NewPlan(in)
+	plan, err := NewPlan(spec.PlanRequest(), host)
 	if err != nil {
 		closeTerminal()
 		return nil, err

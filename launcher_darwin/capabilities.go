@@ -76,11 +76,11 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 	}
 	r.MechanismSets = append(r.MechanismSets, set)
 	r.Features = launcher.FeatureSupport(func(p *sandboxdv1.Policy) (string, []*sandboxdv1.FieldEnforcement, error) {
-		in := Input{Policy: p, SessionID: "capabilities"}
+		req := launcher.PlanRequest{Policy: p, SessionID: "capabilities"}
 		if p.GetChildren().GetAllow() {
-			in.SessionSocket = exampleSessionSocket
+			req.SessionSocket = exampleSessionSocket
 		}
-		plan, err := NewPlan(in)
+		plan, err := NewPlan(req, PlanHost{})
 		switch {
 		case err != nil:
 			return "", nil, err

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
 )
 
 func TestResolveExisting(t *testing.T) {
@@ -90,7 +91,7 @@ func TestExecCheck(t *testing.T) {
 		},
 		Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE},
 	}
-	plan, err := NewPlan(Input{Policy: pol, SessionID: "s1", Resolve: resolveExisting})
+	plan, err := NewPlan(launcher.PlanRequest{Policy: pol, SessionID: "s1"}, PlanHost{Resolve: resolveExisting})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestExecCheckSearchesEveryDirectoryAbove(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Read: sandboxdv1.Filesystem_ALL}, Network: &sandboxdv1.Network{}}
-	plan, err := NewPlan(Input{Policy: pol, SessionID: "s1", Resolve: resolveExisting})
+	plan, err := NewPlan(launcher.PlanRequest{Policy: pol, SessionID: "s1"}, PlanHost{Resolve: resolveExisting})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 )
 
@@ -37,11 +38,11 @@ func FuzzNewPlan(f *testing.F) {
 			return
 		}
 		p = policy.Normalize(p)
-		in := Input{Policy: p, SessionID: testSession, HideSockets: []string{"/var/run/sandboxd/sandboxd.sock"}}
+		in := launcher.PlanRequest{Policy: p, SessionID: testSession, HideSockets: []string{"/var/run/sandboxd/sandboxd.sock"}}
 		if children {
 			in.SessionSocket = "/var/run/sandboxd/sandboxd-sessions/" + testSession + ".sock"
 		}
-		pl, err := NewPlan(in)
+		pl, err := NewPlan(in, PlanHost{})
 		if err != nil {
 			t.Fatalf("NewPlan refused a policy it can express: %v", err)
 		}

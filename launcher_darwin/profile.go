@@ -13,30 +13,28 @@ import (
 	"github.com/sandboxd/sandboxd/policy"
 )
 
-// Input is what a profile is planned from.
-type Input struct {
-	// Policy is validated and normalized (package policy).
-	Policy *sandboxdv1.Policy
-	// SessionID tags every deny of the profile, so a violation in the
-	// unified log names its session.
-	SessionID string
-	// UID is the host identity the sandbox runs as, for the report.
-	UID uint32
-	// Terminal is the path of a PTY session's terminal (its replica), empty
-	// for a pipe session: only a PTY session may use a terminal.
-	Terminal string
-	// SessionSocket is the host path of the session's own socket when the
-	// policy allows children: the one unix socket the sandbox may connect
-	// to under network NONE.
-	SessionSocket string
-	// HideSockets are daemon sockets, or directories of them, the sandbox
-	// must not connect to even under network HOST.
-	HideSockets []string
+// PlanHost is what the planner is told of the host for one session.
+type PlanHost struct {
+	// TerminalPath is the path of a PTY session's terminal (its
+	// replica), empty for a pipe session: only a PTY session may use a
+	// terminal.
+	TerminalPath string
 	// Resolve returns the path the kernel reports for p: symlinks in the
 	// existing part resolved (on macOS /tmp, /var and /etc lead to
 	// /private). Seatbelt matches rules against that path, never against
 	// the one a program passed. Nil resolves only those three.
 	Resolve func(p string) string
+}
+
+// input is a request with what its host adds. Of the request, the planner
+// reads the policy, the session id (which tags every deny of the profile,
+// so a violation in the unified log names its session), the uid (for the
+// report), the session socket (the one unix socket the sandbox may
+// connect to under network NONE) and the daemon sockets it must not
+// connect to even under network HOST.
+type input struct {
+	launcher.PlanRequest
+	PlanHost
 }
 
 // Param is one -D KEY=VALUE of sandbox-exec, read in the profile with
@@ -123,9 +121,10 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // TagPrefix starts the message of every deny; the session id follows.
 const TagPrefix = "sandboxd-session:"
 
-// NewPlan plans the profile for in. It returns *launcher.Unenforceable when
-// a field has no Seatbelt expression here.
-func NewPlan(in Input) (*Plan, error) {
+// NewPlan plans the profile for req on host. It returns
+// *launcher.Unenforceable when a field has no Seatbelt expression here.
+func NewPlan(req launcher.PlanRequest, host PlanHost) (*Plan, error) {
+	in := input{req, host}
 	if err := refuseUnsupported(in.Policy); err != nil {
 		return nil, err
 	}
@@ -285,7 +284,7 @@ func (b *builder) paths(kind, prefix string, paths []string) []string {
 
 func quote(s string) string { return strconv.Quote(s) }
 
-func (b *builder) build(in Input, pl *Plan) {
+func (b *builder) build(in input, pl *Plan) {
 	withMessage := "(with message " + quote(b.tag) + ")"
 	b.line("(version 1)")
 	b.line("")
@@ -323,10 +322,10 @@ func (b *builder) build(in Input, pl *Plan) {
 	b.rule("allow", "file-read* file-write-data file-ioctl", rw)
 	b.rule("allow", "file-read*", ro)
 	devices := slices.Concat([]string{`(literal "/dev")`}, rw, ro)
-	if in.Terminal != "" {
+	if in.TerminalPath != "" {
 		b.line("")
 		b.line("; This PTY session's terminal.")
-		tty := []string{"(literal " + b.param("TERMINAL", in.Terminal) + ")", `(literal "/dev/tty")`}
+		tty := []string{"(literal " + b.param("TERMINAL", in.TerminalPath) + ")", `(literal "/dev/tty")`}
 		b.rule("allow", "file-read* file-write-data file-ioctl", tty)
 		devices = append(devices, tty...)
 	}

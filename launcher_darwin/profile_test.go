@@ -36,18 +36,21 @@ func normalized(t *testing.T, p *sandboxdv1.Policy) *sandboxdv1.Policy {
 	return policy.Normalize(p)
 }
 
-func plan(t *testing.T, in Input) *Plan {
+// plan plans req on a Mac where a PTY session's terminal is
+// /dev/ttys004.
+func plan(t *testing.T, req launcher.PlanRequest) *Plan {
 	t.Helper()
-	if in.SessionID == "" {
-		in.SessionID = testSession
+	if req.SessionID == "" {
+		req.SessionID = testSession
 	}
-	if in.Resolve == nil {
-		in.Resolve = testResolve
+	if req.UID == 0 {
+		req.UID = 501
 	}
-	if in.UID == 0 {
-		in.UID = 501
+	host := PlanHost{Resolve: testResolve}
+	if req.Terminal {
+		host.TerminalPath = "/dev/ttys004"
 	}
-	pl, err := NewPlan(in)
+	pl, err := NewPlan(req, host)
 	if err != nil {
 		t.Fatalf("NewPlan: %v", err)
 	}
@@ -56,7 +59,7 @@ func plan(t *testing.T, in Input) *Plan {
 
 type goldenCase struct {
 	name string
-	in   Input
+	in   launcher.PlanRequest
 }
 
 func goldenCases(t *testing.T) []goldenCase {
@@ -66,23 +69,23 @@ func goldenCases(t *testing.T) []goldenCase {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cases = append(cases, goldenCase{"preset-" + name, Input{Policy: p}})
+		cases = append(cases, goldenCase{"preset-" + name, launcher.PlanRequest{Policy: p}})
 	}
 	return append(cases,
-		goldenCase{"nested-carve-outs-and-deny-in-write-root", Input{Policy: normalized(t, &sandboxdv1.Policy{
+		goldenCase{"nested-carve-outs-and-deny-in-write-root", launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
 			Filesystem: &sandboxdv1.Filesystem{
 				Write:    []string{"/Users/dev/project", "/tmp/scratch"},
 				ReadOnly: []string{"/Users/dev/project/.git", "/Users/dev/project/repo/sub/.git", "/Users/dev/project/.env"},
 				Deny:     []string{"/Users/dev/.ssh", "/Users/dev/project/config/secrets.json"},
 			},
 		})}},
-		goldenCase{"carve-out-through-symlink", Input{Policy: normalized(t, &sandboxdv1.Policy{
+		goldenCase{"carve-out-through-symlink", launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
 			Filesystem: &sandboxdv1.Filesystem{
 				Write:    []string{"/Users/dev/linked"},
 				ReadOnly: []string{"/Users/dev/linked/.git"},
 			},
 		})}},
-		goldenCase{"read-listed", Input{Policy: normalized(t, &sandboxdv1.Policy{
+		goldenCase{"read-listed", launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
 			Filesystem: &sandboxdv1.Filesystem{
 				Read:      sandboxdv1.Filesystem_LISTED,
 				ReadRoots: []string{"/opt/homebrew", "/Users/dev/docs"},
@@ -90,21 +93,21 @@ func goldenCases(t *testing.T) []goldenCase {
 				Deny:      []string{"/opt/homebrew/etc/secrets"},
 			},
 		})}},
-		goldenCase{"network-host-hidden-sockets", Input{
+		goldenCase{"network-host-hidden-sockets", launcher.PlanRequest{
 			Policy:      normalized(t, &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST}}),
 			HideSockets: []string{"/var/run/sandboxd/sandboxd.sock", "/var/run/sandboxd/sandboxd-sessions"},
 		}},
-		goldenCase{"children-network-none", Input{
+		goldenCase{"children-network-none", launcher.PlanRequest{
 			Policy:        normalized(t, &sandboxdv1.Policy{Children: &sandboxdv1.Children{Allow: true}}),
 			SessionSocket: "/var/run/sandboxd/sandboxd-sessions/" + testSession + ".sock",
 			HideSockets:   []string{"/var/run/sandboxd/sandboxd.sock", "/var/run/sandboxd/sandboxd-sessions"},
 		}},
-		goldenCase{"children-network-host-pty", Input{
+		goldenCase{"children-network-host-pty", launcher.PlanRequest{
 			Policy: normalized(t, &sandboxdv1.Policy{
 				Network:  &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
 				Children: &sandboxdv1.Children{Allow: true},
 			}),
-			Terminal:      "/dev/ttys004",
+			Terminal:      true,
 			SessionSocket: "/var/run/sandboxd/sandboxd-sessions/" + testSession + ".sock",
 			HideSockets:   []string{"/var/run/sandboxd/sandboxd.sock", "/var/run/sandboxd/sandboxd-sessions"},
 		}},
@@ -134,7 +137,7 @@ func TestGoldenProfiles(t *testing.T) {
 // version and a default deny tagged with the session; every deny names the
 // session; every parameter read is passed and every one passed is read;
 // terminal rules exist exactly for PTY sessions.
-func checkStructure(t *testing.T, in Input, pl *Plan) {
+func checkStructure(t *testing.T, in launcher.PlanRequest, pl *Plan) {
 	t.Helper()
 	forms, err := parseSBPL(pl.Profile)
 	if err != nil {
@@ -173,8 +176,8 @@ func checkStructure(t *testing.T, in Input, pl *Plan) {
 		t.Errorf("parameter %s is read but not passed", k)
 	}
 	hasTTY := strings.Contains(pl.Profile, "/dev/tty") || slices.ContainsFunc(pl.Params, func(p Param) bool { return strings.HasPrefix(p.Key, "TERMINAL") })
-	if hasTTY != (in.Terminal != "") {
-		t.Errorf("terminal rules present: %v; PTY session: %v", hasTTY, in.Terminal != "")
+	if hasTTY != in.Terminal {
+		t.Errorf("terminal rules present: %v; PTY session: %v", hasTTY, in.Terminal)
 	}
 	args := pl.Args()
 	if args[0] != "-p" || args[1] != pl.Profile || len(args) != 2+2*len(pl.Params) {
@@ -221,7 +224,7 @@ func notWritable(path string) expect { return denyQ(writeQ(path)) }
 // The conformance cases' filesystem rules, decided by the profile itself.
 func TestProfileFilesystemSemantics(t *testing.T) {
 	const w = "/private/var/tmp/sbd/w"
-	pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{
+	pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
 		Filesystem: &sandboxdv1.Filesystem{
 			// Spelled through /var: Seatbelt only ever sees /private/var.
 			Write:    []string{"/var/tmp/sbd/w"},
@@ -285,7 +288,7 @@ func TestProfileRefusesSetID(t *testing.T) {
 	setuid := func(op, path string) query { return query{op: op, path: path, mode: 0o104755} }
 	setgid := func(op, path string) query { return query{op: op, path: path, mode: 0o102755} }
 	for _, read := range []sandboxdv1.Filesystem_Read{sandboxdv1.Filesystem_ALL, sandboxdv1.Filesystem_LISTED} {
-		pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Read: read, Write: []string{w}}})})
+		pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Read: read, Write: []string{w}}})})
 		checkQueries(t, pl, []expect{
 			denyQ(setuid("process-exec", "/usr/bin/sudo")),
 			denyQ(setgid("process-exec", "/usr/bin/wall")),
@@ -300,7 +303,7 @@ func TestProfileRefusesSetID(t *testing.T) {
 }
 
 func TestProfileCarveOutThroughSymlink(t *testing.T) {
-	pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{
+	pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
 		Filesystem: &sandboxdv1.Filesystem{Write: []string{"/Users/dev/linked"}, ReadOnly: []string{"/Users/dev/linked/.git"}},
 	})})
 	checkQueries(t, pl, []expect{
@@ -315,7 +318,7 @@ func TestProfileCarveOutThroughSymlink(t *testing.T) {
 }
 
 func TestProfileReadListed(t *testing.T) {
-	pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{
+	pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
 		Filesystem: &sandboxdv1.Filesystem{
 			Read:      sandboxdv1.Filesystem_LISTED,
 			ReadRoots: []string{"/opt/tools", "/Users/dev/docs"},
@@ -357,7 +360,7 @@ func TestProfileNetwork(t *testing.T) {
 	hide := []string{strings.TrimPrefix(daemon, "/private"), strings.TrimPrefix(dir, "/private")}
 	spelledOwn := strings.TrimPrefix(own, "/private")
 	t.Run("host", func(t *testing.T) {
-		pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST}}), HideSockets: hide})
+		pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST}}), HideSockets: hide})
 		checkQueries(t, pl, []expect{
 			tcpHost("93.184.216.34:443"),
 			allowQ(inboundQ("127.0.0.1:8080")),
@@ -370,7 +373,7 @@ func TestProfileNetwork(t *testing.T) {
 		})
 	})
 	t.Run("host with children", func(t *testing.T) {
-		pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{
+		pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
 			Network:  &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
 			Children: &sandboxdv1.Children{Allow: true},
 		}), HideSockets: hide, SessionSocket: spelledOwn})
@@ -382,7 +385,7 @@ func TestProfileNetwork(t *testing.T) {
 		})
 	})
 	t.Run("none with children", func(t *testing.T) {
-		pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{Children: &sandboxdv1.Children{Allow: true}}), HideSockets: hide, SessionSocket: spelledOwn})
+		pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{Children: &sandboxdv1.Children{Allow: true}}), HideSockets: hide, SessionSocket: spelledOwn})
 		checkQueries(t, pl, []expect{
 			allowQ(unixQ(own)),
 			denyQ(unixQ(daemon)),
@@ -396,7 +399,7 @@ func TestProfileNetwork(t *testing.T) {
 }
 
 func TestProfileTerminal(t *testing.T) {
-	pl := plan(t, Input{Policy: policy.Default(), Terminal: "/dev/ttys004"})
+	pl := plan(t, launcher.PlanRequest{Policy: policy.Default(), Terminal: true})
 	checkQueries(t, pl, []expect{
 		allowQ(dataQ("/dev/ttys004")),
 		allowQ(ioctlQ("/dev/ttys004")),
@@ -410,7 +413,7 @@ func TestProfileTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkQueries(t, plan(t, Input{Policy: full, Terminal: "/dev/ttys004"}), []expect{
+	checkQueries(t, plan(t, launcher.PlanRequest{Policy: full, Terminal: true}), []expect{
 		writable("/Users/dev/anything"),
 		allowQ(dataQ("/dev/ttys004")),
 		denyQ(readQ("/dev/ttys005")),
@@ -419,14 +422,14 @@ func TestProfileTerminal(t *testing.T) {
 		allowQ(dataQ("/dev/null")),
 		allowQ(metadataQ("/dev")),
 	})
-	checkQueries(t, plan(t, Input{Policy: policy.Default()}), []expect{
+	checkQueries(t, plan(t, launcher.PlanRequest{Policy: policy.Default()}), []expect{
 		denyQ(ioctlQ("/dev/ttys004")),
 		denyQ(ioctlQ("/dev/tty")),
 	})
 }
 
 func TestClassify(t *testing.T) {
-	pl := plan(t, Input{Policy: normalized(t, &sandboxdv1.Policy{
+	pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
 		Filesystem: &sandboxdv1.Filesystem{
 			Write:    []string{"/tmp/w"},
 			ReadOnly: []string{"/tmp/w/.git"},
@@ -471,19 +474,19 @@ func TestUnexpressibleFieldsAreRefused(t *testing.T) {
 		// snapshots of the process table is not.
 		{"limits.timeout", &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Timeout: durationpb.New(time.Minute)}}},
 	} {
-		_, err := NewPlan(Input{Policy: normalized(t, c.policy), SessionID: testSession})
+		_, err := NewPlan(launcher.PlanRequest{Policy: normalized(t, c.policy), SessionID: testSession}, PlanHost{})
 		var u *launcher.Unenforceable
 		if !errors.As(err, &u) || u.Field != c.field || u.Remedy == "" {
 			t.Errorf("%s: NewPlan error %v, want an Unenforceable for the field with a remedy", c.field, err)
 		}
 	}
-	if _, err := NewPlan(Input{Policy: policy.Default(), SessionID: `x") (allow default`}); err == nil {
+	if _, err := NewPlan(launcher.PlanRequest{Policy: policy.Default(), SessionID: `x") (allow default`}, PlanHost{}); err == nil {
 		t.Errorf("a session id that is not a plain token was accepted into the profile")
 	}
 }
 
 func TestReport(t *testing.T) {
-	pl := plan(t, Input{
+	pl := plan(t, launcher.PlanRequest{
 		Policy:        normalized(t, &sandboxdv1.Policy{Children: &sandboxdv1.Children{Allow: true}, Filesystem: &sandboxdv1.Filesystem{Write: []string{"/tmp/w"}, ReadOnly: []string{"/tmp/w/.git"}}}),
 		SessionSocket: "/private/var/run/sandboxd/sandboxd-sessions/" + testSession + ".sock",
 	})

@@ -13,7 +13,7 @@ const BackendName = "darwin"
 // MechanismSet is this backend's only way to enforce a policy.
 const MechanismSet = "seatbelt"
 
-func report(in Input, pl *Plan) []*sandboxdv1.FieldEnforcement {
+func report(in input, pl *Plan) []*sandboxdv1.FieldEnforcement {
 	f := func(field, mech string) *sandboxdv1.FieldEnforcement {
 		return &sandboxdv1.FieldEnforcement{Field: field, Mechanism: mech}
 	}

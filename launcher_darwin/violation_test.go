@@ -7,6 +7,7 @@ import (
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
 )
 
 // kernelRecord is a record of the kernel's Seatbelt as `log stream --style
@@ -185,7 +186,7 @@ func TestViolationDenial(t *testing.T) {
 		},
 		Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE},
 	}
-	plan, err := NewPlan(Input{Policy: pol, SessionID: "s1", UID: 501})
+	plan, err := NewPlan(launcher.PlanRequest{Policy: pol, SessionID: "s1", UID: 501}, PlanHost{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestParsedViolationDenial(t *testing.T) {
 		Filesystem: &sandboxdv1.Filesystem{Read: sandboxdv1.Filesystem_ALL, Deny: []string{"/Users/me/.aws"}},
 		Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE},
 	}
-	plan, err := NewPlan(Input{Policy: pol, SessionID: "s1", UID: 501})
+	plan, err := NewPlan(launcher.PlanRequest{Policy: pol, SessionID: "s1", UID: 501}, PlanHost{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +21,6 @@ import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
-	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/pty"
 	"golang.org/x/sys/unix"
 )
@@ -159,47 +156,45 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty argv")
 	}
-	if err := checkPaths(spec.Policy.GetFilesystem()); err != nil {
-		return nil, err
+	// Planning and taking the placeholders happen under one lock, so a
+	// session ending meanwhile cannot remove a placeholder this plan counts
+	// on already being there.
+	b.mu.Lock()
+	sp, err := b.plan(spec.PlanRequest(), spec.Layers)
+	var held []string
+	if err == nil {
+		held = b.holdPlaceholders(sp.Plan, sp.carveOuts, spec.Layers)
 	}
-	if spec.SessionSocket != "" && !filepath.IsAbs(spec.SessionSocket) {
-		// The init binds it from the host's root, the daemon connects to
-		// it from its own working directory: only an absolute path is the
-		// same place for both.
-		return nil, fmt.Errorf("session socket %q is not an absolute path", spec.SessionSocket)
-	}
-	set, err := choose(spec.Policy, b.host, b.forced, spec.SessionSocket != "" || spec.Policy.GetChildren().GetAllow())
+	b.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	if spec.Policy.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST && spec.Proxy == nil {
-		return nil, &launcher.Unenforceable{
-			Field: "network.allow", Mechanism: "the daemon's allowlist proxy",
-			Found: "the caller gave the backend no proxy to serve", Remedy: "start the session through sandboxd, which runs the proxy",
+	plan := sp.Plan
+	var release sync.Once
+	cleanup := func() { release.Do(func() { b.releasePlaceholders(held) }) }
+	started := false
+	defer func() {
+		if !started {
+			cleanup()
 		}
-	}
-	fsPol := spec.Policy.GetFilesystem()
-	mapped, keys, notes := idmapPlan(fsPol.GetWrite(), set, identity{uid: spec.UID, gid: spec.GID, rootCaller: spec.RootCaller, groups: spec.CallerGroups})
+	}()
 	trees := map[string]int{}
 	defer func() {
 		for _, fd := range trees {
 			unix.Close(fd)
 		}
 	}()
-	for _, w := range mapped {
-		tree, err := b.idmappedTree(w, keys[w])
+	for _, w := range sp.mapped {
+		tree, err := b.idmappedTree(w, sp.keys[w])
 		if err != nil {
 			return nil, idmapRefusal(w, spec.UID, spec.GID, err)
 		}
 		trees[w] = tree
 	}
-	if err := refuseMappedHostTrees(fsPol.GetLayer(), spec.UID); err != nil {
-		return nil, err
-	}
-	if set == SetNamespaces {
+	if plan.Set == SetNamespaces {
 		// The daemon mapped a layer's owner, if it had to, when it made
 		// the layer (overlay cannot be mapped itself).
-		for _, l := range fsPol.GetLayer() {
+		for _, l := range sp.layers {
 			if spec.Layers[l] == nil {
 				continue
 			}
@@ -210,39 +205,8 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			trees[l] = tree
 		}
 	}
-	var passwd, group string
-	if set == SetNamespaces {
-		passwd, group = sandboxIdentityFiles(spec.UID, spec.GID)
-	}
-	// Planning and taking the placeholders happen under one lock, so a
-	// session ending meanwhile cannot remove a placeholder this plan counts
-	// on already being there.
-	b.mu.Lock()
-	plan, err := BuildPlan(PlanInput{
-		Policy: spec.Policy, Argv: spec.Argv, Env: spec.Env, Cwd: spec.Cwd,
-		UID: spec.UID, GID: spec.GID, Terminal: spec.Stdio.Terminal,
-		Rows: spec.Stdio.Rows, Cols: spec.Stdio.Cols,
-		HideSockets: spec.HideSockets, SessionSocket: spec.SessionSocket, Idmapped: mapped,
-		Passwd: passwd, Group: group, Layered: slices.Collect(maps.Keys(spec.Layers)),
-	}, b.host.planHost(set, existsIn(spec.Layers)))
-	var held []string
-	if err == nil {
-		held = b.holdPlaceholders(plan, spec.Policy.GetFilesystem(), spec.Layers)
-	}
-	b.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	var release sync.Once
-	cleanup := func() { release.Do(func() { b.releasePlaceholders(held) }) }
-	started := false
-	defer func() {
-		if !started {
-			cleanup()
-		}
-	}()
 
-	cg, err := b.cgroups.create(spec.SessionID, spec.ParentSessionID, spec.Policy.GetLimits(), spec.OnDenial)
+	cg, err := b.cgroups.create(spec.SessionID, spec.ParentSessionID, sp.limits, spec.OnDenial)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +329,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 				remedy = "make it, or a directory above it, a write root"
 			}
 			e := unusableCwd(m, spec.UID, spec.GID, remedy)
-			if e.Errno == syscall.ENOENT && within(m.Path, "/tmp") && !coveredBy("/tmp", spec.Policy.GetFilesystem().GetWrite()) {
+			if e.Errno == syscall.ENOENT && within(m.Path, "/tmp") && sp.privateTmp {
 				e.Hint = "the sandbox has a private /tmp; make the directory a write root to see it"
 			}
 			return nil, e
@@ -375,7 +339,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		p.abort()
 		if m.Op == "access" && m.Field == "filesystem.write" {
 			_, remedy := idmapShortfall(plan.Set)
-			return nil, unusableWriteRoot(m, spec.UID, spec.GID, notes[m.Path], remedy)
+			return nil, unusableWriteRoot(m, spec.UID, spec.GID, sp.notes[m.Path], remedy)
 		}
 		return nil, setupRefusal(m)
 	}
@@ -511,72 +475,6 @@ func layerOf(path string, layers map[string]*os.File) (root *os.File, rel string
 	return layers[best], rel, true
 }
 
-// checkPaths refuses policies whose paths cross symlinks: the policy names
-// the place it protects, and a symlink would silently move that place.
-func checkPaths(fs *sandboxdv1.Filesystem) error {
-	for i, w := range fs.GetWrite() {
-		field := fmt.Sprintf("filesystem.write[%d]", i)
-		if within(w, "/proc") || within(w, "/sys") {
-			// A bind of the host's /proc/PID or sysfs would hand the
-			// sandbox host processes and kernel knobs.
-			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q is a kernel interface, not a place to write files", w)}
-		}
-		if _, err := os.Lstat(w); err != nil {
-			// A bind needs something to cover; the daemon does not make
-			// write roots, as it could not know whose they should be.
-			if errors.Is(err, os.ErrNotExist) {
-				return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%s does not exist; create it first", w)}
-			}
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%s: %v", w, err)}
-		}
-		if err := noSymlink(field, w); err != nil {
-			return err
-		}
-	}
-	for i, r := range fs.GetReadOnly() {
-		if err := noSymlink(fmt.Sprintf("filesystem.read_only[%d]", i), r); err != nil {
-			return err
-		}
-	}
-	for i, d := range fs.GetDeny() {
-		if err := noSymlink(fmt.Sprintf("filesystem.deny[%d]", i), d); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func noSymlink(field, path string) error {
-	existing := path
-	var resolved string
-	for {
-		if _, err := os.Lstat(existing); err != nil && existing != "/" {
-			existing = filepath.Dir(existing)
-			continue
-		}
-		var err error
-		resolved, err = filepath.EvalSymlinks(existing)
-		if errors.Is(err, os.ErrNotExist) && existing != "/" {
-			// Gone since the Lstat: a placeholder another session
-			// released. What is left of the path is what counts.
-			existing = filepath.Dir(existing)
-			continue
-		}
-		if err != nil {
-			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q: %v", path, err)}
-		}
-		break
-	}
-	if resolved != existing {
-		return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q crosses a symlink: %q resolves to %q; name the real path", path, existing, resolved)}
-	}
-	return nil
-}
-
 // placeholder is a directory the daemon made so that a carve-out or deny
 // path that did not exist could be covered. It is removed, if still empty,
 // when the last session relying on it ends: removing it earlier would
@@ -595,7 +493,7 @@ type placeholder struct {
 
 // holdPlaceholders counts this session among the users of every placeholder
 // it plans or relies on; b.mu is held.
-func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem, layers map[string]*os.File) []string {
+func (b *backend) holdPlaceholders(plan *Plan, carveOuts []string, layers map[string]*os.File) []string {
 	planned := map[string]bool{}
 	for _, s := range plan.Mounts {
 		if s.Kind == MountPlaceholder {
@@ -603,7 +501,7 @@ func (b *backend) holdPlaceholders(plan *Plan, fs *sandboxdv1.Filesystem, layers
 		}
 	}
 	var held []string
-	for _, p := range append(append([]string{}, fs.GetReadOnly()...), fs.GetDeny()...) {
+	for _, p := range carveOuts {
 		// Inside a layer the placeholder is made in the layer, which is
 		// the session's alone.
 		key := p

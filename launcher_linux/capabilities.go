@@ -31,7 +31,7 @@ func CapabilitiesOf(h *HostProbe, forced MechanismSet) *sandboxdv1.CapabilitiesR
 		if err != nil {
 			return "", nil, err
 		}
-		in := PlanInput{Policy: p, Argv: []string{"true"}, UID: 1, GID: 1, Cwd: "/"}
+		in := launcher.PlanRequest{Policy: p, Argv: []string{"true"}, UID: 1, GID: 1, Cwd: "/"}
 		if p.GetChildren().GetAllow() {
 			in.SessionSocket = exampleSessionSocket
 		}

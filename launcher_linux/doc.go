@@ -1,6 +1,9 @@
-// Package launcherlinux is the Linux sandbox backend. It turns a policy into a
-// plan (mounts, Landlock rules, a seccomp program, an enforcement report) with
-// pure functions that are tested on every OS, and applies the plan with
+// Package launcherlinux is the Linux sandbox backend. It turns a
+// launcher.PlanRequest into a plan (mounts, Landlock rules, a seccomp
+// program, an enforcement report) with pure functions that are tested on
+// every OS (BuildPlan), after the checks of the request against this host
+// (session_linux.go); Start reads nothing else of the policy, and applies
+// the plan with
 // sandboxd-init, a static C program (cmd/sandboxd-init), as the sandbox's
 // init (pid 1 of new user, mount, pid, ipc, uts, cgroup and usually net
 // namespaces). The plan reaches it in a binary encoding

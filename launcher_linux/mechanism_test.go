@@ -183,12 +183,12 @@ func TestSessionSocketDecidesLikeChildrenAllow(t *testing.T) {
 	if set, err := choose(p, probed(1000, 7, PrimUserNS), "", true); err == nil {
 		t.Errorf("choose with a session socket and no user namespaces = %s, want a refusal", set)
 	}
-	_, err := BuildPlan(PlanInput{Policy: p, Argv: []string{"sh"}, UID: 1, GID: 1, SessionSocket: "/run/s.sock"}, Host{Set: SetLandlock, LandlockABI: 7})
+	_, err := BuildPlan(launcher.PlanRequest{Policy: p, Argv: []string{"sh"}, UID: 1, GID: 1, SessionSocket: "/run/s.sock"}, Host{Set: SetLandlock, LandlockABI: 7})
 	var u *launcher.Unenforceable
 	if !errors.As(err, &u) || u.Field != "children.allow" {
 		t.Errorf("landlock plan with a session socket: %v, want a refusal naming children.allow", err)
 	}
-	plan, err := BuildPlan(PlanInput{Policy: p, Argv: []string{"sh"}, UID: 1, GID: 1, SessionSocket: "/run/s.sock"}, fakeHost(7, nil, nil))
+	plan, err := BuildPlan(launcher.PlanRequest{Policy: p, Argv: []string{"sh"}, UID: 1, GID: 1, SessionSocket: "/run/s.sock"}, fakeHost(7, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

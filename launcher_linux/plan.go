@@ -100,18 +100,6 @@ type Host struct {
 	// CgroupV2 says which limit controllers are on the unified hierarchy
 	// (the others are on v1), for the report.
 	CgroupV2 map[string]bool
-}
-
-// PlanInput is the launch request, already validated and normalized.
-type PlanInput struct {
-	Policy      *sandboxdv1.Policy
-	Argv        []string
-	Env         []string
-	Cwd         string
-	UID, GID    uint32
-	Terminal    bool
-	Rows, Cols  uint16
-	HideSockets []string
 	// Passwd and Group are the sandbox's /etc/passwd and /etc/group, the
 	// host's with an entry added for the sandbox uid and gid, "" where the
 	// host's already name them (see identityFiles).
@@ -119,13 +107,6 @@ type PlanInput struct {
 	// Idmapped are the write roots the daemon ID-maps so that their owner
 	// is the sandbox uid inside (the namespaces set only).
 	Idmapped []string
-	// SessionSocket is the host path of the session's own daemon socket
-	// (launcher.Spec.SessionSocket). It, not the policy, says whether the
-	// sandbox gets one: the daemon makes it only for children.allow.
-	SessionSocket string
-	// Layered are the layered paths of the policy the daemon made a layer
-	// for (launcher.Spec.Layers); Host.Exists looks inside the layers.
-	Layered []string
 }
 
 // SessionSocketPath is where a sandbox of the namespaces set finds its
@@ -143,10 +124,13 @@ var (
 	devNodes     = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 )
 
-// BuildPlan turns a normalized policy into the plan. It refuses (returning
-// *launcher.Unenforceable) only for what this backend cannot enforce at all;
-// host probing of missing primitives happens at apply time.
-func BuildPlan(in PlanInput, host Host) (*Plan, error) {
+// BuildPlan turns the request in, whose policy is normalized, into the plan
+// for host. It refuses (returning *launcher.Unenforceable) only for what
+// this backend cannot enforce at all; host probing of missing primitives
+// happens at apply time. The request's session socket, not the policy,
+// says whether the sandbox gets one: the daemon makes it only for
+// children.allow.
+func BuildPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	p := in.Policy
 	if err := refuseUnsupported(p); err != nil {
 		return nil, err
@@ -214,7 +198,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	// beneath its state directory, where the init may not reach it. To the
 	// init a layer's bind is then one of a write root at its path, and a
 	// placeholder inside it is made through the mount handed over.
-	passed := func(w string) bool { return slices.Contains(in.Idmapped, w) || slices.Contains(in.Layered, w) }
+	passed := func(w string) bool { return slices.Contains(host.Idmapped, w) || slices.Contains(in.Layered, w) }
 	for _, c := range placeholders {
 		st := MountStep{Kind: MountPlaceholder, Source: c, Field: fieldOf(fs, c)}
 		if r := innermostRoot(c, writes); passed(r) {
@@ -234,11 +218,11 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	}
 	// Over whatever write root holds them, under any carve-out or mask
 	// of the policy's.
-	if in.Passwd != "" {
-		add(MountStep{Kind: MountFile, Target: "/etc/passwd", Content: in.Passwd, Field: "process"})
+	if host.Passwd != "" {
+		add(MountStep{Kind: MountFile, Target: "/etc/passwd", Content: host.Passwd, Field: "process"})
 	}
-	if in.Group != "" {
-		add(MountStep{Kind: MountFile, Target: "/etc/group", Content: in.Group, Field: "process"})
+	if host.Group != "" {
+		add(MountStep{Kind: MountFile, Target: "/etc/group", Content: host.Group, Field: "process"})
 	}
 
 	add(MountStep{Kind: MountProc, Target: "/proc", Field: "process"})
@@ -357,7 +341,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 	}
 	// What the sandbox makes in an ID-mapped write root is owned on the
 	// host by the root's owner: it must not leave a set-ID file there.
-	noSetID := len(in.Idmapped) > 0
+	noSetID := len(host.Idmapped) > 0
 	var prog []SockFilter
 	if !host.NoSeccomp {
 		var err error
@@ -368,7 +352,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		return nil, &launcher.Unenforceable{Field: "network.mode", Mechanism: "seccomp for unix sockets", Found: "seccomp filters do not work here", Remedy: remedySeccomp}
 	} else if noSetID {
 		return nil, &launcher.Unenforceable{
-			Field: "filesystem.write", Mechanism: "seccomp, so that no set-user-ID or set-group-ID file is made in an ID-mapped write root (owned there by " + in.Idmapped[0] + "'s owner)",
+			Field: "filesystem.write", Mechanism: "seccomp, so that no set-user-ID or set-group-ID file is made in an ID-mapped write root (owned there by " + host.Idmapped[0] + "'s owner)",
 			Found: "seccomp filters do not work here", Remedy: remedySeccomp + ", or make the write root the sandbox uid's",
 		}
 	}
@@ -384,7 +368,7 @@ func BuildPlan(in PlanInput, host Host) (*Plan, error) {
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
 		Landlock: ll, Seccomp: prog, Listener: notify,
 	}
-	plan.Report = append(report(p, plan, in.Idmapped, len(fs.GetDeny()) > 0, in.SessionSocket != ""), limitsReport(p, host)...)
+	plan.Report = append(report(p, plan, host.Idmapped, len(fs.GetDeny()) > 0, in.SessionSocket != ""), limitsReport(p, host)...)
 	plan.DenialSources = append(denialSources(plan, host, p.GetNetwork().GetMode() != sandboxdv1.Network_HOST), limitDenialSources(p)...)
 	if plan.ProxyListen != "" {
 		plan.DenialSources = append(plan.DenialSources, &sandboxdv1.DenialSource{Kind: "network.allow", Observed: true,

@@ -16,7 +16,7 @@ var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/rand
 // buildLandlockPlan plans a sandbox without namespaces. The command sees
 // the host's filesystem tree, its /tmp and /dev included, through Landlock
 // rules; seccomp stands in for the network namespace and the rest.
-func buildLandlockPlan(in PlanInput, host Host) (*Plan, error) {
+func buildLandlockPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	p := in.Policy
 	fs := p.GetFilesystem()
 	if sf := landlockPolicyShortfall(fs); sf != nil {

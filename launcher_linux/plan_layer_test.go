@@ -23,7 +23,7 @@ func TestPlanLayerBindsMergedDirectoryWithCarveOuts(t *testing.T) {
 	// As the backend's Exists answers: inside the layer, what the merged
 	// tree holds.
 	host := fakeHost(7, []string{"/out", "/work", "/work/.git"}, []string{"/work/.env"})
-	plan, err := BuildPlan(PlanInput{Policy: pol, Argv: []string{"sh"}, UID: 1000, GID: 1000, Layered: []string{"/work"}}, host)
+	plan, err := BuildPlan(launcher.PlanRequest{Policy: pol, Argv: []string{"sh"}, UID: 1000, GID: 1000, Layered: []string{"/work"}}, host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestPlanLayerRefusals(t *testing.T) {
 		"landlock set":   {landlock, []string{"/work"}},
 		"no layer given": {fakeHost(7, []string{"/work"}, nil), nil},
 	} {
-		_, err := BuildPlan(PlanInput{Policy: pol, Argv: []string{"sh"}, UID: 1000, GID: 1000, Layered: c.layered}, c.host)
+		_, err := BuildPlan(launcher.PlanRequest{Policy: pol, Argv: []string{"sh"}, UID: 1000, GID: 1000, Layered: c.layered}, c.host)
 		var u *launcher.Unenforceable
 		if !errors.As(err, &u) || u.Field != "filesystem.layer" || u.Remedy == "" {
 			t.Errorf("%s: %v, want a refusal of filesystem.layer with a remedy", name, err)

@@ -91,7 +91,7 @@ func TestPlanGolden(t *testing.T) {
 			if hide == nil {
 				hide = []string{mainSocket}
 			}
-			plan, err := BuildPlan(PlanInput{
+			plan, err := BuildPlan(launcher.PlanRequest{
 				Policy: policy.Normalize(c.pol), Argv: []string{"sh"}, Env: []string{"PATH=/bin"},
 				UID: 1000, GID: 1000, Terminal: c.tty, HideSockets: hide, SessionSocket: c.session,
 			}, c.host)
@@ -124,7 +124,7 @@ func TestPlanRefusesWhatItCannotEnforce(t *testing.T) {
 		"children.allow":  {Children: &sandboxdv1.Children{Allow: true}},
 	}
 	for field, pol := range cases {
-		_, err := BuildPlan(PlanInput{Policy: policy.Normalize(pol), Argv: []string{"sh"}, UID: 1, GID: 1}, fakeHost(7, nil, nil))
+		_, err := BuildPlan(launcher.PlanRequest{Policy: policy.Normalize(pol), Argv: []string{"sh"}, UID: 1, GID: 1}, fakeHost(7, nil, nil))
 		var u *launcher.Unenforceable
 		if !errors.As(err, &u) || u.Field != field {
 			t.Errorf("%s: got %v, want Unenforceable naming the field", field, err)

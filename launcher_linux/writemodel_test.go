@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 )
 
@@ -30,7 +31,7 @@ func open(flags uint64, t namedPath) *writeCall {
 
 func modelOf(t *testing.T, pol *sandboxdv1.Policy, host Host) *WriteModel {
 	t.Helper()
-	plan, err := BuildPlan(PlanInput{Policy: policy.Normalize(pol), Argv: []string{"sh"}, UID: 1000, GID: 1000, HideSockets: []string{"/run/sandboxd/sandboxd.sock"}}, host)
+	plan, err := BuildPlan(launcher.PlanRequest{Policy: policy.Normalize(pol), Argv: []string{"sh"}, UID: 1000, GID: 1000, HideSockets: []string{"/run/sandboxd/sandboxd.sock"}}, host)
 	if err != nil {
 		t.Fatal(err)
 	}

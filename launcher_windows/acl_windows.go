@@ -178,7 +178,7 @@ func extendedPath(p string) string {
 }
 
 // notInheriting returns the first object at or below root whose DACL is
-// protected from inheritance, "" when every one inherits (Input.NotInheriting).
+// protected from inheritance, "" when every one inherits (PlanHost.NotInheriting).
 // A reparse point is not followed: what it leads to is not below root, and
 // the entries stamped on root are checked where the access lands.
 func notInheriting(root string) (string, error) {

@@ -562,10 +562,9 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	tempDir := filepath.Join(b.stateDir, tempRoot, spec.SessionID)
 	walked := walkProtected(spec.Policy)
 	b.mu.Lock()
-	plan, err := NewPlan(Input{
-		Policy: spec.Policy, SessionID: spec.SessionID, OfflineSID: offline, OnlineSID: online,
-		TempDir: tempDir, Env: spec.Env, NumCPU: runtime.NumCPU(), Exists: b.exists,
-		NotInheriting: walked, Child: spec.ParentSessionID != "", Terminal: spec.Stdio.Terminal,
+	plan, err := NewPlan(spec.PlanRequest(), PlanHost{
+		OfflineSID: offline, OnlineSID: online, TempDir: tempDir, NumCPU: runtime.NumCPU(),
+		Exists: b.exists, NotInheriting: walked,
 	})
 	var held []string
 	if err == nil {

@@ -171,8 +171,8 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 	r.MechanismSets = append(r.MechanismSets, set)
 	r.Features = launcher.FeatureSupport(func(p *sandboxdv1.Policy) (string, []*sandboxdv1.FieldEnforcement, error) {
 		onDriveC(p)
-		plan, err := NewPlan(Input{
-			Policy: p, SessionID: "capabilities", OfflineSID: h.OfflineSID, OnlineSID: h.OnlineSID,
+		plan, err := NewPlan(launcher.PlanRequest{Policy: p, SessionID: "capabilities"}, PlanHost{
+			OfflineSID: h.OfflineSID, OnlineSID: h.OnlineSID,
 			TempDir: exampleStateDir + `\tmp\capabilities`, NumCPU: max(h.NumCPU, 1),
 			// A carve-out whose objects all inherit: one that does not is
 			// refused for the path, not for the host.

@@ -59,11 +59,11 @@ func TestProtectedObjectsBelowCarveOutsAreRefused(t *testing.T) {
 			}
 			return "", nil
 		}
-		if _, err := NewPlan(in); !isUnenforceable(err, c.field) {
+		if _, err := newPlan(in); !isUnenforceable(err, c.field) {
 			t.Errorf("%s over an object with a protected DACL: %v, want refused", c.field, err)
 		}
 		in.NotInheriting = nil
-		if _, err := NewPlan(in); !isUnenforceable(err, c.field) {
+		if _, err := newPlan(in); !isUnenforceable(err, c.field) {
 			t.Errorf("%s with nothing to say whether its objects inherit: %v, want refused", c.field, err)
 		}
 	}
@@ -104,17 +104,17 @@ func TestChildOfLimitedParentIsRefused(t *testing.T) {
 		"limits.cpu_millis":   {CpuMillis: 500},
 	} {
 		in := input(&sandboxdv1.Policy{Limits: l})
-		if _, err := NewPlan(in); err != nil {
+		if _, err := newPlan(in); err != nil {
 			t.Errorf("%s: a root session: %v", field, err)
 		}
 		in.Child = true
-		if _, err := NewPlan(in); !isUnenforceable(err, field) {
+		if _, err := newPlan(in); !isUnenforceable(err, field) {
 			t.Errorf("%s: a child session: %v, want refused", field, err)
 		}
 	}
 	in := input(&sandboxdv1.Policy{Limits: &sandboxdv1.Limits{OutputBytes: 100}})
 	in.Child = true
-	if _, err := NewPlan(in); err != nil {
+	if _, err := newPlan(in); err != nil {
 		t.Errorf("a child without job limits: %v", err)
 	}
 }
@@ -124,7 +124,7 @@ func TestChildOfLimitedParentIsRefused(t *testing.T) {
 func TestTerminalSessionIsRefused(t *testing.T) {
 	in := input(nil)
 	in.Terminal = true
-	if _, err := NewPlan(in); !isUnenforceable(err, "process") {
+	if _, err := newPlan(in); !isUnenforceable(err, "process") {
 		t.Errorf("a PTY session: %v, want refused", err)
 	}
 }

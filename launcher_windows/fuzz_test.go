@@ -51,7 +51,7 @@ func FuzzNewPlan(f *testing.F) {
 		}
 		in.Exists = missing(gone...)
 
-		pl, err := NewPlan(in)
+		pl, err := newPlan(in)
 		plain := true
 		for _, q := range []string{write, readOnly, deny, deny2} {
 			plain = plain && checkPath(q) == "" && !isVolumeRoot(cleanPath(q))

@@ -138,7 +138,7 @@ type expectation struct {
 	exists                func(string) bool
 }
 
-func expect(in Input) expectation {
+func expect(in planInput) expectation {
 	e := expectation{tempDir: cleanPath(in.TempDir), exists: in.Exists}
 	if e.exists == nil {
 		e.exists = func(string) bool { return true }
@@ -191,7 +191,7 @@ func (e expectation) rootOf(p string) string {
 
 // checkSemantics decides from the ACEs alone what the sandbox may do and
 // compares it with what the policy promises.
-func checkSemantics(t *testing.T, in Input, pl *Plan) {
+func checkSemantics(t *testing.T, in planInput, pl *Plan) {
 	t.Helper()
 	m := newACLModel(pl)
 	e := expect(in)
@@ -270,7 +270,7 @@ func checkSemantics(t *testing.T, in Input, pl *Plan) {
 }
 
 // checkInvariants holds for every plan, whatever the policy.
-func checkInvariants(t *testing.T, in Input, pl *Plan) {
+func checkInvariants(t *testing.T, in planInput, pl *Plan) {
 	t.Helper()
 	e := expect(in)
 	host := in.Policy.GetNetwork().GetMode() == sandboxdv1.Network_HOST

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
 )
 
 // sessionIDPattern is what a session id may be: it names a pipe and is
@@ -20,11 +21,12 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // session could rewrite the DACL of another's processes and open them.
 const defaultDACL = "D:(A;;GA;;;" + LogonSID + ")(A;;GA;;;SY)(A;;RC;;;OW)"
 
-// NewPlan plans the session in describes. It returns *launcher.Unenforceable
-// when a field cannot be enforced on Windows, and an error when the input
-// itself is unusable (a session id, temporary directory or environment the
-// daemon should not have passed).
-func NewPlan(in Input) (*Plan, error) {
+// NewPlan plans the session req asks for on the host on describes. It returns
+// *launcher.Unenforceable when a field cannot be enforced on Windows, and an
+// error when the input itself is unusable (a session id, temporary
+// directory or environment the daemon should not have passed).
+func NewPlan(req launcher.PlanRequest, on PlanHost) (*Plan, error) {
+	in := planInput{req, on}
 	if err := refuseUnsupported(in.Policy); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/golden"
+	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -39,22 +40,27 @@ func missing(paths ...string) func(string) bool {
 // policy cleans and compares paths with the host's path/filepath, which
 // on Linux takes C:\ neither for absolute nor for a directory above
 // C:\x, so its Normalize would drop every carve-out here.
-func input(p *sandboxdv1.Policy) Input {
+func input(p *sandboxdv1.Policy) planInput {
 	if p == nil {
 		p = policy.Default()
 	}
-	return Input{
-		Policy:     p,
-		SessionID:  testSession,
-		OfflineSID: testOfflineSID,
-		OnlineSID:  testOnlineSID,
-		TempDir:    testTempDir,
-		Env:        testEnv,
-		NumCPU:     8,
-		// What the backend finds on a host where nothing below a carve-out
-		// or deny path has a protected DACL.
-		NotInheriting: func(string) (string, error) { return "", nil },
+	return planInput{
+		PlanRequest: launcher.PlanRequest{Policy: p, SessionID: testSession, Env: testEnv},
+		PlanHost: PlanHost{
+			OfflineSID: testOfflineSID,
+			OnlineSID:  testOnlineSID,
+			TempDir:    testTempDir,
+			NumCPU:     8,
+			// What the backend finds on a host where nothing below a
+			// carve-out or deny path has a protected DACL.
+			NotInheriting: func(string) (string, error) { return "", nil },
+		},
 	}
+}
+
+// newPlan plans in as the backend does.
+func newPlan(in planInput) (*Plan, error) {
+	return NewPlan(in.PlanRequest, in.PlanHost)
 }
 
 // windowsPreset is the named preset with its POSIX paths on drive C:
@@ -80,7 +86,7 @@ func windowsPreset(t *testing.T, name string) *sandboxdv1.Policy {
 
 type goldenCase struct {
 	name string
-	in   Input
+	in   planInput
 }
 
 func goldenCases(t *testing.T) []goldenCase {
@@ -88,9 +94,9 @@ func goldenCases(t *testing.T) []goldenCase {
 	for _, name := range policy.PresetNames() {
 		cases = append(cases, goldenCase{"preset-" + name, input(windowsPreset(t, name))})
 	}
-	withExists := func(in Input, exists func(string) bool) Input { in.Exists = exists; return in }
-	withEnv := func(in Input, env ...string) Input { in.Env = env; return in }
-	withCPUs := func(in Input, n int) Input { in.NumCPU = n; return in }
+	withExists := func(in planInput, exists func(string) bool) planInput { in.Exists = exists; return in }
+	withEnv := func(in planInput, env ...string) planInput { in.Env = env; return in }
+	withCPUs := func(in planInput, n int) planInput { in.NumCPU = n; return in }
 	return append(cases,
 		goldenCase{"nested-carve-outs-and-deny-in-write-root", input(&sandboxdv1.Policy{
 			Filesystem: &sandboxdv1.Filesystem{
@@ -170,7 +176,7 @@ func goldenCases(t *testing.T) []goldenCase {
 func TestGoldenPlans(t *testing.T) {
 	for _, c := range goldenCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			pl, err := NewPlan(c.in)
+			pl, err := newPlan(c.in)
 			got := ""
 			if err != nil {
 				got = "error: " + err.Error() + "\n"
@@ -184,9 +190,9 @@ func TestGoldenPlans(t *testing.T) {
 	}
 }
 
-func plan(t *testing.T, in Input) *Plan {
+func plan(t *testing.T, in planInput) *Plan {
 	t.Helper()
-	pl, err := NewPlan(in)
+	pl, err := newPlan(in)
 	if err != nil {
 		t.Fatalf("NewPlan: %v", err)
 	}
@@ -354,7 +360,7 @@ func TestCPURate(t *testing.T) {
 	}
 	in := input(&sandboxdv1.Policy{Limits: &sandboxdv1.Limits{CpuMillis: 500}})
 	in.NumCPU = 0
-	if _, err := NewPlan(in); err == nil {
+	if _, err := newPlan(in); err == nil {
 		t.Errorf("a CPU limit was planned without the processor count")
 	}
 }
@@ -421,22 +427,22 @@ func TestReport(t *testing.T) {
 func TestSessionIDAndUsers(t *testing.T) {
 	in := input(nil)
 	in.SessionID = `x\..\y`
-	if _, err := NewPlan(in); err == nil {
+	if _, err := newPlan(in); err == nil {
 		t.Errorf("a session id with a backslash was accepted")
 	}
 	in = input(nil)
 	in.OfflineSID = ""
-	if _, err := NewPlan(in); !isUnenforceable(err, "network.mode") {
+	if _, err := newPlan(in); !isUnenforceable(err, "network.mode") {
 		t.Errorf("no offline user: %v, want an Unenforceable naming network.mode", err)
 	}
 	in = input(nil)
 	in.OfflineSID = "S-1-5-21-1)(A;;GA;;;WD"
-	if _, err := NewPlan(in); err == nil {
+	if _, err := newPlan(in); err == nil {
 		t.Errorf("a malformed user SID was accepted")
 	}
 	in = input(nil)
 	in.TempDir = `tmp\x`
-	if _, err := NewPlan(in); err == nil {
+	if _, err := newPlan(in); err == nil {
 		t.Errorf("a relative temporary directory was accepted")
 	}
 }

@@ -2,22 +2,17 @@ package launcherwindows
 
 import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
 )
 
-// Input is what a session's plan is made from.
-type Input struct {
-	// Policy is validated and normalized (package policy).
-	Policy *sandboxdv1.Policy
-	// SessionID names the session: its pipe, temp directory and SIDs.
-	SessionID string
+// PlanHost is what the planner is told of the host for one session.
+type PlanHost struct {
 	// OfflineSID and OnlineSID are the SIDs of the provisioned sandbox
 	// users (OfflineUser, OnlineUser).
 	OfflineSID, OnlineSID string
 	// TempDir is the host path of the session's private temporary
 	// directory, which the backend creates empty before stamping.
 	TempDir string
-	// Env is the environment the daemon built, "KEY=value".
-	Env []string
 	// NumCPU is the host's logical processor count, for the CPU rate.
 	NumCPU int
 	// Exists says whether a path exists now; nil means every path does.
@@ -30,11 +25,16 @@ type Input struct {
 	// in an earlier session. Nil means it cannot be known, and an existing
 	// carve-out or deny path inside a write root is refused.
 	NotInheriting func(path string) (string, error)
-	// Child says the session is another session's child, whose processes
-	// must count against its parent's job limits.
-	Child bool
-	// Terminal asks for a PTY session, on a pseudo console.
-	Terminal bool
+}
+
+// planInput is a request with what its host adds. Of the request, the
+// planner reads the policy, the session id (which names the session's
+// pipe, temporary directory and SIDs), the environment the daemon built,
+// whether the session is a child (whose processes count against its
+// parent's job limits) and whether it asks for a PTY (a pseudo console).
+type planInput struct {
+	launcher.PlanRequest
+	PlanHost
 }
 
 // Plan is a policy made concrete for a restricted token, NTFS ACLs, the

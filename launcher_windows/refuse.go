@@ -86,7 +86,7 @@ func refuseMissingRoot(raw []string, w string) error {
 
 // refuseSession refuses what this backend cannot yet do for the session
 // as asked, however the policy reads.
-func refuseSession(in Input) error {
+func refuseSession(in planInput) error {
 	if in.Terminal {
 		return &launcher.Unenforceable{
 			Field:     "process",

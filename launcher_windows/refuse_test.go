@@ -23,7 +23,7 @@ func TestUnenforceableFieldsAreRefused(t *testing.T) {
 	} {
 		in := input(c.policy)
 		in.Exists = missing(`C:\missing`)
-		if _, err := NewPlan(in); !isUnenforceable(err, c.field) {
+		if _, err := newPlan(in); !isUnenforceable(err, c.field) {
 			t.Errorf("%s: NewPlan error %v, want an Unenforceable for the field with a mechanism, a finding and a remedy", c.field, err)
 		}
 	}
@@ -32,7 +32,7 @@ func TestUnenforceableFieldsAreRefused(t *testing.T) {
 // What Linux and macOS cannot enforce, a job object can.
 func TestLimitsAreEnforced(t *testing.T) {
 	for _, l := range []*sandboxdv1.Limits{{MemoryBytes: 1 << 30}, {Pids: 64}, {CpuMillis: 500}} {
-		if _, err := NewPlan(input(&sandboxdv1.Policy{Limits: l})); err != nil {
+		if _, err := newPlan(input(&sandboxdv1.Policy{Limits: l})); err != nil {
 			t.Errorf("limits %v refused: %v", l, err)
 		}
 	}

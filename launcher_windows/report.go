@@ -22,7 +22,7 @@ const (
 	OnlineUser = "sandboxd-online"
 )
 
-func report(in Input, pl *Plan, write, readOnly, deny []string) []*sandboxdv1.FieldEnforcement {
+func report(in planInput, pl *Plan, write, readOnly, deny []string) []*sandboxdv1.FieldEnforcement {
 	f := func(field, mech string) *sandboxdv1.FieldEnforcement {
 		return &sandboxdv1.FieldEnforcement{Field: field, Mechanism: mech}
 	}

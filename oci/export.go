@@ -99,7 +99,7 @@ func Export(in Input) (*specs.Spec, error) {
 		return nil, errors.New("no root directory")
 	}
 	env := Env(in.Env, in.Terminal, in.Home)
-	plan, err := launcherlinux.BuildPlan(launcherlinux.PlanInput{
+	plan, err := launcherlinux.BuildPlan(launcher.PlanRequest{
 		Policy: p, Argv: in.Argv, Env: env, Cwd: in.Cwd, UID: in.UID, GID: in.GID,
 		Terminal: in.Terminal, HideSockets: in.HideSockets,
 	}, launcherlinux.Host{Set: launcherlinux.SetNamespaces, Exists: in.Exists})

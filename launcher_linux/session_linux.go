@@ -1,0 +1,146 @@
+package launcherlinux
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
+)
+
+// sessionPlan is a session's Plan with what the applier needs beside it of
+// this host, all decided from the request once: Start reads nothing of the
+// policy but this.
+type sessionPlan struct {
+	*Plan
+	// mapped are the write roots the daemon ID-maps, keys how, and notes
+	// what a refusal of each write root considered should say (idmapPlan).
+	mapped []string
+	keys   map[string]idmapKey
+	notes  map[string]rootNote
+	// layers are the policy's layered paths.
+	layers []string
+	// carveOuts are the read-only and deny paths, each of which may rest
+	// on a placeholder.
+	carveOuts []string
+	limits    *sandboxdv1.Limits
+	// privateTmp: no write root covers /tmp, so the sandbox has its own.
+	privateTmp bool
+}
+
+// plan turns req into the session's plan on this host: the checks of the
+// request only this backend makes (against the host's paths, its
+// mechanism sets and its write roots' owners), then BuildPlan. layers are
+// the mounts the daemon made for the policy's layered paths. b.mu is held.
+func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*sessionPlan, error) {
+	p := req.Policy
+	fs := p.GetFilesystem()
+	if err := checkPaths(fs); err != nil {
+		return nil, err
+	}
+	if req.SessionSocket != "" && !filepath.IsAbs(req.SessionSocket) {
+		// The init binds it from the host's root, the daemon connects to
+		// it from its own working directory: only an absolute path is the
+		// same place for both.
+		return nil, fmt.Errorf("session socket %q is not an absolute path", req.SessionSocket)
+	}
+	set, err := choose(p, b.host, b.forced, req.SessionSocket != "" || p.GetChildren().GetAllow())
+	if err != nil {
+		return nil, err
+	}
+	if p.GetNetwork().GetMode() == sandboxdv1.Network_ALLOWLIST && !req.Proxy {
+		return nil, &launcher.Unenforceable{
+			Field: "network.allow", Mechanism: "the daemon's allowlist proxy",
+			Found: "the caller gave the backend no proxy to serve", Remedy: "start the session through sandboxd, which runs the proxy",
+		}
+	}
+	sp := &sessionPlan{
+		layers:     fs.GetLayer(),
+		carveOuts:  slices.Concat(fs.GetReadOnly(), fs.GetDeny()),
+		limits:     p.GetLimits(),
+		privateTmp: !coveredBy("/tmp", fs.GetWrite()),
+	}
+	sp.mapped, sp.keys, sp.notes = idmapPlan(fs.GetWrite(), set, identity{uid: req.UID, gid: req.GID, rootCaller: req.RootCaller, groups: req.CallerGroups})
+	if err := refuseMappedHostTrees(fs.GetLayer(), req.UID); err != nil {
+		return nil, err
+	}
+	host := b.host.planHost(set, existsIn(layers))
+	host.Idmapped = sp.mapped
+	if set == SetNamespaces {
+		host.Passwd, host.Group = sandboxIdentityFiles(req.UID, req.GID)
+	}
+	if sp.Plan, err = BuildPlan(req, host); err != nil {
+		return nil, err
+	}
+	return sp, nil
+}
+
+// checkPaths refuses policies whose paths cross symlinks: the policy names
+// the place it protects, and a symlink would silently move that place.
+func checkPaths(fs *sandboxdv1.Filesystem) error {
+	for i, w := range fs.GetWrite() {
+		field := fmt.Sprintf("filesystem.write[%d]", i)
+		if within(w, "/proc") || within(w, "/sys") {
+			// A bind of the host's /proc/PID or sysfs would hand the
+			// sandbox host processes and kernel knobs.
+			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q is a kernel interface, not a place to write files", w)}
+		}
+		if _, err := os.Lstat(w); err != nil {
+			// A bind needs something to cover; the daemon does not make
+			// write roots, as it could not know whose they should be.
+			if errors.Is(err, os.ErrNotExist) {
+				return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%s does not exist; create it first", w)}
+			}
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%s: %v", w, err)}
+		}
+		if err := noSymlink(field, w); err != nil {
+			return err
+		}
+	}
+	for i, r := range fs.GetReadOnly() {
+		if err := noSymlink(fmt.Sprintf("filesystem.read_only[%d]", i), r); err != nil {
+			return err
+		}
+	}
+	for i, d := range fs.GetDeny() {
+		if err := noSymlink(fmt.Sprintf("filesystem.deny[%d]", i), d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func noSymlink(field, path string) error {
+	existing := path
+	var resolved string
+	for {
+		if _, err := os.Lstat(existing); err != nil && existing != "/" {
+			existing = filepath.Dir(existing)
+			continue
+		}
+		var err error
+		resolved, err = filepath.EvalSymlinks(existing)
+		if errors.Is(err, os.ErrNotExist) && existing != "/" {
+			// Gone since the Lstat: a placeholder another session
+			// released. What is left of the path is what counts.
+			existing = filepath.Dir(existing)
+			continue
+		}
+		if err != nil {
+			return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q: %v", path, err)}
+		}
+		break
+	}
+	if resolved != existing {
+		return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q crosses a symlink: %q resolves to %q; name the real path", path, existing, resolved)}
+	}
+	return nil
+}
