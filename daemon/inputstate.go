@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -34,9 +36,12 @@ func slowestInputPoll(watched int64) time.Duration {
 }
 
 // watchInput keeps sess moving between RUNNING and the waiting states
-// (WAITING_FOR_INPUT, WAITING, WAITING_FOR_NETWORK) until stop is closed. It gives up, and says so once, when the kernel's view
-// cannot be read: the session then simply stays RUNNING.
-func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
+// (WAITING_FOR_INPUT, WAITING, WAITING_FOR_NETWORK) until the returned stop
+// is called. It gives up, and says so once, when the kernel's view cannot
+// be read: the session then simply stays RUNNING. The checks run from a
+// timer rather than a goroutine of their own, so that an idle session
+// holds no goroutine stack for them between checks.
+func (s *Service) watchInput(sess *session, sio *stdio) (stop func()) {
 	var probe *inputwait.Probe
 	var err error
 	if sio.tty {
@@ -51,9 +56,8 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		if !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, fs.ErrNotExist) {
 			s.logf("session %s: cannot tell when it waits for input: %v", sess.id, err)
 		}
-		return
+		return func() {}
 	}
-	defer probe.Close()
 	if sess.rootIsInit() {
 		probe.ExcludeRoot()
 	}
@@ -61,48 +65,109 @@ func (s *Service) watchInput(sess *session, sio *stdio, stop <-chan struct{}) {
 		probe.PrivateLoopback(waysOut(net))
 	}
 	sess.probe.Store(probe)
-	defer sess.probe.Store(nil)
 	s.inputWatches.Add(1)
-	defer s.inputWatches.Add(-1)
-	interval := inputPollMin
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-sess.activity:
-			// At the fastest rate already, the check stays due: a
-			// session printing more often than that (a spinner) would
-			// otherwise push it off for as long as it prints.
-			if interval > inputPollMin {
-				interval = inputPollMin
-				t.Reset(interval)
-			}
-			continue
-		case <-t.C:
-		}
-		st, err := probe.Check()
-		if errors.Is(err, fs.ErrNotExist) {
-			// The command has ended; stop follows.
-			return
-		}
-		if err != nil {
-			s.logf("session %s: cannot tell when it waits for input any more: %v", sess.id, err)
-			return
-		}
-		changed, err := sess.setActivity(stateOf[st])
-		if err != nil {
-			s.logf("%v", err)
-			return
-		}
-		if changed {
-			interval = inputPollMin
-		} else {
-			interval = min(2*interval, slowestInputPoll(s.inputWatches.Load()))
-		}
-		t.Reset(interval)
+	w := &inputWatch{s: s, sess: sess, probe: probe, interval: inputPollMin}
+	w.mu.Lock()
+	w.t = time.AfterFunc(inputPollMin, w.check)
+	w.mu.Unlock()
+	sess.watch.Store(w)
+	return w.stop
+}
+
+// inputWatch is the state of one session's input-state polling
+// (watchInput).
+type inputWatch struct {
+	s     *Service
+	sess  *session
+	probe *inputwait.Probe
+	t     *time.Timer
+
+	mu       sync.Mutex
+	interval time.Duration
+	// checking is set while a check runs; poked notes activity meanwhile,
+	// which brings the next check to the fastest rate once it is over.
+	checking, poked bool
+	over            bool // stopped, or given up
+	inflight        sync.WaitGroup
+	end             sync.Once
+}
+
+// poke notes output or input: the next check comes at the fastest rate.
+// At that rate already, the check stays due: a session printing more often
+// than that (a spinner) would otherwise push it off for as long as it
+// prints.
+func (w *inputWatch) poke() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.over:
+	case w.checking:
+		w.poked = true
+	case w.interval > inputPollMin:
+		w.interval = inputPollMin
+		w.t.Reset(inputPollMin)
 	}
+}
+
+func (w *inputWatch) check() {
+	w.mu.Lock()
+	if w.over || w.checking {
+		w.mu.Unlock()
+		return
+	}
+	w.checking, w.poked = true, false
+	w.inflight.Add(1)
+	w.mu.Unlock()
+	defer w.inflight.Done()
+
+	st, err := w.probe.Check()
+	var changed bool
+	if err == nil {
+		changed, err = w.sess.setActivity(stateOf[st])
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		// fs.ErrNotExist: the command has ended, and stop follows.
+		err = fmt.Errorf("session %s: cannot tell when it waits for input any more: %w", w.sess.id, err)
+	}
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.checking = false
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			w.s.logf("%v", err)
+		}
+		w.over = true
+		w.finish()
+		return
+	}
+	if w.over {
+		return
+	}
+	if changed || w.poked {
+		w.interval = inputPollMin
+	} else {
+		w.interval = min(2*w.interval, slowestInputPoll(w.s.inputWatches.Load()))
+	}
+	w.t.Reset(w.interval)
+}
+
+// stop ends the polling and waits for a check under way.
+func (w *inputWatch) stop() {
+	w.mu.Lock()
+	w.over = true
+	w.t.Stop()
+	w.mu.Unlock()
+	w.inflight.Wait()
+	w.finish()
+}
+
+func (w *inputWatch) finish() {
+	w.end.Do(func() {
+		w.sess.watch.Store(nil)
+		w.sess.probe.Store(nil)
+		w.probe.Close()
+		w.s.inputWatches.Add(-1)
+	})
 }
 
 // stateOf is the session state for each of inputwait's.

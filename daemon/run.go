@@ -253,7 +253,6 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		created:    time.Now(),
 		caller:     caller,
 		events:     s.events,
-		activity:   make(chan struct{}, 1),
 		state:      sandboxdv1.State_STARTING,
 		out:        newBroadcast(s.cfg.ScrollbackBytes),
 		// The starting client holds the input until it leaves; a detached
@@ -389,9 +388,7 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 		defer t.Stop()
 	}
 	stopLayerSize := s.watchLayerSize(sess)
-	stopInput := make(chan struct{})
-	var watchers sync.WaitGroup
-	watchers.Go(func() { s.watchInput(sess, sio, stopInput) })
+	stopInput := s.watchInput(sess, sio)
 	s.startScreen(sess, sio)
 	var pumps sync.WaitGroup
 	for _, o := range sio.outputs {
@@ -420,8 +417,7 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 	stopLayerSize()
 	s.releaseLayers(sess)
 	sess.markWaited()
-	close(stopInput)
-	watchers.Wait()
+	stopInput()
 	sio.drain()
 	pumps.Wait()
 	if sio.screen != nil {

@@ -63,8 +63,9 @@ type session struct {
 	proxy *netproxy.Server
 	// outCap keeps limits.output_bytes; nil keeps everything.
 	outCap *outputCap
-	// activity wakes the input-state poller (see watchInput).
-	activity chan struct{}
+	// watch is the input-state polling while it runs (see watchInput),
+	// which output and input bring to its fastest rate.
+	watch atomic.Pointer[inputWatch]
 	// probe is the input-state poller's, while it runs: Inspect asks it
 	// for the evidence.
 	probe atomic.Pointer[inputwait.Probe]
@@ -241,9 +242,8 @@ func (s *session) setActivity(to sandboxdv1.State) (bool, error) {
 // active notes output or input, after which the input state is checked
 // again soon.
 func (s *session) active() {
-	select {
-	case s.activity <- struct{}{}:
-	default:
+	if w := s.watch.Load(); w != nil {
+		w.poke()
 	}
 }
 

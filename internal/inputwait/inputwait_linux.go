@@ -89,7 +89,7 @@ type Probe struct {
 	// Reused across checks so that a check does not allocate.
 	path   []byte // NUL-terminated, relative to procfd, of the file being read
 	link   []byte // same, of the /proc/PID/task/TID/fd/N being stat'ed
-	buf    []byte
+	buf    []byte // borrowed from readBuffers for one walk
 	stack  []int
 	tids   []int
 	args   [6]uint64
@@ -156,6 +156,13 @@ func ForPipe(root int, stdin *os.File) (*Probe, error) {
 	return newProbe(root, st.Dev, st.Ino)
 }
 
+// readBuffers lend a walk the buffer it reads /proc into: a probe spends
+// most of its life between checks, and a daemon holds one per session.
+var readBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 4096)
+	return &b
+}}
+
 func newProbe(root int, dev, ino uint64) (*Probe, error) {
 	if root <= 0 {
 		return nil, fmt.Errorf("root pid %d: %w", root, os.ErrInvalid)
@@ -164,7 +171,7 @@ func newProbe(root int, dev, ino uint64) (*Probe, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open /proc: %w", err)
 	}
-	p := &Probe{procfd: procfd, pidfd: -1, root: root, dev: dev, ino: ino, buf: make([]byte, 4096)}
+	p := &Probe{procfd: procfd, pidfd: -1, root: root, dev: dev, ino: ino}
 	// Fail here rather than on the first check when the kernel lacks
 	// CONFIG_PROC_CHILDREN. Whether the caller may read it is another
 	// matter: a sandbox's init is not dumpable, and a daemon without
@@ -281,6 +288,12 @@ func (p *Probe) walk() (Verdict, bool, error) {
 	if p.procfd < 0 {
 		return Busy, false, fmt.Errorf("input-wait probe: %w", os.ErrClosed)
 	}
+	buf := readBuffers.Get().(*[]byte)
+	p.buf = *buf
+	defer func() {
+		*buf, p.buf = p.buf, nil
+		readBuffers.Put(buf)
+	}()
 	p.fg = 0
 	if p.master != nil {
 		if err := p.master.Control(p.getPgrp); err != nil {
