@@ -345,7 +345,10 @@ func descendants(pid int) []int {
 func (s *supervisor) emulateBind(n seccompNotif) (errno syscall.Errno, cont bool, d *sandboxdv1.Denial) {
 	targetFd := int(int32(n.Data.Args[0]))
 	addrLen := int(int32(n.Data.Args[2]))
-	if addrLen <= 2 || addrLen > sockaddrStorageSize {
+	switch {
+	case addrLen < 0 || addrLen > sockaddrStorageSize:
+		return unix.EINVAL, false, nil
+	case addrLen <= 2:
 		// A bare family autobinds a name the kernel picks; the length is
 		// in a register, so the kernel checks what was judged.
 		return 0, true, nil
@@ -366,7 +369,13 @@ func (s *supervisor) emulateBind(n seccompNotif) (errno syscall.Errno, cont bool
 		return errnoOrEPERM(readErr), false, nil
 	}
 	defer unix.Close(sock)
-	if family, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil || family != unix.AF_UNIX {
+	family, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	switch {
+	case err != nil:
+		// Not knowing the family, the daemon cannot tell an abstract
+		// bind from another: refused, never let through.
+		return errnoOrEPERM(err), false, nil
+	case family != unix.AF_UNIX:
 		// Network none leaves no other family but netlink, whose
 		// address means the same whatever the sandbox does to it.
 		return 0, true, nil
@@ -395,11 +404,7 @@ func (s *supervisor) emulateBind(n seccompNotif) (errno syscall.Errno, cont bool
 	}
 	defer unix.Close(dirfd)
 	if r := s.writes.create(path.Join(dir.Path, base), modeSock); r != nil {
-		errno := unix.EROFS
-		if r.Errno == "EACCES" {
-			errno = unix.EACCES
-		}
-		return errno, false, &sandboxdv1.Denial{Field: r.Field, Operation: "bind", Target: r.Path, Errno: r.Errno}
+		return r.errno(), false, &sandboxdv1.Denial{Field: r.Field, Operation: "bind", Target: r.Path, Errno: r.Errno}
 	}
 	return errnoOrEPERM(unix.Bind(sock, &unix.SockaddrUnix{Name: "/proc/self/fd/" + strconv.Itoa(dirfd) + "/" + base})), false, nil
 }

@@ -327,11 +327,7 @@ func (s *supervisor) emulateFs(n *seccompNotif, c fsCall) fsAnswer {
 	deny := s.writes.Deny
 	var fd int
 	refuse := func(r *writeRefusal) fsAnswer {
-		errno := unix.EROFS
-		if r.Errno == "EACCES" {
-			errno = unix.EACCES
-		}
-		return fsAnswer{errno: errno, denial: &sandboxdv1.Denial{Field: r.Field, Operation: c.op, Target: r.Path, Errno: r.Errno}}
+		return fsAnswer{errno: r.errno(), denial: &sandboxdv1.Denial{Field: r.Field, Operation: c.op, Target: r.Path, Errno: r.Errno}}
 	}
 	if !c.byFd && c.emptyPath {
 		// Since Linux 6.11 a NULL name with AT_EMPTY_PATH is the empty

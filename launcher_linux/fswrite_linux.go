@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"golang.org/x/sys/unix"
@@ -38,6 +39,16 @@ func (s *supervisor) judgeWrite(n *seccompNotif) (d *sandboxdv1.Denial, denied b
 		return nil, false
 	}
 	return &sandboxdv1.Denial{Field: r.Field, Operation: c.Op, Target: r.Path, Errno: r.Errno}, false
+}
+
+// errno is what the daemon answers for r where it performs the call
+// itself: EACCES where Landlock or a deny path refuses, else the read-only
+// mounts' EROFS.
+func (r *writeRefusal) errno() syscall.Errno {
+	if r.Errno == "EACCES" {
+		return unix.EACCES
+	}
+	return unix.EROFS
 }
 
 // sandboxView resolves the names one thread of the sandbox passes.
