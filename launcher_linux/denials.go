@@ -14,9 +14,10 @@ import (
 //     no ipc namespace), and a write beneath what the sandbox's own /proc
 //     keeps read-only or masked.
 //   - network.mode: socket() of a family or type the network mode
-//     refuses (the landlock set refuses unix sockets under network HOST on
-//     its behalf), and a connect() the daemon performs that the private
-//     network namespace does not let through.
+//     refuses (the landlock set refuses unix sockets but stream ones under
+//     network HOST on its behalf), a connect() the daemon performs that the
+//     private network namespace, or on the landlock set the listener's
+//     owner, does not let through, and an abstract bind on the landlock set.
 
 // denialSources says, per kind of refusal, whether the daemon records it
 // for plan on host, and how; none is network NONE.
@@ -54,9 +55,9 @@ func denialSources(plan *Plan, host Host, none bool) []*sandboxdv1.DenialSource 
 	var network *sandboxdv1.DenialSource
 	switch {
 	case plan.Set == SetLandlock && none:
-		network = src("network.mode", "seccomp user notification: the daemon answers every socket() EPERM and records it (socketpair is allowed)")
+		network = src("network.mode", "seccomp user notification: the daemon answers every socket() but a unix stream one EPERM and records it (socketpair is allowed), performs every connect() itself, recording a unix address whose listener no process of the session holds (ECONNREFUSED), and performs every bind(), recording an abstract name (EPERM) and a path outside the write roots")
 	case plan.Set == SetLandlock:
-		network = src("network.mode", "seccomp user notification: the daemon answers socket(AF_UNIX) EPERM and records it")
+		network = src("network.mode", "seccomp user notification: the daemon answers socket() of a unix type but stream EPERM and records it, and performs every connect() itself, recording a unix address whose listener no process of the session holds (ECONNREFUSED)")
 	case !plan.NetNS:
 		network = &sandboxdv1.DenialSource{Kind: "network.mode", Observed: true, How: "network HOST: nothing is refused"}
 	default:
