@@ -55,6 +55,7 @@ type Screen struct {
 
 	emu        sync.Mutex // held while the emulator runs
 	e          *vt.Emulator
+	answers    *io.PipeWriter // the emulator's side of its answers
 	rows, cols int
 	title      string
 }
@@ -118,6 +119,7 @@ func (s *Screen) newEmulator() *vt.Emulator {
 	e.SetScrollbackSize(1)
 	e.SetCallbacks(vt.Callbacks{Title: func(t string) { s.title = t }})
 	in := e.InputPipe()
+	s.answers, _ = in.(*io.PipeWriter)
 	e.RegisterCsiHandler(ansi.Command('>', 0, 'q'), func(params ansi.Params) bool {
 		if n, _, _ := params.Param(0, 0); n != 0 {
 			return false
@@ -248,8 +250,11 @@ func (s *Screen) Close() {
 	close(s.done)
 	s.emu.Lock()
 	defer s.emu.Unlock()
-	if s.e != nil {
-		_ = s.e.Close()
+	// Closing the answers' pipe ends relayAnswers. The emulator's own Close
+	// would do it too, but it sets a flag its Read checks without a lock,
+	// which races with the Read relayAnswers is blocked in.
+	if s.answers != nil {
+		_ = s.answers.CloseWithError(io.EOF)
 	}
 }
 

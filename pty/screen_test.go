@@ -2,9 +2,11 @@ package pty
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // answers collects what a screen answers, for a test to wait on.
@@ -107,5 +109,22 @@ func TestScreenSkipsAheadOfABacklog(t *testing.T) {
 	s.Feed([]byte("\x1b[2J\x1b[Hlast"))
 	if got := s.Snapshot().Text(); got != "last\n" {
 		t.Errorf("after a flood and a clear: %q", got)
+	}
+}
+
+// A closed screen's goroutines end: a session's screen lives as long as
+// the session, and a daemon holds thousands.
+func TestScreenCloseEndsItsGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s := NewScreen(3, 20, func([]byte) {})
+	s.Feed([]byte("\x1b[6n"))
+	s.Snapshot()
+	s.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after Close, %d before the screen", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
