@@ -355,36 +355,88 @@ func (b *bench) waitBwrapIdle(set *procSet, timeout time.Duration) (int, error) 
 	return ready, nil
 }
 
-// memoryDrop measures how much MemAvailable falls while n things started
-// by rampUp sit idle: settled before, ramp, wait for them to be up, settle
-// again.
-func (b *bench) memoryDrop(what string, n int, start func() error, up func(int) (int, error)) (perMiB float64, r ramp, err error) {
-	before, err := settledMemAvailable(b.ctx)
-	if err != nil {
-		return 0, r, fmt.Errorf("MemAvailable before: %w", err)
+// side is one side of the memory figure after its sandboxes were up.
+type side struct {
+	acct memAccount
+	r    ramp
+	// tasksOwn are the threads of the sandboxes' own processes;
+	// tasksRest those of the rest of the daemon's tree before and after.
+	tasksOwn, tasksRestBefore, tasksRestAfter int
+	// residue is the counted kernel memory still above where it started
+	// once the sandboxes had ended, in bytes.
+	residue int64
+	// footprint describes one sandbox's processes.
+	footprint string
+}
+
+// measureSide starts n idle sandboxes of one side, waits for up to say
+// they all run, and accounts for what they cost (memacct.go). procs
+// returns the pids of the sandboxes' own processes and of the rest of
+// what their side runs (the daemon's tree), and one sandbox's root pid;
+// stop ends the sandboxes.
+func (b *bench) measureSide(what string, n int, start func() error, up func(int) (int, error), procs func() (own, rest []int, one int), stop func()) (side, error) {
+	var sd side
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	if _, err := settledMemAvailable(b.ctx); err != nil {
+		return sd, fmt.Errorf("settle before: %w", err)
 	}
-	r = b.rampUp(what, n, start)
+	ownBefore, restBefore, _ := procs()
+	pssOwnBefore, tasksOwnBefore := pssOf(ownBefore)
+	pssRestBefore, tasksRestBefore := pssOf(restBefore)
+	before, err := sampleMemory()
+	if err != nil {
+		return sd, fmt.Errorf("memory before: %w", err)
+	}
+	sd.r = b.rampUp(what, n, start)
 	if err := b.ctx.Err(); err != nil {
-		return 0, r, err
+		return sd, err
 	}
-	if r.started == 0 {
-		return 0, r, fmt.Errorf("%s: none started: %s", what, r)
+	if sd.r.started == 0 {
+		return sd, fmt.Errorf("%s: none started: %s", what, sd.r)
 	}
-	ready, err := up(r.started)
+	ready, err := up(sd.r.started)
 	if err != nil {
-		return 0, r, err
+		return sd, err
 	}
-	if ready < r.started {
-		return 0, r, fmt.Errorf("%s: only %d of %d started are up after waiting", what, ready, r.started)
+	if ready < sd.r.started {
+		return sd, fmt.Errorf("%s: only %d of %d started are up after waiting", what, ready, sd.r.started)
 	}
 	// Page tables, slab and the daemon's buffers settle after the last
 	// start; 2 s is well past what the first settle loop ever saw move.
 	time.Sleep(2 * time.Second)
-	after, err := settledMemAvailable(b.ctx)
-	if err != nil {
-		return 0, r, fmt.Errorf("MemAvailable after: %w", err)
+	if _, err := settledMemAvailable(b.ctx); err != nil {
+		return sd, fmt.Errorf("settle after: %w", err)
 	}
-	return float64(before-after) / float64(r.started) / mib, r, nil
+	own, rest, one := procs()
+	pssOwn, tasksOwn := pssOf(own)
+	pssRest, tasksRest := pssOf(rest)
+	after, err := sampleMemory()
+	if err != nil {
+		return sd, fmt.Errorf("memory after: %w", err)
+	}
+	sd.acct = account(sd.r.started, before, after, pssOwn-pssOwnBefore, pssRest-pssRestBefore)
+	sd.tasksOwn = tasksOwn - tasksOwnBefore
+	sd.tasksRestBefore, sd.tasksRestAfter = tasksRestBefore, tasksRest
+	sd.footprint = "unknown (no pid to look at)"
+	if one > 0 {
+		sd.footprint = footprintOf(one)
+	}
+	stopped = true
+	stop()
+	// What is still counted once they are gone is slab the caches keep,
+	// and whatever else the host did meanwhile: the error bar of the
+	// kernel's part.
+	if _, err := settledMemAvailable(b.ctx); err == nil {
+		if end, err := sampleMemory(); err == nil {
+			sd.residue = account(sd.r.started, before, end, 0, 0).kernelBytes()
+		}
+	}
+	return sd, nil
 }
 
 func (b *bench) memory() error {
@@ -393,84 +445,107 @@ func (b *bench) memory() error {
 	if err != nil {
 		return fmt.Errorf("the daemon's pid: %w", err)
 	}
-	// Tasks are counted in the daemon's tree and in the bwraps' own, not
-	// host-wide, so that whatever else runs on the host stays out.
-	daemonTasks := treeTasks(daemon)
 	var sessions sessionSet
-	var footprint string
-	var sdTasks float64
-	sd, sr, err := func() (float64, ramp, error) {
-		defer func() {
+	sdProcs := func() (own, rest []int, one int) {
+		infos, err := b.liveOurs(b.ctx)
+		if err != nil {
+			warnf("memory: listing sessions: %v", err)
+		}
+		mine := map[int]bool{}
+		for _, in := range infos {
+			if in.GetPid() <= 0 {
+				continue
+			}
+			if one == 0 {
+				one = int(in.GetPid())
+			}
+			for _, p := range tree(int(in.GetPid())) {
+				mine[p] = true
+				own = append(own, p)
+			}
+		}
+		for _, p := range tree(daemon) {
+			if !mine[p] {
+				rest = append(rest, p)
+			}
+		}
+		return own, rest, one
+	}
+	sd, err := b.measureSide("memory, sandboxd sessions", n, b.startIdle(&sessions),
+		func(want int) (int, error) { return b.waitLive(want, time.Minute) }, sdProcs,
+		func() {
 			if err := b.killSessions(&sessions); err != nil {
 				warnf("memory: %v", err)
 			}
-		}()
-		return b.memoryDrop("memory, sandboxd sessions", n, b.startIdle(&sessions), func(want int) (int, error) {
-			got, err := b.waitLive(want, time.Minute)
-			if err == nil {
-				footprint = b.sessionFootprint()
-				if got > 0 {
-					sdTasks = float64(treeTasks(daemon)-daemonTasks) / float64(got)
-				}
-			}
-			return got, err
 		})
-	}()
 	if err != nil {
 		return err
 	}
 
-	var procs procSet
-	var bwFootprint string
-	var bwTasks float64
-	bw, br, err := func() (float64, ramp, error) {
-		defer procs.killAll(b.cfg.workspace)
-		return b.memoryDrop("memory, bwrap sandboxes", n, b.startIdleBwrap(&procs), func(int) (int, error) {
-			got, err := b.waitBwrapIdle(&procs, time.Minute)
-			if err == nil && got > 0 {
-				procs.mu.Lock()
-				pid := procs.procs[0].Process.Pid
-				var tasks int
-				for _, c := range procs.procs {
-					tasks += treeTasks(c.Process.Pid)
-				}
-				bwTasks = float64(tasks) / float64(len(procs.procs))
-				procs.mu.Unlock()
-				bwFootprint = footprintOf(pid)
+	var bwraps procSet
+	bwProcs := func() (own, rest []int, one int) {
+		bwraps.mu.Lock()
+		defer bwraps.mu.Unlock()
+		for _, c := range bwraps.procs {
+			if one == 0 {
+				one = c.Process.Pid
 			}
-			return got, err
-		})
-	}()
+			own = append(own, tree(c.Process.Pid)...)
+		}
+		return own, nil, one
+	}
+	bw, err := b.measureSide("memory, bwrap sandboxes", n, b.startIdleBwrap(&bwraps),
+		func(int) (int, error) { return b.waitBwrapIdle(&bwraps, time.Minute) }, bwProcs,
+		func() { bwraps.killAll(b.cfg.workspace) })
 	if err != nil {
 		return err
 	}
+	sdMiB, bwMiB := sd.acct.perSession(), bw.acct.perSession()
 	b.add(row{
-		figure:      fmt.Sprintf("memory per idle session (n=%d)", sr.started),
-		value:       fmt.Sprintf("%.3f MiB", sd),
-		counterpart: fmt.Sprintf("bwrap %.3f MiB", bw),
-		ratio:       ratio(sd, bw),
+		figure:      fmt.Sprintf("memory per idle session, accounted (n=%d)", sd.r.started),
+		value:       fmt.Sprintf("%.3f MiB", sdMiB),
+		counterpart: fmt.Sprintf("bwrap %.3f MiB", bwMiB),
+		ratio:       ratio(sdMiB, bwMiB),
 		target:      fmt.Sprintf("<= 0.50x bwrap at %d", n),
-		verdict:     verdict(sd <= 0.5*bw && sr.started >= n),
+		verdict:     verdict(sdMiB <= 0.5*bwMiB && sd.r.started >= n),
 	})
 	b.add(row{
-		figure:      fmt.Sprintf("tasks per idle session (n=%d)", sr.started),
+		figure:      fmt.Sprintf("  cross-check: MemAvailable drop (n=%d)", sd.r.started),
+		value:       fmt.Sprintf("%.3f MiB", sd.acct.availPerSession()),
+		counterpart: fmt.Sprintf("bwrap %.3f MiB", bw.acct.availPerSession()),
+		ratio:       ratio(sd.acct.availPerSession(), bw.acct.availPerSession()),
+	})
+	sdTasks, bwTasks := sd.acct.per(int64(sd.tasksOwn)), bw.acct.per(int64(bw.tasksOwn))
+	b.add(row{
+		figure:      fmt.Sprintf("tasks per idle session (n=%d)", sd.r.started),
 		value:       fmt.Sprintf("%.2f", sdTasks),
 		counterpart: fmt.Sprintf("bwrap %.2f", bwTasks),
 		ratio:       ratio(sdTasks, bwTasks),
 		target:      "<= 2",
-		verdict:     verdict(sdTasks <= 2 && sr.started >= n),
+		verdict:     verdict(sdTasks <= 2 && sd.r.started >= n),
 	})
-	if sr.started < n || sr.firstErr != nil {
-		b.note("memory: sandboxd ramp stopped early: %s", sr)
+	if sd.r.started < n || sd.r.firstErr != nil {
+		b.note("memory: sandboxd ramp stopped early: %s", sd.r)
 	}
-	if br.started < n || br.firstErr != nil {
-		b.note("memory: bwrap ramp stopped early: %s", br)
+	if bw.r.started < n || bw.r.firstErr != nil {
+		b.note("memory: bwrap ramp stopped early: %s", bw.r)
 	}
-	b.note("memory: one idle sandboxd session is %s; the daemon's tree grew by %.2f tasks per session (its own threads included)", footprint, sdTasks)
-	b.note("memory: one idle bwrap sandbox is %s", bwFootprint)
-	b.reproduce(fmt.Sprintf("memory and tasks (MemAvailable drop over %d idle sandboxes, each side in turn; threads of the daemon's tree, of each bwrap's):", n),
+	for _, s := range []struct {
+		name string
+		sd   side
+	}{{"sandboxd", sd}, {"bwrap", bw}} {
+		a := s.sd.acct
+		b.note("memory, %s: %s; MemAvailable fell %.1f KiB per sandbox; after they ended, counted kernel memory stayed %.1f KiB per sandbox above the start (slab the caches keep, and other load: the error bar of the kernel part)",
+			s.name, a.breakdown(), a.per(a.availDrop)/1024, a.per(s.sd.residue)/1024)
+		b.note("memory, %s: slab caches, KiB per sandbox: %s", s.name, a.topDeltas(a.slabs, 14))
+		b.note("memory, %s: vmalloc without stacks, KiB per sandbox by caller: %s", s.name, a.topDeltas(a.vmalloc, 5))
+	}
+	b.note("memory: one idle sandboxd session is %s; the sessions' own processes have %.2f tasks per session; the rest of the daemon's tree (daemon threads, spawner, inits started ahead) had %d tasks before and %d after (%+.3f per session)",
+		sd.footprint, sdTasks, sd.tasksRestBefore, sd.tasksRestAfter, sd.acct.per(int64(sd.tasksRestAfter-sd.tasksRestBefore)))
+	b.note("memory: one idle bwrap sandbox is %s", bw.footprint)
+	b.reproduce(fmt.Sprintf("memory and tasks (%d idle sandboxes, each side in turn: PSS of their processes and of the daemon's tree, deltas of /proc/meminfo, /proc/slabinfo and /proc/vmallocinfo, MemAvailable as a cross-check; threads of the sessions' processes, of each bwrap's):", n),
 		b.benchtoolLine("memory", "--sessions", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)),
-		fmt.Sprintf("cd %s && for i in $(seq %d); do %s & done   # then compare MemAvailable in /proc/meminfo, and kill them",
+		fmt.Sprintf("cd %s && for i in $(seq %d); do %s & done   # then compare /proc/meminfo and /proc/slabinfo, and kill them",
 			shellQuote(b.cfg.workspace), n, shellJoin(b.bwrapArgv(idleArgv...))))
 	return nil
 }
