@@ -7,9 +7,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +24,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	sdaemon "github.com/sandboxd/sandboxd/daemon"
 )
 
 // idleArgv is what every idle session and idle bwrap sandbox runs. Together
@@ -446,31 +447,7 @@ func (b *bench) memory() error {
 		return fmt.Errorf("the daemon's pid: %w", err)
 	}
 	var sessions sessionSet
-	sdProcs := func() (own, rest []int, one int) {
-		infos, err := b.liveOurs(b.ctx)
-		if err != nil {
-			warnf("memory: listing sessions: %v", err)
-		}
-		mine := map[int]bool{}
-		for _, in := range infos {
-			if in.GetPid() <= 0 {
-				continue
-			}
-			if one == 0 {
-				one = int(in.GetPid())
-			}
-			for _, p := range tree(int(in.GetPid())) {
-				mine[p] = true
-				own = append(own, p)
-			}
-		}
-		for _, p := range tree(daemon) {
-			if !mine[p] {
-				rest = append(rest, p)
-			}
-		}
-		return own, rest, one
-	}
+	sdProcs := func() (own, rest []int, one int) { return b.sessionProcs(daemon) }
 	sd, err := b.measureSide("memory, sandboxd sessions", n, b.startIdle(&sessions),
 		func(want int) (int, error) { return b.waitLive(want, time.Minute) }, sdProcs,
 		func() {
@@ -550,6 +527,36 @@ func (b *bench) memory() error {
 	return nil
 }
 
+// sessionProcs returns the pids of this run's live idle sessions'
+// processes and of the rest of the daemon's tree (the daemon, its spawner,
+// the inits it keeps started ahead, other sessions), and the root pid of
+// one of the sessions.
+func (b *bench) sessionProcs(daemon int) (own, rest []int, one int) {
+	infos, err := b.liveOurs(b.ctx)
+	if err != nil {
+		warnf("listing sessions: %v", err)
+	}
+	mine := map[int]bool{}
+	for _, in := range infos {
+		if in.GetPid() <= 0 {
+			continue
+		}
+		if one == 0 {
+			one = int(in.GetPid())
+		}
+		for _, p := range tree(int(in.GetPid())) {
+			mine[p] = true
+			own = append(own, p)
+		}
+	}
+	for _, p := range tree(daemon) {
+		if !mine[p] {
+			rest = append(rest, p)
+		}
+	}
+	return own, rest, one
+}
+
 // sessionFootprint describes the process tree of one live idle session.
 func (b *bench) sessionFootprint() string {
 	infos, err := b.liveOurs(b.ctx)
@@ -592,18 +599,27 @@ func daemonPID(socket string) (int, error) {
 
 // hostState is what the hold figure looks at to explain where it stopped.
 type hostState struct {
-	tasks, avail         int64
+	tasks                int64
 	daemonFds, daemonThr int
+	// mem, sessionsPSS (of this run's sessions' processes) and restPSS
+	// (of the rest of the daemon's tree) account for what the held
+	// sessions cost (memacct.go).
+	mem                  memSample
+	memErr               error
+	sessionsPSS, restPSS int64
 }
 
 func (b *bench) hostState(daemon int) hostState {
 	var s hostState
 	s.tasks, _ = tasksInUse()
-	s.avail, _ = memAvailable()
+	s.mem, s.memErr = sampleMemory()
 	s.daemonFds, s.daemonThr = -1, -1
 	if daemon > 0 {
 		s.daemonFds = fdCount(daemon)
 		fmt.Sscan(procStatus(daemon, "Threads")["Threads"], &s.daemonThr)
+		own, rest, _ := b.sessionProcs(daemon)
+		s.sessionsPSS, _ = pssOf(own)
+		s.restPSS, _ = pssOf(rest)
 	}
 	return s
 }
@@ -613,6 +629,9 @@ func (b *bench) holdFigure() error {
 	daemon, err := daemonPID(b.socket)
 	if err != nil {
 		warnf("hold: cannot tell the daemon's pid: %v", err)
+	}
+	if _, err := settledMemAvailable(b.ctx); err != nil {
+		return err
 	}
 	before := b.hostState(daemon)
 	var sessions sessionSet
@@ -633,6 +652,9 @@ func (b *bench) holdFigure() error {
 	time.Sleep(2 * time.Second)
 	held, err := b.waitLive(r.started, 0)
 	if err != nil {
+		return err
+	}
+	if _, err := settledMemAvailable(b.ctx); err != nil {
 		return err
 	}
 	after := b.hostState(daemon)
@@ -663,8 +685,9 @@ func (b *bench) holdFigure() error {
 		b.note("client.List (and so sandboxctl ps) is refused with this many sessions: %s", b.listTooBig)
 	}
 	b.note("hold: one idle session is %s", footprint)
+	var limits []unitLimit
 	if b.cfg.unit != "" {
-		limits, err := unitLimits(b.cfg.unit)
+		limits, err = unitLimits(b.cfg.unit)
 		if err != nil {
 			b.note("hold: the unit's limits: %v", err)
 		}
@@ -672,7 +695,7 @@ func (b *bench) holdFigure() error {
 			b.note("hold: %s", n)
 		}
 	}
-	b.holdDiagnostics(daemon, held, before, after)
+	b.holdDiagnostics(daemon, held, before, after, limits)
 	line := []string{"--hold", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)}
 	if b.cfg.unit != "" {
 		line = append(line, "--unit", b.cfg.unit)
@@ -681,9 +704,13 @@ func (b *bench) holdFigure() error {
 	return nil
 }
 
+// holdTarget is the number of sessions the issue asks one daemon to hold.
+const holdTarget = 10000
+
 // holdDiagnostics notes the limits a host puts on sessions, how much of
-// each the held sessions took, and so how many sessions each would allow.
-func (b *bench) holdDiagnostics(daemon, held int, before, after hostState) {
+// each the held sessions took, and so how many sessions each would allow,
+// here and under the unit's limits.
+func (b *bench) holdDiagnostics(daemon, held int, before, after hostState, unit []unitLimit) {
 	pidMax, _ := readInt("/proc/sys/kernel/pid_max")
 	threadsMax, _ := readInt("/proc/sys/kernel/threads-max")
 	per := func(a, b int64) float64 {
@@ -694,7 +721,12 @@ func (b *bench) holdDiagnostics(daemon, held int, before, after hostState) {
 	}
 	tasksPer := per(after.tasks, before.tasks)
 	fdsPer := per(int64(after.daemonFds), int64(before.daemonFds))
-	memPer := per(before.avail, after.avail)
+	var memPer float64
+	if before.memErr == nil && after.memErr == nil && held > 0 {
+		a := account(held, before.mem, after.mem, after.sessionsPSS-before.sessionsPSS, after.restPSS-before.restPSS)
+		memPer = a.perSession() * mib
+		b.note("hold: memory, %s; MemAvailable fell %.1f KiB per session", a.breakdown(), a.per(a.availDrop)/1024)
+	}
 	// limits collects, per limit, how many sessions it allows at the
 	// measured cost per session, to name the one a larger ramp meets first.
 	type limit struct {
@@ -709,21 +741,22 @@ func (b *bench) holdDiagnostics(daemon, held int, before, after hostState) {
 		limits = append(limits, limit{name, float64(left) / each})
 		return fmt.Sprintf("~%.0f sessions", float64(left)/each)
 	}
-	b.note("hold: kernel.pid_max %d, kernel.threads-max %d; tasks in use %d before, %d with %d sessions held (%.1f per session): pid_max allows %s",
+	b.note("hold: kernel.pid_max %d, kernel.threads-max %d; tasks in use %d before, %d with %d sessions held (%.2f per session): pid_max allows %s",
 		pidMax, threadsMax, before.tasks, after.tasks, held, tasksPer, allows("kernel.pid_max (one pid per thread)", pidMax-before.tasks, tasksPer))
+	var soft int64
 	if daemon > 0 {
-		var soft int64
 		lim := limitLine(daemon, "Max open files")
 		fmt.Sscan(lim, &soft)
-		b.note("hold: daemon pid %d: RLIMIT_NOFILE %s (soft hard units); open fds %d before, %d held (%.1f per session): allows %s; threads %d -> %d",
+		b.note("hold: daemon pid %d: RLIMIT_NOFILE %s (soft hard units); open fds %d before, %d held (%.2f per session): allows %s; threads %d -> %d (Go keeps the threads that blocking calls of concurrent launches needed; they do not grow with the sessions held)",
 			daemon, lim, before.daemonFds, after.daemonFds, fdsPer,
 			allows("the daemon's RLIMIT_NOFILE", soft-int64(before.daemonFds), fdsPer), before.daemonThr, after.daemonThr)
 	}
-	b.note("hold: MemAvailable %d MiB before, %d MiB held (%.2f MiB per session): down to --min-available-mib allows %s",
-		before.avail/mib, after.avail/mib, memPer/mib, allows("memory (down to --min-available-mib)", before.avail-b.cfg.minAvailMiB*mib, memPer))
+	avail := before.mem.avail
+	b.note("hold: MemAvailable %d MiB before; at the accounted %.1f KiB per session, down to --min-available-mib allows %s",
+		avail/mib, memPer/1024, allows("memory (down to --min-available-mib)", avail-b.cfg.minAvailMiB*mib, memPer))
 	if len(limits) > 0 {
 		first := slices.MinFunc(limits, func(a, b limit) int { return cmp.Compare(a.allows, b.allows) })
-		b.note("hold: at these costs the first limit is %s, at ~%.0f sessions", first.name, first.allows)
+		b.note("hold: at these costs the first limit here is %s, at ~%.0f sessions", first.name, first.allows)
 	}
 	var ns []string
 	for _, kind := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
@@ -732,7 +765,49 @@ func (b *bench) holdDiagnostics(daemon, held int, before, after hostState) {
 		}
 	}
 	b.note("hold: user.max_*_namespaces (per user; each session takes one of each kind it unshares): %s", strings.Join(ns, ", "))
-	if n, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
-		b.note("hold: fs.nr_open (ceiling for RLIMIT_NOFILE) %s", strings.TrimSpace(string(n)))
+	nrOpen, nrErr := readInt("/proc/sys/fs/nr_open")
+	if nrErr == nil {
+		b.note("hold: fs.nr_open (ceiling for RLIMIT_NOFILE) %d", nrOpen)
 	}
+	if unit == nil {
+		return
+	}
+	// What the unit's limits would allow, at the costs measured here:
+	// each limit named, met or not, for holdTarget sessions.
+	var verdicts []string
+	need := func(name string, want, have int64) {
+		verdicts = append(verdicts, fmt.Sprintf("%s: needs %d, has %d: %s", name, want, have, map[bool]string{true: "met", false: "NOT met"}[want <= have]))
+	}
+	for _, l := range unit {
+		v, ok := parseLimit(l.value)
+		if !ok {
+			continue
+		}
+		switch l.key {
+		case "LimitNOFILE":
+			// The kernel caps every RLIMIT_NOFILE at fs.nr_open.
+			if nrErr == nil && (v == -1 || v > nrOpen) {
+				v = nrOpen
+			}
+			need(fmt.Sprintf("LimitNOFILE=%s (the daemon's fds)", l.value), int64(before.daemonFds)+int64(fdsPer*holdTarget+0.5), v)
+		case "TasksMax":
+			if v != -1 {
+				need(fmt.Sprintf("TasksMax=%s (tasks of the daemon's cgroup)", l.value), int64(after.daemonThr)+int64(tasksPer*holdTarget+0.5), v)
+			}
+		}
+	}
+	need("kernel.pid_max (tasks on the host)", before.tasks+int64(tasksPer*holdTarget+0.5), pidMax)
+	if memPer > 0 {
+		need("memory, MiB (accounted; MemAvailable before less --min-available-mib)", int64(memPer*holdTarget/mib+0.5), avail/mib-b.cfg.minAvailMiB)
+	}
+	quota, how := int64(sdaemon.DefaultMaxSessions), "the daemon's default"
+	if v, ok, err := unitFlag(b.cfg.unit, "--max-sessions"); err == nil && ok {
+		if q, err := strconv.ParseInt(v, 10, 64); err == nil {
+			quota, how = q, "the unit's ExecStart"
+		}
+	}
+	callers := (holdTarget + quota - 1) / max(quota, 1)
+	need(fmt.Sprintf("per-caller quota of live sessions (--max-sessions, %s; this run raised it for its one caller)", how), holdTarget, quota)
+	b.note("hold: under %s, %d idle sessions at the costs measured here: %s; the quota is per caller, so %d sessions are %d callers at their quota",
+		b.cfg.unit, holdTarget, strings.Join(verdicts, "; "), holdTarget, callers)
 }
