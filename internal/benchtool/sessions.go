@@ -425,7 +425,10 @@ func (b *bench) measureSide(what string, n int, start func() error, up func(int)
 	sd.tasksRestBefore, sd.tasksRestAfter = tasksRestBefore, tasksRest
 	sd.footprint = "unknown (no pid to look at)"
 	if one > 0 {
-		sd.footprint = footprintOf(one)
+		// One sandbox's PSS need not be the average: a process's share of
+		// the pages it shares depends on who else maps them.
+		sd.footprint = fmt.Sprintf("%s (the first started; over all %d, the PSS of their processes averages %.2f MiB)",
+			footprintOf(one), sd.r.started, sd.acct.per(sd.acct.pssOwn)/mib)
 	}
 	stopped = true
 	stop()
