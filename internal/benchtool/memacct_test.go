@@ -89,3 +89,16 @@ func TestHostMemoryFilesParse(t *testing.T) {
 		t.Errorf("pssOf(self) = %d bytes, %d threads", pss, threads)
 	}
 }
+
+// The network-namespace comparison runs the same bwrap command line with
+// only the network namespace left out.
+func TestWithShareNetChangesOnlyTheNetwork(t *testing.T) {
+	argv := []string{"bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "sleep", "1"}
+	got := strings.Join(withShareNet(argv), " ")
+	if want := "bwrap --ro-bind / / --unshare-all --share-net --die-with-parent sleep 1"; got != want {
+		t.Errorf("withShareNet = %q, want %q", got, want)
+	}
+	if strings.Join(argv, " ") != "bwrap --ro-bind / / --unshare-all --die-with-parent sleep 1" {
+		t.Errorf("withShareNet changed its argument: %q", argv)
+	}
+}

@@ -314,9 +314,9 @@ func (p *procSet) killAll(marker string) {
 	}
 }
 
-// startIdleBwrap starts one idle bwrap sandbox in the background.
-func (b *bench) startIdleBwrap(set *procSet) func() error {
-	argv := b.bwrapArgv(idleArgv...)
+// startIdleBwrap starts one idle bwrap sandbox running argv in the
+// background.
+func (b *bench) startIdleBwrap(set *procSet, argv []string) func() error {
 	return func() error {
 		// Not CommandContext: the ramp is over before the measurement, and
 		// killAll, deferred by the caller, ends these on every path.
@@ -462,21 +462,15 @@ func (b *bench) memory() error {
 		return err
 	}
 
-	var bwraps procSet
-	bwProcs := func() (own, rest []int, one int) {
-		bwraps.mu.Lock()
-		defer bwraps.mu.Unlock()
-		for _, c := range bwraps.procs {
-			if one == 0 {
-				one = c.Process.Pid
-			}
-			own = append(own, tree(c.Process.Pid)...)
-		}
-		return own, nil, one
+	bw, err := b.measureBwrap("memory, bwrap sandboxes", n, b.bwrapArgv(idleArgv...))
+	if err != nil {
+		return err
 	}
-	bw, err := b.measureSide("memory, bwrap sandboxes", n, b.startIdleBwrap(&bwraps),
-		func(int) (int, error) { return b.waitBwrapIdle(&bwraps, time.Minute) }, bwProcs,
-		func() { bwraps.killAll(b.cfg.workspace) })
+	// The same sandboxes in the host's network namespace: what a network
+	// namespace of their own costs, which sandboxd's sessions under
+	// network NONE pay as well.
+	shareNet := withShareNet(b.bwrapArgv(idleArgv...))
+	bwNet, err := b.measureBwrap("memory, bwrap --share-net sandboxes", n, shareNet)
 	if err != nil {
 		return err
 	}
@@ -520,14 +514,43 @@ func (b *bench) memory() error {
 		b.note("memory, %s: slab caches, KiB per sandbox: %s", s.name, a.topDeltas(a.slabs, 14))
 		b.note("memory, %s: vmalloc without stacks, KiB per sandbox by caller: %s", s.name, a.topDeltas(a.vmalloc, 5))
 	}
+	netK := bw.acct.per(bw.acct.kernelBytes()-bwNet.acct.kernelBytes()) / 1024
+	b.note("memory: a network namespace of its own costs a bwrap sandbox %.1f KiB of counted kernel memory (%.1f KiB per sandbox with --share-net, SUnreclaim %.1f KiB less): %s",
+		netK, bwNet.acct.per(bwNet.acct.kernelBytes())/1024, bw.acct.per(bw.acct.kernel["SUnreclaim"]-bwNet.acct.kernel["SUnreclaim"])/1024, bwNet.acct.breakdown())
 	b.note("memory: one idle sandboxd session is %s; the sessions' own processes have %.2f tasks per session; the rest of the daemon's tree (daemon threads, spawner, inits started ahead) had %d tasks before and %d after (%+.3f per session)",
 		sd.footprint, sdTasks, sd.tasksRestBefore, sd.tasksRestAfter, sd.acct.per(int64(sd.tasksRestAfter-sd.tasksRestBefore)))
 	b.note("memory: one idle bwrap sandbox is %s", bw.footprint)
 	b.reproduce(fmt.Sprintf("memory and tasks (%d idle sandboxes, each side in turn: PSS of their processes and of the daemon's tree, deltas of /proc/meminfo, /proc/slabinfo and /proc/vmallocinfo, MemAvailable as a cross-check; threads of the sessions' processes, of each bwrap's):", n),
 		b.benchtoolLine("memory", "--sessions", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)),
-		fmt.Sprintf("cd %s && for i in $(seq %d); do %s & done   # then compare /proc/meminfo and /proc/slabinfo, and kill them",
+		fmt.Sprintf("cd %s && for i in $(seq %d); do %s & done   # then compare /proc/meminfo and /proc/slabinfo, and kill them; again with --share-net",
 			shellQuote(b.cfg.workspace), n, shellJoin(b.bwrapArgv(idleArgv...))))
 	return nil
+}
+
+// measureBwrap is measureSide for n idle bwrap sandboxes running argv.
+func (b *bench) measureBwrap(what string, n int, argv []string) (side, error) {
+	var bwraps procSet
+	procs := func() (own, rest []int, one int) {
+		bwraps.mu.Lock()
+		defer bwraps.mu.Unlock()
+		for _, c := range bwraps.procs {
+			if one == 0 {
+				one = c.Process.Pid
+			}
+			own = append(own, tree(c.Process.Pid)...)
+		}
+		return own, nil, one
+	}
+	return b.measureSide(what, n, b.startIdleBwrap(&bwraps, argv),
+		func(int) (int, error) { return b.waitBwrapIdle(&bwraps, time.Minute) }, procs,
+		func() { bwraps.killAll(b.cfg.workspace) })
+}
+
+// withShareNet is a bwrap command line that keeps the host's network
+// namespace where --unshare-all would make one.
+func withShareNet(argv []string) []string {
+	i := slices.Index(argv, "--unshare-all")
+	return slices.Concat(argv[:i+1], []string{"--share-net"}, argv[i+1:])
 }
 
 // sessionProcs returns the pids of this run's live idle sessions'
