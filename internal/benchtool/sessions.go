@@ -32,6 +32,15 @@ import (
 // from other sessions on the same daemon.
 var idleArgv = []string{"sleep", "3600"}
 
+// idleTerminalArgv is an idle terminal session: a prompt, as a shell
+// prints, and then nothing. The prompt is what makes the daemon follow
+// the terminal's screen.
+var idleTerminalArgv = []string{"sh", "-c", "printf '$ '; exec sleep 3600"}
+
+// terminalSessions is how many idle terminal sessions the memory figure
+// starts at most: each costs the daemon megabytes (see the figure's note).
+const terminalSessions = 100
+
 func live(s sandboxdv1.State) bool {
 	switch s {
 	case sandboxdv1.State_STARTING, sandboxdv1.State_RUNNING, sandboxdv1.State_WAITING_FOR_INPUT,
@@ -96,7 +105,7 @@ func (b *bench) closeBigList() {
 
 // ours says whether info is an idle session this tool starts.
 func (b *bench) ours(info *sandboxdv1.SessionInfo) bool {
-	return info.GetCwd() == b.cfg.workspace && slices.Equal(info.GetArgv(), idleArgv)
+	return info.GetCwd() == b.cfg.workspace && (slices.Equal(info.GetArgv(), idleArgv) || slices.Equal(info.GetArgv(), idleTerminalArgv))
 }
 
 // liveOurs lists this run's live idle sessions.
@@ -198,7 +207,13 @@ func (s *sessionSet) all() []string {
 
 // startIdle starts one detached idle session and records it.
 func (b *bench) startIdle(set *sessionSet) func() error {
-	start, err := b.startMsg(false, true, idleArgv...)
+	return b.startIdleWith(set, false, idleArgv)
+}
+
+// startIdleWith starts one detached session of argv, on a terminal when
+// tty is set, and records it.
+func (b *bench) startIdleWith(set *sessionSet, tty bool, argv []string) func() error {
+	start, err := b.startMsg(tty, true, argv...)
 	return func() error {
 		if err != nil {
 			return err
@@ -211,7 +226,7 @@ func (b *bench) startIdle(set *sessionSet) func() error {
 			set.add(res.SessionID)
 		}
 		if res.Exit != nil {
-			return fmt.Errorf("session %s of %q ended at once: %s exit %d: %s", res.SessionID, idleArgv,
+			return fmt.Errorf("session %s of %q ended at once: %s exit %d: %s", res.SessionID, argv,
 				res.Exit.GetState(), client.ExitCode(res, nil), res.Exit.GetReason())
 		}
 		return nil
@@ -474,6 +489,18 @@ func (b *bench) memory() error {
 	if err != nil {
 		return err
 	}
+	var terminals sessionSet
+	nTerm := min(n, terminalSessions)
+	term, err := b.measureSide("memory, sandboxd terminal sessions", nTerm, b.startIdleWith(&terminals, true, idleTerminalArgv),
+		func(want int) (int, error) { return b.waitLive(want, time.Minute) }, sdProcs,
+		func() {
+			if err := b.killSessions(&terminals); err != nil {
+				warnf("memory: %v", err)
+			}
+		})
+	if err != nil {
+		return err
+	}
 	sdMiB, bwMiB := sd.acct.perSession(), bw.acct.perSession()
 	b.add(row{
 		figure:      fmt.Sprintf("memory per idle session, accounted (n=%d)", sd.r.started),
@@ -488,6 +515,10 @@ func (b *bench) memory() error {
 		value:       fmt.Sprintf("%.3f MiB", sd.acct.availPerSession()),
 		counterpart: fmt.Sprintf("bwrap %.3f MiB", bw.acct.availPerSession()),
 		ratio:       ratio(sd.acct.availPerSession(), bw.acct.availPerSession()),
+	})
+	b.add(row{
+		figure: fmt.Sprintf("  idle terminal session, accounted (n=%d)", term.r.started),
+		value:  fmt.Sprintf("%.3f MiB", term.acct.perSession()),
 	})
 	sdTasks, bwTasks := sd.acct.per(int64(sd.tasksOwn)), bw.acct.per(int64(bw.tasksOwn))
 	b.add(row{
@@ -520,6 +551,8 @@ func (b *bench) memory() error {
 	b.note("memory: one idle sandboxd session is %s; the sessions' own processes have %.2f tasks per session; the rest of the daemon's tree (daemon threads, spawner, inits started ahead) had %d tasks before and %d after (%+.3f per session)",
 		sd.footprint, sdTasks, sd.tasksRestBefore, sd.tasksRestAfter, sd.acct.per(int64(sd.tasksRestAfter-sd.tasksRestBefore)))
 	b.note("memory: one idle bwrap sandbox is %s", bw.footprint)
+	b.note("memory, sandboxd terminal sessions (%q with a terminal; the prompt starts the daemon's screen of the session): %s",
+		idleTerminalArgv, term.acct.breakdown())
 	b.reproduce(fmt.Sprintf("memory and tasks (%d idle sandboxes, each side in turn: PSS of their processes and of the daemon's tree, deltas of /proc/meminfo, /proc/slabinfo and /proc/vmallocinfo, MemAvailable as a cross-check; threads of the sessions' processes, of each bwrap's):", n),
 		b.benchtoolLine("memory", "--sessions", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)),
 		fmt.Sprintf("cd %s && for i in $(seq %d); do %s & done   # then compare /proc/meminfo and /proc/slabinfo, and kill them; again with --share-net",
