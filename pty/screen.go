@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,9 +56,11 @@ type Screen struct {
 
 	emu        sync.Mutex // held while the emulator runs
 	e          *vt.Emulator
-	answers    *io.PipeWriter // the emulator's side of its answers
 	rows, cols int
 	title      string
+	// final is what the screen showed when it was closed: an ended
+	// session's screen keeps that, not the emulator (see Close).
+	final *Snapshot
 }
 
 // NewScreen returns a screen of rows by cols. answer gets the terminal's
@@ -119,7 +122,6 @@ func (s *Screen) newEmulator() *vt.Emulator {
 	e.SetScrollbackSize(1)
 	e.SetCallbacks(vt.Callbacks{Title: func(t string) { s.title = t }})
 	in := e.InputPipe()
-	s.answers, _ = in.(*io.PipeWriter)
 	e.RegisterCsiHandler(ansi.Command('>', 0, 'q'), func(params ansi.Params) bool {
 		if n, _, _ := params.Param(0, 0); n != 0 {
 			return false
@@ -238,7 +240,10 @@ func (s *Screen) Resize(rows, cols int) {
 	}
 }
 
-// Close stops the screen; its last content stays readable.
+// Close stops the screen; its last content stays readable. The emulator
+// goes: an ended session is kept for a day, and its emulator would keep
+// two screens of cells and the 4 MiB its parser allocates for escape
+// sequences, where the last content is a few lines of text.
 func (s *Screen) Close() {
 	s.mu.Lock()
 	if s.closed {
@@ -248,13 +253,20 @@ func (s *Screen) Close() {
 	s.closed = true
 	s.mu.Unlock()
 	close(s.done)
+	// What was fed before the close is on the last content.
+	s.catchUp()
 	s.emu.Lock()
 	defer s.emu.Unlock()
-	// Closing the answers' pipe ends relayAnswers. The emulator's own Close
-	// would do it too, but it sets a flag its Read checks without a lock,
-	// which races with the Read relayAnswers is blocked in.
-	if s.answers != nil {
-		_ = s.answers.CloseWithError(io.EOF)
+	if s.e != nil {
+		sn := s.snapshotLocked()
+		s.final = &sn
+		// Closing the pipe of answers ends relayAnswers. Not e.Close: it
+		// sets a flag that e.Read, under way in relayAnswers, reads
+		// without a lock.
+		if c, ok := s.e.InputPipe().(io.Closer); ok {
+			_ = c.Close()
+		}
+		s.e = nil
 	}
 }
 
@@ -290,6 +302,16 @@ func (s *Screen) Snapshot() Snapshot {
 	s.catchUp()
 	s.emu.Lock()
 	defer s.emu.Unlock()
+	if s.final != nil {
+		sn := *s.final
+		sn.Lines = slices.Clone(sn.Lines)
+		return sn
+	}
+	return s.snapshotLocked()
+}
+
+// snapshotLocked is Snapshot of the emulator as it is; s.emu is held.
+func (s *Screen) snapshotLocked() Snapshot {
 	e := s.e
 	if e == nil {
 		return Snapshot{Rows: s.rows, Cols: s.cols, Lines: make([]string, s.rows), CursorVisible: true}

@@ -128,3 +128,28 @@ func TestScreenCloseEndsItsGoroutines(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// An ended session's screen is kept as long as the session is: it keeps
+// what it showed, everything fed before the close included, and lets the
+// emulator and its buffers go.
+func TestClosedScreenKeepsItsLastContentNotTheEmulator(t *testing.T) {
+	s := NewScreen(5, 20, nil)
+	s.Feed([]byte("\x1b]0;done\x07first\r\nlast line"))
+	s.Close()
+	s.emu.Lock()
+	e := s.e
+	s.emu.Unlock()
+	if e != nil {
+		t.Error("a closed screen still holds its emulator")
+	}
+	s.Feed([]byte("\r\nafter the close"))
+	got := s.Snapshot()
+	if want := "first\nlast line\n"; got.Text() != want || got.Title != "done" || got.CursorRow != 1 || got.CursorCol != 9 {
+		t.Errorf("closed screen: text %q title %q cursor %d,%d; want %q, \"done\", 1,9", got.Text(), got.Title, got.CursorRow, got.CursorCol, want)
+	}
+	got.Lines[0] = "changed"
+	if again := s.Snapshot(); again.Lines[0] != "first" {
+		t.Errorf("a snapshot shares its lines with the screen: %q", again.Lines[0])
+	}
+	s.Close()
+}

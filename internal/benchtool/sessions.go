@@ -7,9 +7,9 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,12 +24,22 @@ import (
 
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	sdaemon "github.com/sandboxd/sandboxd/daemon"
 )
 
 // idleArgv is what every idle session and idle bwrap sandbox runs. Together
 // with the workspace as cwd it is also how leftovers of this run are told
 // from other sessions on the same daemon.
 var idleArgv = []string{"sleep", "3600"}
+
+// idleTerminalArgv is an idle terminal session: a prompt, as a shell
+// prints, and then nothing. The prompt is what makes the daemon follow
+// the terminal's screen.
+var idleTerminalArgv = []string{"sh", "-c", "printf '$ '; exec sleep 3600"}
+
+// terminalSessions is how many idle terminal sessions the memory figure
+// starts at most: each costs the daemon megabytes (see the figure's note).
+const terminalSessions = 100
 
 func live(s sandboxdv1.State) bool {
 	switch s {
@@ -95,7 +105,7 @@ func (b *bench) closeBigList() {
 
 // ours says whether info is an idle session this tool starts.
 func (b *bench) ours(info *sandboxdv1.SessionInfo) bool {
-	return info.GetCwd() == b.cfg.workspace && slices.Equal(info.GetArgv(), idleArgv)
+	return info.GetCwd() == b.cfg.workspace && (slices.Equal(info.GetArgv(), idleArgv) || slices.Equal(info.GetArgv(), idleTerminalArgv))
 }
 
 // liveOurs lists this run's live idle sessions.
@@ -197,7 +207,13 @@ func (s *sessionSet) all() []string {
 
 // startIdle starts one detached idle session and records it.
 func (b *bench) startIdle(set *sessionSet) func() error {
-	start, err := b.startMsg(false, true, idleArgv...)
+	return b.startIdleWith(set, false, idleArgv)
+}
+
+// startIdleWith starts one detached session of argv, on a terminal when
+// tty is set, and records it.
+func (b *bench) startIdleWith(set *sessionSet, tty bool, argv []string) func() error {
+	start, err := b.startMsg(tty, true, argv...)
 	return func() error {
 		if err != nil {
 			return err
@@ -210,7 +226,7 @@ func (b *bench) startIdle(set *sessionSet) func() error {
 			set.add(res.SessionID)
 		}
 		if res.Exit != nil {
-			return fmt.Errorf("session %s of %q ended at once: %s exit %d: %s", res.SessionID, idleArgv,
+			return fmt.Errorf("session %s of %q ended at once: %s exit %d: %s", res.SessionID, argv,
 				res.Exit.GetState(), client.ExitCode(res, nil), res.Exit.GetReason())
 		}
 		return nil
@@ -313,9 +329,9 @@ func (p *procSet) killAll(marker string) {
 	}
 }
 
-// startIdleBwrap starts one idle bwrap sandbox in the background.
-func (b *bench) startIdleBwrap(set *procSet) func() error {
-	argv := b.bwrapArgv(idleArgv...)
+// startIdleBwrap starts one idle bwrap sandbox running argv in the
+// background.
+func (b *bench) startIdleBwrap(set *procSet, argv []string) func() error {
 	return func() error {
 		// Not CommandContext: the ramp is over before the measurement, and
 		// killAll, deferred by the caller, ends these on every path.
@@ -355,36 +371,91 @@ func (b *bench) waitBwrapIdle(set *procSet, timeout time.Duration) (int, error) 
 	return ready, nil
 }
 
-// memoryDrop measures how much MemAvailable falls while n things started
-// by rampUp sit idle: settled before, ramp, wait for them to be up, settle
-// again.
-func (b *bench) memoryDrop(what string, n int, start func() error, up func(int) (int, error)) (perMiB float64, r ramp, err error) {
-	before, err := settledMemAvailable(b.ctx)
-	if err != nil {
-		return 0, r, fmt.Errorf("MemAvailable before: %w", err)
+// side is one side of the memory figure after its sandboxes were up.
+type side struct {
+	acct memAccount
+	r    ramp
+	// tasksOwn are the threads of the sandboxes' own processes;
+	// tasksRest those of the rest of the daemon's tree before and after.
+	tasksOwn, tasksRestBefore, tasksRestAfter int
+	// residue is the counted kernel memory still above where it started
+	// once the sandboxes had ended, in bytes.
+	residue int64
+	// footprint describes one sandbox's processes.
+	footprint string
+}
+
+// measureSide starts n idle sandboxes of one side, waits for up to say
+// they all run, and accounts for what they cost (memacct.go). procs
+// returns the pids of the sandboxes' own processes and of the rest of
+// what their side runs (the daemon's tree), and one sandbox's root pid;
+// stop ends the sandboxes.
+func (b *bench) measureSide(what string, n int, start func() error, up func(int) (int, error), procs func() (own, rest []int, one int), stop func()) (side, error) {
+	var sd side
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	if _, err := settledMemAvailable(b.ctx); err != nil {
+		return sd, fmt.Errorf("settle before: %w", err)
 	}
-	r = b.rampUp(what, n, start)
+	ownBefore, restBefore, _ := procs()
+	pssOwnBefore, tasksOwnBefore := pssOf(ownBefore)
+	pssRestBefore, tasksRestBefore := pssOf(restBefore)
+	before, err := sampleMemory()
+	if err != nil {
+		return sd, fmt.Errorf("memory before: %w", err)
+	}
+	sd.r = b.rampUp(what, n, start)
 	if err := b.ctx.Err(); err != nil {
-		return 0, r, err
+		return sd, err
 	}
-	if r.started == 0 {
-		return 0, r, fmt.Errorf("%s: none started: %s", what, r)
+	if sd.r.started == 0 {
+		return sd, fmt.Errorf("%s: none started: %s", what, sd.r)
 	}
-	ready, err := up(r.started)
+	ready, err := up(sd.r.started)
 	if err != nil {
-		return 0, r, err
+		return sd, err
 	}
-	if ready < r.started {
-		return 0, r, fmt.Errorf("%s: only %d of %d started are up after waiting", what, ready, r.started)
+	if ready < sd.r.started {
+		return sd, fmt.Errorf("%s: only %d of %d started are up after waiting", what, ready, sd.r.started)
 	}
 	// Page tables, slab and the daemon's buffers settle after the last
 	// start; 2 s is well past what the first settle loop ever saw move.
 	time.Sleep(2 * time.Second)
-	after, err := settledMemAvailable(b.ctx)
-	if err != nil {
-		return 0, r, fmt.Errorf("MemAvailable after: %w", err)
+	if _, err := settledMemAvailable(b.ctx); err != nil {
+		return sd, fmt.Errorf("settle after: %w", err)
 	}
-	return float64(before-after) / float64(r.started) / mib, r, nil
+	own, rest, one := procs()
+	pssOwn, tasksOwn := pssOf(own)
+	pssRest, tasksRest := pssOf(rest)
+	after, err := sampleMemory()
+	if err != nil {
+		return sd, fmt.Errorf("memory after: %w", err)
+	}
+	sd.acct = account(sd.r.started, before, after, pssOwn-pssOwnBefore, pssRest-pssRestBefore)
+	sd.tasksOwn = tasksOwn - tasksOwnBefore
+	sd.tasksRestBefore, sd.tasksRestAfter = tasksRestBefore, tasksRest
+	sd.footprint = "unknown (no pid to look at)"
+	if one > 0 {
+		// One sandbox's PSS need not be the average: a process's share of
+		// the pages it shares depends on who else maps them.
+		sd.footprint = fmt.Sprintf("%s (the first started; over all %d, the PSS of their processes averages %.2f MiB)",
+			footprintOf(one), sd.r.started, sd.acct.per(sd.acct.pssOwn)/mib)
+	}
+	stopped = true
+	stop()
+	// What is still counted once they are gone is slab the caches keep,
+	// and whatever else the host did meanwhile: the error bar of the
+	// kernel's part.
+	if _, err := settledMemAvailable(b.ctx); err == nil {
+		if end, err := sampleMemory(); err == nil {
+			sd.residue = account(sd.r.started, before, end, 0, 0).kernelBytes()
+		}
+	}
+	return sd, nil
 }
 
 func (b *bench) memory() error {
@@ -393,86 +464,156 @@ func (b *bench) memory() error {
 	if err != nil {
 		return fmt.Errorf("the daemon's pid: %w", err)
 	}
-	// Tasks are counted in the daemon's tree and in the bwraps' own, not
-	// host-wide, so that whatever else runs on the host stays out.
-	daemonTasks := treeTasks(daemon)
 	var sessions sessionSet
-	var footprint string
-	var sdTasks float64
-	sd, sr, err := func() (float64, ramp, error) {
-		defer func() {
+	sdProcs := func() (own, rest []int, one int) { return b.sessionProcs(daemon) }
+	sd, err := b.measureSide("memory, sandboxd sessions", n, b.startIdle(&sessions),
+		func(want int) (int, error) { return b.waitLive(want, time.Minute) }, sdProcs,
+		func() {
 			if err := b.killSessions(&sessions); err != nil {
 				warnf("memory: %v", err)
 			}
-		}()
-		return b.memoryDrop("memory, sandboxd sessions", n, b.startIdle(&sessions), func(want int) (int, error) {
-			got, err := b.waitLive(want, time.Minute)
-			if err == nil {
-				footprint = b.sessionFootprint()
-				if got > 0 {
-					sdTasks = float64(treeTasks(daemon)-daemonTasks) / float64(got)
-				}
-			}
-			return got, err
 		})
-	}()
 	if err != nil {
 		return err
 	}
 
-	var procs procSet
-	var bwFootprint string
-	var bwTasks float64
-	bw, br, err := func() (float64, ramp, error) {
-		defer procs.killAll(b.cfg.workspace)
-		return b.memoryDrop("memory, bwrap sandboxes", n, b.startIdleBwrap(&procs), func(int) (int, error) {
-			got, err := b.waitBwrapIdle(&procs, time.Minute)
-			if err == nil && got > 0 {
-				procs.mu.Lock()
-				pid := procs.procs[0].Process.Pid
-				var tasks int
-				for _, c := range procs.procs {
-					tasks += treeTasks(c.Process.Pid)
-				}
-				bwTasks = float64(tasks) / float64(len(procs.procs))
-				procs.mu.Unlock()
-				bwFootprint = footprintOf(pid)
-			}
-			return got, err
-		})
-	}()
+	bw, err := b.measureBwrap("memory, bwrap sandboxes", n, b.bwrapArgv(idleArgv...))
 	if err != nil {
 		return err
 	}
+	// The same sandboxes in the host's network namespace: what a network
+	// namespace of their own costs, which sandboxd's sessions under
+	// network NONE pay as well.
+	shareNet := withShareNet(b.bwrapArgv(idleArgv...))
+	bwNet, err := b.measureBwrap("memory, bwrap --share-net sandboxes", n, shareNet)
+	if err != nil {
+		return err
+	}
+	var terminals sessionSet
+	nTerm := min(n, terminalSessions)
+	term, err := b.measureSide("memory, sandboxd terminal sessions", nTerm, b.startIdleWith(&terminals, true, idleTerminalArgv),
+		func(want int) (int, error) { return b.waitLive(want, time.Minute) }, sdProcs,
+		func() {
+			if err := b.killSessions(&terminals); err != nil {
+				warnf("memory: %v", err)
+			}
+		})
+	if err != nil {
+		return err
+	}
+	sdMiB, bwMiB := sd.acct.perSession(), bw.acct.perSession()
 	b.add(row{
-		figure:      fmt.Sprintf("memory per idle session (n=%d)", sr.started),
-		value:       fmt.Sprintf("%.3f MiB", sd),
-		counterpart: fmt.Sprintf("bwrap %.3f MiB", bw),
-		ratio:       ratio(sd, bw),
+		figure:      fmt.Sprintf("memory per idle session, accounted (n=%d)", sd.r.started),
+		value:       fmt.Sprintf("%.3f MiB", sdMiB),
+		counterpart: fmt.Sprintf("bwrap %.3f MiB", bwMiB),
+		ratio:       ratio(sdMiB, bwMiB),
 		target:      fmt.Sprintf("<= 0.50x bwrap at %d", n),
-		verdict:     verdict(sd <= 0.5*bw && sr.started >= n),
+		verdict:     verdict(sdMiB <= 0.5*bwMiB && sd.r.started >= n),
 	})
 	b.add(row{
-		figure:      fmt.Sprintf("tasks per idle session (n=%d)", sr.started),
+		figure:      fmt.Sprintf("  cross-check: MemAvailable drop (n=%d)", sd.r.started),
+		value:       fmt.Sprintf("%.3f MiB", sd.acct.availPerSession()),
+		counterpart: fmt.Sprintf("bwrap %.3f MiB", bw.acct.availPerSession()),
+		ratio:       ratio(sd.acct.availPerSession(), bw.acct.availPerSession()),
+	})
+	b.add(row{
+		figure: fmt.Sprintf("  idle terminal session, accounted (n=%d)", term.r.started),
+		value:  fmt.Sprintf("%.3f MiB", term.acct.perSession()),
+	})
+	sdTasks, bwTasks := sd.acct.per(int64(sd.tasksOwn)), bw.acct.per(int64(bw.tasksOwn))
+	b.add(row{
+		figure:      fmt.Sprintf("tasks per idle session (n=%d)", sd.r.started),
 		value:       fmt.Sprintf("%.2f", sdTasks),
 		counterpart: fmt.Sprintf("bwrap %.2f", bwTasks),
 		ratio:       ratio(sdTasks, bwTasks),
 		target:      "<= 2",
-		verdict:     verdict(sdTasks <= 2 && sr.started >= n),
+		verdict:     verdict(sdTasks <= 2 && sd.r.started >= n),
 	})
-	if sr.started < n || sr.firstErr != nil {
-		b.note("memory: sandboxd ramp stopped early: %s", sr)
+	if sd.r.started < n || sd.r.firstErr != nil {
+		b.note("memory: sandboxd ramp stopped early: %s", sd.r)
 	}
-	if br.started < n || br.firstErr != nil {
-		b.note("memory: bwrap ramp stopped early: %s", br)
+	if bw.r.started < n || bw.r.firstErr != nil {
+		b.note("memory: bwrap ramp stopped early: %s", bw.r)
 	}
-	b.note("memory: one idle sandboxd session is %s; the daemon's tree grew by %.2f tasks per session (its own threads included)", footprint, sdTasks)
-	b.note("memory: one idle bwrap sandbox is %s", bwFootprint)
-	b.reproduce(fmt.Sprintf("memory and tasks (MemAvailable drop over %d idle sandboxes, each side in turn; threads of the daemon's tree, of each bwrap's):", n),
+	for _, s := range []struct {
+		name string
+		sd   side
+	}{{"sandboxd", sd}, {"bwrap", bw}} {
+		a := s.sd.acct
+		b.note("memory, %s: %s; MemAvailable fell %.1f KiB per sandbox; after they ended, counted kernel memory stayed %.1f KiB per sandbox above the start (slab the caches keep, and other load: the error bar of the kernel part)",
+			s.name, a.breakdown(), a.per(a.availDrop)/1024, a.per(s.sd.residue)/1024)
+		b.note("memory, %s: slab caches, KiB per sandbox: %s", s.name, a.topDeltas(a.slabs, 14))
+		b.note("memory, %s: vmalloc without stacks, KiB per sandbox by caller: %s", s.name, a.topDeltas(a.vmalloc, 5))
+	}
+	netK := bw.acct.per(bw.acct.kernelBytes()-bwNet.acct.kernelBytes()) / 1024
+	b.note("memory: a network namespace of its own costs a bwrap sandbox %.1f KiB of counted kernel memory (%.1f KiB per sandbox with --share-net, SUnreclaim %.1f KiB less): %s",
+		netK, bwNet.acct.per(bwNet.acct.kernelBytes())/1024, bw.acct.per(bw.acct.kernel["SUnreclaim"]-bwNet.acct.kernel["SUnreclaim"])/1024, bwNet.acct.breakdown())
+	b.note("memory: one idle sandboxd session is %s; the sessions' own processes have %.2f tasks per session; the rest of the daemon's tree (daemon threads, spawner, inits started ahead) had %d tasks before and %d after (%+.3f per session)",
+		sd.footprint, sdTasks, sd.tasksRestBefore, sd.tasksRestAfter, sd.acct.per(int64(sd.tasksRestAfter-sd.tasksRestBefore)))
+	b.note("memory: one idle bwrap sandbox is %s", bw.footprint)
+	b.note("memory, sandboxd terminal sessions (%q with a terminal; the prompt starts the daemon's screen of the session): %s",
+		idleTerminalArgv, term.acct.breakdown())
+	b.reproduce(fmt.Sprintf("memory and tasks (%d idle sandboxes, each side in turn: PSS of their processes and of the daemon's tree, deltas of /proc/meminfo, /proc/slabinfo and /proc/vmallocinfo, MemAvailable as a cross-check; threads of the sessions' processes, of each bwrap's):", n),
 		b.benchtoolLine("memory", "--sessions", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)),
-		fmt.Sprintf("cd %s && for i in $(seq %d); do %s & done   # then compare MemAvailable in /proc/meminfo, and kill them",
+		fmt.Sprintf("cd %s && for i in $(seq %d); do %s & done   # then compare /proc/meminfo and /proc/slabinfo, and kill them; again with --share-net",
 			shellQuote(b.cfg.workspace), n, shellJoin(b.bwrapArgv(idleArgv...))))
 	return nil
+}
+
+// measureBwrap is measureSide for n idle bwrap sandboxes running argv.
+func (b *bench) measureBwrap(what string, n int, argv []string) (side, error) {
+	var bwraps procSet
+	procs := func() (own, rest []int, one int) {
+		bwraps.mu.Lock()
+		defer bwraps.mu.Unlock()
+		for _, c := range bwraps.procs {
+			if one == 0 {
+				one = c.Process.Pid
+			}
+			own = append(own, tree(c.Process.Pid)...)
+		}
+		return own, nil, one
+	}
+	return b.measureSide(what, n, b.startIdleBwrap(&bwraps, argv),
+		func(int) (int, error) { return b.waitBwrapIdle(&bwraps, time.Minute) }, procs,
+		func() { bwraps.killAll(b.cfg.workspace) })
+}
+
+// withShareNet is a bwrap command line that keeps the host's network
+// namespace where --unshare-all would make one.
+func withShareNet(argv []string) []string {
+	i := slices.Index(argv, "--unshare-all")
+	return slices.Concat(argv[:i+1], []string{"--share-net"}, argv[i+1:])
+}
+
+// sessionProcs returns the pids of this run's live idle sessions'
+// processes and of the rest of the daemon's tree (the daemon, its spawner,
+// the inits it keeps started ahead, other sessions), and the root pid of
+// one of the sessions.
+func (b *bench) sessionProcs(daemon int) (own, rest []int, one int) {
+	infos, err := b.liveOurs(b.ctx)
+	if err != nil {
+		warnf("listing sessions: %v", err)
+	}
+	mine := map[int]bool{}
+	for _, in := range infos {
+		if in.GetPid() <= 0 {
+			continue
+		}
+		if one == 0 {
+			one = int(in.GetPid())
+		}
+		for _, p := range tree(int(in.GetPid())) {
+			mine[p] = true
+			own = append(own, p)
+		}
+	}
+	for _, p := range tree(daemon) {
+		if !mine[p] {
+			rest = append(rest, p)
+		}
+	}
+	return own, rest, one
 }
 
 // sessionFootprint describes the process tree of one live idle session.
@@ -517,18 +658,27 @@ func daemonPID(socket string) (int, error) {
 
 // hostState is what the hold figure looks at to explain where it stopped.
 type hostState struct {
-	tasks, avail         int64
+	tasks                int64
 	daemonFds, daemonThr int
+	// mem, sessionsPSS (of this run's sessions' processes) and restPSS
+	// (of the rest of the daemon's tree) account for what the held
+	// sessions cost (memacct.go).
+	mem                  memSample
+	memErr               error
+	sessionsPSS, restPSS int64
 }
 
 func (b *bench) hostState(daemon int) hostState {
 	var s hostState
 	s.tasks, _ = tasksInUse()
-	s.avail, _ = memAvailable()
+	s.mem, s.memErr = sampleMemory()
 	s.daemonFds, s.daemonThr = -1, -1
 	if daemon > 0 {
 		s.daemonFds = fdCount(daemon)
 		fmt.Sscan(procStatus(daemon, "Threads")["Threads"], &s.daemonThr)
+		own, rest, _ := b.sessionProcs(daemon)
+		s.sessionsPSS, _ = pssOf(own)
+		s.restPSS, _ = pssOf(rest)
 	}
 	return s
 }
@@ -538,6 +688,9 @@ func (b *bench) holdFigure() error {
 	daemon, err := daemonPID(b.socket)
 	if err != nil {
 		warnf("hold: cannot tell the daemon's pid: %v", err)
+	}
+	if _, err := settledMemAvailable(b.ctx); err != nil {
+		return err
 	}
 	before := b.hostState(daemon)
 	var sessions sessionSet
@@ -558,6 +711,9 @@ func (b *bench) holdFigure() error {
 	time.Sleep(2 * time.Second)
 	held, err := b.waitLive(r.started, 0)
 	if err != nil {
+		return err
+	}
+	if _, err := settledMemAvailable(b.ctx); err != nil {
 		return err
 	}
 	after := b.hostState(daemon)
@@ -588,8 +744,9 @@ func (b *bench) holdFigure() error {
 		b.note("client.List (and so sandboxctl ps) is refused with this many sessions: %s", b.listTooBig)
 	}
 	b.note("hold: one idle session is %s", footprint)
+	var limits []unitLimit
 	if b.cfg.unit != "" {
-		limits, err := unitLimits(b.cfg.unit)
+		limits, err = unitLimits(b.cfg.unit)
 		if err != nil {
 			b.note("hold: the unit's limits: %v", err)
 		}
@@ -597,7 +754,7 @@ func (b *bench) holdFigure() error {
 			b.note("hold: %s", n)
 		}
 	}
-	b.holdDiagnostics(daemon, held, before, after)
+	b.holdDiagnostics(daemon, held, before, after, limits)
 	line := []string{"--hold", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)}
 	if b.cfg.unit != "" {
 		line = append(line, "--unit", b.cfg.unit)
@@ -606,9 +763,13 @@ func (b *bench) holdFigure() error {
 	return nil
 }
 
+// holdTarget is the number of sessions the issue asks one daemon to hold.
+const holdTarget = 10000
+
 // holdDiagnostics notes the limits a host puts on sessions, how much of
-// each the held sessions took, and so how many sessions each would allow.
-func (b *bench) holdDiagnostics(daemon, held int, before, after hostState) {
+// each the held sessions took, and so how many sessions each would allow,
+// here and under the unit's limits.
+func (b *bench) holdDiagnostics(daemon, held int, before, after hostState, unit []unitLimit) {
 	pidMax, _ := readInt("/proc/sys/kernel/pid_max")
 	threadsMax, _ := readInt("/proc/sys/kernel/threads-max")
 	per := func(a, b int64) float64 {
@@ -619,7 +780,12 @@ func (b *bench) holdDiagnostics(daemon, held int, before, after hostState) {
 	}
 	tasksPer := per(after.tasks, before.tasks)
 	fdsPer := per(int64(after.daemonFds), int64(before.daemonFds))
-	memPer := per(before.avail, after.avail)
+	var memPer float64
+	if before.memErr == nil && after.memErr == nil && held > 0 {
+		a := account(held, before.mem, after.mem, after.sessionsPSS-before.sessionsPSS, after.restPSS-before.restPSS)
+		memPer = a.perSession() * mib
+		b.note("hold: memory, %s; MemAvailable fell %.1f KiB per session", a.breakdown(), a.per(a.availDrop)/1024)
+	}
 	// limits collects, per limit, how many sessions it allows at the
 	// measured cost per session, to name the one a larger ramp meets first.
 	type limit struct {
@@ -634,21 +800,22 @@ func (b *bench) holdDiagnostics(daemon, held int, before, after hostState) {
 		limits = append(limits, limit{name, float64(left) / each})
 		return fmt.Sprintf("~%.0f sessions", float64(left)/each)
 	}
-	b.note("hold: kernel.pid_max %d, kernel.threads-max %d; tasks in use %d before, %d with %d sessions held (%.1f per session): pid_max allows %s",
+	b.note("hold: kernel.pid_max %d, kernel.threads-max %d; tasks in use %d before, %d with %d sessions held (%.2f per session): pid_max allows %s",
 		pidMax, threadsMax, before.tasks, after.tasks, held, tasksPer, allows("kernel.pid_max (one pid per thread)", pidMax-before.tasks, tasksPer))
+	var soft int64
 	if daemon > 0 {
-		var soft int64
 		lim := limitLine(daemon, "Max open files")
 		fmt.Sscan(lim, &soft)
-		b.note("hold: daemon pid %d: RLIMIT_NOFILE %s (soft hard units); open fds %d before, %d held (%.1f per session): allows %s; threads %d -> %d",
+		b.note("hold: daemon pid %d: RLIMIT_NOFILE %s (soft hard units); open fds %d before, %d held (%.2f per session): allows %s; threads %d -> %d (Go keeps the threads that blocking calls of concurrent launches needed; they do not grow with the sessions held)",
 			daemon, lim, before.daemonFds, after.daemonFds, fdsPer,
 			allows("the daemon's RLIMIT_NOFILE", soft-int64(before.daemonFds), fdsPer), before.daemonThr, after.daemonThr)
 	}
-	b.note("hold: MemAvailable %d MiB before, %d MiB held (%.2f MiB per session): down to --min-available-mib allows %s",
-		before.avail/mib, after.avail/mib, memPer/mib, allows("memory (down to --min-available-mib)", before.avail-b.cfg.minAvailMiB*mib, memPer))
+	avail := before.mem.avail
+	b.note("hold: MemAvailable %d MiB before; at the accounted %.1f KiB per session, down to --min-available-mib allows %s",
+		avail/mib, memPer/1024, allows("memory (down to --min-available-mib)", avail-b.cfg.minAvailMiB*mib, memPer))
 	if len(limits) > 0 {
 		first := slices.MinFunc(limits, func(a, b limit) int { return cmp.Compare(a.allows, b.allows) })
-		b.note("hold: at these costs the first limit is %s, at ~%.0f sessions", first.name, first.allows)
+		b.note("hold: at these costs the first limit here is %s, at ~%.0f sessions", first.name, first.allows)
 	}
 	var ns []string
 	for _, kind := range []string{"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"} {
@@ -657,7 +824,49 @@ func (b *bench) holdDiagnostics(daemon, held int, before, after hostState) {
 		}
 	}
 	b.note("hold: user.max_*_namespaces (per user; each session takes one of each kind it unshares): %s", strings.Join(ns, ", "))
-	if n, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
-		b.note("hold: fs.nr_open (ceiling for RLIMIT_NOFILE) %s", strings.TrimSpace(string(n)))
+	nrOpen, nrErr := readInt("/proc/sys/fs/nr_open")
+	if nrErr == nil {
+		b.note("hold: fs.nr_open (ceiling for RLIMIT_NOFILE) %d", nrOpen)
 	}
+	if unit == nil {
+		return
+	}
+	// What the unit's limits would allow, at the costs measured here:
+	// each limit named, met or not, for holdTarget sessions.
+	var verdicts []string
+	need := func(name string, want, have int64) {
+		verdicts = append(verdicts, fmt.Sprintf("%s: needs %d, has %d: %s", name, want, have, map[bool]string{true: "met", false: "NOT met"}[want <= have]))
+	}
+	for _, l := range unit {
+		v, ok := parseLimit(l.value)
+		if !ok {
+			continue
+		}
+		switch l.key {
+		case "LimitNOFILE":
+			// The kernel caps every RLIMIT_NOFILE at fs.nr_open.
+			if nrErr == nil && (v == -1 || v > nrOpen) {
+				v = nrOpen
+			}
+			need(fmt.Sprintf("LimitNOFILE=%s (the daemon's fds)", l.value), int64(before.daemonFds)+int64(fdsPer*holdTarget+0.5), v)
+		case "TasksMax":
+			if v != -1 {
+				need(fmt.Sprintf("TasksMax=%s (tasks of the daemon's cgroup)", l.value), int64(after.daemonThr)+int64(tasksPer*holdTarget+0.5), v)
+			}
+		}
+	}
+	need("kernel.pid_max (tasks on the host)", before.tasks+int64(tasksPer*holdTarget+0.5), pidMax)
+	if memPer > 0 {
+		need("memory, MiB (accounted; MemAvailable before less --min-available-mib)", int64(memPer*holdTarget/mib+0.5), avail/mib-b.cfg.minAvailMiB)
+	}
+	quota, how := int64(sdaemon.DefaultMaxSessions), "the daemon's default"
+	if v, ok, err := unitFlag(b.cfg.unit, "--max-sessions"); err == nil && ok {
+		if q, err := strconv.ParseInt(v, 10, 64); err == nil {
+			quota, how = q, "the unit's ExecStart"
+		}
+	}
+	callers := (holdTarget + quota - 1) / max(quota, 1)
+	need(fmt.Sprintf("per-caller quota of live sessions (--max-sessions, %s; this run raised it for its one caller)", how), holdTarget, quota)
+	b.note("hold: under %s, %d idle sessions at the costs measured here: %s; the quota is per caller, so %d sessions are %d callers at their quota",
+		b.cfg.unit, holdTarget, strings.Join(verdicts, "; "), holdTarget, callers)
 }

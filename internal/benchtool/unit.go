@@ -116,3 +116,28 @@ func metWord(ok bool) string {
 	}
 	return "EXCEEDED"
 }
+
+// unitFlag is the value the unit's ExecStart gives the daemon's flag
+// (--name VALUE or --name=VALUE), and whether it gives one.
+func unitFlag(path, flag string) (string, bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", false, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "ExecStart=")
+		if !ok {
+			continue
+		}
+		args := strings.Fields(cmd)
+		for i, a := range args {
+			if v, ok := strings.CutPrefix(a, flag+"="); ok {
+				return v, true, nil
+			}
+			if a == flag && i+1 < len(args) {
+				return args[i+1], true, nil
+			}
+		}
+	}
+	return "", false, nil
+}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"os"
 	"slices"
 	"testing"
 )
@@ -21,5 +22,20 @@ func TestUnitLimitsOfTheShippedUnit(t *testing.T) {
 		if _, ok := parseLimit(l.value); !ok {
 			t.Errorf("%s=%s: benchtool cannot read the value", l.key, l.value)
 		}
+	}
+}
+
+func TestUnitFlagReadsExecStart(t *testing.T) {
+	unit := t.TempDir() + "/u.service"
+	if err := os.WriteFile(unit, []byte("[Service]\nExecStart=/usr/bin/sandboxd --socket /s --max-sessions=5000 --retain-ended 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{"--max-sessions": "5000", "--retain-ended": "3", "--socket": "/s"} {
+		if v, ok, err := unitFlag(unit, flag); err != nil || !ok || v != want {
+			t.Errorf("unitFlag(%s) = %q, %v, %v; want %q", flag, v, ok, err, want)
+		}
+	}
+	if _, ok, err := unitFlag(unit, "--max-streams"); ok || err != nil {
+		t.Errorf("unitFlag found --max-streams, which the unit does not set (err %v)", err)
 	}
 }

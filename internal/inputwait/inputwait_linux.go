@@ -50,7 +50,7 @@ var devTTY = unix.Mkdev(5, 0)
 // concurrent use; checks are serialized because they share buffers.
 type Probe struct {
 	mu     sync.Mutex
-	procfd int // the daemon's /proc, -1 once closed
+	procfd int // procDir's, -1 once closed
 	root   int
 
 	// master is set for a terminal session. The foreground process group is
@@ -163,11 +163,19 @@ var readBuffers = sync.Pool{New: func() any {
 	return &b
 }}
 
+// procDir is the daemon's /proc, opened once and shared by every probe:
+// a daemon keeps a probe per session, and a descriptor each would count
+// against its RLIMIT_NOFILE, which bounds how many sessions it holds, for
+// the same directory every time.
+var procDir = sync.OnceValues(func() (int, error) {
+	return unix.Open("/proc", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+})
+
 func newProbe(root int, dev, ino uint64) (*Probe, error) {
 	if root <= 0 {
 		return nil, fmt.Errorf("root pid %d: %w", root, os.ErrInvalid)
 	}
-	procfd, err := unix.Open("/proc", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	procfd, err := procDir()
 	if err != nil {
 		return nil, fmt.Errorf("open /proc: %w", err)
 	}
@@ -205,18 +213,12 @@ func (p *Probe) PrivateLoopback(waysOut []netip.AddrPort) {
 }
 
 // Close releases the probe. Closing twice is harmless; a closed probe's
-// Waiting returns an error.
+// Waiting returns an error. The shared /proc stays open for the next
+// probe.
 func (p *Probe) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.procfd < 0 {
-		return nil
-	}
-	err := unix.Close(p.procfd)
 	p.procfd = -1
-	if err != nil {
-		return fmt.Errorf("close /proc: %w", err)
-	}
 	return nil
 }
 

@@ -326,6 +326,43 @@ func TestReadThenSleep(t *testing.T) {
 	}
 }
 
+// A daemon keeps a probe per session and its open-file limit bounds how
+// many sessions it holds: probes share one /proc, and closing one leaves
+// the others working.
+func TestProbesHoldNoDescriptorOfTheirOwn(t *testing.T) {
+	s := startPipe(t, exec.Command("sh", "-c", "read x; sleep 30"))
+	s.waitFor(t, true)
+	openFds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := openFds()
+	var probes []*Probe
+	for range 20 {
+		p, err := ForPipe(s.cmd.Process.Pid, s.input)
+		if err != nil {
+			t.Fatalf("ForPipe: %v", err)
+		}
+		probes = append(probes, p)
+	}
+	if after := openFds(); after != before {
+		t.Errorf("20 probes took %d descriptors", after-before)
+	}
+	probes[0].Close()
+	if _, err := probes[0].Check(); err == nil {
+		t.Error("a closed probe checked without error")
+	}
+	for _, p := range probes[1:] {
+		if st, err := p.Check(); err != nil || st != WaitingForInput {
+			t.Fatalf("after another probe was closed: Check = %v, %v; want WaitingForInput", st, err)
+		}
+		p.Close()
+	}
+}
+
 func TestTerminalMasterStaysNonBlocking(t *testing.T) {
 	s := startTerminal(t, exec.Command("sh", "-c", "read x; sleep 30"))
 	s.waitFor(t, true)
