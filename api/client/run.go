@@ -288,6 +288,11 @@ func (c *Client) streamError(ctx context.Context, sc sessionCall, id string, err
 		st := status.New(codes.Unavailable, "stream ended without an exit status")
 		return newRPCError(fmt.Sprintf("%v %s (socket %s): the stream ended without an exit status", ErrDaemonGone, when, c.socket), st, ErrDaemonGone)
 	}
+	if id == "" {
+		if nerr := c.notSandboxd(ctx, err); nerr != nil {
+			return nerr
+		}
+	}
 	st := status.Convert(err)
 	// Unavailable is a broken connection; Canceled without our ctx being
 	// done is the daemon resetting the stream on its way down.
