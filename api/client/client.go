@@ -27,14 +27,13 @@ import (
 // HandshakeTimeout bounds how long a listener on the socket has to show
 // that it speaks gRPC's HTTP/2 at all (its first SETTINGS frame, sent by a
 // gRPC server as soon as it accepts): a socket whose listener does not is
-// reported as not being a daemon, instead of hanging. A daemon that does
-// but is slow to answer under load is waited for (DialTimeout).
+// reported as not being a daemon, instead of hanging.
 const HandshakeTimeout = 5 * time.Second
 
-// DialTimeout bounds Dial as a whole when ctx has no deadline: the
-// connection, and the first call, retried with backoff while the daemon
-// answers Unavailable or ResourceExhausted (busy, or at this user's quota
-// of connections).
+// DialTimeout bounds Dial as a whole when ctx has no deadline: connecting,
+// retried with backoff while the daemon closes the connection unanswered
+// (at this user's quota of connections). A session refused for now
+// (ResourceExhausted with a retry hint) is retried for as long.
 const DialTimeout = 2 * time.Minute
 
 // ErrDaemonGone is wrapped by errors from a session whose connection to the
@@ -46,13 +45,18 @@ type Client struct {
 	socket string
 	conn   *grpc.ClientConn
 	rpc    sandboxdv1.SandboxdClient
+	// probed is the connection Dial made, until gRPC takes it (or Close
+	// closes it).
+	probed atomic.Pointer[net.Conn]
 }
 
 // Dial connects to the daemon listening on socketPath ("" means
-// socketpath.Default()) and checks, within ctx (DialTimeout when it has no
-// deadline), that it is a sandboxd. A missing socket, a stale one, or a
-// listener speaking something else fails here with an error naming the
-// socket.
+// socketpath.Default()) within ctx (DialTimeout when it has no deadline).
+// A missing socket, a stale one, or a listener that does not speak gRPC's
+// HTTP/2 fails here with an error naming the socket. A gRPC server that is
+// not sandboxd is told apart by the first call, which fails with an error
+// saying so: Dial spends no call of its own on it, since a call is a round
+// trip to the daemon that every sandboxctl command would wait for.
 func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	if socketPath == "" {
 		socketPath = socketpath.Default()
@@ -80,22 +84,16 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	}
 
 	// The probed connection is gRPC's first, so a client connects once;
-	// a reconnection dials afresh. Whatever gRPC did not take is closed
-	// when Dial returns.
-	var probed atomic.Pointer[net.Conn]
-	probed.Store(&first)
-	defer func() {
-		if c := probed.Swap(nil); c != nil {
-			(*c).Close()
-		}
-	}()
+	// a reconnection dials afresh.
+	c := &Client{socket: socketPath}
+	c.probed.Store(&first)
 	// The passthrough target with our own dialer keeps the socket path out
 	// of grpc's URI parsing, which mangles paths with spaces or '%'.
 	conn, err := grpc.NewClient("passthrough:///sandboxd",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			if c := probed.Swap(nil); c != nil {
-				return *c, nil
+			if pc := c.probed.Swap(nil); pc != nil {
+				return *pc, nil
 			}
 			return dialSocket(ctx, socketPath)
 		}),
@@ -111,36 +109,14 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 		grpc.WithInitialConnWindowSize(streamWindow),
 	)
 	if err != nil {
+		first.Close()
 		return nil, fmt.Errorf("sandboxd client for %s: %w", socketPath, err)
 	}
-	c := &Client{socket: socketPath, conn: conn, rpc: sandboxdv1.NewSandboxdClient(conn)}
-	// The cheapest call only sandboxd answers: Inspect of an id no session
-	// has is NotFound there and Unimplemented on any other gRPC server. (A
-	// List answered with every session the caller may see, on every dial.)
-	b = backoff{}
-	for {
-		_, err = c.rpc.Inspect(ctx, &sandboxdv1.InspectRequest{Id: handshakeID})
-		st := status.Convert(err)
-		if err == nil || st.Code() == codes.NotFound {
-			return c, nil
-		}
-		if !retryable(st) || !b.wait(ctx, st) {
-			conn.Close()
-			return nil, handshakeError(socketPath, time.Since(begin), err)
-		}
-		if st.Code() == codes.Unavailable {
-			// A daemon that went away meanwhile is reported as gone at
-			// once, not waited for.
-			c, err := probe(ctx, socketPath)
-			if err != nil && !errors.Is(err, errClosedEarly) {
-				conn.Close()
-				return nil, err
-			}
-			if c != nil {
-				c.Close()
-			}
-		}
-	}
+	c.conn, c.rpc = conn, sandboxdv1.NewSandboxdClient(conn)
+	// gRPC sets its transport up on the probed connection meanwhile,
+	// rather than when the caller's first call is already waiting.
+	conn.Connect()
+	return c, nil
 }
 
 // errClosedEarly: the listener accepted and closed the connection without
@@ -221,34 +197,44 @@ const streamWindow = 1 << 20
 // maxReply bounds one reply: about 10 KiB per session for List.
 const maxReply = 256 << 20
 
-// handshakeID is no session's id: the daemon's ids are hex.
-const handshakeID = "handshake"
+// checkID is no session's id: the daemon's ids are hex.
+const checkID = "handshake"
 
-func handshakeError(socketPath string, waited time.Duration, err error) error {
-	st := status.Convert(err)
-	switch st.Code() {
-	case codes.Unimplemented:
-		return newRPCError(fmt.Sprintf("%s is a gRPC server but not sandboxd: %s", socketPath, st.Message()), st, nil)
-	case codes.DeadlineExceeded:
-		return newRPCError(fmt.Sprintf("sandboxd on %s did not answer within %v: %s", socketPath, waited.Round(100*time.Millisecond), st.Message()), st, nil)
-	case codes.Unavailable, codes.ResourceExhausted:
-		return newRPCError(fmt.Sprintf("sandboxd on %s is busy and still refused after %v: %s", socketPath, waited.Round(100*time.Millisecond), st.Message()), st, nil)
-	default:
-		return newRPCError(fmt.Sprintf("sandboxd on %s: %s", socketPath, st.Message()), st, nil)
+// notSandboxd returns, for a call that failed with err, the error saying
+// that the server on the socket is not sandboxd, or nil when it is or err
+// is not Unimplemented. Any gRPC server answers an unknown method with
+// Unimplemented, and sandboxd answers with it too (a signal its OS cannot
+// deliver, a service an older daemon lacks), so the server is asked the
+// cheapest call only sandboxd answers otherwise: Inspect of an id no
+// session has is NotFound there.
+func (c *Client) notSandboxd(ctx context.Context, err error) error {
+	if status.Code(err) != codes.Unimplemented {
+		return nil
 	}
+	_, cerr := c.rpc.Inspect(ctx, &sandboxdv1.InspectRequest{Id: checkID})
+	st := status.Convert(cerr)
+	if st.Code() != codes.Unimplemented {
+		return nil
+	}
+	return newRPCError(fmt.Sprintf("%s is a gRPC server but not sandboxd: %s", c.socket, st.Message()), st, nil)
 }
 
 // Socket is the path of the socket this client is connected to.
 func (c *Client) Socket() string { return c.socket }
 
 // Close closes the connection. Sessions still running on it are cancelled.
-func (c *Client) Close() error { return c.conn.Close() }
+func (c *Client) Close() error {
+	if pc := c.probed.Swap(nil); pc != nil {
+		(*pc).Close()
+	}
+	return c.conn.Close()
+}
 
 // List returns the sessions the daemon shows this caller.
 func (c *Client) List(ctx context.Context) ([]*sandboxdv1.SessionInfo, error) {
 	resp, err := c.rpc.List(ctx, &sandboxdv1.ListRequest{})
 	if err != nil {
-		return nil, wrap("list sessions", err)
+		return nil, c.wrap(ctx, "list sessions", err)
 	}
 	return resp.GetSessions(), nil
 }
@@ -257,7 +243,7 @@ func (c *Client) List(ctx context.Context) ([]*sandboxdv1.SessionInfo, error) {
 func (c *Client) Inspect(ctx context.Context, id string) (*sandboxdv1.SessionInfo, error) {
 	info, err := c.rpc.Inspect(ctx, &sandboxdv1.InspectRequest{Id: id})
 	if err != nil {
-		return nil, wrap("inspect "+id, err)
+		return nil, c.wrap(ctx, "inspect "+id, err)
 	}
 	return info, nil
 }
@@ -268,7 +254,7 @@ func (c *Client) Inspect(ctx context.Context, id string) (*sandboxdv1.SessionInf
 func (c *Client) Screen(ctx context.Context, id string) (*sandboxdv1.Screen, error) {
 	info, err := c.rpc.Inspect(ctx, &sandboxdv1.InspectRequest{Id: id, Screen: true})
 	if err != nil {
-		return nil, wrap("screen "+id, err)
+		return nil, c.wrap(ctx, "screen "+id, err)
 	}
 	return info.GetScreen(), nil
 }
@@ -277,7 +263,7 @@ func (c *Client) Screen(ctx context.Context, id string) (*sandboxdv1.Screen, err
 // kills the whole sandbox with SIGKILL.
 func (c *Client) Kill(ctx context.Context, id string, signal int32) error {
 	if _, err := c.rpc.Kill(ctx, &sandboxdv1.KillRequest{Id: id, Signal: signal}); err != nil {
-		return wrap("kill "+id, err)
+		return c.wrap(ctx, "kill "+id, err)
 	}
 	return nil
 }
@@ -287,7 +273,7 @@ func (c *Client) Kill(ctx context.Context, id string, signal int32) error {
 func (c *Client) Capabilities(ctx context.Context) (*sandboxdv1.CapabilitiesReport, error) {
 	r, err := c.rpc.Capabilities(ctx, &sandboxdv1.CapabilitiesRequest{})
 	if err != nil {
-		return nil, wrap("capabilities", err)
+		return nil, c.wrap(ctx, "capabilities", err)
 	}
 	return r, nil
 }
@@ -309,8 +295,12 @@ func (e *rpcError) Error() string              { return e.msg }
 func (e *rpcError) GRPCStatus() *status.Status { return e.st }
 func (e *rpcError) Unwrap() error              { return e.cause }
 
-// wrap prefixes err with op, keeping its gRPC status if it has one.
-func wrap(op string, err error) error {
+// wrap prefixes err with op, keeping its gRPC status if it has one; err
+// from a server that is not sandboxd says that instead.
+func (c *Client) wrap(ctx context.Context, op string, err error) error {
+	if nerr := c.notSandboxd(ctx, err); nerr != nil {
+		return nerr
+	}
 	st, ok := status.FromError(err)
 	if !ok {
 		return fmt.Errorf("%s: %w", op, err)
@@ -325,7 +315,7 @@ func wrap(op string, err error) error {
 func (c *Client) Watch(ctx context.Context, req *sandboxdv1.WatchRequest, fn func(*sandboxdv1.Event) error) error {
 	stream, err := c.rpc.Watch(ctx, req)
 	if err != nil {
-		return wrap("watch", err)
+		return c.wrap(ctx, "watch", err)
 	}
 	for {
 		ev, err := stream.Recv()
@@ -333,7 +323,7 @@ func (c *Client) Watch(ctx context.Context, req *sandboxdv1.WatchRequest, fn fun
 			if ctx.Err() != nil {
 				return nil
 			}
-			return wrap("watch", err)
+			return c.wrap(ctx, "watch", err)
 		}
 		if err := fn(ev); err != nil {
 			return err

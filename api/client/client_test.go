@@ -498,18 +498,12 @@ func TestDialNotSandboxd(t *testing.T) {
 		silentConns = append(silentConns, c)
 		silentMu.Unlock()
 	})
-	ln, otherGRPC := testsock.Listen(t)
-	gs := grpc.NewServer()
-	go gs.Serve(ln)
-	t.Cleanup(gs.Stop)
-
 	for _, tc := range []struct {
 		name, sock, want string
 		timeout          time.Duration
 	}{
 		{"speaks something else", junk, "does not speak sandboxd", HandshakeTimeout},
 		{"never answers", silent, "did not answer as sandboxd", 300 * time.Millisecond},
-		{"other gRPC server", otherGRPC, "not sandboxd", HandshakeTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
@@ -527,6 +521,78 @@ func TestDialNotSandboxd(t *testing.T) {
 				t.Errorf("took %v", d)
 			}
 		})
+	}
+}
+
+// TestOtherGRPCServerIsNotSandboxd: Dial spends no call on telling a gRPC
+// server that is not sandboxd apart, so the first call of every kind
+// (unary, a session stream, a server stream, the layers service) says so.
+func TestOtherGRPCServerIsNotSandboxd(t *testing.T) {
+	ln, sock := testsock.Listen(t)
+	gs := grpc.NewServer()
+	go gs.Serve(ln)
+	t.Cleanup(gs.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, sock)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	defer c.Close()
+	for name, call := range map[string]func() error{
+		"list": func() error { _, err := c.List(ctx); return err },
+		"run": func() error {
+			_, err := c.Run(ctx, RunOptions{Start: runStart("true")})
+			return err
+		},
+		"attach": func() error {
+			_, err := c.Attach(ctx, AttachOptions{ID: "s1", ReadOnly: true})
+			return err
+		},
+		"watch": func() error {
+			return c.Watch(ctx, &sandboxdv1.WatchRequest{}, func(*sandboxdv1.Event) error { return nil })
+		},
+		"layers": func() error { _, err := c.Layers(ctx); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := call()
+			t.Log(err)
+			if err == nil || !strings.Contains(err.Error(), sock) || !strings.Contains(err.Error(), "is a gRPC server but not sandboxd") {
+				t.Errorf("error %v: want the socket and that it is not sandboxd", err)
+			}
+			if status.Code(err) != codes.Unimplemented {
+				t.Errorf("code %v, want Unimplemented", status.Code(err))
+			}
+		})
+	}
+}
+
+// TestSandboxdsOwnUnimplementedIsItsOwn: sandboxd answers Unimplemented
+// too (a signal its OS cannot deliver), and that is not taken for a
+// server that is not sandboxd, even as the connection's first call.
+func TestSandboxdsOwnUnimplementedIsItsOwn(t *testing.T) {
+	sock, _ := serve(t, &scriptedServer{kill: func(*sandboxdv1.KillRequest) error {
+		return status.Error(codes.Unimplemented, "signal 10: not supported on windows")
+	}})
+	c := dial(t, sock)
+	err := c.Kill(context.Background(), "s1", 10)
+	if status.Code(err) != codes.Unimplemented || err.Error() != "kill s1: signal 10: not supported on windows" {
+		t.Errorf("Kill = %v (code %v), want the daemon's own Unimplemented", err, status.Code(err))
+	}
+}
+
+// TestDialConnectsOnce: the connection Dial makes to check the socket is
+// the one the calls go over, also when the first call comes later.
+func TestDialConnectsOnce(t *testing.T) {
+	sock, ln := serve(t, &scriptedServer{})
+	c := dial(t, sock)
+	if _, err := c.List(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	if n := len(ln.conns); n != 1 {
+		t.Errorf("%d connections accepted, want 1", n)
 	}
 }
 

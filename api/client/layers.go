@@ -11,7 +11,7 @@ import (
 func (c *Client) Layers(ctx context.Context) ([]*sandboxdv1.Layer, error) {
 	r, err := sandboxdv1.NewLayersClient(c.conn).ListLayers(ctx, &sandboxdv1.ListLayersRequest{})
 	if err != nil {
-		return nil, wrap("list layers", err)
+		return nil, c.wrap(ctx, "list layers", err)
 	}
 	return r.GetLayers(), nil
 }
@@ -21,7 +21,7 @@ func (c *Client) Layers(ctx context.Context) ([]*sandboxdv1.Layer, error) {
 func (c *Client) Diff(ctx context.Context, id string, patch bool) ([]*sandboxdv1.LayerDiff, error) {
 	r, err := sandboxdv1.NewLayersClient(c.conn).Diff(ctx, &sandboxdv1.DiffRequest{SessionId: id, Patch: patch})
 	if err != nil {
-		return nil, wrap("diff "+id, err)
+		return nil, c.wrap(ctx, "diff "+id, err)
 	}
 	return r.GetLayers(), nil
 }
@@ -32,7 +32,7 @@ func (c *Client) Diff(ctx context.Context, id string, patch bool) ([]*sandboxdv1
 func (c *Client) Commit(ctx context.Context, id string, force bool) ([]*sandboxdv1.LayerDiff, error) {
 	r, err := sandboxdv1.NewLayersClient(c.conn).Commit(ctx, &sandboxdv1.CommitRequest{SessionId: id, Force: force})
 	if err != nil {
-		return nil, wrap("commit "+id, err)
+		return nil, c.wrap(ctx, "commit "+id, err)
 	}
 	return r.GetLayers(), nil
 }
@@ -40,7 +40,7 @@ func (c *Client) Commit(ctx context.Context, id string, force bool) ([]*sandboxd
 // Discard drops session id's layers.
 func (c *Client) Discard(ctx context.Context, id string) error {
 	if _, err := sandboxdv1.NewLayersClient(c.conn).Discard(ctx, &sandboxdv1.DiscardRequest{SessionId: id}); err != nil {
-		return wrap("discard "+id, err)
+		return c.wrap(ctx, "discard "+id, err)
 	}
 	return nil
 }

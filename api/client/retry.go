@@ -18,14 +18,6 @@ const (
 	retryMax  = 2 * time.Second
 )
 
-// retryable says whether the daemon refused a call without acting on it,
-// in a way that passes by itself: busy, or at a quota of this caller's
-// that frees as its other calls end (ResourceExhausted with a RetryInfo),
-// or not reachable right now (Unavailable).
-func retryable(st *status.Status) bool {
-	return st.Code() == codes.Unavailable || retryHint(st) > 0
-}
-
 // retryHint is the delay the daemon's RetryInfo asks for, 0 without one.
 func retryHint(st *status.Status) time.Duration {
 	if st.Code() != codes.ResourceExhausted {

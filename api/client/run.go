@@ -208,6 +208,7 @@ func (c *Client) sessionOnce(ctx context.Context, sc sessionCall) (_ *Result, an
 	s := &sender{stream: stream}
 	// A failed Send means the stream is already over; Recv below reports why.
 	_ = s.send(sc.first)
+	prepareResponseTypes()
 
 	// Closed, before the stream is cancelled, when Stdin asked to detach,
 	// so that the cancelled Recv is read as leaving rather than failing.
@@ -287,6 +288,11 @@ func (c *Client) streamError(ctx context.Context, sc sessionCall, id string, err
 	if errors.Is(err, io.EOF) {
 		st := status.New(codes.Unavailable, "stream ended without an exit status")
 		return newRPCError(fmt.Sprintf("%v %s (socket %s): the stream ended without an exit status", ErrDaemonGone, when, c.socket), st, ErrDaemonGone)
+	}
+	if id == "" {
+		if nerr := c.notSandboxd(ctx, err); nerr != nil {
+			return nerr
+		}
 	}
 	st := status.Convert(err)
 	// Unavailable is a broken connection; Canceled without our ctx being

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,39 @@ func TestRunErrorsBeforeTheCommand(t *testing.T) {
 			code, stdout, stderr := sandboxctl(t, "", tc.args...)
 			if code != tc.code || stdout != "" || !strings.Contains(stderr, tc.stderr) {
 				t.Errorf("code %d, stdout %q, stderr %q; want %d and %q", code, stdout, stderr, tc.code, tc.stderr)
+			}
+		})
+	}
+}
+
+// TestOtherGRPCServerIsNotSandboxd: a gRPC server on the socket that is
+// not sandboxd is named as such, by run (exit 125, --json too) and the
+// operator verbs (exit 1).
+func TestOtherGRPCServerIsNotSandboxd(t *testing.T) {
+	ln, sock := testsock.Listen(t)
+	gs := grpc.NewServer()
+	go gs.Serve(ln)
+	t.Cleanup(gs.Stop)
+	want := sock + " is a gRPC server but not sandboxd"
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"run", "--", "true"}, 125},
+		{[]string{"run", "--detach", "--", "true"}, 125},
+		{[]string{"run", "--json", "--", "true"}, 125},
+		{[]string{"ps"}, 1},
+		{[]string{"inspect", "s1"}, 1},
+		{[]string{"kill", "s1"}, 1},
+		{[]string{"layers"}, 1},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stdout, stderr := sandboxctl(t, "", append([]string{"--socket", sock}, tc.args...)...)
+			if code != tc.code || !strings.Contains(stderr, want) {
+				t.Errorf("code %d, stderr %q; want %d and %q", code, stderr, tc.code, want)
+			}
+			if slices.Contains(tc.args, "--json") && !strings.Contains(stdout, want) {
+				t.Errorf("--json stdout %q does not say %q", stdout, want)
 			}
 		})
 	}

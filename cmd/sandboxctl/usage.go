@@ -15,11 +15,12 @@ import (
 
 // The flag package's own messages, as it words them, so that a mistake
 // can be said as the user typed it: "--timeout 5: missing unit, e.g. 5s"
-// rather than "invalid value "5" for flag -timeout: ...".
-var (
-	flagUndefined = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
-	flagInvalid   = regexp.MustCompile(`^invalid (boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-+([^:]+): (.*)$`)
-	flagNoValue   = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+// rather than "invalid value "5" for flag -timeout: ...". They are compiled
+// when a command line has a mistake, not at every start of sandboxctl.
+const (
+	flagUndefined = `^flag provided but not defined: -+(.*)$`
+	flagInvalid   = `^invalid (boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-+([^:]+): (.*)$`
+	flagNoValue   = `^flag needs an argument: -+(.*)$`
 )
 
 // parseFlags parses a verb's flags. --help prints the verb's usage on
@@ -103,12 +104,13 @@ func (c *cli) usageError(name, msg string) {
 // for an unknown flag suggests the nearest ones.
 func flagError(fs *flag.FlagSet, err error) string {
 	msg := err.Error()
-	if m := flagUndefined.FindStringSubmatch(msg); m != nil {
+	match := func(pattern string) []string { return regexp.MustCompile(pattern).FindStringSubmatch(msg) }
+	if m := match(flagUndefined); m != nil {
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		return "unknown flag " + dashed(m[1]) + didYouMean(m[1], names, dashed)
 	}
-	if m := flagInvalid.FindStringSubmatch(msg); m != nil {
+	if m := match(flagInvalid); m != nil {
 		value, uerr := strconv.Unquote(m[2])
 		if uerr != nil {
 			value = m[2]
@@ -120,7 +122,7 @@ func flagError(fs *flag.FlagSet, err error) string {
 		}
 		return fmt.Sprintf("%s %s: %s", dashed(m[3]), value, why)
 	}
-	if m := flagNoValue.FindStringSubmatch(msg); m != nil {
+	if m := match(flagNoValue); m != nil {
 		return dashed(m[1]) + " needs a value"
 	}
 	return msg
