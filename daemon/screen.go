@@ -2,7 +2,7 @@ package daemon
 
 import (
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
-	"github.com/sandboxd/sandboxd/pty"
+	"github.com/sandboxd/sandboxd/internal/vterm"
 )
 
 // startScreen gives a terminal session its virtual screen: Inspect shows
@@ -15,7 +15,7 @@ func (s *Service) startScreen(sess *session, sio *stdio) {
 	if !sio.tty {
 		return
 	}
-	scr := pty.NewScreen(int(sio.child.Rows), int(sio.child.Cols), func(answer []byte) {
+	scr := vterm.NewScreen(int(sio.child.Rows), int(sio.child.Cols), func(answer []byte) {
 		if sess.inputClaimed() {
 			return
 		}

@@ -16,9 +16,9 @@ import (
 	"github.com/sandboxd/sandboxd/internal/inputwait"
 	"github.com/sandboxd/sandboxd/internal/signum"
 	"github.com/sandboxd/sandboxd/internal/transport"
+	"github.com/sandboxd/sandboxd/internal/vterm"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/netproxy"
-	"github.com/sandboxd/sandboxd/pty"
 )
 
 // Why the daemon ended a session, as reported in Exit and SessionInfo.
@@ -70,7 +70,7 @@ type session struct {
 	// for the evidence.
 	probe atomic.Pointer[inputwait.Probe]
 	// screen follows a terminal session's output (see startScreen).
-	screen atomic.Pointer[pty.Screen]
+	screen atomic.Pointer[vterm.Screen]
 
 	// caller started the session (for a child: the connection on its
 	// parent's socket).

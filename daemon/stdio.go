@@ -9,6 +9,7 @@ import (
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/vterm"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/pty"
 )
@@ -38,7 +39,7 @@ type stdio struct {
 	draining atomic.Bool
 
 	// screen follows a terminal's output, nil for pipes.
-	screen *pty.Screen
+	screen *vterm.Screen
 }
 
 type output struct {

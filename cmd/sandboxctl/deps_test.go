@@ -10,8 +10,8 @@ import (
 
 // TestLinksOnlyWhatAClientNeeds: every package a Go program links is
 // initialised at every start, whether the command uses it or not, so
-// sandboxctl as make builds it must not link the daemon's side, nor
-// golang.org/x/net/trace and html/template, which gRPC links for a debug
+// sandboxctl as make builds it must not link the daemon's side (its
+// terminal emulator among it), nor golang.org/x/net/trace and html/template, which gRPC links for a debug
 // page of its own unless built with the grpcnotrace tag.
 func TestLinksOnlyWhatAClientNeeds(t *testing.T) {
 	gobin, err := exec.LookPath("go")
@@ -52,6 +52,8 @@ func TestLinksOnlyWhatAClientNeeds(t *testing.T) {
 		"github.com/sandboxd/sandboxd/layers",
 		"go.podman.io/storage",
 		"github.com/sandboxd/sandboxd/netproxy",
+		"github.com/sandboxd/sandboxd/internal/vterm",
+		"github.com/charmbracelet/x/vt",
 	} {
 		if deps[heavy] {
 			t.Errorf("sandboxctl built with -tags=%s links %s", tags, heavy)

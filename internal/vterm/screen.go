@@ -1,4 +1,10 @@
-package pty
+// Package vterm follows a terminal session's output with a virtual
+// terminal: what the screen shows, for Inspect and sandboxctl screen, and
+// the answers a terminal gives to the queries programs send it, for the
+// daemon to give while no client's terminal is attached. It is apart from
+// package pty, which the backends link, so that what links a backend (the
+// CLI's export-oci does) does not link a terminal emulator with it.
+package vterm
 
 import (
 	"bytes"
