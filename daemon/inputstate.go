@@ -29,6 +29,16 @@ const (
 	idleChecksPerSecond = 50
 )
 
+// progressDwell is the least time a session shows RUNNING, WAITING or
+// WAITING_FOR_NETWORK before it moves between them. A program retrying a
+// call that fails (an agent CLI whose model is out of reach) alternates
+// between working and waiting several times a second; each move is an
+// event to every watcher and a line of the audit trail, and none of them
+// tells a supervisor more than that the session is busy. Moves to and from
+// WAITING_FOR_INPUT are never held: that a session waits for its input, or
+// has stopped waiting once given it, is what a supervisor acts on.
+const progressDwell = time.Second
+
 // slowestInputPoll is the slowest rate of checks with watched sessions
 // watching their input.
 func slowestInputPoll(watched int64) time.Duration {
@@ -66,7 +76,7 @@ func (s *Service) watchInput(sess *session, sio *stdio) (stop func()) {
 	}
 	sess.probe.Store(probe)
 	s.inputWatches.Add(1)
-	w := &inputWatch{s: s, sess: sess, probe: probe, interval: inputPollMin}
+	w := &inputWatch{s: s, sess: sess, probe: probe, interval: inputPollMin, shown: sandboxdv1.State_RUNNING}
 	w.mu.Lock()
 	w.t = time.AfterFunc(inputPollMin, w.check)
 	w.mu.Unlock()
@@ -84,6 +94,9 @@ type inputWatch struct {
 
 	mu       sync.Mutex
 	interval time.Duration
+	// shown is the state the checks last gave the session, at shownAt.
+	shown   sandboxdv1.State
+	shownAt time.Time
 	// checking is set while a check runs; poked notes activity meanwhile,
 	// which brings the next check to the fastest rate once it is over.
 	checking, poked bool
@@ -122,8 +135,15 @@ func (w *inputWatch) check() {
 
 	st, err := w.probe.Check()
 	var changed bool
+	var held time.Duration
 	if err == nil {
-		changed, err = w.sess.setActivity(stateOf[st])
+		to := stateOf[st]
+		if held = w.holdFor(to, time.Now()); held == 0 {
+			changed, err = w.sess.setActivity(to)
+			if changed {
+				w.shown, w.shownAt = to, time.Now()
+			}
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		// fs.ErrNotExist: the command has ended, and stop follows.
 		err = fmt.Errorf("session %s: cannot tell when it waits for input any more: %w", w.sess.id, err)
@@ -148,7 +168,23 @@ func (w *inputWatch) check() {
 	} else {
 		w.interval = min(2*w.interval, slowestInputPoll(w.s.inputWatches.Load()))
 	}
-	w.t.Reset(w.interval)
+	next := w.interval
+	if held > 0 {
+		// The check after the dwell tells the state then, not the one
+		// held back, which may be over.
+		next = min(next, held)
+	}
+	w.t.Reset(next)
+}
+
+// holdFor says how long a move of the session to state to must wait for
+// the dwell of the state shown now (progressDwell), at now; 0 when it may
+// move at once or is not moving.
+func (w *inputWatch) holdFor(to sandboxdv1.State, now time.Time) time.Duration {
+	if to == w.shown || to == sandboxdv1.State_WAITING_FOR_INPUT || w.shown == sandboxdv1.State_WAITING_FOR_INPUT {
+		return 0
+	}
+	return max(0, progressDwell-now.Sub(w.shownAt))
 }
 
 // stop ends the polling and waits for a check under way.

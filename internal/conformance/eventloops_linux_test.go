@@ -2,12 +2,14 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,5 +263,77 @@ func TestTerminalAnswersWhileDetached(t *testing.T) {
 	io.WriteString(inW, "x")
 	if screen := waitScreen(t, id, "second:"); !strings.Contains(screen, "second:x") {
 		t.Fatalf("with an interactive client attached, the program read something other than the client's key:\n%s", screen)
+	}
+}
+
+// pyRetry works for a fifth of a second, shows it is alive, then waits
+// 0.3 s on a timer, over and over: a program retrying a call that fails
+// with a spinner on its screen, as an agent CLI does while its model is
+// out of reach. Its output keeps the daemon checking its state at the
+// fastest rate.
+const pyRetry = `import sys, time
+while True:
+    end = time.monotonic() + 0.2
+    while time.monotonic() < end:
+        pass
+    sys.stdout.write(".")
+    sys.stdout.flush()
+    time.sleep(0.3)
+`
+
+// TestStatesHoldOverTime watches two sessions for a few seconds, on the
+// exec and PTY paths:
+//   - one alternating between work and a timer due soon (pyRetry) moves
+//     between RUNNING and WAITING at most once a second (the daemon's
+//     dwell), not at every turn: each move is an event to every watcher
+//     and a line of the audit trail. Without the dwell it moves up to
+//     four times a second.
+//   - one waiting for its input with a timer due every 200ms all along
+//     (pyAsyncio TICK) stays WAITING: it is never told waiting-for-input
+//     once the daemon checks it less often than the timer is confirmed.
+func TestStatesHoldOverTime(t *testing.T) {
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("python3 is not installed in /usr/bin")
+	}
+	for _, tty := range []bool{false, true} {
+		t.Run(pathName(tty), func(t *testing.T) {
+			requireDaemon(t)
+			retry, _ := startWaiting(t, commandStart(tty, nil, nil, python, "-c", pyRetry))
+			tick, _ := startWaiting(t, commandStart(tty, nil, nil, python, "-c", pyAsyncio, "TICK"))
+			waitState(t, retry, sandboxdv1.State_WAITING)
+			waitState(t, tick, sandboxdv1.State_WAITING)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			var mu sync.Mutex
+			moves := map[string][]string{}
+			done := make(chan error, 1)
+			go func() {
+				done <- suite.client.Watch(ctx, &sandboxdv1.WatchRequest{}, func(ev *sandboxdv1.Event) error {
+					if ch := ev.GetState(); ch != nil && !ev.GetSnapshot() {
+						mu.Lock()
+						moves[ev.GetSessionId()] = append(moves[ev.GetSessionId()], fmt.Sprintf("%s %v->%v", ev.GetTime().AsTime().Format("05.000"), ch.GetFrom(), ch.GetTo()))
+						mu.Unlock()
+					}
+					return nil
+				})
+			}()
+			const watched = 6 * time.Second
+			time.Sleep(watched)
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("watch: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			// One move a second, and one more for a watch started just
+			// after a move.
+			if limit := int(watched/time.Second) + 1; len(moves[retry]) > limit {
+				t.Errorf("retrying: %d state changes in %v, more than %d:\n%s", len(moves[retry]), watched, limit, strings.Join(moves[retry], "\n"))
+			}
+			if len(moves[tick]) > 0 {
+				t.Errorf("with a timer due soon all along: state changes in %v, want none:\n%s", watched, strings.Join(moves[tick], "\n"))
+			}
+		})
 	}
 }

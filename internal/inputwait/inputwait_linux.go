@@ -241,21 +241,39 @@ func (p *Probe) Check() (State, error) {
 	// their own (housekeeping, a cursor's blink) that now and then fall due
 	// at the moment of a check, where a program retrying or animating has
 	// one due soon all along. A walk cut short at a running task saw
-	// nothing of timers either way.
+	// nothing of timers either way. Only a check that sees no timer ends
+	// a run of sightings, not the time between checks: the caller checks
+	// less often while nothing changes, and a program with a timer due
+	// soon all along would otherwise lose it at the first check that
+	// comes later than TimerConfirm, and look waiting for input.
 	if v == Busy {
 		return Running, nil
 	}
 	now := time.Now()
-	if timer {
-		if p.timerSince.IsZero() || now.Sub(p.timerSeen) > TimerConfirm {
-			p.timerSince = now
-		}
-		p.timerSeen = now
-	}
-	if !p.timerSince.IsZero() && p.timerSeen.Sub(p.timerSince) >= TimerConfirm && now.Sub(p.timerSeen) <= TimerConfirm {
+	p.noteTimer(timer, now)
+	if p.timerConfirmed(now) {
 		v = max(v, Progress)
 	}
 	return v.state(), nil
+}
+
+// noteTimer records whether a check at now saw a timer due soon.
+func (p *Probe) noteTimer(seen bool, now time.Time) {
+	switch {
+	case seen:
+		if p.timerSince.IsZero() {
+			p.timerSince = now
+		}
+		p.timerSeen = now
+	case !p.timerSince.IsZero() && now.Sub(p.timerSeen) > TimerConfirm:
+		p.timerSince, p.timerSeen = time.Time{}, time.Time{}
+	}
+}
+
+// timerConfirmed says whether the checks up to now have seen a timer due
+// soon for TimerConfirm, and have not stopped seeing it for as long.
+func (p *Probe) timerConfirmed(now time.Time) bool {
+	return !p.timerSince.IsZero() && p.timerSeen.Sub(p.timerSince) >= TimerConfirm && now.Sub(p.timerSeen) <= TimerConfirm
 }
 
 // Explain is Check with the evidence: what each task of the session is
