@@ -5,6 +5,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ const agentTimeout = 90 * time.Second
 // start-up, so it draws its prompt, which sandboxctl screen shows; it is
 // then waiting-for-input. Typed into through an attach, it takes the
 // prompt; while its model call fails and is retried it is not
-// waiting-for-input.
+// waiting-for-input. On the landlock set it runs as that set's users must
+// run it (temporary files in its write root, no background server under
+// /tmp) and its refused model call is a recorded denial.
 func TestAgentCLIHeadless(t *testing.T) {
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -32,9 +35,6 @@ func TestAgentCLIHeadless(t *testing.T) {
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: the agent CLI's launcher is a node program")
-	}
-	if suite.mechanism == "landlock" || !linuxHost.namespaces {
-		t.Skip("codex's interface talks to its own server over the loopback, which network none leaves to the namespaces set only")
 	}
 	requireDaemon(t)
 	f := newFixture(t)
@@ -45,6 +45,20 @@ func TestAgentCLIHeadless(t *testing.T) {
 	state := f.mkdir("home/.codex")
 	work := f.mkdir("work")
 	env := map[string]string{"HOME": home}
+	args := []string{"--env", "HOME=" + home}
+	var codexArgs []string
+	landlockSet := suite.mechanism == "landlock" || !linuxHost.namespaces
+	if landlockSet {
+		// The landlock set has no private /tmp: codex is run as a user
+		// of that set must run it, with its temporary files (sqlite's)
+		// in its write root and without its background server, which
+		// makes its socket under /tmp. Otherwise it ends at start-up,
+		// its writes to /var/tmp and /tmp recorded as denials.
+		tmp := f.mkdir("home/.codex/tmp")
+		env["TMPDIR"] = tmp
+		args = append(args, "--env", "TMPDIR="+tmp)
+		codexArgs = []string{"--no-daemon"}
+	}
 	p := fsPolicy(list(state), nil, nil)
 
 	// An API key, as a user gives it, so that the prompt is the chat's
@@ -55,7 +69,9 @@ func TestAgentCLIHeadless(t *testing.T) {
 		t.Fatalf("codex login: %s", s)
 	}
 
-	r := sandboxctl(t, work, "run", "--detach", "--tty", "--write", state, "--env", "HOME="+home, "--", codex)
+	run := append([]string{"run", "--detach", "--tty", "--write", state}, args...)
+	run = append(append(run, "--", codex), codexArgs...)
+	r := sandboxctl(t, work, run...)
 	if r.code != 0 {
 		t.Fatalf("sandboxctl run --detach --tty codex: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -91,6 +107,26 @@ func TestAgentCLIHeadless(t *testing.T) {
 	io.WriteString(inW, "\r")
 	turn := waitScreen(t, id, "esc to interrupt")
 	t.Logf("codex at work, its model out of reach:\n%s", turn)
+
+	if landlockSet {
+		// Without a network namespace its model call is refused at
+		// socket(), which the session records, and codex waits out a
+		// backoff of seconds between attempts: nothing due soon, so the
+		// rule of the states may tell it waiting-for-input meanwhile.
+		deadline := time.Now().Add(agentTimeout)
+		for {
+			info := inspect(t, id)
+			if slices.ContainsFunc(info.GetRecentDenials(), func(d *sandboxdv1.Denial) bool {
+				return d.GetField() == "network.mode" && d.GetOperation() == "socket"
+			}) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("codex's model call is not recorded as refused by network.mode: %v", info.GetRecentDenials())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 
 	// While the turn lasts (its failed model call retried), the session
 	// is never waiting-for-input.
