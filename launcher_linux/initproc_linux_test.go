@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -328,9 +330,11 @@ func TestInitsEndWithTheSpawner(t *testing.T) {
 	ip.proc.wait()
 }
 
-// An init binary the sandbox uid may not execute is named as such, not
-// taken for a host that refuses namespaces.
-func TestSpawnerNamesAnInitItCannotExecute(t *testing.T) {
+// The inits run on in the spawner's clones, never executing the binary as
+// the sandbox uid, so one it may not read starts them all the same; each
+// holds the setup capabilities alone and no fd but its stdio and the three
+// of its session.
+func TestInitsRunInTheSpawnersClones(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: the init must be unreadable to the sandbox uid only")
 	}
@@ -345,9 +349,39 @@ func TestSpawnerNamesAnInitItCannotExecute(t *testing.T) {
 		t.Fatal(err)
 	}
 	uid, gid := sandboxIdentity()
-	_, err = startInit(newSpawner(path), initKey{uid: uid, gid: gid}, 0)
-	if err == nil || !strings.Contains(err.Error(), "must be executable") {
-		t.Errorf("init not executable by uid %d: %v", uid, err)
+	ip, err := startInit(newSpawner(path), initKey{uid: uid, gid: gid, namespaces: true}, 0)
+	if err != nil {
+		t.Fatalf("init the sandbox uid %d may not execute: %v", uid, err)
+	}
+	defer ip.discard()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", ip.proc.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want uint64
+	for _, c := range initCapabilities {
+		want |= 1 << c
+	}
+	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+		m := regexp.MustCompile(`(?m)^` + set + `:\s*([0-9a-f]+)$`).FindSubmatch(status)
+		if m == nil {
+			t.Fatalf("no %s in %s", set, status)
+		}
+		got, _ := strconv.ParseUint(string(m[1]), 16, 64)
+		if w := map[bool]uint64{true: want}[set == "CapPrm" || set == "CapEff"]; got != w {
+			t.Errorf("init's %s is %#x, want %#x", set, got, w)
+		}
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", ip.proc.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds []string
+	for _, e := range ents {
+		fds = append(fds, e.Name())
+	}
+	if !slices.Equal(fds, []string{"0", "1", "2", "3", "4", "5"}) {
+		t.Errorf("init holds fds %v, want its stdio and plan, report and pass fds alone", fds)
 	}
 }
 
@@ -381,17 +415,14 @@ func TestSpawnerReapsInitsAsTheyEnd(t *testing.T) {
 func TestSpawnFailureBlamesWhatFailed(t *testing.T) {
 	ns := initKey{namespaces: true, netns: true}
 	for _, errno := range []syscall.Errno{unix.EMFILE, unix.ENFILE, unix.EAGAIN, unix.ENOMEM} {
-		err := spawnFailure(&spawnError{stage: 1, errno: errno}, ns, "/bin/sandboxd-init")
+		err := spawnFailure(&spawnError{stage: 1, errno: errno}, ns)
 		var ue *launcher.Unenforceable
 		if !errors.Is(err, launcher.ErrHostResources) || errors.As(err, &ue) || !errors.Is(err, errno) {
 			t.Errorf("%v: got %v, want a host-resources error, not a refusal", errno, err)
 		}
 	}
 	var ue *launcher.Unenforceable
-	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns, "/bin/sandboxd-init"); !errors.As(err, &ue) || ue.Field != "process" {
+	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns); !errors.As(err, &ue) || ue.Field != "process" {
 		t.Errorf("EPERM: got %v, want the namespaces refusal", err)
-	}
-	if err := spawnFailure(&spawnError{stage: spawnStageExec, errno: unix.EACCES}, ns, "/bin/sandboxd-init"); errors.As(err, &ue) || !errors.Is(err, unix.EACCES) {
-		t.Errorf("exec EACCES: got %v, want the init named", err)
 	}
 }

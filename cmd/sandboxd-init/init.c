@@ -641,7 +641,7 @@ static int reap_until(pid_t pid, int sfd)
 	}
 }
 
-static int run_init(void)
+int run_init(void)
 {
 	/* Held from the start: a signal the daemon forwards while the sandbox
 	 * is still being built waits for the command instead of ending the

@@ -51,6 +51,8 @@ int pass_recv(char tag, int *fds, int n);
 int setup_root(const struct plan *p, const char **field, const char **op, const char **path);
 
 int loopback_up(void);
+/* run_init is the sandbox init, from reading its plan to its exit status. */
+int run_init(void);
 int apply_landlock(const struct plan *p);
 int apply_seccomp(const struct plan *p, int *listener);
 int drop_capabilities(int bounding_optional);
