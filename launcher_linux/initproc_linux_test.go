@@ -17,6 +17,7 @@ import (
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/hostsim"
 	"github.com/sandboxd/sandboxd/internal/initbuild"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
@@ -332,8 +333,7 @@ func TestInitsEndWithTheSpawner(t *testing.T) {
 
 // The inits run on in the spawner's clones, never executing the binary as
 // the sandbox uid, so one it may not read starts them all the same; each
-// holds the setup capabilities alone and no fd but its stdio and the three
-// of its session.
+// holds the setup capabilities alone and no fd of the spawner's.
 func TestInitsRunInTheSpawnersClones(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: the init must be unreadable to the sandbox uid only")
@@ -372,16 +372,26 @@ func TestInitsRunInTheSpawnersClones(t *testing.T) {
 			t.Errorf("init's %s is %#x, want %#x", set, got, w)
 		}
 	}
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", ip.proc.pid))
+	// Fds 0 to 5 are its stdio and its session's; beyond them the init
+	// may hold only what it opened itself: no socket, pipe or anonymous
+	// inode of the spawner's.
+	fdDir := fmt.Sprintf("/proc/%d/fd/", ip.proc.pid)
+	ents, err := os.ReadDir(fdDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fds []string
+	held := 0
 	for _, e := range ents {
-		fds = append(fds, e.Name())
+		if n, _ := strconv.Atoi(e.Name()); n <= 5 {
+			held++
+			continue
+		}
+		if l, err := os.Readlink(fdDir + e.Name()); err == nil && regexp.MustCompile(`^(socket|pipe|anon_inode):`).MatchString(l) {
+			t.Errorf("init holds fd %s, %s, not one of its session's", e.Name(), l)
+		}
 	}
-	if !slices.Equal(fds, []string{"0", "1", "2", "3", "4", "5"}) {
-		t.Errorf("init holds fds %v, want its stdio and plan, report and pass fds alone", fds)
+	if held != 6 {
+		t.Errorf("init holds %d of fds 0 to 5, want its stdio and plan, report and pass fds", held)
 	}
 }
 
@@ -424,5 +434,62 @@ func TestSpawnFailureBlamesWhatFailed(t *testing.T) {
 	var ue *launcher.Unenforceable
 	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns); !errors.As(err, &ue) || ue.Field != "process" {
 		t.Errorf("EPERM: got %v, want the namespaces refusal", err)
+	}
+}
+
+// envEarlyFailure names what TestEarlySetupFailuresKeepTheirPlace's child
+// process denies itself (a hostsim denial) before it launches.
+const envEarlyFailure = "SANDBOXD_TEST_EARLY_FAILURE"
+
+// An init puts its mount namespace on a tmpfs and brings its loopback up
+// before its plan comes (ahead of its launch when prestarted). A failure
+// of either is reported where the step stands in the plan's order, as a
+// refusal naming it: the same refusal as when the init took the step after
+// reading the plan.
+func TestEarlySetupFailuresKeepTheirPlace(t *testing.T) {
+	if deny := os.Getenv(envEarlyFailure); deny != "" {
+		earlyFailureChild(t, deny)
+		return
+	}
+	for _, c := range []struct{ deny, field, probe string }{
+		{"loopback", "network.mode", "loopback up lo"},
+		{"mount", "process", "make-rslave /"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestEarlySetupFailuresKeepTheirPlace$", "-test.v")
+		cmd.Env = append(os.Environ(), envEarlyFailure+"="+c.deny, "WANT_FIELD="+c.field, "WANT_PROBE="+c.probe)
+		out, err := cmd.CombinedOutput()
+		switch {
+		case strings.Contains(string(out), "--- SKIP"):
+			t.Skipf("%s: %s", c.deny, out)
+		case err != nil || !strings.Contains(string(out), "--- PASS"):
+			t.Errorf("%s denied: %v\n%s", c.deny, err, out)
+		}
+	}
+}
+
+// earlyFailureChild probes the host, then denies itself deny, so that the
+// spawner, started on the first launch, and its inits inherit the denial,
+// and launches.
+func earlyFailureChild(t *testing.T, deny string) {
+	uid, gid := sandboxIdentity()
+	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(SetNamespaces), InitPath: initBinaryPath(t)})
+	if err != nil {
+		t.Skipf("no namespaces set here: %v", err)
+	}
+	prog, err := hostsim.Program([]string{deny}, unix.EPERM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hostsim.Install(prog); err != nil {
+		t.Skipf("cannot install the %s denial: %v", deny, err)
+	}
+	p, err := b.Start(context.Background(), testSpec(t, nil, "/bin/true"))
+	if err == nil {
+		p.Wait()
+		t.Fatalf("launched with %s denied", deny)
+	}
+	var u *launcher.Unenforceable
+	if !errors.As(err, &u) || u.Field != os.Getenv("WANT_FIELD") || u.Probe != os.Getenv("WANT_PROBE") {
+		t.Fatalf("with %s denied: %v (%+v); want a refusal of %s by %q", deny, err, u, os.Getenv("WANT_FIELD"), os.Getenv("WANT_PROBE"))
 	}
 }

@@ -641,7 +641,31 @@ static int reap_until(pid_t pid, int sfd)
 	}
 }
 
-int run_init(void)
+/* A step the init took before it had its plan, and its failure, which it
+ * reports where the step stands in the plan's order. */
+struct early_step {
+	int done, failed, err_no;
+	const char *op, *path;
+	char detail[sizeof err_detail];
+};
+
+static void early_failed(struct early_step *s, const char *op, const char *path)
+{
+	s->failed = 1;
+	s->err_no = err_no;
+	memcpy(s->detail, err_detail, sizeof s->detail);
+	s->op = op;
+	s->path = path;
+}
+
+static void __attribute__((noreturn)) early_error(const struct early_step *s, const char *field)
+{
+	err_no = s->err_no;
+	memcpy(err_detail, s->detail, sizeof err_detail);
+	setup_error(field, s->op, s->path);
+}
+
+int run_init(uint32_t spawn_flags)
 {
 	/* Held from the start: a signal the daemon forwards while the sandbox
 	 * is still being built waits for the command instead of ending the
@@ -661,6 +685,23 @@ int run_init(void)
 	 * daemon inherited without close-on-exec is none of its business. */
 	if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */))
 		return 1;
+	/* What needs the namespaces and not the plan is done before the
+	 * plan is read: an init the daemon started ahead does it before its
+	 * launch, and one started for a launch while the daemon encodes the
+	 * plan. */
+	static struct early_step root_step, loopback_step;
+	int old_root = -1;
+	if (spawn_flags & SPAWN_NAMESPACES) {
+		const char *op, *path;
+		root_step.done = 1;
+		if ((old_root = prepare_root(&op, &path)) < 0)
+			early_failed(&root_step, op, path);
+	}
+	if (spawn_flags & SPAWN_NETNS) {
+		loopback_step.done = 1;
+		if (loopback_up())
+			early_failed(&loopback_step, "loopback up", "lo");
+	}
 	size_t len;
 	char *buf = read_plan(&len);
 	if (!buf)
@@ -679,11 +720,21 @@ int run_init(void)
 		fail_errno(errno);
 		setup_error("process", "prctl(PR_SET_DUMPABLE)", NULL);
 	}
+	if (spawn_flags && (ns != !!(spawn_flags & SPAWN_NAMESPACES) || !!(p->flags & FLAG_NETNS) != !!(spawn_flags & SPAWN_NETNS))) {
+		fail_msg("the plan's namespaces are not those the init was started with");
+		setup_error("process", "read plan", NULL);
+	}
 	if (ns) {
 		const char *field, *op, *path;
-		if (setup_root(p, &field, &op, &path))
+		if (root_step.failed)
+			early_error(&root_step, "process");
+		if (!root_step.done && (old_root = prepare_root(&op, &path)) < 0)
+			setup_error("process", op, path);
+		if (setup_root(p, old_root, &field, &op, &path))
 			setup_error(field, op, path);
-		if ((p->flags & FLAG_NETNS) && loopback_up())
+		if (loopback_step.failed)
+			early_error(&loopback_step, "network.mode");
+		if ((p->flags & FLAG_NETNS) && !loopback_step.done && loopback_up())
 			setup_error("network.mode", "loopback up", "lo");
 		if (p->has_proxy) {
 			char name[64];
@@ -805,7 +856,7 @@ static int hold_userns(void)
 int main(int argc, char **argv)
 {
 	if (argc > 0 && strcmp(argv[0], INIT_ARG0) == 0)
-		return run_init();
+		return run_init(0);
 	if (argc > 0 && strcmp(argv[0], USERNS_ARG0) == 0)
 		return hold_userns();
 	if (argc > 0 && strcmp(argv[0], SPAWNER_ARG0) == 0)

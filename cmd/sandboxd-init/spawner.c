@@ -111,7 +111,7 @@ static void __attribute__((noreturn)) child(const struct spawn_request *rq, cons
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	close(errpipe);
-	exit(run_init());
+	exit(run_init(rq->flags & (SPAWN_NAMESPACES | SPAWN_NETNS)));
 fail:
 	out[1] = errno;
 	if (write(errpipe, out, sizeof out)) {
