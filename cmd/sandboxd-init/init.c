@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -514,8 +516,33 @@ static void __attribute__((noreturn)) run_command(const struct plan *p, const in
 	child_fail("exec-error", "process", "execve", path, NULL);
 }
 
-/* start_command forks the command; on a failure before its execve it
- * forwards the report and exits. */
+struct command_args {
+	const struct plan *p;
+	const int *stdio, *cgroup;
+	int ncgroup, report;
+};
+
+static int command_main(void *arg)
+{
+	const struct command_args *a = arg;
+	child_report = a->report;
+	run_command(a->p, a->stdio, a->cgroup, a->ncgroup);
+}
+
+/* The command's process runs on a stack of its own while it shares the
+ * init's memory; it needs a few path buffers and the report line. */
+enum { COMMAND_STACK = 1 << 20 };
+
+/*
+ * start_command starts the command's process; on a failure before its
+ * execve it forwards the report and exits. The process shares the init's
+ * memory until its execve (CLONE_VM | CLONE_VFORK, the init waiting), as
+ * posix_spawn does: a fork would copy the init's page tables and fault in
+ * copies of every page either side then writes, only for the execve to
+ * throw them away. Its fd table, credentials, seccomp filter, Landlock
+ * domain and signal mask are its own; what it writes to memory before the
+ * execve (the report line) the init reads only from the pipe.
+ */
 static pid_t start_command(const struct plan *p, const int stdio[3], const int *cgroup, int ncgroup)
 {
 	int pipefd[2];
@@ -523,15 +550,18 @@ static pid_t start_command(const struct plan *p, const int stdio[3], const int *
 		fail(errno, "pipe");
 		setup_error("process", "start command", NULL);
 	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		fail(errno, "fork");
+	char *stack = mmap(NULL, COMMAND_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		fail(errno, "mmap");
 		setup_error("process", "start command", NULL);
 	}
-	if (pid == 0) {
-		close(pipefd[0]);
-		child_report = pipefd[1];
-		run_command(p, stdio, cgroup, ncgroup);
+	struct command_args args = {.p = p, .stdio = stdio, .cgroup = cgroup, .ncgroup = ncgroup, .report = pipefd[1]};
+	pid_t pid = clone(command_main, stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+	int e = errno;
+	munmap(stack, COMMAND_STACK);
+	if (pid < 0) {
+		fail(e, "clone");
+		setup_error("process", "start command", NULL);
 	}
 	close(pipefd[1]);
 	char buf[sizeof line];
