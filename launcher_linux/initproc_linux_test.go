@@ -430,6 +430,9 @@ func TestSpawnFailureBlamesWhatFailed(t *testing.T) {
 		if !errors.Is(err, launcher.ErrHostResources) || errors.As(err, &ue) || !errors.Is(err, errno) {
 			t.Errorf("%v: got %v, want a host-resources error, not a refusal", errno, err)
 		}
+		if !strings.Contains(err.Error(), "clone: "+errno.Error()) {
+			t.Errorf("%v: %q does not name the stage that failed", errno, err)
+		}
 	}
 	var ue *launcher.Unenforceable
 	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns); !errors.As(err, &ue) || ue.Field != "process" {

@@ -68,7 +68,15 @@ type spawnError struct {
 	errno syscall.Errno
 }
 
-func (e *spawnError) Error() string { return e.errno.Error() }
+// spawnStages name the stages of spawn.h, from 1.
+var spawnStages = []string{"clone", "identity", "start"}
+
+func (e *spawnError) Error() string {
+	if e.stage >= 1 && e.stage <= len(spawnStages) {
+		return spawnStages[e.stage-1] + ": " + e.errno.Error()
+	}
+	return e.errno.Error()
+}
 func (e *spawnError) Unwrap() error { return e.errno }
 
 // spawn starts an init for key with the given plan, report and pass fds
