@@ -65,6 +65,8 @@ type backend struct {
 	idmaps       *idmapper
 	journal      *journal
 	leftovers    []string
+	// identity is the last identity files planned, under mu.
+	identity identityCache
 }
 
 // New probes the host and returns the Linux backend.
@@ -409,11 +411,47 @@ func setupRefusal(m sandboxinit.Message) error {
 	return u
 }
 
+// identityCache holds the last sandboxIdentityFiles answer, which every
+// launch of one identity would otherwise read and rewrite the host's files
+// for: it stands while neither file has changed.
+type identityCache struct {
+	uid, gid uint32
+	stamp    [2]fileStamp
+	passwd   string
+	group    string
+}
+
+// fileStamp is what tells a file apart from itself rewritten: a new inode,
+// or a new size, modification or change time (nanoseconds).
+type fileStamp struct {
+	ok           bool
+	dev, ino     uint64
+	size         int64
+	mtime, ctime unix.Timespec
+}
+
+func stampOf(path string) fileStamp {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return fileStamp{}
+	}
+	return fileStamp{ok: true, dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+}
+
 // sandboxIdentityFiles are identityFiles from the host's files; a file the
-// host does not have is not made up.
-func sandboxIdentityFiles(uid, gid uint32) (passwd, group string) {
-	p, perr := os.ReadFile("/etc/passwd")
-	g, gerr := os.ReadFile("/etc/group")
+// host does not have is not made up. c is consulted and updated; its
+// owner serializes the calls.
+func sandboxIdentityFiles(c *identityCache, uid, gid uint32) (passwd, group string) {
+	return identityFilesAt(c, "/etc/passwd", "/etc/group", uid, gid)
+}
+
+func identityFilesAt(c *identityCache, passwdPath, groupPath string, uid, gid uint32) (passwd, group string) {
+	stamp := [2]fileStamp{stampOf(passwdPath), stampOf(groupPath)}
+	if c.uid == uid && c.gid == gid && c.stamp == stamp && stamp[0].ok && stamp[1].ok {
+		return c.passwd, c.group
+	}
+	p, perr := os.ReadFile(passwdPath)
+	g, gerr := os.ReadFile(groupPath)
 	passwd, group = identityFiles(string(p), string(g), uid, gid)
 	if perr != nil {
 		passwd = ""
@@ -421,6 +459,7 @@ func sandboxIdentityFiles(uid, gid uint32) (passwd, group string) {
 	if gerr != nil {
 		group = ""
 	}
+	*c = identityCache{uid: uid, gid: gid, stamp: stamp, passwd: passwd, group: group}
 	return passwd, group
 }
 

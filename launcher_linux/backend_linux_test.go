@@ -410,3 +410,36 @@ func TestSymlinkCheckSurvivesAVanishingPlaceholder(t *testing.T) {
 		}
 	}
 }
+
+// The identity files are read again once either host file changes, even
+// to the same size within the same second: a launch never plans from a
+// passwd the host has since rewritten.
+func TestIdentityFilesFollowTheHostsFiles(t *testing.T) {
+	dir := t.TempDir()
+	passwd, group := filepath.Join(dir, "passwd"), filepath.Join(dir, "group")
+	write := func(path, content string) {
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(passwd, "root:x:0:0::/root:/bin/sh\nxx:x:1001:1001::/:/bin/sh\n")
+	write(group, "root:x:0:\n")
+	var c identityCache
+	p1, g1 := identityFilesAt(&c, passwd, group, 1000, 1000)
+	if !strings.Contains(p1, ":1000:1000:sandboxd sandbox:") || !strings.Contains(g1, ":1000:") {
+		t.Fatalf("no entry for 1000 in %q, %q", p1, g1)
+	}
+	if p2, g2 := identityFilesAt(&c, passwd, group, 1000, 1000); p2 != p1 || g2 != g1 {
+		t.Errorf("unchanged files planned differently: %q, %q", p2, g2)
+	}
+	write(passwd, "root:x:0:0::/root:/bin/sh\nxx:x:1000:1000::/:/bin/sh\n")
+	if p3, _ := identityFilesAt(&c, passwd, group, 1000, 1000); p3 != "" {
+		t.Errorf("the host's passwd now names uid 1000, yet the sandbox gets %q", p3)
+	}
+	if p4, _ := identityFilesAt(&c, passwd, group, 1001, 1000); !strings.Contains(p4, ":1001:1000:sandboxd sandbox:") {
+		t.Errorf("uid 1001, which the host no longer names, gets %q", p4)
+	}
+	if _, g5 := identityFilesAt(&c, passwd, group, 1000, 1002); !strings.Contains(g5, ":1002:") {
+		t.Errorf("gid 1002 got %q, no entry of its own", g5)
+	}
+}

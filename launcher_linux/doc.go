@@ -8,12 +8,15 @@
 // init (pid 1 of new user, mount, pid, ipc, uts, cgroup and usually net
 // namespaces). The plan reaches it in a binary encoding
 // (sandboxinit.Plan.MarshalBinary): the init decides nothing. It runs as the
-// sandbox uid, the only uid of its user namespace, holding just the ambient
+// sandbox uid, the only uid of its user namespace, holding just the
 // capabilities it needs to build the root; the command's process drops
 // every capability and restricts itself with no_new_privs, Landlock and
 // seccomp before its execve. The inits are cloned by one spawner process,
 // the same binary started once by the daemon (spawner_linux.go), so that no
-// launch forks the large daemon.
+// launch forks the large daemon, and run on in their clones without an
+// execve of their own; an init started ahead of its launch (initPool) has
+// its namespaces, its mount namespace on a tmpfs of its own and its
+// loopback up before the plan comes.
 //
 // Where the host has seccomp user notification, the init hands the
 // listener of the command's filter to the daemon (notify_linux.go), which

@@ -65,20 +65,16 @@ func startInit(sp *spawner, key initKey, mounts uint64) (*initProc, error) {
 		planW.Close()
 		repR.Close()
 		passParent.Close()
-		return nil, spawnFailure(err, key, sp.initPath)
+		return nil, spawnFailure(err, key)
 	}
 	return &initProc{proc: proc, plan: planW, report: repR, pass: passParent, mounts: mounts, started: time.Now()}, nil
 }
 
 // spawnFailure says why the spawner could not start an init for key.
-func spawnFailure(err error, key initKey, initPath string) error {
+func spawnFailure(err error, key initKey) error {
 	var se *spawnError
 	if !errors.As(err, &se) {
 		return err
-	}
-	if se.stage == spawnStageExec && (se.errno == unix.EACCES || se.errno == unix.ENOENT || se.errno == unix.ENOEXEC) {
-		// The clone worked; its execve did not.
-		return fmt.Errorf("start sandbox init %s as uid %d: %w (it must be executable by that uid)", initPath, key.uid, err)
 	}
 	switch se.errno {
 	case unix.EMFILE, unix.ENFILE, unix.EAGAIN, unix.ENOMEM:

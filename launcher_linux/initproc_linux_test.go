@@ -8,13 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/hostsim"
 	"github.com/sandboxd/sandboxd/internal/initbuild"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
@@ -328,9 +331,10 @@ func TestInitsEndWithTheSpawner(t *testing.T) {
 	ip.proc.wait()
 }
 
-// An init binary the sandbox uid may not execute is named as such, not
-// taken for a host that refuses namespaces.
-func TestSpawnerNamesAnInitItCannotExecute(t *testing.T) {
+// The inits run on in the spawner's clones, never executing the binary as
+// the sandbox uid, so one it may not read starts them all the same; each
+// holds the setup capabilities alone and no fd of the spawner's.
+func TestInitsRunInTheSpawnersClones(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: the init must be unreadable to the sandbox uid only")
 	}
@@ -345,9 +349,49 @@ func TestSpawnerNamesAnInitItCannotExecute(t *testing.T) {
 		t.Fatal(err)
 	}
 	uid, gid := sandboxIdentity()
-	_, err = startInit(newSpawner(path), initKey{uid: uid, gid: gid}, 0)
-	if err == nil || !strings.Contains(err.Error(), "must be executable") {
-		t.Errorf("init not executable by uid %d: %v", uid, err)
+	ip, err := startInit(newSpawner(path), initKey{uid: uid, gid: gid, namespaces: true}, 0)
+	if err != nil {
+		t.Fatalf("init the sandbox uid %d may not execute: %v", uid, err)
+	}
+	defer ip.discard()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", ip.proc.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want uint64
+	for _, c := range initCapabilities {
+		want |= 1 << c
+	}
+	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+		m := regexp.MustCompile(`(?m)^` + set + `:\s*([0-9a-f]+)$`).FindSubmatch(status)
+		if m == nil {
+			t.Fatalf("no %s in %s", set, status)
+		}
+		got, _ := strconv.ParseUint(string(m[1]), 16, 64)
+		if w := map[bool]uint64{true: want}[set == "CapPrm" || set == "CapEff"]; got != w {
+			t.Errorf("init's %s is %#x, want %#x", set, got, w)
+		}
+	}
+	// Fds 0 to 5 are its stdio and its session's; beyond them the init
+	// may hold only what it opened itself: no socket, pipe or anonymous
+	// inode of the spawner's.
+	fdDir := fmt.Sprintf("/proc/%d/fd/", ip.proc.pid)
+	ents, err := os.ReadDir(fdDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, e := range ents {
+		if n, _ := strconv.Atoi(e.Name()); n <= 5 {
+			held++
+			continue
+		}
+		if l, err := os.Readlink(fdDir + e.Name()); err == nil && regexp.MustCompile(`^(socket|pipe|anon_inode):`).MatchString(l) {
+			t.Errorf("init holds fd %s, %s, not one of its session's", e.Name(), l)
+		}
+	}
+	if held != 6 {
+		t.Errorf("init holds %d of fds 0 to 5, want its stdio and plan, report and pass fds", held)
 	}
 }
 
@@ -381,17 +425,74 @@ func TestSpawnerReapsInitsAsTheyEnd(t *testing.T) {
 func TestSpawnFailureBlamesWhatFailed(t *testing.T) {
 	ns := initKey{namespaces: true, netns: true}
 	for _, errno := range []syscall.Errno{unix.EMFILE, unix.ENFILE, unix.EAGAIN, unix.ENOMEM} {
-		err := spawnFailure(&spawnError{stage: 1, errno: errno}, ns, "/bin/sandboxd-init")
+		err := spawnFailure(&spawnError{stage: 1, errno: errno}, ns)
 		var ue *launcher.Unenforceable
 		if !errors.Is(err, launcher.ErrHostResources) || errors.As(err, &ue) || !errors.Is(err, errno) {
 			t.Errorf("%v: got %v, want a host-resources error, not a refusal", errno, err)
 		}
+		if !strings.Contains(err.Error(), "clone: "+errno.Error()) {
+			t.Errorf("%v: %q does not name the stage that failed", errno, err)
+		}
 	}
 	var ue *launcher.Unenforceable
-	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns, "/bin/sandboxd-init"); !errors.As(err, &ue) || ue.Field != "process" {
+	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns); !errors.As(err, &ue) || ue.Field != "process" {
 		t.Errorf("EPERM: got %v, want the namespaces refusal", err)
 	}
-	if err := spawnFailure(&spawnError{stage: spawnStageExec, errno: unix.EACCES}, ns, "/bin/sandboxd-init"); errors.As(err, &ue) || !errors.Is(err, unix.EACCES) {
-		t.Errorf("exec EACCES: got %v, want the init named", err)
+}
+
+// envEarlyFailure names what TestEarlySetupFailuresKeepTheirPlace's child
+// process denies itself (a hostsim denial) before it launches.
+const envEarlyFailure = "SANDBOXD_TEST_EARLY_FAILURE"
+
+// An init puts its mount namespace on a tmpfs and brings its loopback up
+// before its plan comes (ahead of its launch when prestarted). A failure
+// of either is reported where the step stands in the plan's order, as a
+// refusal naming it: the same refusal as when the init took the step after
+// reading the plan.
+func TestEarlySetupFailuresKeepTheirPlace(t *testing.T) {
+	if deny := os.Getenv(envEarlyFailure); deny != "" {
+		earlyFailureChild(t, deny)
+		return
+	}
+	for _, c := range []struct{ deny, field, probe string }{
+		{"loopback", "network.mode", "loopback up lo"},
+		{"mount", "process", "make-rslave /"},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestEarlySetupFailuresKeepTheirPlace$", "-test.v")
+		cmd.Env = append(os.Environ(), envEarlyFailure+"="+c.deny, "WANT_FIELD="+c.field, "WANT_PROBE="+c.probe)
+		out, err := cmd.CombinedOutput()
+		switch {
+		case strings.Contains(string(out), "--- SKIP"):
+			t.Skipf("%s: %s", c.deny, out)
+		case err != nil || !strings.Contains(string(out), "--- PASS"):
+			t.Errorf("%s denied: %v\n%s", c.deny, err, out)
+		}
+	}
+}
+
+// earlyFailureChild probes the host, then denies itself deny, so that the
+// spawner, started on the first launch, and its inits inherit the denial,
+// and launches.
+func earlyFailureChild(t *testing.T, deny string) {
+	uid, gid := sandboxIdentity()
+	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(SetNamespaces), InitPath: initBinaryPath(t)})
+	if err != nil {
+		t.Skipf("no namespaces set here: %v", err)
+	}
+	prog, err := hostsim.Program([]string{deny}, unix.EPERM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hostsim.Install(prog); err != nil {
+		t.Skipf("cannot install the %s denial: %v", deny, err)
+	}
+	p, err := b.Start(context.Background(), testSpec(t, nil, "/bin/true"))
+	if err == nil {
+		p.Wait()
+		t.Fatalf("launched with %s denied", deny)
+	}
+	var u *launcher.Unenforceable
+	if !errors.As(err, &u) || u.Field != os.Getenv("WANT_FIELD") || u.Probe != os.Getenv("WANT_PROBE") {
+		t.Fatalf("with %s denied: %v (%+v); want a refusal of %s by %q", deny, err, u, os.Getenv("WANT_FIELD"), os.Getenv("WANT_PROBE"))
 	}
 }

@@ -5,6 +5,8 @@ package launcherlinux
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 
 	"github.com/sandboxd/sandboxd/launcher"
 )
@@ -100,6 +102,7 @@ const openCreates = 0x40 | 0x400000
 
 const (
 	bpfLdAbsW = 0x20
+	bpfJa     = 0x05
 	bpfJeqK   = 0x15
 	bpfJgeK   = 0x35
 	bpfJsetK  = 0x45
@@ -248,7 +251,29 @@ var inodeIoctls = []inodeIoctl{
 	{"BTRFS_IOC_SUBVOL_SETFLAGS", 0x4008941a, 8},
 }
 
+// fragment is one rule's instructions for one syscall, run with its number
+// known: jumps to just past its end fall through to the next rule for that
+// syscall, and after the last one the call is allowed.
+type fragment struct {
+	insns []SockFilter
+	// final: every path through it returns; no later rule for the call
+	// is reached.
+	final bool
+}
+
 // SeccompProgram builds the filter the sandboxed command runs under.
+//
+// Its shape is for the kernel's cost, its verdicts those of the rules
+// below, in their order: after the architecture check, a binary search on
+// the syscall number leads to the rules for that number alone. The kernel
+// runs every filter at load for each syscall number to learn which it
+// allows whatever the arguments, and then skips the filter for those
+// (Linux 5.11): a chain of a few hundred comparisons cost each load about
+// as much as the rest of the command's setup, and every call not cached
+// walked it.
+//
+// A program depends on its options alone: each is built once and shared by
+// every plan that has those options, clipped so that an append copies it.
 func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 	if seccompArch != runtime.GOARCH {
 		return nil, &launcher.Unenforceable{
@@ -256,11 +281,35 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 			Found: "sandboxd has syscall tables for amd64 and arm64 only", Remedy: "run sandboxd on amd64 or arm64",
 		}
 	}
-	var p []SockFilter
-	ld := func(off uint32) { p = append(p, SockFilter{Code: bpfLdAbsW, K: off}) }
-	jeq := func(k uint32, jt, jf uint8) { p = append(p, SockFilter{Code: bpfJeqK, Jt: jt, Jf: jf, K: k}) }
-	jset := func(k uint32, jt, jf uint8) { p = append(p, SockFilter{Code: bpfJsetK, Jt: jt, Jf: jf, K: k}) }
-	ret := func(k uint32) { p = append(p, SockFilter{Code: bpfRetK, K: k}) }
+	if p, ok := seccompPrograms.Load(o); ok {
+		return p.([]SockFilter), nil
+	}
+	p, err := buildSeccompProgram(o)
+	if err != nil {
+		return nil, err
+	}
+	p = slices.Clip(p)
+	seccompPrograms.Store(o, p)
+	return p, nil
+}
+
+// seccompPrograms holds the programs built, by their SeccompOptions.
+var seccompPrograms sync.Map
+
+func buildSeccompProgram(o SeccompOptions) ([]SockFilter, error) {
+	rules := map[uint32][]fragment{}
+	add := func(nr uint32, final bool, insns ...SockFilter) {
+		if fs := rules[nr]; len(fs) > 0 && fs[len(fs)-1].final {
+			// An earlier rule answers every such call.
+			return
+		}
+		rules[nr] = append(rules[nr], fragment{insns: insns, final: final})
+	}
+	ld := func(off uint32) SockFilter { return SockFilter{Code: bpfLdAbsW, K: off} }
+	jeq := func(k uint32, jt, jf uint8) SockFilter { return SockFilter{Code: bpfJeqK, Jt: jt, Jf: jf, K: k} }
+	jset := func(k uint32, jt, jf uint8) SockFilter { return SockFilter{Code: bpfJsetK, Jt: jt, Jf: jf, K: k} }
+	and := func(k uint32) SockFilter { return SockFilter{Code: bpfAndK, K: k} }
+	ret := func(k uint32) SockFilter { return SockFilter{Code: bpfRetK, K: k} }
 	// What the policy refuses: the daemon answers EPERM when it holds the
 	// listener, the filter itself when there is none.
 	deny := uint32(retErrno | errEPERM)
@@ -268,55 +317,29 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		deny = retNotify
 	}
 
-	ld(offArch)
-	jeq(auditArch, 1, 0)
-	ret(retKill)
-	ld(offNr)
-	if hasX32 {
-		// x32 syscalls reach the same kernel entry points under other
-		// numbers. Refused by the filter itself: no program uses them by
-		// accident, and the daemon could not name them.
-		p = append(p, SockFilter{Code: bpfJgeK, Jt: 0, Jf: 1, K: x32Bit})
-		ret(retErrno | errEPERM)
-	}
-
 	for _, s := range deniedCalls {
-		jeq(s.nr, 0, 1)
-		ret(deny)
+		add(s.nr, true, ret(deny))
 	}
 	// clone3 passes its flags in memory the filter cannot read; ENOSYS makes
 	// libc fall back to clone, whose flags it can. Not a refusal of the
 	// policy, so never notified.
-	jeq(nrClone3, 0, 1)
-	ret(retErrno | errENOSYS)
-
-	jeq(nrClone, 0, 3)
-	ld(offArg0)
-	jset(cloneNewFlags, 0, 1)
-	ret(deny)
+	add(nrClone3, true, ret(retErrno|errENOSYS))
+	add(nrClone, false, ld(offArg0), jset(cloneNewFlags, 0, 1), ret(deny))
 
 	// TIOCSTI and TIOCLINUX push input into a terminal. The kernel reads the
 	// command as 32 bits, so compare only the low word: that also catches
-	// the variant with high bits set. No later rule is about ioctl, so the
-	// block ends in an answer.
-	var ioctlNotified []inodeIoctl
-	if o.Notify {
-		ioctlNotified = inodeIoctls
-	}
-	ld(offNr)
-	jeq(nrIoctl, 0, uint8(6+2*len(ioctlNotified)))
-	ld(offArg0 + 8)
+	// the variant with high bits set.
+	ioctl := []SockFilter{ld(offArg0 + 8)}
 	for _, c := range []uint32{tiocsti, tioclinux} {
-		jeq(c, 0, 1)
-		ret(deny)
+		ioctl = append(ioctl, jeq(c, 0, 1), ret(deny))
 	}
-	for _, c := range ioctlNotified {
-		jeq(c.cmd, 0, 1)
-		ret(retNotify)
+	if o.Notify {
+		for _, c := range inodeIoctls {
+			ioctl = append(ioctl, jeq(c.cmd, 0, 1), ret(retNotify))
+		}
 	}
-	ret(retAllow)
+	add(nrIoctl, true, append(ioctl, ret(retAllow))...)
 
-	ld(offNr)
 	if o.NoSetID {
 		refuse := uint32(retErrno | errEPERM)
 		refuseOpenat2 := uint32(retErrno | errENOSYS)
@@ -324,102 +347,58 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 			refuse, refuseOpenat2 = retNotify, retNotify
 		}
 		for _, c := range modeCalls {
-			if c.flagsArg < 0 {
-				jeq(c.nr, 0, 4)
-			} else {
-				jeq(c.nr, 0, 6)
-				ld(offArg0 + 8*uint32(c.flagsArg))
-				jset(openCreates, 0, 3)
+			mode := []SockFilter{ld(offArg0 + 8*uint32(c.modeArg)), jset(setIDBits, 0, 1), ret(refuse)}
+			if c.flagsArg >= 0 {
+				mode = append([]SockFilter{ld(offArg0 + 8*uint32(c.flagsArg)), jset(openCreates, 0, 3)}, mode...)
 			}
-			ld(offArg0 + 8*uint32(c.modeArg))
-			jset(setIDBits, 0, 1)
-			ret(refuse)
-			ld(offNr)
+			add(c.nr, false, mode...)
 		}
-		jeq(nrOpenat2, 0, 1)
-		ret(refuseOpenat2)
+		add(nrOpenat2, true, ret(refuseOpenat2))
 	}
-	if o.NotifyLookups && !o.NoSetID {
-		jeq(nrOpenat2, 0, 1)
-		ret(retErrno | errENOSYS)
+	if o.NotifyLookups {
+		add(nrOpenat2, true, ret(retErrno|errENOSYS))
 	}
 	if o.NoSysVIPC {
 		for _, s := range sysVIPCCalls {
-			jeq(s.nr, 0, 1)
-			ret(deny)
+			add(s.nr, true, ret(deny))
 		}
 	}
 	switch {
 	case o.UnixStream && (o.NoSockets || o.NoUnixSockets):
-		// socket(AF_UNIX, SOCK_STREAM, 0) is answered here; the other
-		// unix types are refused, and the other families as NoSockets or
-		// NoUnixSockets say. Every path returns, so no reload follows.
+		// socket(AF_UNIX, SOCK_STREAM, 0) is allowed; the other unix
+		// types are refused, and the other families as NoSockets or
+		// NoUnixSockets say.
 		other := uint32(retAllow)
 		if o.NoSockets {
 			other = deny
 		}
-		jeq(nrSocket, 0, 10)
-		ld(offArg0)
-		jeq(afUnix, 0, 7)
-		ld(offArg0 + 8)
-		p = append(p, SockFilter{Code: bpfAndK, K: ^uint32(sockTypeFlags)})
-		jeq(sockStream, 0, 3)
-		ld(offArg0 + 16)
-		jeq(0, 0, 1)
-		ret(retAllow)
-		ret(deny)
-		ret(other)
+		add(nrSocket, true,
+			ld(offArg0), jeq(afUnix, 0, 7),
+			ld(offArg0+8), and(^uint32(sockTypeFlags)), jeq(sockStream, 0, 3),
+			ld(offArg0+16), jeq(0, 0, 1),
+			ret(retAllow), ret(deny), ret(other))
 	case o.NoSockets:
-		jeq(nrSocket, 0, 1)
-		ret(deny)
+		add(nrSocket, true, ret(deny))
 	case o.NoUnixSockets:
-		jeq(nrSocket, 0, 4)
-		ld(offArg0)
-		jeq(afUnix, 0, 1)
-		ret(deny)
-		ld(offNr)
-	}
-	// What follows the socket checks needs the syscall number again.
-	reload := func() {
-		if o.NotifyConnect || o.Notify {
-			ld(offNr)
-		}
+		add(nrSocket, false, ld(offArg0), jeq(afUnix, 0, 1), ret(deny))
 	}
 	switch {
 	case o.RestrictSocketFamilies && o.UnixStream:
-		ld(offNr)
-		jeq(nrSocket, 0, 11)
-		ld(offArg0)
-		jeq(afInet, 9, 0)
-		jeq(afInet6, 8, 0)
-		jeq(afNetlink, 7, 0)
-		jeq(afUnix, 0, 5)
 		// The kernel reads type and protocol as ints: the low words are
 		// all it acts on.
-		ld(offArg0 + 8)
-		p = append(p, SockFilter{Code: bpfAndK, K: ^uint32(sockTypeFlags)})
-		jeq(sockStream, 0, 2)
-		ld(offArg0 + 16)
-		jeq(0, 1, 0)
-		ret(deny)
-		reload()
+		add(nrSocket, false,
+			ld(offArg0), jeq(afInet, 9, 0), jeq(afInet6, 8, 0), jeq(afNetlink, 7, 0), jeq(afUnix, 0, 5),
+			ld(offArg0+8), and(^uint32(sockTypeFlags)), jeq(sockStream, 0, 2),
+			ld(offArg0+16), jeq(0, 1, 0),
+			ret(deny))
 	case o.RestrictSocketFamilies:
-		ld(offNr)
-		jeq(nrSocket, 0, 5)
-		ld(offArg0)
-		jeq(afInet, 3, 0)
-		jeq(afInet6, 2, 0)
-		jeq(afNetlink, 1, 0)
-		ret(deny)
-		reload()
+		add(nrSocket, false, ld(offArg0), jeq(afInet, 3, 0), jeq(afInet6, 2, 0), jeq(afNetlink, 1, 0), ret(deny))
 	}
 	if o.NotifyConnect {
-		jeq(nrConnect, 0, 1)
-		ret(retNotify)
+		add(nrConnect, true, ret(retNotify))
 	}
 	if o.NotifyBind {
-		jeq(nrBind, 0, 1)
-		ret(retNotify)
+		add(nrBind, true, ret(retNotify))
 	}
 	if o.Notify {
 		notified := append(append([]syscallName(nil), writeCalls...), metaCalls...)
@@ -429,24 +408,82 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 			openFlags |= oPath
 		}
 		for _, s := range notified {
-			jeq(s.nr, 0, 1)
-			ret(retNotify)
+			add(s.nr, true, ret(retNotify))
 		}
 		// open takes its flags as the second argument, openat as the
 		// third; both as ints.
 		opens := presentOnly([]struct{ nr, off uint32 }{{nrOpen, offArg0 + 8}, {nrOpenat, offArg0 + 16}},
 			func(c struct{ nr, off uint32 }) uint32 { return c.nr })
 		for _, c := range opens {
-			jeq(c.nr, 0, 4)
-			ld(c.off)
-			jset(openFlags, 0, 1)
-			ret(retNotify)
-			ret(retAllow)
+			add(c.nr, true, ld(c.off), jset(openFlags, 0, 1), ret(retNotify), ret(retAllow))
 		}
 	}
-	ret(retAllow)
+
+	// The calls of each number, in ranges of numbers that get the same
+	// answer: the numbers no rule names are allowed.
+	nrs := make([]uint32, 0, len(rules))
+	for nr := range rules {
+		nrs = append(nrs, nr)
+	}
+	slices.Sort(nrs)
+	allow := []SockFilter{ret(retAllow)}
+	var spans []span
+	extend := func(from uint32, body []SockFilter) {
+		if n := len(spans); n > 0 && spans[n-1].from == from {
+			spans = spans[:n-1]
+		}
+		if n := len(spans); n == 0 || !slices.Equal(spans[n-1].body, body) {
+			spans = append(spans, span{from, body})
+		}
+	}
+	extend(0, allow)
+	for _, nr := range nrs {
+		var body []SockFilter
+		final := false
+		for _, f := range rules[nr] {
+			body = append(body, f.insns...)
+			final = f.final
+		}
+		if !final {
+			body = append(body, ret(retAllow))
+		}
+		extend(nr, body)
+		extend(nr+1, allow)
+	}
+	if hasX32 {
+		// x32 syscalls reach the same kernel entry points under other
+		// numbers. Refused by the filter itself: no program uses them by
+		// accident, and the daemon could not name them.
+		extend(x32Bit, []SockFilter{ret(retErrno | errEPERM)})
+	}
+	p := append([]SockFilter{ld(offArch), jeq(auditArch, 1, 0), ret(retKill), ld(offNr)}, searchTree(spans)...)
 	if len(p) > 4096 {
 		return nil, fmt.Errorf("seccomp program has %d instructions, the kernel takes 4096", len(p))
 	}
 	return p, nil
+}
+
+// span is a range of syscall numbers, from its own up to the next span's,
+// and the rules of every call in it.
+type span struct {
+	from uint32
+	body []SockFilter
+}
+
+// searchTree is the binary search for the syscall number, in the
+// accumulator, among spans, each leading to its rules. A comparison falls
+// into the lower half or jumps over it to the upper; a conditional jump
+// reaches 255 instructions at most, so over a longer lower half it reaches
+// an unconditional jump, which takes any distance.
+func searchTree(spans []span) []SockFilter {
+	if len(spans) == 1 {
+		return spans[0].body
+	}
+	mid := len(spans) / 2
+	lower, upper := searchTree(spans[:mid]), searchTree(spans[mid:])
+	branch := []SockFilter{{Code: bpfJgeK, Jt: uint8(len(lower)), K: spans[mid].from}}
+	if len(lower) > 255 {
+		branch = []SockFilter{{Code: bpfJgeK, Jf: 1, K: spans[mid].from}, {Code: bpfJa, K: uint32(len(lower))}}
+	}
+	return slices.Concat(branch, lower, upper)
 }

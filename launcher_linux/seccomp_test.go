@@ -26,6 +26,8 @@ func runFilter(t *testing.T, prog []SockFilter, arch, nr uint32, args ...uint64)
 			}
 		}
 		switch f.Code {
+		case bpfJa:
+			pc += int(f.K)
 		case bpfLdAbsW:
 			acc = binary.LittleEndian.Uint32(data[f.K:])
 		case bpfJeqK:
@@ -180,4 +182,92 @@ func TestSeccompProgramNotifies(t *testing.T) {
 			t.Errorf("%+v: an x32 call gets %#x, want EPERM", c.opts, got)
 		}
 	}
+}
+
+// The kernel runs a filter at load for each syscall number, with only the
+// number and the architecture, and from then on skips it for the numbers
+// it allows without reading an argument (Linux 5.11,
+// seccomp_is_const_allow). So every call no rule names must reach its
+// allow reading nothing else, and none may walk a chain of comparisons to
+// get there: the program is a search, a few steps deep.
+func TestSeccompProgramIsASearch(t *testing.T) {
+	named := map[uint32]bool{nrClone: true, nrClone3: true, nrIoctl: true, nrSocket: true, nrConnect: true, nrBind: true, nrOpen: true, nrOpenat: true, nrOpenat2: true}
+	for _, l := range [][]syscallName{deniedCalls, sysVIPCCalls, writeCalls, metaCalls, lookupCalls} {
+		for _, s := range l {
+			named[s.nr] = true
+		}
+	}
+	for _, c := range modeCalls {
+		named[c.nr] = true
+	}
+	for _, o := range []SeccompOptions{
+		{},
+		{RestrictSocketFamilies: true, Notify: true, NotifyConnect: true, UnixStream: true},
+		{RestrictSocketFamilies: true, Notify: true, NotifyConnect: true, NoSetID: true},
+		{NoSockets: true, NoSysVIPC: true, Notify: true, NotifyLookups: true, UnixStream: true, NotifyConnect: true, NotifyBind: true},
+	} {
+		prog, err := SeccompProgram(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		depth := 4
+		for n := 1; n < len(prog); n *= 2 {
+			depth += 2
+		}
+		for nr := uint32(0); nr < 1024; nr++ {
+			steps, verdict, constant := constantRun(t, prog, nr)
+			if !named[nr] && (!constant || verdict != retAllow) {
+				t.Errorf("%+v: syscall %d, which no rule names, is not allowed by its number alone (%#x after %d steps)", o, nr, verdict, steps)
+			}
+			if steps > depth {
+				t.Errorf("%+v: syscall %d takes %d steps to its rules, more than a search of %d instructions (%d)", o, nr, steps, len(prog), depth)
+			}
+		}
+	}
+}
+
+// constantRun runs prog as the kernel does at load for nr: it stops at the
+// first load of an argument. steps counts the instructions before that or
+// the return.
+func constantRun(t *testing.T, prog []SockFilter, nr uint32) (steps int, verdict uint32, constant bool) {
+	t.Helper()
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		f := prog[pc]
+		jump := func(cond bool) {
+			if cond {
+				pc += int(f.Jt)
+			} else {
+				pc += int(f.Jf)
+			}
+		}
+		switch f.Code {
+		case bpfLdAbsW:
+			switch f.K {
+			case offNr:
+				acc = nr
+			case offArch:
+				acc = auditArch
+			default:
+				return steps, 0, false
+			}
+		case bpfJa:
+			pc += int(f.K)
+		case bpfJeqK:
+			jump(acc == f.K)
+		case bpfJgeK:
+			jump(acc >= f.K)
+		case bpfJsetK:
+			jump(acc&f.K != 0)
+		case bpfAndK:
+			acc &= f.K
+		case bpfRetK:
+			return steps, f.K, true
+		default:
+			t.Fatalf("instruction %d: unknown code %#x", pc, f.Code)
+		}
+		steps++
+	}
+	t.Fatal("the program ran off its end")
+	return 0, 0, false
 }

@@ -71,7 +71,7 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 	host := b.host.planHost(set, existsIn(layers))
 	host.Idmapped = sp.mapped
 	if set == SetNamespaces {
-		host.Passwd, host.Group = sandboxIdentityFiles(req.UID, req.GID)
+		host.Passwd, host.Group = sandboxIdentityFiles(&b.identity, req.UID, req.GID)
 	}
 	if sp.Plan, err = BuildPlan(req, host); err != nil {
 		return nil, err

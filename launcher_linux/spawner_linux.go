@@ -14,11 +14,11 @@ import (
 )
 
 // spawner is the daemon's side of the process that clones the sandbox
-// inits (spawner.c in cmd/sandboxd-init): cloning one from the daemon with
-// CLONE_NEWUSER is a full fork of a large Go program, copying its page
-// tables on every launch; the spawner is a few pages. It is started on
-// first use and again if it has gone. Requests are serialized: the spawner
-// serves one at a time.
+// inits (spawner.c in cmd/sandboxd-init), which run on in their clones
+// without an execve: cloning one from the daemon with CLONE_NEWUSER is a
+// full fork of a large Go program, copying its page tables on every launch;
+// the spawner is a few pages. It is started on first use and again if it
+// has gone. Requests are serialized: the spawner serves one at a time.
 type spawner struct {
 	initPath string
 
@@ -35,10 +35,8 @@ const (
 	spawnSetIDs     = 1 << 2
 	spawnSetgroups  = 1 << 3
 
-	spawnRequestSize = 24 + 4096
+	spawnRequestSize = 24
 	spawnReplySize   = 16
-
-	spawnStageExec = 3
 )
 
 // start starts the spawner; s.mu is held.
@@ -70,7 +68,15 @@ type spawnError struct {
 	errno syscall.Errno
 }
 
-func (e *spawnError) Error() string { return e.errno.Error() }
+// spawnStages name the stages of spawn.h, from 1.
+var spawnStages = []string{"clone", "identity", "start"}
+
+func (e *spawnError) Error() string {
+	if e.stage >= 1 && e.stage <= len(spawnStages) {
+		return spawnStages[e.stage-1] + ": " + e.errno.Error()
+	}
+	return e.errno.Error()
+}
 func (e *spawnError) Unwrap() error { return e.errno }
 
 // spawn starts an init for key with the given plan, report and pass fds
@@ -86,14 +92,14 @@ func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
 		// daemon does not have and does not need.
 		flags |= spawnSetIDs | spawnSetgroups
 	}
-	var ambient uint64
+	var caps uint64
 	if key.namespaces {
 		flags |= spawnNamespaces
 		if key.netns {
 			flags |= spawnNetNS
 		}
 		for _, c := range initCapabilities {
-			ambient |= 1 << c
+			caps |= 1 << c
 		}
 	} else {
 		// The init kills every descendant on this signal; SIGKILL would
@@ -104,11 +110,7 @@ func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
 	binary.LittleEndian.PutUint32(req[4:], key.uid)
 	binary.LittleEndian.PutUint32(req[8:], key.gid)
 	binary.LittleEndian.PutUint32(req[12:], uint32(pdeathsig))
-	binary.LittleEndian.PutUint64(req[16:], ambient)
-	if len(s.initPath) >= 4096 {
-		return nil, fmt.Errorf("sandbox init path %q is too long", s.initPath)
-	}
-	copy(req[24:], s.initPath)
+	binary.LittleEndian.PutUint64(req[16:], caps)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

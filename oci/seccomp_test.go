@@ -36,6 +36,8 @@ func bpfVerdict(t *testing.T, prog []launcherlinux.SockFilter, arch, nr uint32, 
 			}
 		}
 		switch f.Code {
+		case 0x05: // ja
+			pc += int(f.K)
 		case 0x20: // ld [k]
 			acc = binary.LittleEndian.Uint32(data[f.K:])
 		case 0x15: // jeq

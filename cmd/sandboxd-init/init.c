@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -514,8 +516,33 @@ static void __attribute__((noreturn)) run_command(const struct plan *p, const in
 	child_fail("exec-error", "process", "execve", path, NULL);
 }
 
-/* start_command forks the command; on a failure before its execve it
- * forwards the report and exits. */
+struct command_args {
+	const struct plan *p;
+	const int *stdio, *cgroup;
+	int ncgroup, report;
+};
+
+static int command_main(void *arg)
+{
+	const struct command_args *a = arg;
+	child_report = a->report;
+	run_command(a->p, a->stdio, a->cgroup, a->ncgroup);
+}
+
+/* The command's process runs on a stack of its own while it shares the
+ * init's memory; it needs a few path buffers and the report line. */
+enum { COMMAND_STACK = 1 << 20 };
+
+/*
+ * start_command starts the command's process; on a failure before its
+ * execve it forwards the report and exits. The process shares the init's
+ * memory until its execve (CLONE_VM | CLONE_VFORK, the init waiting), as
+ * posix_spawn does: a fork would copy the init's page tables and fault in
+ * copies of every page either side then writes, only for the execve to
+ * throw them away. Its fd table, credentials, seccomp filter, Landlock
+ * domain and signal mask are its own; what it writes to memory before the
+ * execve (the report line) the init reads only from the pipe.
+ */
 static pid_t start_command(const struct plan *p, const int stdio[3], const int *cgroup, int ncgroup)
 {
 	int pipefd[2];
@@ -523,15 +550,18 @@ static pid_t start_command(const struct plan *p, const int stdio[3], const int *
 		fail(errno, "pipe");
 		setup_error("process", "start command", NULL);
 	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		fail(errno, "fork");
+	char *stack = mmap(NULL, COMMAND_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		fail(errno, "mmap");
 		setup_error("process", "start command", NULL);
 	}
-	if (pid == 0) {
-		close(pipefd[0]);
-		child_report = pipefd[1];
-		run_command(p, stdio, cgroup, ncgroup);
+	struct command_args args = {.p = p, .stdio = stdio, .cgroup = cgroup, .ncgroup = ncgroup, .report = pipefd[1]};
+	pid_t pid = clone(command_main, stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+	int e = errno;
+	munmap(stack, COMMAND_STACK);
+	if (pid < 0) {
+		fail(e, "clone");
+		setup_error("process", "start command", NULL);
 	}
 	close(pipefd[1]);
 	char buf[sizeof line];
@@ -641,7 +671,31 @@ static int reap_until(pid_t pid, int sfd)
 	}
 }
 
-static int run_init(void)
+/* A step the init took before it had its plan, and its failure, which it
+ * reports where the step stands in the plan's order. */
+struct early_step {
+	int done, failed, err_no;
+	const char *op, *path;
+	char detail[sizeof err_detail];
+};
+
+static void early_failed(struct early_step *s, const char *op, const char *path)
+{
+	s->failed = 1;
+	s->err_no = err_no;
+	memcpy(s->detail, err_detail, sizeof s->detail);
+	s->op = op;
+	s->path = path;
+}
+
+static void __attribute__((noreturn)) early_error(const struct early_step *s, const char *field)
+{
+	err_no = s->err_no;
+	memcpy(err_detail, s->detail, sizeof err_detail);
+	setup_error(field, s->op, s->path);
+}
+
+int run_init(uint32_t spawn_flags)
 {
 	/* Held from the start: a signal the daemon forwards while the sandbox
 	 * is still being built waits for the command instead of ending the
@@ -661,6 +715,23 @@ static int run_init(void)
 	 * daemon inherited without close-on-exec is none of its business. */
 	if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */))
 		return 1;
+	/* What needs the namespaces and not the plan is done before the
+	 * plan is read: an init the daemon started ahead does it before its
+	 * launch, and one started for a launch while the daemon encodes the
+	 * plan. */
+	static struct early_step root_step, loopback_step;
+	int old_root = -1;
+	if (spawn_flags & SPAWN_NAMESPACES) {
+		const char *op, *path;
+		root_step.done = 1;
+		if ((old_root = prepare_root(&op, &path)) < 0)
+			early_failed(&root_step, op, path);
+	}
+	if (spawn_flags & SPAWN_NETNS) {
+		loopback_step.done = 1;
+		if (loopback_up())
+			early_failed(&loopback_step, "loopback up", "lo");
+	}
 	size_t len;
 	char *buf = read_plan(&len);
 	if (!buf)
@@ -679,11 +750,21 @@ static int run_init(void)
 		fail_errno(errno);
 		setup_error("process", "prctl(PR_SET_DUMPABLE)", NULL);
 	}
+	if (spawn_flags && (ns != !!(spawn_flags & SPAWN_NAMESPACES) || !!(p->flags & FLAG_NETNS) != !!(spawn_flags & SPAWN_NETNS))) {
+		fail_msg("the plan's namespaces are not those the init was started with");
+		setup_error("process", "read plan", NULL);
+	}
 	if (ns) {
 		const char *field, *op, *path;
-		if (setup_root(p, &field, &op, &path))
+		if (root_step.failed)
+			early_error(&root_step, "process");
+		if (!root_step.done && (old_root = prepare_root(&op, &path)) < 0)
+			setup_error("process", op, path);
+		if (setup_root(p, old_root, &field, &op, &path))
 			setup_error(field, op, path);
-		if ((p->flags & FLAG_NETNS) && loopback_up())
+		if (loopback_step.failed)
+			early_error(&loopback_step, "network.mode");
+		if ((p->flags & FLAG_NETNS) && !loopback_step.done && loopback_up())
 			setup_error("network.mode", "loopback up", "lo");
 		if (p->has_proxy) {
 			char name[64];
@@ -805,7 +886,7 @@ static int hold_userns(void)
 int main(int argc, char **argv)
 {
 	if (argc > 0 && strcmp(argv[0], INIT_ARG0) == 0)
-		return run_init();
+		return run_init(0);
 	if (argc > 0 && strcmp(argv[0], USERNS_ARG0) == 0)
 		return hold_userns();
 	if (argc > 0 && strcmp(argv[0], SPAWNER_ARG0) == 0)

@@ -46,11 +46,21 @@ int fail_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int pass_send(char tag, int fd);
 int pass_recv(char tag, int *fds, int n);
 
-/* setup_root builds the sandbox's root and pivots into it. On failure it
- * returns -1 with *field, *op and *path naming the step. */
-int setup_root(const struct plan *p, const char **field, const char **op, const char **path);
+/* prepare_root puts the init's mount namespace on a tmpfs of its own, the
+ * host's tree beneath it, and returns an fd of that tree. It needs no plan,
+ * so an init started ahead of its launch does it then. On failure it
+ * returns -1 with *op and *path naming the step. */
+int prepare_root(const char **op, const char **path);
+/* setup_root builds the sandbox's root from old_root, prepare_root's, and
+ * pivots into it. On failure it returns -1 with *field, *op and *path
+ * naming the step. */
+int setup_root(const struct plan *p, int old_root, const char **field, const char **op, const char **path);
 
 int loopback_up(void);
+/* run_init is the sandbox init, from reading its plan to its exit status.
+ * spawn_flags are the namespaces the spawner made for it (spawn.h), 0 for
+ * an init started otherwise. */
+int run_init(uint32_t spawn_flags);
 int apply_landlock(const struct plan *p);
 int apply_seccomp(const struct plan *p, int *listener);
 int drop_capabilities(int bounding_optional);

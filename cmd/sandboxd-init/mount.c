@@ -486,10 +486,8 @@ static int apply(struct builder *b, const struct mount_step *s)
 	return r;
 }
 
-int setup_root(const struct plan *p, const char **field, const char **op, const char **path)
+int prepare_root(const char **op, const char **path)
 {
-	*field = "process";
-	*path = NULL;
 #define FAIL(o, pth)                                                                                                  \
 	do {                                                                                                          \
 		*op = (o);                                                                                            \
@@ -523,12 +521,26 @@ int setup_root(const struct plan *p, const char **field, const char **op, const 
 	}
 	if (write_file(MASK_FILE, "", 0, 0))
 		FAIL("create", MASK_FILE);
-	struct builder b = {.plan = p, .new_root = -1};
-	b.old_root = open(OLD_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (b.old_root < 0) {
+	int old_root = open(OLD_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (old_root < 0) {
 		fail(errno, "open %s", OLD_ROOT);
 		FAIL("open", OLD_ROOT);
 	}
+	return old_root;
+#undef FAIL
+}
+
+int setup_root(const struct plan *p, int old_root, const char **field, const char **op, const char **path)
+{
+	*field = "process";
+	*path = NULL;
+#define FAIL(o, pth)                                                                                                  \
+	do {                                                                                                          \
+		*op = (o);                                                                                            \
+		*path = (pth);                                                                                        \
+		return -1;                                                                                            \
+	} while (0)
+	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1};
 	b.mapped = malloc((p->n_mounts + 1) * sizeof *b.mapped);
 	b.uncreatable = malloc((p->n_mounts + 1) * sizeof *b.uncreatable);
 	if (!b.mapped || !b.uncreatable) {

@@ -20,13 +20,11 @@ enum {
 
 struct spawn_request {
 	uint32_t flags, uid, gid, pdeathsig;
-	/* The capabilities the init keeps as ambient ones, a bit each. */
-	uint64_t ambient;
-	/* The init binary, NUL-terminated. */
-	char path[4096];
+	/* The capabilities the init keeps, a bit each. */
+	uint64_t caps;
 };
 
-enum { SPAWN_STAGE_CLONE = 1, SPAWN_STAGE_IDENTITY = 2, SPAWN_STAGE_EXEC = 3 };
+enum { SPAWN_STAGE_CLONE = 1, SPAWN_STAGE_IDENTITY = 2, SPAWN_STAGE_START = 3 };
 
 struct spawn_reply {
 	/* 0 when the init runs, else the errno of the stage that failed. */

@@ -1,14 +1,14 @@
 /*
  * The spawner: one process beside the daemon that clones every sandbox init
- * for it. The daemon is a large Go program; cloning an init from it with
- * CLONE_NEWUSER is a full fork that copies its page tables on every launch,
- * while this process is a few pages. The daemon starts it once, with a
- * SOCK_SEQPACKET socket as fd 3; each request on it is a struct
- * spawn_request with the init's plan, report and pass fds, and each answer a
- * struct spawn_reply with, when the init runs, a pidfd of it. The spawner
- * reaps the inits as they end; the daemon waits for them on their pidfds. It exits when
- * the daemon's end of the socket closes, and its inits then get their
- * parent-death signal.
+ * for it, the init running on in the clone. The daemon is a large Go
+ * program; cloning an init from it with CLONE_NEWUSER is a full fork that
+ * copies its page tables on every launch, while this process is a few
+ * pages. The daemon starts it once, with a SOCK_SEQPACKET socket as fd 3;
+ * each request on it is a struct spawn_request with the init's plan, report
+ * and pass fds, and each answer a struct spawn_reply with, when the init
+ * runs, a pidfd of it. The spawner reaps the inits as they end; the daemon
+ * waits for them on their pidfds. It exits when the daemon's end of the
+ * socket closes, and its inits then get their parent-death signal.
  */
 #define _GNU_SOURCE
 #include "init.h"
@@ -19,6 +19,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -45,9 +46,14 @@ static int write_file(const char *path, const char *s)
 	return r;
 }
 
-/* The init's side of the clone: the identity, capabilities and fds the
- * daemon's exec.Cmd gave it before, then the init binary. A failure goes
- * to the spawner on errpipe as a stage and an errno. */
+/*
+ * The init's side of the clone: the identity, capabilities and fds the
+ * init runs with, then the init itself, in this process. It is not started
+ * with an execve: the spawner is the same program, and an execve would cost
+ * every launch the loading of it again and the C library's start, whose CPU
+ * feature probes are slow under a hypervisor. A failure goes to the spawner
+ * on errpipe as a stage and an errno; errpipe's end says the init runs.
+ */
 static void __attribute__((noreturn)) child(const struct spawn_request *rq, const int fds[3], int sync_r, int errpipe, pid_t parent)
 {
 	int32_t out[2] = {SPAWN_STAGE_IDENTITY, 0};
@@ -58,38 +64,36 @@ static void __attribute__((noreturn)) child(const struct spawn_request *rq, cons
 	int ns = rq->flags & SPAWN_NAMESPACES;
 	if (rq->flags & SPAWN_SET_IDS) {
 		if ((ns && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0)) || setgroups(0, NULL) || setresgid(rq->gid, rq->gid, rq->gid) ||
-		    setresuid(rq->uid, rq->uid, rq->uid))
+		    setresuid(rq->uid, rq->uid, rq->uid) || (ns && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0)))
 			goto fail;
 	}
 	if (ns) {
-		/* Held as ambient capabilities of the sandbox uid in its own
-		 * user namespace, they survive the execve; the init clears
-		 * them before it forks the command. */
+		/* A new user namespace gave this process every capability in
+		 * it; it keeps only those the init needs, which it clears
+		 * before it forks the command. A namespace-less init keeps the
+		 * spawner's, which an execve of the spawner left as its ambient
+		 * set (none for a root daemon's: setresuid cleared them). */
 		struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
 		struct __user_cap_data_struct data[2];
-		if (syscall(SYS_capget, &hdr, data))
-			goto fail;
-		for (int i = 0; i < 2; i++) {
-			data[i].inheritable |= (uint32_t)(rq->ambient >> (32 * i));
-			data[i].permitted |= (uint32_t)(rq->ambient >> (32 * i));
-			data[i].effective |= (uint32_t)(rq->ambient >> (32 * i));
-		}
+		memset(data, 0, sizeof data);
+		for (int i = 0; i < 2; i++)
+			data[i].permitted = data[i].effective = (uint32_t)(rq->caps >> (32 * i));
 		if (syscall(SYS_capset, &hdr, data))
 			goto fail;
-		for (int cap = 0; cap < 64; cap++)
-			if ((rq->ambient >> cap & 1) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0))
-				goto fail;
 	}
-	out[0] = SPAWN_STAGE_EXEC;
+	out[0] = SPAWN_STAGE_START;
 	if (setsid() < 0)
 		goto fail;
 	if (prctl(PR_SET_PDEATHSIG, rq->pdeathsig, 0, 0, 0))
 		goto fail;
 	/* The spawner may have gone between the clone and the prctl; in a new
 	 * pid namespace the parent shows as 0, and the spawner waits for the
-	 * execve anyway. */
+	 * init's start anyway. */
 	if (!ns && getppid() != parent)
 		kill(getpid(), (int)rq->pdeathsig);
+	/* Out of the way of the three fds the init takes as 3, 4 and 5. */
+	if (errpipe <= PASS_FD && (errpipe = fcntl(errpipe, F_DUPFD_CLOEXEC, PASS_FD + 1)) < 0)
+		_exit(127);
 	int high[3];
 	for (int i = 0; i < 3; i++)
 		if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
@@ -97,13 +101,17 @@ static void __attribute__((noreturn)) child(const struct spawn_request *rq, cons
 	for (int i = 0; i < 3; i++)
 		if (dup2(high[i], PLAN_FD + i) < 0)
 			goto fail;
+	/* Nothing of the spawner's stays open in the init: its socket and
+	 * signalfd, the other inits' fds it received. */
+	if ((errpipe > PASS_FD + 1 && syscall(SYS_close_range, PASS_FD + 1U, (unsigned)errpipe - 1U, 0U)) ||
+	    syscall(SYS_close_range, (unsigned)errpipe + 1U, ~0U, 0U))
+		goto fail;
 	/* The spawner's wait for SIGCHLD is none of the init's. */
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	char *argv[] = {(char *)"sandboxd-init", NULL};
-	char *envp[] = {NULL};
-	execve(rq->path, argv, envp);
+	close(errpipe);
+	exit(run_init(rq->flags & (SPAWN_NAMESPACES | SPAWN_NETNS)));
 fail:
 	out[1] = errno;
 	if (write(errpipe, out, sizeof out)) {
@@ -213,7 +221,8 @@ static void spawn(const struct spawn_request *rq, const int fds[3], struct spawn
 
 int run_spawner(void)
 {
-	/* Nothing of the spawner reaches an init but what it is sent. */
+	/* Nothing of the daemon's reaches the spawner's inits or commands;
+	 * each init closes the spawner's own. */
 	if (syscall(SYS_close_range, 4U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) || fcntl(SOCK_FD, F_SETFD, FD_CLOEXEC))
 		return 1;
 	/* The inits are reaped as they end, between requests: an init that
@@ -270,7 +279,7 @@ int run_spawner(void)
 		}
 		struct spawn_reply rp = {0};
 		int pidfd = -1;
-		if (n != (ssize_t)sizeof rq || nfds != 3 || rq.path[sizeof rq.path - 1] != '\0') {
+		if (n != (ssize_t)sizeof rq || nfds != 3) {
 			rp.stage = SPAWN_STAGE_CLONE;
 			rp.err = EINVAL;
 		} else {

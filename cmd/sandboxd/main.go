@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	firstMessage := fs.Duration("first-message-timeout", daemon.DefaultFirstMessageTimeout, "how long a Session stream may take to send its Start or Attach before it is ended with DEADLINE_EXCEEDED")
 	retainEnded := fs.Int("retain-ended", daemon.DefaultRetainEnded, "ended sessions kept inspectable (exit code, scrollback) per owner; one owner's sessions never push out another's")
 	retainFor := fs.Duration("retain-ended-for", daemon.DefaultRetainEndedFor, "how long an ended session stays inspectable at most")
-	initPath := fs.String("init", "", "Linux: the sandbox init `PATH`, for packages that install it apart from the daemon, e.g. under /usr/libexec/sandboxd (default: sandboxd-init beside this binary); every sandbox uid must be able to run it")
+	initPath := fs.String("init", "", "Linux: the sandbox init `PATH`, for packages that install it apart from the daemon, e.g. under /usr/libexec/sandboxd (default: sandboxd-init beside this binary)")
 	selfTest := fs.Bool("self-test", false, "start no server: run the self-test, print what this host can enforce (as sandboxctl doctor does), exit 0 if the self-test passed and 1 if not")
 	if err := fs.Parse(args); err != nil {
 		return 2

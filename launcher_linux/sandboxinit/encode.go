@@ -71,31 +71,59 @@ func mountKindNumber(k MountKind) (byte, bool) {
 	return 0, false
 }
 
+// encoder appends the records to one buffer, each in place: a launch
+// encodes a plan of tens of kilobytes, and a copy per string was most of
+// the cost.
 type encoder struct {
 	b   []byte
 	err error
 }
 
-func (e *encoder) record(tag byte, payload []byte) {
-	e.b = append(e.b, tag)
-	e.b = binary.LittleEndian.AppendUint32(e.b, uint32(len(payload)))
-	e.b = append(e.b, payload...)
+// begin starts a record of tag, whose length end fills in.
+func (e *encoder) begin(tag byte) int {
+	e.b = append(e.b, tag, 0, 0, 0, 0)
+	return len(e.b)
 }
 
-// cstring is s with its NUL, or an error for a string that holds one.
-func (e *encoder) cstring(what, s string) []byte {
+func (e *encoder) end(start int) {
+	binary.LittleEndian.PutUint32(e.b[start-4:], uint32(len(e.b)-start))
+}
+
+func (e *encoder) u16(v uint16) { e.b = binary.LittleEndian.AppendUint16(e.b, v) }
+func (e *encoder) u32(v uint32) { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
+func (e *encoder) u64(v uint64) { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+
+// cstring appends s with its NUL, or sets the error for a string that
+// holds one.
+func (e *encoder) cstring(what, s string) {
 	if strings.IndexByte(s, 0) >= 0 && e.err == nil {
 		e.err = fmt.Errorf("%s %q holds a NUL byte", what, s)
 	}
-	return append([]byte(s), 0)
+	e.b = append(append(e.b, s...), 0)
 }
 
-func (e *encoder) str(tag byte, what, s string) { e.record(tag, e.cstring(what, s)) }
+func (e *encoder) str(tag byte, what, s string) {
+	r := e.begin(tag)
+	e.cstring(what, s)
+	e.end(r)
+}
 
 // MarshalBinary encodes the plan for the C init.
 func (p *Plan) MarshalBinary() ([]byte, error) {
-	e := &encoder{b: []byte(planMagic)}
 	x := &p.Exec
+	size := len(planMagic) + 64 + 8*len(x.Seccomp)
+	for _, s := range p.Mounts {
+		size += 32 + len(s.Source) + len(s.Target) + len(s.Content) + len(s.Field) + len(s.Via)
+	}
+	for _, l := range [][]string{x.Argv, x.Env, x.Landlock.ReadExcept, x.WriteRoots} {
+		for _, v := range l {
+			size += 6 + len(v)
+		}
+	}
+	for _, r := range x.Landlock.Rules {
+		size += 14 + len(r.Path)
+	}
+	e := &encoder{b: append(make([]byte, 0, size+256), planMagic...)}
 	var flags uint32
 	for _, f := range []struct {
 		on  bool
@@ -105,7 +133,9 @@ func (p *Plan) MarshalBinary() ([]byte, error) {
 			flags |= f.bit
 		}
 	}
-	e.record(tagFlags, binary.LittleEndian.AppendUint32(nil, flags))
+	r := e.begin(tagFlags)
+	e.u32(flags)
+	e.end(r)
 	e.str(tagHostname, "hostname", p.Hostname)
 	if p.ProxyListen != "" {
 		ap, err := netip.ParseAddrPort(p.ProxyListen)
@@ -113,10 +143,15 @@ func (p *Plan) MarshalBinary() ([]byte, error) {
 			return nil, fmt.Errorf("proxy address %q is not IPv4 address:port", p.ProxyListen)
 		}
 		a := ap.Addr().As4()
-		e.record(tagProxy, binary.LittleEndian.AppendUint16(a[:], ap.Port()))
+		r := e.begin(tagProxy)
+		e.b = append(e.b, a[:]...)
+		e.u16(ap.Port())
+		e.end(r)
 	}
 	for _, port := range p.LoopbackForwards {
-		e.record(tagForward, binary.LittleEndian.AppendUint16(nil, port))
+		r := e.begin(tagForward)
+		e.u16(port)
+		e.end(r)
 	}
 	for _, s := range p.Mounts {
 		kind, ok := mountKindNumber(s.Kind)
@@ -132,13 +167,14 @@ func (p *Plan) MarshalBinary() ([]byte, error) {
 				mf |= f.bit
 			}
 		}
-		b := append([]byte{kind, mf}, binary.LittleEndian.AppendUint32(nil, s.Mode)...)
+		r := e.begin(tagMount)
+		e.b = append(e.b, kind, mf)
+		e.u32(s.Mode)
 		for _, str := range []string{s.Source, s.Target, s.Content, s.Field, s.Via} {
-			c := e.cstring("mount step", str)
-			b = binary.LittleEndian.AppendUint32(b, uint32(len(c)))
-			b = append(b, c...)
+			e.u32(uint32(len(str) + 1))
+			e.cstring("mount step", str)
 		}
-		e.record(tagMount, b)
+		e.end(r)
 	}
 	for _, a := range x.Argv {
 		e.str(tagArg, "argument", a)
@@ -147,37 +183,42 @@ func (p *Plan) MarshalBinary() ([]byte, error) {
 		e.str(tagEnv, "environment variable", v)
 	}
 	e.str(tagCwd, "working directory", x.Cwd)
-	ids := binary.LittleEndian.AppendUint32(nil, x.UID)
-	ids = binary.LittleEndian.AppendUint32(ids, x.GID)
-	ids = binary.LittleEndian.AppendUint16(ids, x.Rows)
-	ids = binary.LittleEndian.AppendUint16(ids, x.Cols)
-	ids = binary.LittleEndian.AppendUint32(ids, uint32(x.CgroupTasks))
-	e.record(tagIDs, ids)
+	r = e.begin(tagIDs)
+	e.u32(x.UID)
+	e.u32(x.GID)
+	e.u16(x.Rows)
+	e.u16(x.Cols)
+	e.u32(uint32(x.CgroupTasks))
+	e.end(r)
 	ll := &x.Landlock
-	lb := binary.LittleEndian.AppendUint32(nil, uint32(ll.ABI))
-	lb = binary.LittleEndian.AppendUint64(lb, ll.HandledFS)
-	lb = binary.LittleEndian.AppendUint64(lb, ll.Scoped)
-	lb = binary.LittleEndian.AppendUint64(lb, ll.ReadAccess)
-	e.record(tagLandlock, lb)
-	for _, r := range ll.Rules {
-		e.record(tagLLRule, append(binary.LittleEndian.AppendUint64(nil, r.Access), e.cstring("landlock rule", r.Path)...))
+	r = e.begin(tagLandlock)
+	e.u32(uint32(ll.ABI))
+	e.u64(ll.HandledFS)
+	e.u64(ll.Scoped)
+	e.u64(ll.ReadAccess)
+	e.end(r)
+	for _, rule := range ll.Rules {
+		r := e.begin(tagLLRule)
+		e.u64(rule.Access)
+		e.cstring("landlock rule", rule.Path)
+		e.end(r)
 	}
 	for _, p := range ll.ReadExcept {
 		e.str(tagLLExcept, "landlock exception", p)
 	}
 	if len(x.Seccomp) > 0 {
-		raw := make([]byte, 0, 8*len(x.Seccomp))
+		r := e.begin(tagSeccomp)
 		for _, f := range x.Seccomp {
-			raw = binary.LittleEndian.AppendUint16(raw, f.Code)
-			raw = append(raw, f.Jt, f.Jf)
-			raw = binary.LittleEndian.AppendUint32(raw, f.K)
+			e.u16(f.Code)
+			e.b = append(e.b, f.Jt, f.Jf)
+			e.u32(f.K)
 		}
-		e.record(tagSeccomp, raw)
+		e.end(r)
 	}
 	for _, w := range x.WriteRoots {
 		e.str(tagWriteRoot, "write root", w)
 	}
-	e.record(tagEnd, nil)
+	e.end(e.begin(tagEnd))
 	if e.err != nil {
 		return nil, e.err
 	}
