@@ -1,51 +1,20 @@
 package launcherlinux
 
 import (
-	"encoding/binary"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/internal/bpfrun"
 )
 
 // runFilter runs a classic BPF program over a struct seccomp_data, with
 // only the instructions SeccompProgram emits.
 func runFilter(t *testing.T, prog []SockFilter, arch, nr uint32, args ...uint64) uint32 {
 	t.Helper()
-	data := make([]byte, 64)
-	binary.LittleEndian.PutUint32(data[offNr:], nr)
-	binary.LittleEndian.PutUint32(data[offArch:], arch)
-	for i, a := range args {
-		binary.LittleEndian.PutUint64(data[offArg0+8*i:], a)
+	v, err := bpfrun.Verdict(prog, bpfrun.Data(arch, nr, args...))
+	if err != nil {
+		t.Fatal(err)
 	}
-	var acc uint32
-	for pc := 0; pc < len(prog); pc++ {
-		f := prog[pc]
-		jump := func(cond bool) {
-			if cond {
-				pc += int(f.Jt)
-			} else {
-				pc += int(f.Jf)
-			}
-		}
-		switch f.Code {
-		case bpfJa:
-			pc += int(f.K)
-		case bpfLdAbsW:
-			acc = binary.LittleEndian.Uint32(data[f.K:])
-		case bpfJeqK:
-			jump(acc == f.K)
-		case bpfJgeK:
-			jump(acc >= f.K)
-		case bpfJsetK:
-			jump(acc&f.K != 0)
-		case bpfAndK:
-			acc &= f.K
-		case bpfRetK:
-			return f.K
-		default:
-			t.Fatalf("instruction %d: unknown code %#x", pc, f.Code)
-		}
-	}
-	t.Fatal("the program ran off its end")
-	return 0
+	return v
 }
 
 func TestSeccompProgramNotifies(t *testing.T) {
@@ -231,43 +200,9 @@ func TestSeccompProgramIsASearch(t *testing.T) {
 // the return.
 func constantRun(t *testing.T, prog []SockFilter, nr uint32) (steps int, verdict uint32, constant bool) {
 	t.Helper()
-	var acc uint32
-	for pc := 0; pc < len(prog); pc++ {
-		f := prog[pc]
-		jump := func(cond bool) {
-			if cond {
-				pc += int(f.Jt)
-			} else {
-				pc += int(f.Jf)
-			}
-		}
-		switch f.Code {
-		case bpfLdAbsW:
-			switch f.K {
-			case offNr:
-				acc = nr
-			case offArch:
-				acc = auditArch
-			default:
-				return steps, 0, false
-			}
-		case bpfJa:
-			pc += int(f.K)
-		case bpfJeqK:
-			jump(acc == f.K)
-		case bpfJgeK:
-			jump(acc >= f.K)
-		case bpfJsetK:
-			jump(acc&f.K != 0)
-		case bpfAndK:
-			acc &= f.K
-		case bpfRetK:
-			return steps, f.K, true
-		default:
-			t.Fatalf("instruction %d: unknown code %#x", pc, f.Code)
-		}
-		steps++
+	steps, verdict, constant, err := bpfrun.Constant(prog, auditArch, nr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("the program ran off its end")
-	return 0, 0, false
+	return steps, verdict, constant
 }

@@ -1,12 +1,12 @@
 package oci
 
 import (
-	"encoding/binary"
 	"runtime"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/sandboxd/sandboxd/internal/bpfrun"
 	launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
 )
 
@@ -19,50 +19,18 @@ const killed verdict = 1 << 31
 // seccomp_data of arch, with the instructions SeccompProgram emits.
 func bpfVerdict(t *testing.T, prog []launcherlinux.SockFilter, arch, nr uint32, args [6]uint64) verdict {
 	t.Helper()
-	data := make([]byte, 64)
-	binary.LittleEndian.PutUint32(data[0:], nr)
-	binary.LittleEndian.PutUint32(data[4:], arch)
-	for i, a := range args {
-		binary.LittleEndian.PutUint64(data[16+8*i:], a)
+	v, err := bpfrun.Verdict(prog, bpfrun.Data(arch, nr, args[:]...))
+	if err != nil {
+		t.Fatal(err)
 	}
-	var acc uint32
-	for pc := 0; pc < len(prog); pc++ {
-		f := prog[pc]
-		jump := func(cond bool) {
-			if cond {
-				pc += int(f.Jt)
-			} else {
-				pc += int(f.Jf)
-			}
-		}
-		switch f.Code {
-		case 0x05: // ja
-			pc += int(f.K)
-		case 0x20: // ld [k]
-			acc = binary.LittleEndian.Uint32(data[f.K:])
-		case 0x15: // jeq
-			jump(acc == f.K)
-		case 0x35: // jge
-			jump(acc >= f.K)
-		case 0x45: // jset
-			jump(acc&f.K != 0)
-		case 0x54: // and
-			acc &= f.K
-		case 0x06: // ret
-			switch {
-			case f.K == 0x7fff0000:
-				return 0
-			case f.K&0xffff0000 == 0x00050000:
-				return verdict(f.K & 0xffff)
-			default:
-				return killed
-			}
-		default:
-			t.Fatalf("instruction %d: unknown code %#x", pc, f.Code)
-		}
+	switch {
+	case v == 0x7fff0000:
+		return 0
+	case v&0xffff0000 == 0x00050000:
+		return verdict(v & 0xffff)
+	default:
+		return killed
 	}
-	t.Fatal("the program ran off its end")
-	return 0
 }
 
 // ociVerdict is what libseccomp makes of the rules: a rule matches when
