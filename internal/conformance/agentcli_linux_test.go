@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -162,6 +164,13 @@ func screenText(t *testing.T, id string) string {
 // waitScreen waits until session id's screen shows want, and returns it.
 func waitScreen(t *testing.T, id, want string) string {
 	t.Helper()
+	return waitScreenExplained(t, id, want, nil)
+}
+
+// waitScreenExplained is waitScreen whose failure also says what explain
+// returns: what the test's own clients saw.
+func waitScreenExplained(t *testing.T, id, want string, explain func() string) string {
+	t.Helper()
 	deadline := time.Now().Add(agentTimeout)
 	for {
 		text := screenText(t, id)
@@ -169,10 +178,55 @@ func waitScreen(t *testing.T, id, want string) string {
 			return text
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the screen of %s does not show %q:\n%s", id, want, text)
+			var more string
+			if explain != nil {
+				more = explain() + "\n"
+			}
+			t.Fatalf("the screen of %s does not show %q:\n%s\n%s%s", id, want, text, more, sessionReport(id))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// sessionReport says what session id is doing, for the message of a wait
+// that ran out: its state, what each of its tasks waits on (with its
+// kernel stack where the test may read it), its denials and the tail of
+// the daemon's log. Such a wait is either a program that never got what
+// it waited for or a daemon that lost it; the report tells which.
+func sessionReport(id string) string {
+	var b strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := suite.client.Inspect(ctx, id)
+	if err != nil {
+		fmt.Fprintf(&b, "inspect %s: %v\n", id, err)
+	} else {
+		fmt.Fprintf(&b, "session %s: %v %s, pid %d, %d viewers, %d denials\n", id, info.GetState(), info.GetReason(), info.GetPid(), info.GetViewers(), info.GetDenialCount())
+		for _, w := range info.GetWaits() {
+			fmt.Fprintf(&b, "  task %d/%d %s: %s, %s\n", w.GetPid(), w.GetTid(), w.GetCommand(), w.GetSyscall(), w.GetVerdict())
+			for _, f := range w.GetFiles() {
+				fmt.Fprintf(&b, "    fd %d %s %s: %s\n", f.GetFd(), f.GetKind(), f.GetDetail(), f.GetVerdict())
+			}
+			if stack, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stack", w.GetPid(), w.GetTid())); err == nil {
+				fmt.Fprintf(&b, "    kernel stack:\n%s", indent(string(stack), "      "))
+			}
+		}
+		for _, d := range info.GetRecentDenials() {
+			fmt.Fprintf(&b, "  denial: %s %s %s (pid %d)\n", d.GetField(), d.GetOperation(), d.GetTarget(), d.GetPid())
+		}
+	}
+	fmt.Fprintf(&b, "daemon log tail:\n%s", suite.daemon.logTail())
+	return b.String()
+}
+
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "")
 }
 
 func waitStateWithin(t *testing.T, id string, want sandboxdv1.State, limit time.Duration) *sandboxdv1.SessionInfo {

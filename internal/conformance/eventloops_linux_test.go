@@ -249,19 +249,31 @@ func TestTerminalAnswersWhileDetached(t *testing.T) {
 	out := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	attached := make(chan struct{})
+	var attachRes *client.Result
+	var attachErr error
 	go func() {
 		defer close(attached)
-		suite.client.Attach(ctx, client.AttachOptions{ID: id, Stdin: inR, Stdout: out})
+		attachRes, attachErr = suite.client.Attach(ctx, client.AttachOptions{ID: id, Stdin: inR, Stdout: out})
 	}()
+	// A wait that runs out says whether the attach was still on, and
+	// what it had been sent.
+	attach := func() string {
+		select {
+		case <-attached:
+			return fmt.Sprintf("the attach ended: %+v, %v; it got %q", attachRes, attachErr, out.String())
+		default:
+			return fmt.Sprintf("the attach is on; it got %q", out.String())
+		}
+	}
 	t.Cleanup(func() {
 		cancel()
 		<-attached
 	})
 	// The attach holds the input once its first key is through.
 	io.WriteString(inW, "g")
-	waitScreen(t, id, "SENT")
+	waitScreenExplained(t, id, "SENT", attach)
 	io.WriteString(inW, "x")
-	if screen := waitScreen(t, id, "second:"); !strings.Contains(screen, "second:x") {
+	if screen := waitScreenExplained(t, id, "second:", attach); !strings.Contains(screen, "second:x") {
 		t.Fatalf("with an interactive client attached, the program read something other than the client's key:\n%s", screen)
 	}
 }
