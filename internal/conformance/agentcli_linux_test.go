@@ -215,7 +215,30 @@ func sessionReport(id string) string {
 			fmt.Fprintf(&b, "  denial: %s %s %s (pid %d)\n", d.GetField(), d.GetOperation(), d.GetTarget(), d.GetPid())
 		}
 	}
+	b.WriteString(daemonThreads())
 	fmt.Fprintf(&b, "daemon log tail:\n%s", suite.daemon.logTail())
+	return b.String()
+}
+
+// daemonThreads gives the kernel stack of each of the daemon's threads
+// that is in a system call other than the Go runtime's idle waits: a
+// thread answering the sandbox's seccomp notifications that is stuck
+// shows there. Empty where the test may not read the stacks.
+func daemonThreads() string {
+	var b strings.Builder
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", suite.daemon.cmd.Process.Pid))
+	for _, task := range tasks {
+		stack, err := os.ReadFile(task + "/stack")
+		if err != nil {
+			return ""
+		}
+		wchan, _ := os.ReadFile(task + "/wchan")
+		switch string(wchan) {
+		case "0", "futex_do_wait", "futex_wait_queue", "do_epoll_wait", "ep_poll":
+			continue
+		}
+		fmt.Fprintf(&b, "daemon thread %s in %s:\n%s", filepath.Base(task), wchan, indent(string(stack), "  "))
+	}
 	return b.String()
 }
 
