@@ -260,7 +260,10 @@ func TestTerminalAnswersWhileDetached(t *testing.T) {
 	attach := func() string {
 		select {
 		case <-attached:
-			return fmt.Sprintf("the attach ended: %+v, %v; it got %q", attachRes, attachErr, out.String())
+			if attachErr != nil {
+				return fmt.Sprintf("the attach ended: %v; it got %q", attachErr, out.String())
+			}
+			return fmt.Sprintf("the attach ended (exit %v, detached %v); it got %q", attachRes.Exit, attachRes.Detached, out.String())
 		default:
 			return fmt.Sprintf("the attach is on; it got %q", out.String())
 		}
