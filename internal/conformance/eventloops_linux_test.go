@@ -111,7 +111,15 @@ func TestEventLoopStates(t *testing.T) {
 				}
 				id, in := startWaiting(t, commandStart(tty, p, nil, argv...))
 				info := waitState(t, id, tc.want)
-				if !hasEvidence(info, tc.verdict, tc.kind) {
+				// The evidence is what the tasks wait on as Inspect
+				// answers, the state what the last check found: a
+				// ticker firing just then shows a running task. The
+				// evidence must come while the state holds.
+				for tries := 0; !(info.GetState() == tc.want && hasEvidence(info, tc.verdict, tc.kind)) && tries < 20; tries++ {
+					time.Sleep(50 * time.Millisecond)
+					info = inspect(t, id)
+				}
+				if info.GetState() != tc.want || !hasEvidence(info, tc.verdict, tc.kind) {
 					t.Errorf("state %v without the evidence (a task with a %q file of kind %q):\n%v", info.GetState(), tc.verdict, tc.kind, info.GetWaits())
 				}
 				if tc.want == sandboxdv1.State_WAITING_FOR_INPUT {
