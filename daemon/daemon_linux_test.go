@@ -537,7 +537,7 @@ func TestEnvironmentIsBuiltNotInherited(t *testing.T) {
 	uid, _ := h.svc.sandboxIdentity(Caller{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())})
 	want := []string{
 		"FOO=bar",
-		"HOME=" + homeDir("/etc/passwd", uid),
+		"HOME=" + new(passwdHomes).lookup("/etc/passwd", uid),
 		"LANG=en_US.UTF-8",
 		"PATH=" + defaultPath,
 		"SANDBOXD_POLICY_DIGEST=" + s.started.GetPolicyDigest(),
