@@ -194,4 +194,5 @@ test: deps proto-check lint cross arm64 unit conformance-rootless conformance-me
 # make bench ARGS='--only latency,pty' or ARGS='--sessions 200 --hold 500'.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 50x ./launcher_linux/
+	$(GO) test -run '^$$' -bench . -benchtime 500x ./daemon/
 	scripts/bench.sh $(ARGS)

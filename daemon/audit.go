@@ -58,17 +58,34 @@ type daemonRecord struct {
 // nothing (the record is appended anyway) and is reported once too.
 func auditSink(log *auditlog.Log, logf func(string, ...any), health func(error)) eventSink {
 	var failing error
+	// The sink runs under the event bus's lock: these are its alone.
+	var (
+		cache protoJSONCache
+		line  []byte
+	)
 	return func(ev *sandboxdv1.Event, d *eventDetail) {
 		rec := &auditRecord{Event: record.FromEvent(ev), PolicyDigest: d.digest, Cwd: d.cwd, TTY: d.tty, RefusedField: d.refusedField}
 		if c := d.caller; c != nil {
 			rec.Caller = &auditCaller{UID: c.UID, GID: c.GID, PID: c.PID, SID: c.SID, Admin: c.Admin, Session: c.Session}
 		}
-		rec.Policy = protoJSON(d.policy)
-		rec.Enforcement = protoJSON(d.enforcement)
+		policyJSON, perr := cache.get(d.policy)
+		enforcementJSON, eerr := cache.get(d.enforcement)
+		rec.Policy, rec.Enforcement = policyJSON, enforcementJSON
 		if d.launchLatency > 0 {
 			rec.LaunchSeconds = d.launchLatency.Seconds()
 		}
-		err := log.Write(rec)
+		var err error
+		var ok bool
+		if perr == nil && eerr == nil {
+			line, ok = rec.appendJSON(line[:0])
+		}
+		if ok {
+			line = append(line, '\n')
+			err = log.WriteLine(line)
+		} else {
+			// encoding/json names what cannot be encoded.
+			err = log.Write(rec)
+		}
 		if errors.Is(err, auditlog.ErrRotate) {
 			// The record is in the file all the same.
 			health(nil)

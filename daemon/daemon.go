@@ -153,6 +153,8 @@ type Service struct {
 	inputWatches atomic.Int64
 	// layers keeps the sessions' copy-on-write layers (layers.go).
 	layers *layerStore
+	// homes are the sandbox users' home directories (sandboxDirs).
+	homes passwdHomes
 }
 
 // New returns a Service starting sandboxes with cfg.Backend.
@@ -375,7 +377,10 @@ func (s *Service) done(sess *session) {
 		for _, e := range l[:len(l)-s.cfg.RetainEnded] {
 			delete(s.sessions, e.id)
 		}
-		s.ended[key] = slices.Clone(l[len(l)-s.cfg.RetainEnded:])
+		// Not a copy of the rest, once an owner is at the limit a copy per
+		// session ended: append moves the list to a new array when it
+		// outgrows the old, and the forgotten entries go with the old.
+		s.ended[key] = l[len(l)-s.cfg.RetainEnded:]
 	}
 	s.expireLocked()
 	s.live.Done()

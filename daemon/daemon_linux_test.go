@@ -29,7 +29,7 @@ import (
 )
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	backend *fakeBackend
 	svc     *Service
 	conn    *grpc.ClientConn
@@ -39,7 +39,7 @@ type harness struct {
 }
 
 // startDaemon serves a Service with the fake backend on a real unix socket.
-func startDaemon(t *testing.T, opts ...func(*Config)) *harness {
+func startDaemon(t testing.TB, opts ...func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, backend: &fakeBackend{}, socket: filepath.Join(t.TempDir(), "run", "sandboxd.sock")}
 	var quiet atomic.Bool // t.Logf must not run after the test ends
@@ -97,7 +97,7 @@ func startDaemon(t *testing.T, opts ...func(*Config)) *harness {
 	return h
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -105,7 +105,7 @@ func ctxT(t *testing.T) context.Context {
 
 // clientSession is the client side of one session, recording what it received.
 type clientSession struct {
-	t       *testing.T
+	t       testing.TB
 	stream  grpc.BidiStreamingClient[sandboxdv1.SessionRequest, sandboxdv1.SessionResponse]
 	cancel  context.CancelFunc
 	kinds   []string // "started", "stdout", "stderr", "exit" in arrival order
@@ -537,7 +537,7 @@ func TestEnvironmentIsBuiltNotInherited(t *testing.T) {
 	uid, _ := h.svc.sandboxIdentity(Caller{UID: uint32(os.Getuid()), GID: uint32(os.Getgid())})
 	want := []string{
 		"FOO=bar",
-		"HOME=" + homeDir("/etc/passwd", uid),
+		"HOME=" + new(passwdHomes).lookup("/etc/passwd", uid),
 		"LANG=en_US.UTF-8",
 		"PATH=" + defaultPath,
 		"SANDBOXD_POLICY_DIGEST=" + s.started.GetPolicyDigest(),

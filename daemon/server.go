@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -27,6 +28,11 @@ const (
 // streamWindow is the flow-control window the daemon advertises per
 // stream and per connection.
 const streamWindow = 1 << 20
+
+// streamWorkers is how many goroutines wait to serve streams: enough for
+// the launches the daemon builds at once (quotas.slots) and their clients'
+// next ones.
+var streamWorkers = uint32(4 * runtime.NumCPU())
 
 // DefaultKeepalive is how long a connection may be silent before the
 // daemon pings it; one whose ping is not answered within a third of that
@@ -55,6 +61,12 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		grpc.InitialConnWindowSize(streamWindow),
 		// One Output message (readChunk) and its framing fit a write.
 		grpc.WriteBufferSize(2*readChunk),
+		// Streams are served by goroutines kept for it, whose stacks have
+		// already grown to what a Session handler needs, rather than each
+		// by a new one that grows its stack copy by copy; when all are
+		// busy (long sessions hold theirs), a stream gets a new goroutine
+		// as without them.
+		grpc.NumStreamWorkers(streamWorkers),
 	)
 	desc := decodingService(sandboxdv1.Sandboxd_ServiceDesc)
 	srv.RegisterService(&desc, &grpcServer{svc: s})
