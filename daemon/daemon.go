@@ -153,8 +153,6 @@ type Service struct {
 	inputWatches atomic.Int64
 	// layers keeps the sessions' copy-on-write layers (layers.go).
 	layers *layerStore
-	// homes are the sandbox users' home directories (sandboxDirs).
-	homes passwdHomes
 }
 
 // New returns a Service starting sandboxes with cfg.Backend.

@@ -124,7 +124,9 @@ func (h *harness) open(start *sandboxdv1.Start) *clientSession {
 	if err != nil {
 		h.t.Fatalf("Session: %v", err)
 	}
-	if err := stream.Send(&sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Start{Start: start}}); err != nil {
+	// io.EOF: the daemon ended the stream first (a refusal at its quota);
+	// Recv tells why.
+	if err := stream.Send(&sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Start{Start: start}}); err != nil && !errors.Is(err, io.EOF) {
 		h.t.Fatalf("send Start: %v", err)
 	}
 	return &clientSession{t: h.t, stream: stream, cancel: cancel}

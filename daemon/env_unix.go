@@ -35,8 +35,12 @@ func envKey(k string) string { return k }
 // sandboxDirs are the home directory of a sandbox running as uid and the
 // working directory of a command that names none.
 func (s *Service) sandboxDirs(uid uint32) (home, cwd string, err error) {
-	return s.homes.lookup(s.cfg.PasswdFile, uid), "/", nil
+	return sandboxHomes.lookup(s.cfg.PasswdFile, uid), "/", nil
 }
+
+// sandboxHomes is the daemon's one passwd cache: the file it reads is the
+// host's, whichever Service asks.
+var sandboxHomes passwdHomes
 
 // passwdHomes are the home directories in a passwd file, read again only
 // when the file is another or has changed: every launch looks its

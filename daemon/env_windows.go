@@ -38,9 +38,6 @@ func envDefaults(tty bool, home string) (map[string]string, error) {
 // case-insensitive there.
 func envKey(k string) string { return strings.ToUpper(k) }
 
-// passwdHomes has nothing to keep on Windows (see sandboxDirs).
-type passwdHomes struct{}
-
 // sandboxDirs are the home directory of a sandbox and the working
 // directory of a command that names none: the root of the system drive
 // for both. The daemon cannot name a profile directory: the backend picks
