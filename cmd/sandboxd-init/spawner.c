@@ -180,26 +180,20 @@ static void spawn(const struct spawn_request *rq, const int fds[3], struct spawn
 			r = write_file(path, map);
 		}
 	}
-	if (r) {
-		rp->err = errno;
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		close(sync[1]);
-		close(errp[0]);
-		return;
-	}
+	if (r)
+		goto fail;
 	/* Non-blocking (PIDFD_NONBLOCK is O_NONBLOCK), so that the daemon's
 	 * runtime polls it instead of a thread waiting on it. */
 	*pidfd = (int)syscall(SYS_pidfd_open, pid, O_NONBLOCK);
-	if (*pidfd < 0) {
-		rp->err = errno;
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		close(sync[1]);
-		close(errp[0]);
-		return;
-	}
-	if (write(sync[1], "x", 1) != 1) {
+	if (*pidfd < 0)
+		goto fail;
+	/* A clone that never hears it may go on ends without a word on
+	 * errpipe, which would read as an init that runs. */
+	ssize_t w = write(sync[1], "x", 1);
+	if (w != 1) {
+		if (w >= 0)
+			errno = EPIPE;
+		goto fail;
 	}
 	close(sync[1]);
 	int32_t got[2];
@@ -217,6 +211,17 @@ static void spawn(const struct spawn_request *rq, const int fds[3], struct spawn
 		return;
 	}
 	rp->err = 0;
+	return;
+fail:
+	rp->err = errno;
+	if (*pidfd >= 0) {
+		close(*pidfd);
+		*pidfd = -1;
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(sync[1]);
+	close(errp[0]);
 }
 
 int run_spawner(void)
