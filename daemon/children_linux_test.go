@@ -17,11 +17,12 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 	"github.com/sandboxd/sandboxd/policy"
 )
 
 // attachTo opens a stream that attaches to session id.
-func (h *harness) attachTo(client sandboxdv1.SandboxdClient, att *sandboxdv1.Attach) *clientSession {
+func (h *harness) attachTo(client sandboxdv1grpc.SandboxdClient, att *sandboxdv1.Attach) *clientSession {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	h.t.Cleanup(cancel)
@@ -36,7 +37,7 @@ func (h *harness) attachTo(client sandboxdv1.SandboxdClient, att *sandboxdv1.Att
 }
 
 // openOn starts a session through client, e.g. a session socket's.
-func (h *harness) openOn(client sandboxdv1.SandboxdClient, start *sandboxdv1.Start) *clientSession {
+func (h *harness) openOn(client sandboxdv1grpc.SandboxdClient, start *sandboxdv1.Start) *clientSession {
 	saved := h.client
 	h.client = client
 	defer func() { h.client = saved }()
@@ -44,14 +45,14 @@ func (h *harness) openOn(client sandboxdv1.SandboxdClient, start *sandboxdv1.Sta
 }
 
 // dial connects to a socket the way a sandboxed client would.
-func (h *harness) dial(path string) sandboxdv1.SandboxdClient {
+func (h *harness) dial(path string) sandboxdv1grpc.SandboxdClient {
 	h.t.Helper()
 	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { conn.Close() })
-	return sandboxdv1.NewSandboxdClient(conn)
+	return sandboxdv1grpc.NewSandboxdClient(conn)
 }
 
 func (h *harness) inspect(id string) *sandboxdv1.SessionInfo {

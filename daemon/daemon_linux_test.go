@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 	"github.com/sandboxd/sandboxd/internal/transport"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
@@ -33,7 +34,7 @@ type harness struct {
 	backend *fakeBackend
 	svc     *Service
 	conn    *grpc.ClientConn
-	client  sandboxdv1.SandboxdClient
+	client  sandboxdv1grpc.SandboxdClient
 	socket  string
 	stop    func() // stops the daemon and waits for Serve to return
 }
@@ -93,7 +94,7 @@ func startDaemon(t testing.TB, opts ...func(*Config)) *harness {
 	}
 	t.Cleanup(func() { conn.Close() })
 	h.conn = conn
-	h.client = sandboxdv1.NewSandboxdClient(conn)
+	h.client = sandboxdv1grpc.NewSandboxdClient(conn)
 	return h
 }
 

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 )
 
 // FuzzSessionProtocol plays a sequence of Session stream messages decoded
@@ -55,7 +56,7 @@ func FuzzSessionProtocol(f *testing.F) {
 		conn := rawClient(t, h.socket)
 		// Not h.client: its target is a URI, and the fuzzer's test names
 		// (with '#') make the socket path a bad one.
-		p := &player{t: t, conn: conn, rpc: sandboxdv1.NewSandboxdClient(conn), data: data}
+		p := &player{t: t, conn: conn, rpc: sandboxdv1grpc.NewSandboxdClient(conn), data: data}
 		p.play()
 		p.finish()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -94,7 +95,7 @@ var fuzzCommands = [][]string{
 type player struct {
 	t      *testing.T
 	conn   *grpc.ClientConn
-	rpc    sandboxdv1.SandboxdClient
+	rpc    sandboxdv1grpc.SandboxdClient
 	data   []byte
 	stream grpc.ClientStream
 	cancel context.CancelFunc
@@ -207,7 +208,7 @@ func (p *player) start() rawMessage {
 func (p *player) send(m rawMessage) {
 	if p.stream == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		s, err := p.conn.NewStream(ctx, &sandboxdv1.Sandboxd_ServiceDesc.Streams[0], "/sandboxd.v1.Sandboxd/Session")
+		s, err := p.conn.NewStream(ctx, &sandboxdv1grpc.Sandboxd_ServiceDesc.Streams[0], "/sandboxd.v1.Sandboxd/Session")
 		if err != nil {
 			cancel()
 			p.t.Fatalf("open stream: %v", err)

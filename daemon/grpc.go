@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 	"github.com/sandboxd/sandboxd/internal/transport"
 )
 
@@ -19,10 +20,10 @@ func callerFrom(ctx context.Context) (Caller, error) {
 	return c, nil
 }
 
-// grpcServer adapts a Service to sandboxdv1.SandboxdServer: it identifies
+// grpcServer adapts a Service to sandboxdv1grpc.SandboxdServer: it identifies
 // the caller, forwards, and maps errors. Session logic lives in Service.
 type grpcServer struct {
-	sandboxdv1.UnimplementedSandboxdServer
+	sandboxdv1grpc.UnimplementedSandboxdServer
 	svc *Service
 }
 

@@ -4,7 +4,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 )
 
 // The grpc.health.v1 service answers for the daemon as a whole ("") and
@@ -20,7 +20,7 @@ func newHealth() *health.Server {
 	return h
 }
 
-var healthNames = []string{"", sandboxdv1.Sandboxd_ServiceDesc.ServiceName}
+var healthNames = []string{"", sandboxdv1grpc.Sandboxd_ServiceDesc.ServiceName}
 
 // setHealth reports whether the daemon serves.
 func (s *Service) setHealth(serving bool) {

@@ -4,11 +4,12 @@ import (
 	"context"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 )
 
-// layersServer adapts a Service to sandboxdv1.LayersServer.
+// layersServer adapts a Service to sandboxdv1grpc.LayersServer.
 type layersServer struct {
-	sandboxdv1.UnimplementedLayersServer
+	sandboxdv1grpc.UnimplementedLayersServer
 	svc *Service
 }
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 )
 
 // TestStreamQuota: a caller at its quota of open streams is refused with
@@ -75,13 +76,13 @@ func TestConnectionQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := dialRaw(t, h.socket)
-	if _, err := sandboxdv1.NewSandboxdClient(second).List(ctxT(t), &sandboxdv1.ListRequest{}); err != nil {
+	if _, err := sandboxdv1grpc.NewSandboxdClient(second).List(ctxT(t), &sandboxdv1.ListRequest{}); err != nil {
 		t.Fatalf("second connection: %v", err)
 	}
 	third := dialRaw(t, h.socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if _, err := sandboxdv1.NewSandboxdClient(third).List(ctx, &sandboxdv1.ListRequest{}); err == nil {
+	if _, err := sandboxdv1grpc.NewSandboxdClient(third).List(ctx, &sandboxdv1.ListRequest{}); err == nil {
 		t.Fatal("a third connection was served with a quota of 2")
 	}
 	second.Close()
@@ -89,7 +90,7 @@ func TestConnectionQuota(t *testing.T) {
 	for {
 		c := dialRaw(t, h.socket)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := sandboxdv1.NewSandboxdClient(c).List(ctx, &sandboxdv1.ListRequest{})
+		_, err := sandboxdv1grpc.NewSandboxdClient(c).List(ctx, &sandboxdv1.ListRequest{})
 		cancel()
 		c.Close()
 		if err == nil {

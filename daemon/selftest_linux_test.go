@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/selftest"
 )
@@ -124,7 +125,7 @@ func TestListenAndServeRunsTheSelfTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	client := sandboxdv1.NewSandboxdClient(conn)
+	client := sandboxdv1grpc.NewSandboxdClient(conn)
 	capabilities := func() *sandboxdv1.CapabilitiesReport {
 		t.Helper()
 		for {

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
-	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 	"github.com/sandboxd/sandboxd/internal/transport"
 )
 
@@ -68,9 +68,9 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		// as without them.
 		grpc.NumStreamWorkers(streamWorkers),
 	)
-	desc := decodingService(sandboxdv1.Sandboxd_ServiceDesc)
+	desc := decodingService(sandboxdv1grpc.Sandboxd_ServiceDesc)
 	srv.RegisterService(&desc, &grpcServer{svc: s})
-	sandboxdv1.RegisterLayersServer(srv, &layersServer{svc: s})
+	sandboxdv1grpc.RegisterLayersServer(srv, &layersServer{svc: s})
 	// Reflection lets operators poke at a live daemon with grpcurl.
 	reflection.Register(srv)
 	healthpb.RegisterHealthServer(srv, s.health)

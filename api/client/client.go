@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 	"github.com/sandboxd/sandboxd/internal/socketpath"
 )
 
@@ -44,7 +45,7 @@ var ErrDaemonGone = errors.New("sandboxd went away")
 type Client struct {
 	socket string
 	conn   *grpc.ClientConn
-	rpc    sandboxdv1.SandboxdClient
+	rpc    sandboxdv1grpc.SandboxdClient
 	// probed is the connection Dial made, until gRPC takes it (or Close
 	// closes it).
 	probed atomic.Pointer[net.Conn]
@@ -112,7 +113,7 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 		first.Close()
 		return nil, fmt.Errorf("sandboxd client for %s: %w", socketPath, err)
 	}
-	c.conn, c.rpc = conn, sandboxdv1.NewSandboxdClient(conn)
+	c.conn, c.rpc = conn, sandboxdv1grpc.NewSandboxdClient(conn)
 	// gRPC sets its transport up on the probed connection meanwhile,
 	// rather than when the caller's first call is already waiting.
 	conn.Connect()

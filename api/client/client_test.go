@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 	"github.com/sandboxd/sandboxd/internal/testsock"
 )
 
@@ -25,7 +26,7 @@ type sessionStream = grpc.BidiStreamingServer[sandboxdv1.SessionRequest, sandbox
 
 // scriptedServer is a Sandboxd whose Session is a per-test script.
 type scriptedServer struct {
-	sandboxdv1.UnimplementedSandboxdServer
+	sandboxdv1grpc.UnimplementedSandboxdServer
 	session func(sessionStream) error
 	kill    func(*sandboxdv1.KillRequest) error
 	caps    func() (*sandboxdv1.CapabilitiesReport, error)
@@ -83,7 +84,7 @@ func serve(t *testing.T, srv *scriptedServer) (string, *cuttableListener) {
 	ln, sock := testsock.Listen(t)
 	cl := &cuttableListener{Listener: ln}
 	gs := grpc.NewServer()
-	sandboxdv1.RegisterSandboxdServer(gs, srv)
+	sandboxdv1grpc.RegisterSandboxdServer(gs, srv)
 	go gs.Serve(cl)
 	t.Cleanup(gs.Stop)
 	return sock, cl

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 	"github.com/sandboxd/sandboxd/internal/testsock"
 )
 
@@ -26,7 +27,7 @@ type sessionStream = grpc.BidiStreamingServer[sandboxdv1.SessionRequest, sandbox
 // fakeDaemon runs the session a test scripts and answers the operator calls
 // from a fixed session table: sessions, or else fakeSession alone.
 type fakeDaemon struct {
-	sandboxdv1.UnimplementedSandboxdServer
+	sandboxdv1grpc.UnimplementedSandboxdServer
 	session  func(sessionStream) error
 	killed   chan *sandboxdv1.KillRequest
 	caps     *sandboxdv1.CapabilitiesReport
@@ -78,7 +79,7 @@ func startDaemon(t *testing.T, d *fakeDaemon) string {
 	t.Helper()
 	ln, sock := testsock.Listen(t)
 	gs := grpc.NewServer()
-	sandboxdv1.RegisterSandboxdServer(gs, d)
+	sandboxdv1grpc.RegisterSandboxdServer(gs, d)
 	go gs.Serve(ln)
 	t.Cleanup(gs.Stop)
 	return sock

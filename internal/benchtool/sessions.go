@@ -24,6 +24,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 	sdaemon "github.com/sandboxd/sandboxd/daemon"
 )
 
@@ -67,7 +68,7 @@ func (b *bench) list(ctx context.Context) ([]*sandboxdv1.SessionInfo, error) {
 			return nil, err
 		}
 	}
-	resp, err := sandboxdv1.NewSandboxdClient(big).List(ctx, &sandboxdv1.ListRequest{}, grpc.MaxCallRecvMsgSize(1<<30))
+	resp, err := sandboxdv1grpc.NewSandboxdClient(big).List(ctx, &sandboxdv1.ListRequest{}, grpc.MaxCallRecvMsgSize(1<<30))
 	if err != nil {
 		return nil, fmt.Errorf("list sessions (large-message connection): %w", err)
 	}

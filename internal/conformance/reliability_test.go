@@ -30,6 +30,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api/client"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
 )
 
 // rawRequest is a request already encoded, sent as it is: the Go protobuf
@@ -99,7 +100,7 @@ func sessionExchange(t *testing.T, conn *grpc.ClientConn, closeSend bool, msgs .
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
 	defer cancel()
-	stream, err := conn.NewStream(ctx, &sandboxdv1.Sandboxd_ServiceDesc.Streams[0], "/sandboxd.v1.Sandboxd/Session")
+	stream, err := conn.NewStream(ctx, &sandboxdv1grpc.Sandboxd_ServiceDesc.Streams[0], "/sandboxd.v1.Sandboxd/Session")
 	if err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func sessionExchange(t *testing.T, conn *grpc.ClientConn, closeSend bool, msgs .
 func TestBadInputCodes(t *testing.T) {
 	requireDaemon(t)
 	conn := rawConn(t)
-	rpc := sandboxdv1.NewSandboxdClient(conn)
+	rpc := sandboxdv1grpc.NewSandboxdClient(conn)
 	hugeID := strings.Repeat("a", 1<<20)
 	type exchange struct {
 		closeSend bool

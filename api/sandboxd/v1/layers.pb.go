@@ -727,13 +727,7 @@ const file_sandboxd_v1_layers_proto_rawDesc = "" +
 	"\x0eDiscardRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x11\n" +
-	"\x0fDiscardResponse2\x9d\x02\n" +
-	"\x06Layers\x12M\n" +
-	"\n" +
-	"ListLayers\x12\x1e.sandboxd.v1.ListLayersRequest\x1a\x1f.sandboxd.v1.ListLayersResponse\x12;\n" +
-	"\x04Diff\x12\x18.sandboxd.v1.DiffRequest\x1a\x19.sandboxd.v1.DiffResponse\x12A\n" +
-	"\x06Commit\x12\x1a.sandboxd.v1.CommitRequest\x1a\x1b.sandboxd.v1.CommitResponse\x12D\n" +
-	"\aDiscard\x12\x1b.sandboxd.v1.DiscardRequest\x1a\x1c.sandboxd.v1.DiscardResponseB9Z7github.com/sandboxd/sandboxd/api/sandboxd/v1;sandboxdv1b\x06proto3"
+	"\x0fDiscardResponseB9Z7github.com/sandboxd/sandboxd/api/sandboxd/v1;sandboxdv1b\x06proto3"
 
 var (
 	file_sandboxd_v1_layers_proto_rawDescOnce sync.Once
@@ -772,16 +766,8 @@ var file_sandboxd_v1_layers_proto_depIdxs = []int32{
 	1,  // 4: sandboxd.v1.ListLayersResponse.layers:type_name -> sandboxd.v1.Layer
 	3,  // 5: sandboxd.v1.DiffResponse.layers:type_name -> sandboxd.v1.LayerDiff
 	3,  // 6: sandboxd.v1.CommitResponse.layers:type_name -> sandboxd.v1.LayerDiff
-	4,  // 7: sandboxd.v1.Layers.ListLayers:input_type -> sandboxd.v1.ListLayersRequest
-	6,  // 8: sandboxd.v1.Layers.Diff:input_type -> sandboxd.v1.DiffRequest
-	8,  // 9: sandboxd.v1.Layers.Commit:input_type -> sandboxd.v1.CommitRequest
-	10, // 10: sandboxd.v1.Layers.Discard:input_type -> sandboxd.v1.DiscardRequest
-	5,  // 11: sandboxd.v1.Layers.ListLayers:output_type -> sandboxd.v1.ListLayersResponse
-	7,  // 12: sandboxd.v1.Layers.Diff:output_type -> sandboxd.v1.DiffResponse
-	9,  // 13: sandboxd.v1.Layers.Commit:output_type -> sandboxd.v1.CommitResponse
-	11, // 14: sandboxd.v1.Layers.Discard:output_type -> sandboxd.v1.DiscardResponse
-	11, // [11:15] is the sub-list for method output_type
-	7,  // [7:11] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -800,7 +786,7 @@ func file_sandboxd_v1_layers_proto_init() {
 			NumEnums:      1,
 			NumMessages:   11,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   0,
 		},
 		GoTypes:           file_sandboxd_v1_layers_proto_goTypes,
 		DependencyIndexes: file_sandboxd_v1_layers_proto_depIdxs,

@@ -3169,14 +3169,7 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\n" +
 	"\x06KILLED\x10\x06\x12\v\n" +
 	"\aWAITING\x10\a\x12\x17\n" +
-	"\x13WAITING_FOR_NETWORK\x10\b2\x9d\x03\n" +
-	"\bSandboxd\x12H\n" +
-	"\aSession\x12\x1b.sandboxd.v1.SessionRequest\x1a\x1c.sandboxd.v1.SessionResponse(\x010\x01\x12;\n" +
-	"\x04List\x12\x18.sandboxd.v1.ListRequest\x1a\x19.sandboxd.v1.ListResponse\x12@\n" +
-	"\aInspect\x12\x1b.sandboxd.v1.InspectRequest\x1a\x18.sandboxd.v1.SessionInfo\x12;\n" +
-	"\x04Kill\x12\x18.sandboxd.v1.KillRequest\x1a\x19.sandboxd.v1.KillResponse\x12Q\n" +
-	"\fCapabilities\x12 .sandboxd.v1.CapabilitiesRequest\x1a\x1f.sandboxd.v1.CapabilitiesReport\x128\n" +
-	"\x05Watch\x12\x19.sandboxd.v1.WatchRequest\x1a\x12.sandboxd.v1.Event0\x01B9Z7github.com/sandboxd/sandboxd/api/sandboxd/v1;sandboxdv1b\x06proto3"
+	"\x13WAITING_FOR_NETWORK\x10\bB9Z7github.com/sandboxd/sandboxd/api/sandboxd/v1;sandboxdv1b\x06proto3"
 
 var (
 	file_sandboxd_v1_sandboxd_proto_rawDescOnce sync.Once
@@ -3279,20 +3272,8 @@ var file_sandboxd_v1_sandboxd_proto_depIdxs = []int32{
 	33, // 40: sandboxd.v1.CapabilitiesReport.mechanism_sets:type_name -> sandboxd.v1.MechanismSet
 	34, // 41: sandboxd.v1.CapabilitiesReport.features:type_name -> sandboxd.v1.FeatureSupport
 	36, // 42: sandboxd.v1.CapabilitiesReport.self_test:type_name -> sandboxd.v1.SelfTest
-	8,  // 43: sandboxd.v1.Sandboxd.Session:input_type -> sandboxd.v1.SessionRequest
-	25, // 44: sandboxd.v1.Sandboxd.List:input_type -> sandboxd.v1.ListRequest
-	27, // 45: sandboxd.v1.Sandboxd.Inspect:input_type -> sandboxd.v1.InspectRequest
-	28, // 46: sandboxd.v1.Sandboxd.Kill:input_type -> sandboxd.v1.KillRequest
-	30, // 47: sandboxd.v1.Sandboxd.Capabilities:input_type -> sandboxd.v1.CapabilitiesRequest
-	24, // 48: sandboxd.v1.Sandboxd.Watch:input_type -> sandboxd.v1.WatchRequest
-	12, // 49: sandboxd.v1.Sandboxd.Session:output_type -> sandboxd.v1.SessionResponse
-	26, // 50: sandboxd.v1.Sandboxd.List:output_type -> sandboxd.v1.ListResponse
-	17, // 51: sandboxd.v1.Sandboxd.Inspect:output_type -> sandboxd.v1.SessionInfo
-	29, // 52: sandboxd.v1.Sandboxd.Kill:output_type -> sandboxd.v1.KillResponse
-	37, // 53: sandboxd.v1.Sandboxd.Capabilities:output_type -> sandboxd.v1.CapabilitiesReport
-	23, // 54: sandboxd.v1.Sandboxd.Watch:output_type -> sandboxd.v1.Event
-	49, // [49:55] is the sub-list for method output_type
-	43, // [43:49] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for method output_type
+	43, // [43:43] is the sub-list for method input_type
 	43, // [43:43] is the sub-list for extension type_name
 	43, // [43:43] is the sub-list for extension extendee
 	0,  // [0:43] is the sub-list for field type_name
@@ -3328,7 +3309,7 @@ func file_sandboxd_v1_sandboxd_proto_init() {
 			NumEnums:      2,
 			NumMessages:   37,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   0,
 		},
 		GoTypes:           file_sandboxd_v1_sandboxd_proto_goTypes,
 		DependencyIndexes: file_sandboxd_v1_sandboxd_proto_depIdxs,

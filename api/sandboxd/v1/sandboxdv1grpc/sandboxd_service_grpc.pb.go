@@ -2,12 +2,13 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: sandboxd/v1/sandboxd.proto
+// source: sandboxd/v1/sandboxd_service.proto
 
-package sandboxdv1
+package sandboxdv1grpc
 
 import (
 	context "context"
+	v1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	grpc "google.golang.org/grpc"
 	codes "google.golang.org/grpc/codes"
 	status "google.golang.org/grpc/status"
@@ -43,20 +44,20 @@ type SandboxdClient interface {
 	// narrowed against that session's: what it leaves out is inherited, and
 	// what would widen it fails with PERMISSION_DENIED naming the field.
 	// There, List, Inspect, Attach and Kill see only the session's subtree.
-	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error)
-	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
-	Inspect(ctx context.Context, in *InspectRequest, opts ...grpc.CallOption) (*SessionInfo, error)
-	Kill(ctx context.Context, in *KillRequest, opts ...grpc.CallOption) (*KillResponse, error)
+	Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[v1.SessionRequest, v1.SessionResponse], error)
+	List(ctx context.Context, in *v1.ListRequest, opts ...grpc.CallOption) (*v1.ListResponse, error)
+	Inspect(ctx context.Context, in *v1.InspectRequest, opts ...grpc.CallOption) (*v1.SessionInfo, error)
+	Kill(ctx context.Context, in *v1.KillRequest, opts ...grpc.CallOption) (*v1.KillResponse, error)
 	// Capabilities says what this host lets the daemon enforce: what the
 	// host probe found, which mechanism sets work, per policy feature whether
 	// and by what it is enforced, and the result of the daemon's self-test.
-	Capabilities(ctx context.Context, in *CapabilitiesRequest, opts ...grpc.CallOption) (*CapabilitiesReport, error)
+	Capabilities(ctx context.Context, in *v1.CapabilitiesRequest, opts ...grpc.CallOption) (*v1.CapabilitiesReport, error)
 	// Watch streams session events as they happen: state transitions and
 	// denials, in the order the daemon recorded them. It first describes
 	// every matching live session (Event.snapshot), so a watcher needs no
 	// List to know where things stand. A watcher that falls too far behind
 	// is ended with RESOURCE_EXHAUSTED rather than silently skipped ahead.
-	Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error)
+	Watch(ctx context.Context, in *v1.WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[v1.Event], error)
 }
 
 type sandboxdClient struct {
@@ -67,22 +68,22 @@ func NewSandboxdClient(cc grpc.ClientConnInterface) SandboxdClient {
 	return &sandboxdClient{cc}
 }
 
-func (c *sandboxdClient) Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[SessionRequest, SessionResponse], error) {
+func (c *sandboxdClient) Session(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[v1.SessionRequest, v1.SessionResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Sandboxd_ServiceDesc.Streams[0], Sandboxd_Session_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[SessionRequest, SessionResponse]{ClientStream: stream}
+	x := &grpc.GenericClientStream[v1.SessionRequest, v1.SessionResponse]{ClientStream: stream}
 	return x, nil
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Sandboxd_SessionClient = grpc.BidiStreamingClient[SessionRequest, SessionResponse]
+type Sandboxd_SessionClient = grpc.BidiStreamingClient[v1.SessionRequest, v1.SessionResponse]
 
-func (c *sandboxdClient) List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error) {
+func (c *sandboxdClient) List(ctx context.Context, in *v1.ListRequest, opts ...grpc.CallOption) (*v1.ListResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ListResponse)
+	out := new(v1.ListResponse)
 	err := c.cc.Invoke(ctx, Sandboxd_List_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -90,9 +91,9 @@ func (c *sandboxdClient) List(ctx context.Context, in *ListRequest, opts ...grpc
 	return out, nil
 }
 
-func (c *sandboxdClient) Inspect(ctx context.Context, in *InspectRequest, opts ...grpc.CallOption) (*SessionInfo, error) {
+func (c *sandboxdClient) Inspect(ctx context.Context, in *v1.InspectRequest, opts ...grpc.CallOption) (*v1.SessionInfo, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(SessionInfo)
+	out := new(v1.SessionInfo)
 	err := c.cc.Invoke(ctx, Sandboxd_Inspect_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -100,9 +101,9 @@ func (c *sandboxdClient) Inspect(ctx context.Context, in *InspectRequest, opts .
 	return out, nil
 }
 
-func (c *sandboxdClient) Kill(ctx context.Context, in *KillRequest, opts ...grpc.CallOption) (*KillResponse, error) {
+func (c *sandboxdClient) Kill(ctx context.Context, in *v1.KillRequest, opts ...grpc.CallOption) (*v1.KillResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(KillResponse)
+	out := new(v1.KillResponse)
 	err := c.cc.Invoke(ctx, Sandboxd_Kill_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -110,9 +111,9 @@ func (c *sandboxdClient) Kill(ctx context.Context, in *KillRequest, opts ...grpc
 	return out, nil
 }
 
-func (c *sandboxdClient) Capabilities(ctx context.Context, in *CapabilitiesRequest, opts ...grpc.CallOption) (*CapabilitiesReport, error) {
+func (c *sandboxdClient) Capabilities(ctx context.Context, in *v1.CapabilitiesRequest, opts ...grpc.CallOption) (*v1.CapabilitiesReport, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(CapabilitiesReport)
+	out := new(v1.CapabilitiesReport)
 	err := c.cc.Invoke(ctx, Sandboxd_Capabilities_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -120,13 +121,13 @@ func (c *sandboxdClient) Capabilities(ctx context.Context, in *CapabilitiesReque
 	return out, nil
 }
 
-func (c *sandboxdClient) Watch(ctx context.Context, in *WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error) {
+func (c *sandboxdClient) Watch(ctx context.Context, in *v1.WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[v1.Event], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Sandboxd_ServiceDesc.Streams[1], Sandboxd_Watch_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[WatchRequest, Event]{ClientStream: stream}
+	x := &grpc.GenericClientStream[v1.WatchRequest, v1.Event]{ClientStream: stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -137,7 +138,7 @@ func (c *sandboxdClient) Watch(ctx context.Context, in *WatchRequest, opts ...gr
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Sandboxd_WatchClient = grpc.ServerStreamingClient[Event]
+type Sandboxd_WatchClient = grpc.ServerStreamingClient[v1.Event]
 
 // SandboxdServer is the server API for Sandboxd service.
 // All implementations must embed UnimplementedSandboxdServer
@@ -155,20 +156,20 @@ type SandboxdServer interface {
 	// narrowed against that session's: what it leaves out is inherited, and
 	// what would widen it fails with PERMISSION_DENIED naming the field.
 	// There, List, Inspect, Attach and Kill see only the session's subtree.
-	Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error
-	List(context.Context, *ListRequest) (*ListResponse, error)
-	Inspect(context.Context, *InspectRequest) (*SessionInfo, error)
-	Kill(context.Context, *KillRequest) (*KillResponse, error)
+	Session(grpc.BidiStreamingServer[v1.SessionRequest, v1.SessionResponse]) error
+	List(context.Context, *v1.ListRequest) (*v1.ListResponse, error)
+	Inspect(context.Context, *v1.InspectRequest) (*v1.SessionInfo, error)
+	Kill(context.Context, *v1.KillRequest) (*v1.KillResponse, error)
 	// Capabilities says what this host lets the daemon enforce: what the
 	// host probe found, which mechanism sets work, per policy feature whether
 	// and by what it is enforced, and the result of the daemon's self-test.
-	Capabilities(context.Context, *CapabilitiesRequest) (*CapabilitiesReport, error)
+	Capabilities(context.Context, *v1.CapabilitiesRequest) (*v1.CapabilitiesReport, error)
 	// Watch streams session events as they happen: state transitions and
 	// denials, in the order the daemon recorded them. It first describes
 	// every matching live session (Event.snapshot), so a watcher needs no
 	// List to know where things stand. A watcher that falls too far behind
 	// is ended with RESOURCE_EXHAUSTED rather than silently skipped ahead.
-	Watch(*WatchRequest, grpc.ServerStreamingServer[Event]) error
+	Watch(*v1.WatchRequest, grpc.ServerStreamingServer[v1.Event]) error
 	mustEmbedUnimplementedSandboxdServer()
 }
 
@@ -179,22 +180,22 @@ type SandboxdServer interface {
 // pointer dereference when methods are called.
 type UnimplementedSandboxdServer struct{}
 
-func (UnimplementedSandboxdServer) Session(grpc.BidiStreamingServer[SessionRequest, SessionResponse]) error {
+func (UnimplementedSandboxdServer) Session(grpc.BidiStreamingServer[v1.SessionRequest, v1.SessionResponse]) error {
 	return status.Error(codes.Unimplemented, "method Session not implemented")
 }
-func (UnimplementedSandboxdServer) List(context.Context, *ListRequest) (*ListResponse, error) {
+func (UnimplementedSandboxdServer) List(context.Context, *v1.ListRequest) (*v1.ListResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method List not implemented")
 }
-func (UnimplementedSandboxdServer) Inspect(context.Context, *InspectRequest) (*SessionInfo, error) {
+func (UnimplementedSandboxdServer) Inspect(context.Context, *v1.InspectRequest) (*v1.SessionInfo, error) {
 	return nil, status.Error(codes.Unimplemented, "method Inspect not implemented")
 }
-func (UnimplementedSandboxdServer) Kill(context.Context, *KillRequest) (*KillResponse, error) {
+func (UnimplementedSandboxdServer) Kill(context.Context, *v1.KillRequest) (*v1.KillResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Kill not implemented")
 }
-func (UnimplementedSandboxdServer) Capabilities(context.Context, *CapabilitiesRequest) (*CapabilitiesReport, error) {
+func (UnimplementedSandboxdServer) Capabilities(context.Context, *v1.CapabilitiesRequest) (*v1.CapabilitiesReport, error) {
 	return nil, status.Error(codes.Unimplemented, "method Capabilities not implemented")
 }
-func (UnimplementedSandboxdServer) Watch(*WatchRequest, grpc.ServerStreamingServer[Event]) error {
+func (UnimplementedSandboxdServer) Watch(*v1.WatchRequest, grpc.ServerStreamingServer[v1.Event]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
 }
 func (UnimplementedSandboxdServer) mustEmbedUnimplementedSandboxdServer() {}
@@ -219,14 +220,14 @@ func RegisterSandboxdServer(s grpc.ServiceRegistrar, srv SandboxdServer) {
 }
 
 func _Sandboxd_Session_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(SandboxdServer).Session(&grpc.GenericServerStream[SessionRequest, SessionResponse]{ServerStream: stream})
+	return srv.(SandboxdServer).Session(&grpc.GenericServerStream[v1.SessionRequest, v1.SessionResponse]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Sandboxd_SessionServer = grpc.BidiStreamingServer[SessionRequest, SessionResponse]
+type Sandboxd_SessionServer = grpc.BidiStreamingServer[v1.SessionRequest, v1.SessionResponse]
 
 func _Sandboxd_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ListRequest)
+	in := new(v1.ListRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -238,13 +239,13 @@ func _Sandboxd_List_Handler(srv interface{}, ctx context.Context, dec func(inter
 		FullMethod: Sandboxd_List_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(SandboxdServer).List(ctx, req.(*ListRequest))
+		return srv.(SandboxdServer).List(ctx, req.(*v1.ListRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _Sandboxd_Inspect_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(InspectRequest)
+	in := new(v1.InspectRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -256,13 +257,13 @@ func _Sandboxd_Inspect_Handler(srv interface{}, ctx context.Context, dec func(in
 		FullMethod: Sandboxd_Inspect_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(SandboxdServer).Inspect(ctx, req.(*InspectRequest))
+		return srv.(SandboxdServer).Inspect(ctx, req.(*v1.InspectRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _Sandboxd_Kill_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(KillRequest)
+	in := new(v1.KillRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -274,13 +275,13 @@ func _Sandboxd_Kill_Handler(srv interface{}, ctx context.Context, dec func(inter
 		FullMethod: Sandboxd_Kill_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(SandboxdServer).Kill(ctx, req.(*KillRequest))
+		return srv.(SandboxdServer).Kill(ctx, req.(*v1.KillRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _Sandboxd_Capabilities_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(CapabilitiesRequest)
+	in := new(v1.CapabilitiesRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -292,21 +293,21 @@ func _Sandboxd_Capabilities_Handler(srv interface{}, ctx context.Context, dec fu
 		FullMethod: Sandboxd_Capabilities_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(SandboxdServer).Capabilities(ctx, req.(*CapabilitiesRequest))
+		return srv.(SandboxdServer).Capabilities(ctx, req.(*v1.CapabilitiesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _Sandboxd_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(WatchRequest)
+	m := new(v1.WatchRequest)
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(SandboxdServer).Watch(m, &grpc.GenericServerStream[WatchRequest, Event]{ServerStream: stream})
+	return srv.(SandboxdServer).Watch(m, &grpc.GenericServerStream[v1.WatchRequest, v1.Event]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Sandboxd_WatchServer = grpc.ServerStreamingServer[Event]
+type Sandboxd_WatchServer = grpc.ServerStreamingServer[v1.Event]
 
 // Sandboxd_ServiceDesc is the grpc.ServiceDesc for Sandboxd service.
 // It's only intended for direct use with grpc.RegisterService,
@@ -345,5 +346,5 @@ var Sandboxd_ServiceDesc = grpc.ServiceDesc{
 			ServerStreams: true,
 		},
 	},
-	Metadata: "sandboxd/v1/sandboxd.proto",
+	Metadata: "sandboxd/v1/sandboxd_service.proto",
 }

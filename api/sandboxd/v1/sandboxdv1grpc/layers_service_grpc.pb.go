@@ -2,12 +2,13 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: sandboxd/v1/layers.proto
+// source: sandboxd/v1/layers_service.proto
 
-package sandboxdv1
+package sandboxdv1grpc
 
 import (
 	context "context"
+	v1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	grpc "google.golang.org/grpc"
 	codes "google.golang.org/grpc/codes"
 	status "google.golang.org/grpc/status"
@@ -36,14 +37,14 @@ const (
 // owner (and root, and the operators group) may act on it; a running
 // session's layer can be read but not committed or discarded.
 type LayersClient interface {
-	ListLayers(ctx context.Context, in *ListLayersRequest, opts ...grpc.CallOption) (*ListLayersResponse, error)
-	Diff(ctx context.Context, in *DiffRequest, opts ...grpc.CallOption) (*DiffResponse, error)
+	ListLayers(ctx context.Context, in *v1.ListLayersRequest, opts ...grpc.CallOption) (*v1.ListLayersResponse, error)
+	Diff(ctx context.Context, in *v1.DiffRequest, opts ...grpc.CallOption) (*v1.DiffResponse, error)
 	// Commit applies a session's layers to their paths, one file at a time
 	// atomically (a new file renamed over the old), and removes the layers.
 	// A file the layer changes that changed on the host since the layer was
 	// made fails it with FAILED_PRECONDITION naming the files, unless force.
-	Commit(ctx context.Context, in *CommitRequest, opts ...grpc.CallOption) (*CommitResponse, error)
-	Discard(ctx context.Context, in *DiscardRequest, opts ...grpc.CallOption) (*DiscardResponse, error)
+	Commit(ctx context.Context, in *v1.CommitRequest, opts ...grpc.CallOption) (*v1.CommitResponse, error)
+	Discard(ctx context.Context, in *v1.DiscardRequest, opts ...grpc.CallOption) (*v1.DiscardResponse, error)
 }
 
 type layersClient struct {
@@ -54,9 +55,9 @@ func NewLayersClient(cc grpc.ClientConnInterface) LayersClient {
 	return &layersClient{cc}
 }
 
-func (c *layersClient) ListLayers(ctx context.Context, in *ListLayersRequest, opts ...grpc.CallOption) (*ListLayersResponse, error) {
+func (c *layersClient) ListLayers(ctx context.Context, in *v1.ListLayersRequest, opts ...grpc.CallOption) (*v1.ListLayersResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ListLayersResponse)
+	out := new(v1.ListLayersResponse)
 	err := c.cc.Invoke(ctx, Layers_ListLayers_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -64,9 +65,9 @@ func (c *layersClient) ListLayers(ctx context.Context, in *ListLayersRequest, op
 	return out, nil
 }
 
-func (c *layersClient) Diff(ctx context.Context, in *DiffRequest, opts ...grpc.CallOption) (*DiffResponse, error) {
+func (c *layersClient) Diff(ctx context.Context, in *v1.DiffRequest, opts ...grpc.CallOption) (*v1.DiffResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(DiffResponse)
+	out := new(v1.DiffResponse)
 	err := c.cc.Invoke(ctx, Layers_Diff_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -74,9 +75,9 @@ func (c *layersClient) Diff(ctx context.Context, in *DiffRequest, opts ...grpc.C
 	return out, nil
 }
 
-func (c *layersClient) Commit(ctx context.Context, in *CommitRequest, opts ...grpc.CallOption) (*CommitResponse, error) {
+func (c *layersClient) Commit(ctx context.Context, in *v1.CommitRequest, opts ...grpc.CallOption) (*v1.CommitResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(CommitResponse)
+	out := new(v1.CommitResponse)
 	err := c.cc.Invoke(ctx, Layers_Commit_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -84,9 +85,9 @@ func (c *layersClient) Commit(ctx context.Context, in *CommitRequest, opts ...gr
 	return out, nil
 }
 
-func (c *layersClient) Discard(ctx context.Context, in *DiscardRequest, opts ...grpc.CallOption) (*DiscardResponse, error) {
+func (c *layersClient) Discard(ctx context.Context, in *v1.DiscardRequest, opts ...grpc.CallOption) (*v1.DiscardResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(DiscardResponse)
+	out := new(v1.DiscardResponse)
 	err := c.cc.Invoke(ctx, Layers_Discard_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
@@ -105,14 +106,14 @@ func (c *layersClient) Discard(ctx context.Context, in *DiscardRequest, opts ...
 // owner (and root, and the operators group) may act on it; a running
 // session's layer can be read but not committed or discarded.
 type LayersServer interface {
-	ListLayers(context.Context, *ListLayersRequest) (*ListLayersResponse, error)
-	Diff(context.Context, *DiffRequest) (*DiffResponse, error)
+	ListLayers(context.Context, *v1.ListLayersRequest) (*v1.ListLayersResponse, error)
+	Diff(context.Context, *v1.DiffRequest) (*v1.DiffResponse, error)
 	// Commit applies a session's layers to their paths, one file at a time
 	// atomically (a new file renamed over the old), and removes the layers.
 	// A file the layer changes that changed on the host since the layer was
 	// made fails it with FAILED_PRECONDITION naming the files, unless force.
-	Commit(context.Context, *CommitRequest) (*CommitResponse, error)
-	Discard(context.Context, *DiscardRequest) (*DiscardResponse, error)
+	Commit(context.Context, *v1.CommitRequest) (*v1.CommitResponse, error)
+	Discard(context.Context, *v1.DiscardRequest) (*v1.DiscardResponse, error)
 	mustEmbedUnimplementedLayersServer()
 }
 
@@ -123,16 +124,16 @@ type LayersServer interface {
 // pointer dereference when methods are called.
 type UnimplementedLayersServer struct{}
 
-func (UnimplementedLayersServer) ListLayers(context.Context, *ListLayersRequest) (*ListLayersResponse, error) {
+func (UnimplementedLayersServer) ListLayers(context.Context, *v1.ListLayersRequest) (*v1.ListLayersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListLayers not implemented")
 }
-func (UnimplementedLayersServer) Diff(context.Context, *DiffRequest) (*DiffResponse, error) {
+func (UnimplementedLayersServer) Diff(context.Context, *v1.DiffRequest) (*v1.DiffResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Diff not implemented")
 }
-func (UnimplementedLayersServer) Commit(context.Context, *CommitRequest) (*CommitResponse, error) {
+func (UnimplementedLayersServer) Commit(context.Context, *v1.CommitRequest) (*v1.CommitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Commit not implemented")
 }
-func (UnimplementedLayersServer) Discard(context.Context, *DiscardRequest) (*DiscardResponse, error) {
+func (UnimplementedLayersServer) Discard(context.Context, *v1.DiscardRequest) (*v1.DiscardResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Discard not implemented")
 }
 func (UnimplementedLayersServer) mustEmbedUnimplementedLayersServer() {}
@@ -157,7 +158,7 @@ func RegisterLayersServer(s grpc.ServiceRegistrar, srv LayersServer) {
 }
 
 func _Layers_ListLayers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ListLayersRequest)
+	in := new(v1.ListLayersRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -169,13 +170,13 @@ func _Layers_ListLayers_Handler(srv interface{}, ctx context.Context, dec func(i
 		FullMethod: Layers_ListLayers_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(LayersServer).ListLayers(ctx, req.(*ListLayersRequest))
+		return srv.(LayersServer).ListLayers(ctx, req.(*v1.ListLayersRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _Layers_Diff_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(DiffRequest)
+	in := new(v1.DiffRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -187,13 +188,13 @@ func _Layers_Diff_Handler(srv interface{}, ctx context.Context, dec func(interfa
 		FullMethod: Layers_Diff_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(LayersServer).Diff(ctx, req.(*DiffRequest))
+		return srv.(LayersServer).Diff(ctx, req.(*v1.DiffRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _Layers_Commit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(CommitRequest)
+	in := new(v1.CommitRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -205,13 +206,13 @@ func _Layers_Commit_Handler(srv interface{}, ctx context.Context, dec func(inter
 		FullMethod: Layers_Commit_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(LayersServer).Commit(ctx, req.(*CommitRequest))
+		return srv.(LayersServer).Commit(ctx, req.(*v1.CommitRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
 func _Layers_Discard_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(DiscardRequest)
+	in := new(v1.DiscardRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
@@ -223,7 +224,7 @@ func _Layers_Discard_Handler(srv interface{}, ctx context.Context, dec func(inte
 		FullMethod: Layers_Discard_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(LayersServer).Discard(ctx, req.(*DiscardRequest))
+		return srv.(LayersServer).Discard(ctx, req.(*v1.DiscardRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -253,5 +254,5 @@ var Layers_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "sandboxd/v1/layers.proto",
+	Metadata: "sandboxd/v1/layers_service.proto",
 }
