@@ -11,17 +11,15 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"os"
-	"sync/atomic"
+	"sync"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
-	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
+	"github.com/sandboxd/sandboxd/internal/grpcconn"
 	"github.com/sandboxd/sandboxd/internal/socketpath"
 )
 
@@ -44,12 +42,30 @@ var ErrDaemonGone = errors.New("sandboxd went away")
 // Client is a connection to one sandboxd.
 type Client struct {
 	socket string
-	conn   *grpc.ClientConn
-	rpc    sandboxdv1grpc.SandboxdClient
-	// probed is the connection Dial made, until gRPC takes it (or Close
-	// closes it).
-	probed atomic.Pointer[net.Conn]
+	mu     sync.Mutex
+	conn   *grpcconn.Conn
+	closed bool
 }
+
+// The methods this client calls: sandboxd.v1's, as in its services.
+const (
+	methodSession      = "/sandboxd.v1.Sandboxd/Session"
+	methodList         = "/sandboxd.v1.Sandboxd/List"
+	methodInspect      = "/sandboxd.v1.Sandboxd/Inspect"
+	methodKill         = "/sandboxd.v1.Sandboxd/Kill"
+	methodCapabilities = "/sandboxd.v1.Sandboxd/Capabilities"
+	methodWatch        = "/sandboxd.v1.Sandboxd/Watch"
+	methodListLayers   = "/sandboxd.v1.Layers/ListLayers"
+	methodDiff         = "/sandboxd.v1.Layers/Diff"
+	methodCommit       = "/sandboxd.v1.Layers/Commit"
+	methodDiscard      = "/sandboxd.v1.Layers/Discard"
+)
+
+// connOptions: a List of thousands of live sessions is several MiB, and
+// the peer is the local daemon, not a stranger to be wary of. The window
+// is fixed and large: over a local socket a window that covers a burst of
+// output is simply faster than one grown by measuring.
+var connOptions = grpcconn.Options{Window: streamWindow, MaxRecvMsgSize: maxReply, Authority: "sandboxd"}
 
 // Dial connects to the daemon listening on socketPath ("" means
 // socketpath.Default()) within ctx (DialTimeout when it has no deadline).
@@ -69,12 +85,10 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	}
 	begin := time.Now()
 	var b backoff
-	var first net.Conn
 	for {
-		var err error
-		first, err = probe(ctx, socketPath)
+		conn, err := probe(ctx, socketPath)
 		if err == nil {
-			break
+			return &Client{socket: socketPath, conn: conn}, nil
 		}
 		if !errors.Is(err, errClosedEarly) || !b.wait(ctx, nil) {
 			if errors.Is(err, errClosedEarly) {
@@ -83,57 +97,22 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 			return nil, err
 		}
 	}
-
-	// The probed connection is gRPC's first, so a client connects once;
-	// a reconnection dials afresh.
-	c := &Client{socket: socketPath}
-	c.probed.Store(&first)
-	// The passthrough target with our own dialer keeps the socket path out
-	// of grpc's URI parsing, which mangles paths with spaces or '%'.
-	conn, err := grpc.NewClient("passthrough:///sandboxd",
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			if pc := c.probed.Swap(nil); pc != nil {
-				return *pc, nil
-			}
-			return dialSocket(ctx, socketPath)
-		}),
-		// A List of thousands of live sessions is several MiB; the peer is
-		// the local daemon, not a stranger to be wary of.
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReply)),
-		// The daemon's send window is what this side advertises. gRPC's
-		// default (64 KiB, grown by ping-measured bandwidth-delay) holds a
-		// session's output to a few messages in flight and adds a ping
-		// round trip per burst; over a local socket a fixed window that
-		// covers a burst is simply faster.
-		grpc.WithInitialWindowSize(streamWindow),
-		grpc.WithInitialConnWindowSize(streamWindow),
-	)
-	if err != nil {
-		first.Close()
-		return nil, fmt.Errorf("sandboxd client for %s: %w", socketPath, err)
-	}
-	c.conn, c.rpc = conn, sandboxdv1grpc.NewSandboxdClient(conn)
-	// gRPC sets its transport up on the probed connection meanwhile,
-	// rather than when the caller's first call is already waiting.
-	conn.Connect()
-	return c, nil
 }
 
 // errClosedEarly: the listener accepted and closed the connection without
 // a word, which sandboxd does to a caller at its quota of connections.
 var errClosedEarly = errors.New("connection closed before the server spoke")
 
-// probe connects once and waits, within HandshakeTimeout, for the
-// listener's first HTTP/2 frame. grpc would report a missing socket, a
-// listener speaking something else and one that is merely slow all as
-// "unavailable"; this tells them apart. The connection it returns reads
-// that frame header again first, for gRPC to take over.
-func probe(ctx context.Context, socketPath string) (net.Conn, error) {
+// probe connects once and starts HTTP/2 on the connection, then waits,
+// within HandshakeTimeout, for the listener's first frame. A missing
+// socket, a listener speaking something else and one that is merely slow
+// are told apart here. The client's own preface has gone out meanwhile,
+// so the first call follows with nothing left to wait for.
+func probe(ctx context.Context, socketPath string) (*grpcconn.Conn, error) {
 	pctx, cancel := context.WithTimeout(ctx, HandshakeTimeout)
 	defer cancel()
 	begin := time.Now()
-	conn, err := dialSocket(pctx, socketPath)
+	nc, err := dialSocket(pctx, socketPath)
 	if err != nil {
 		// The path is already in our message; keep only the reason.
 		var oe *net.OpError
@@ -149,50 +128,65 @@ func probe(ctx context.Context, socketPath string) (net.Conn, error) {
 		}
 		return nil, fmt.Errorf("cannot connect to sandboxd on %s: %w", socketPath, err)
 	}
-	if d, ok := pctx.Deadline(); ok {
-		_ = conn.SetReadDeadline(d)
-	}
-	// An HTTP/2 frame header: 3 bytes of length, then the type; a server
-	// starts with SETTINGS (type 4).
-	var hdr [9]byte
-	n, err := io.ReadFull(conn, hdr[:])
-	if n == len(hdr) && hdr[3] == 4 {
-		if err := conn.SetReadDeadline(time.Time{}); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("connection to sandboxd on %s: %w", socketPath, err)
-		}
-		return &replayConn{Conn: conn, pending: hdr[:]}, nil
-	}
-	conn.Close()
-	switch {
-	case n > 0:
-		return nil, fmt.Errorf("%s does not speak sandboxd's protocol: it answered %q", socketPath, hdr[:n])
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	conn := grpcconn.Start(nc, connOptions)
+	select {
+	case <-conn.FirstFrame():
+	case <-pctx.Done():
+		conn.Close()
 		return nil, fmt.Errorf("%s did not answer as sandboxd within %v (is something else listening there?)", socketPath, time.Since(begin).Round(100*time.Millisecond))
+	}
+	var nh *grpcconn.NotHTTP2Error
+	switch err := conn.FirstErr(); {
+	case err == nil:
+		return conn, nil
+	case errors.As(err, &nh):
+		conn.Close()
+		return nil, fmt.Errorf("%s does not speak sandboxd's protocol: it answered %q", socketPath, nh.Answer)
 	default:
+		conn.Close()
 		return nil, errClosedEarly
 	}
 }
 
-// replayConn is a connection whose first bytes, already read, are read
-// again.
-type replayConn struct {
-	net.Conn
-	pending []byte
+// connection is the connection for a new call: Dial's, or a new one once
+// that one broke or the daemon closed it.
+func (c *Client) connection(ctx context.Context) (*grpcconn.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, status.Error(codes.Canceled, "grpc: the client connection is closing")
+	}
+	if c.conn.Usable() {
+		return c.conn, nil
+	}
+	nc, err := dialSocket(ctx, c.socket)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "connection error: %v", err)
+	}
+	c.conn = grpcconn.Start(nc, connOptions)
+	return c.conn, nil
 }
 
-func (c *replayConn) Read(p []byte) (int, error) {
-	if len(c.pending) > 0 {
-		n := copy(p, c.pending)
-		c.pending = c.pending[n:]
-		return n, nil
+// invoke makes one unary call.
+func (c *Client) invoke(ctx context.Context, method string, req, resp proto.Message) error {
+	conn, err := c.connection(ctx)
+	if err != nil {
+		return err
 	}
-	return c.Conn.Read(p)
+	return conn.Invoke(ctx, method, req, resp)
+}
+
+// stream begins one streaming call.
+func (c *Client) stream(ctx context.Context, method string) (*grpcconn.Stream, error) {
+	conn, err := c.connection(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return conn.NewStream(ctx, method)
 }
 
 // streamWindow is the flow-control window this client advertises per
-// stream and per connection: a fixed size turns off gRPC's bandwidth
-// probing, whose pings cost a round trip on every burst of output.
+// stream and per connection.
 const streamWindow = 1 << 20
 
 // maxReply bounds one reply: about 10 KiB per session for List.
@@ -212,7 +206,7 @@ func (c *Client) notSandboxd(ctx context.Context, err error) error {
 	if status.Code(err) != codes.Unimplemented {
 		return nil
 	}
-	_, cerr := c.rpc.Inspect(ctx, &sandboxdv1.InspectRequest{Id: checkID})
+	cerr := c.invoke(ctx, methodInspect, &sandboxdv1.InspectRequest{Id: checkID}, &sandboxdv1.SessionInfo{})
 	st := status.Convert(cerr)
 	if st.Code() != codes.Unimplemented {
 		return nil
@@ -225,16 +219,16 @@ func (c *Client) Socket() string { return c.socket }
 
 // Close closes the connection. Sessions still running on it are cancelled.
 func (c *Client) Close() error {
-	if pc := c.probed.Swap(nil); pc != nil {
-		(*pc).Close()
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
 	return c.conn.Close()
 }
 
 // List returns the sessions the daemon shows this caller.
 func (c *Client) List(ctx context.Context) ([]*sandboxdv1.SessionInfo, error) {
-	resp, err := c.rpc.List(ctx, &sandboxdv1.ListRequest{})
-	if err != nil {
+	resp := &sandboxdv1.ListResponse{}
+	if err := c.invoke(ctx, methodList, &sandboxdv1.ListRequest{}, resp); err != nil {
 		return nil, c.wrap(ctx, "list sessions", err)
 	}
 	return resp.GetSessions(), nil
@@ -242,8 +236,8 @@ func (c *Client) List(ctx context.Context) ([]*sandboxdv1.SessionInfo, error) {
 
 // Inspect returns one session, including its policy and enforcement report.
 func (c *Client) Inspect(ctx context.Context, id string) (*sandboxdv1.SessionInfo, error) {
-	info, err := c.rpc.Inspect(ctx, &sandboxdv1.InspectRequest{Id: id})
-	if err != nil {
+	info := &sandboxdv1.SessionInfo{}
+	if err := c.invoke(ctx, methodInspect, &sandboxdv1.InspectRequest{Id: id}, info); err != nil {
 		return nil, c.wrap(ctx, "inspect "+id, err)
 	}
 	return info, nil
@@ -253,8 +247,8 @@ func (c *Client) Inspect(ctx context.Context, id string) (*sandboxdv1.SessionInf
 // daemon's virtual terminal follows its output; nil for a session without
 // a terminal. It attaches nothing: the session is not disturbed.
 func (c *Client) Screen(ctx context.Context, id string) (*sandboxdv1.Screen, error) {
-	info, err := c.rpc.Inspect(ctx, &sandboxdv1.InspectRequest{Id: id, Screen: true})
-	if err != nil {
+	info := &sandboxdv1.SessionInfo{}
+	if err := c.invoke(ctx, methodInspect, &sandboxdv1.InspectRequest{Id: id, Screen: true}, info); err != nil {
 		return nil, c.wrap(ctx, "screen "+id, err)
 	}
 	return info.GetScreen(), nil
@@ -263,7 +257,7 @@ func (c *Client) Screen(ctx context.Context, id string) (*sandboxdv1.Screen, err
 // Kill sends signal (a Linux signal number) to the session's process; 0
 // kills the whole sandbox with SIGKILL.
 func (c *Client) Kill(ctx context.Context, id string, signal int32) error {
-	if _, err := c.rpc.Kill(ctx, &sandboxdv1.KillRequest{Id: id, Signal: signal}); err != nil {
+	if err := c.invoke(ctx, methodKill, &sandboxdv1.KillRequest{Id: id, Signal: signal}, &sandboxdv1.KillResponse{}); err != nil {
 		return c.wrap(ctx, "kill "+id, err)
 	}
 	return nil
@@ -272,8 +266,8 @@ func (c *Client) Kill(ctx context.Context, id string, signal int32) error {
 // Capabilities returns what the daemon's backend can enforce on its host,
 // per policy feature, and the daemon's latest self-test.
 func (c *Client) Capabilities(ctx context.Context) (*sandboxdv1.CapabilitiesReport, error) {
-	r, err := c.rpc.Capabilities(ctx, &sandboxdv1.CapabilitiesRequest{})
-	if err != nil {
+	r := &sandboxdv1.CapabilitiesReport{}
+	if err := c.invoke(ctx, methodCapabilities, &sandboxdv1.CapabilitiesRequest{}, r); err != nil {
 		return nil, c.wrap(ctx, "capabilities", err)
 	}
 	return r, nil
@@ -314,13 +308,19 @@ func (c *Client) wrap(ctx context.Context, op string, err error) error {
 // It calls fn for each, in the daemon's order, until ctx ends (nil), fn
 // returns an error (that error), or the daemon ends the stream.
 func (c *Client) Watch(ctx context.Context, req *sandboxdv1.WatchRequest, fn func(*sandboxdv1.Event) error) error {
-	stream, err := c.rpc.Watch(ctx, req)
+	stream, err := c.stream(ctx, methodWatch)
 	if err != nil {
 		return c.wrap(ctx, "watch", err)
 	}
+	// fn may end the watch: the daemon stops sending then too.
+	defer stream.Cancel()
+	// An io.EOF means the stream is already over; Recv says why.
+	if err := stream.SendLast(req); err != nil && !errors.Is(err, io.EOF) {
+		return c.wrap(ctx, "watch", err)
+	}
 	for {
-		ev, err := stream.Recv()
-		if err != nil {
+		ev := &sandboxdv1.Event{}
+		if err := stream.Recv(ev); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

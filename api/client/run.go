@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/grpcconn"
 )
 
 // WindowSize is a terminal size in character cells.
@@ -201,7 +202,7 @@ func (c *Client) sessionOnce(ctx context.Context, sc sessionCall) (_ *Result, an
 	// part (and the session, unless it is detached or attached to).
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.rpc.Session(sctx)
+	stream, err := c.stream(sctx, methodSession)
 	if err != nil {
 		return nil, false, c.streamError(ctx, sc, "", err)
 	}
@@ -216,8 +217,8 @@ func (c *Client) sessionOnce(ctx context.Context, sc sessionCall) (_ *Result, an
 	res := &Result{}
 	started := false
 	for {
-		resp, err := stream.Recv()
-		if err != nil {
+		resp := &sandboxdv1.SessionResponse{}
+		if err := stream.Recv(resp); err != nil {
 			select {
 			case <-detached:
 				res.Detached = true
@@ -303,13 +304,11 @@ func (c *Client) streamError(ctx context.Context, sc sessionCall, id string, err
 	return newRPCError(fmt.Sprintf("%s: %s", op, st.Message()), st, nil)
 }
 
-// sender serializes sends: a grpc stream allows one sender at a time, and
-// stdin, resizes and signals come from different goroutines.
+// sender serializes sends: a stream takes one message at a time, and
+// stdin and resizes come from different goroutines.
 type sender struct {
 	mu     sync.Mutex
-	stream interface {
-		Send(*sandboxdv1.SessionRequest) error
-	}
+	stream *grpcconn.Stream
 }
 
 func (s *sender) send(req *sandboxdv1.SessionRequest) error {
@@ -325,9 +324,7 @@ func (s *sender) forwardStdin(ctx context.Context, r io.Reader) (detach bool) {
 	for ctx.Err() == nil {
 		n, err := r.Read(buf)
 		if n > 0 {
-			// grpc may read a sent message lazily, so each gets its own copy.
-			data := append([]byte(nil), buf[:n]...)
-			if s.send(&sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Stdin{Stdin: &sandboxdv1.Stdin{Data: data}}}) != nil {
+			if s.send(&sandboxdv1.SessionRequest{Msg: &sandboxdv1.SessionRequest_Stdin{Stdin: &sandboxdv1.Stdin{Data: buf[:n]}}}) != nil {
 				return false
 			}
 		}
@@ -379,7 +376,7 @@ func (c *Client) forwardSignals(ctx context.Context, id string, signals <-chan i
 				// signal 0 only probes, so there is nothing to send.
 				continue
 			}
-			if _, err := c.rpc.Kill(ctx, &sandboxdv1.KillRequest{Id: id, Signal: sig}); err != nil && ctx.Err() != nil {
+			if err := c.invoke(ctx, methodKill, &sandboxdv1.KillRequest{Id: id, Signal: sig}, &sandboxdv1.KillResponse{}); err != nil && ctx.Err() != nil {
 				return
 			}
 		}
