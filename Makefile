@@ -55,10 +55,8 @@ build: c-compiler
 	@echo "make: building bin/sandboxd, bin/sandboxd-init and bin/sandboxctl"
 	$(GO) build -o bin/sandboxd ./cmd/sandboxd
 	$(MAKE) --no-print-directory init-binary INIT_OUT=bin/sandboxd-init
-	# Static: a run pays for the dynamic loader on every launch. grpcnotrace:
-	# gRPC's debug page of RPC traces (golang.org/x/net/trace, html/template)
-	# is never served by a client, and each run paid for initialising it.
-	CGO_ENABLED=0 $(GO) build -tags=$(GO_TAGS),grpcnotrace -o bin/sandboxctl ./cmd/sandboxctl
+	# Static: a run pays for the dynamic loader on every launch.
+	CGO_ENABLED=0 $(GO) build -tags=$(GO_TAGS) -o bin/sandboxctl ./cmd/sandboxctl
 
 # The sandbox init is C: a fresh machine gets the compiler and the static C
 # library it needs here, so that make run is all the setup there is.

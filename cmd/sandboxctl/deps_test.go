@@ -1,18 +1,21 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestLinksOnlyWhatAClientNeeds: every package a Go program links is
-// initialised at every start, whether the command uses it or not, so
-// sandboxctl as make builds it must not link the daemon's side (its
-// terminal emulator among it), nor golang.org/x/net/trace and html/template, which gRPC links for a debug
-// page of its own unless built with the grpcnotrace tag.
+// initialised at every start, whether the command uses it or not, and a
+// bigger binary starts slower, so sandboxctl as make builds it must not
+// link the daemon's side (its terminal emulator among it), nor grpc-go
+// beyond its codes and status (api/client speaks the protocol itself), nor
+// net/http and golang.org/x/net/http2, which grpc-go would bring.
 func TestLinksOnlyWhatAClientNeeds(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -45,8 +48,16 @@ func TestLinksOnlyWhatAClientNeeds(t *testing.T) {
 	for _, p := range strings.Fields(string(out)) {
 		deps[p] = true
 	}
+	for _, dep := range slices.Sorted(maps.Keys(deps)) {
+		if strings.HasPrefix(dep, "google.golang.org/grpc/") && !grpcAllowed(dep) || dep == "google.golang.org/grpc" {
+			t.Errorf("sandboxctl built with -tags=%s links %s", tags, dep)
+		}
+	}
 	for _, heavy := range []string{
 		"golang.org/x/net/trace",
+		"golang.org/x/net/http2",
+		"net/http",
+		"crypto/tls",
 		"html/template",
 		"github.com/sandboxd/sandboxd/daemon",
 		"github.com/sandboxd/sandboxd/layers",
@@ -59,4 +70,19 @@ func TestLinksOnlyWhatAClientNeeds(t *testing.T) {
 			t.Errorf("sandboxctl built with -tags=%s links %s", tags, heavy)
 		}
 	}
+}
+
+// grpcAllowed says whether sandboxctl may link the grpc-go package p: the
+// client keeps gRPC's codes and status in its errors, and those import a
+// few packages of grpc-go's own, none with more than a trivial
+// initialisation.
+func grpcAllowed(p string) bool {
+	switch p {
+	case "google.golang.org/grpc/codes", "google.golang.org/grpc/status",
+		"google.golang.org/grpc/internal/status", "google.golang.org/grpc/internal",
+		"google.golang.org/grpc/grpclog", "google.golang.org/grpc/grpclog/internal",
+		"google.golang.org/grpc/connectivity", "google.golang.org/grpc/serviceconfig":
+		return true
+	}
+	return false
 }
