@@ -432,6 +432,8 @@ func allDigits(s string) bool {
 }
 
 func runVerb(ctx context.Context, c *cli, args []string) int {
+	dial := c.dialAhead(ctx)
+	defer dial.abandon()
 	wd, _ := os.Getwd()
 	start, asJSON, err := parseRunJSON(args, wd, c.stdout)
 	var refused policyError
@@ -464,7 +466,7 @@ func runVerb(ctx context.Context, c *cli, args []string) int {
 		out = &lastByteWriter{w: c.stdout}
 		c.stdout = out
 	}
-	res, err := c.dialAndRun(ctx, start)
+	res, err := c.dialAndRun(ctx, dial, start)
 	if err == nil && res.Detached && !asJSON {
 		fmt.Fprintln(c.stdout, res.SessionID)
 	}
@@ -483,13 +485,58 @@ func (c *cli) writeStatus(out *lastByteWriter, st runStatus) {
 	}
 }
 
-func (c *cli) dialAndRun(ctx context.Context, start *sandboxdv1.Start) (*client.Result, error) {
-	cl, err := c.dial(ctx)
+func (c *cli) dialAndRun(ctx context.Context, dial *pendingDial, start *sandboxdv1.Start) (*client.Result, error) {
+	cl, err := dial.wait()
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
 	return c.session(ctx, cl, start)
+}
+
+// pendingDial is a Dial under way.
+type pendingDial struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	cl     *client.Client
+	err    error
+	taken  bool
+}
+
+// dialAhead starts dialling the daemon while run reads its command line
+// and resolves the policy: the daemon answers the connection meanwhile, on
+// the other core, instead of after.
+func (c *cli) dialAhead(ctx context.Context) *pendingDial {
+	ctx, cancel := context.WithCancel(ctx)
+	d := &pendingDial{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		d.cl, d.err = c.dial(ctx)
+	}()
+	return d
+}
+
+// wait returns the dial's client, which the caller closes.
+func (d *pendingDial) wait() (*client.Client, error) {
+	<-d.done
+	d.cancel()
+	d.taken = true
+	return d.cl, d.err
+}
+
+// abandon closes the client of a dial nobody waited for (the command line
+// was refused), without waiting for it.
+func (d *pendingDial) abandon() {
+	if d.taken {
+		return
+	}
+	d.cancel()
+	go func() {
+		<-d.done
+		if d.cl != nil {
+			d.cl.Close()
+		}
+	}()
 }
 
 // finish prints why a session ended when that needs saying, and returns
