@@ -73,7 +73,8 @@ func FuzzServerBytes(f *testing.F) {
 }
 
 // FuzzFrameDecoder: the frame decoder takes any bytes without panicking,
-// and what it decodes lies within the frame.
+// and what it decodes lies within the frame. The corpus is in
+// testdata/fuzz/FuzzFrameDecoder.
 func FuzzFrameDecoder(f *testing.F) {
 	f.Add(serverBytes([]byte("x"), "grpc-status", "0"))
 	f.Fuzz(func(t *testing.T, in []byte) {
