@@ -38,7 +38,6 @@ const (
 
 // Error codes (RFC 9113, section 7).
 const (
-	codeNo            = 0x0
 	codeProtocol      = 0x1
 	codeFlowControl   = 0x3
 	codeFrameSize     = 0x6

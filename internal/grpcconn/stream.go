@@ -417,13 +417,9 @@ func (s *Stream) onHeaders(fields []hpack.HeaderField, end bool) {
 		}
 		return
 	}
-	rst := noRST
-	if !s.endSent.Load() {
-		// The server is done before the client: its request side is of
-		// no more use to either.
-		rst = codeNo
-	}
-	s.finish(trailerStatus(fields), rst)
+	// A server done before the client's side of the stream is resets the
+	// stream itself (grpc-go does), so the client need not.
+	s.finish(trailerStatus(fields), noRST)
 }
 
 func (s *Stream) signal() {
