@@ -129,7 +129,6 @@ func probe(ctx context.Context, socketPath string) (*grpcconn.Conn, error) {
 		return nil, fmt.Errorf("cannot connect to sandboxd on %s: %w", socketPath, err)
 	}
 	conn := grpcconn.Start(nc, connOptions)
-	prepareRequestTypes()
 	select {
 	case <-conn.FirstFrame():
 	case <-pctx.Done():

@@ -18,13 +18,6 @@ var prepareResponseTypes = sync.OnceFunc(func() {
 	prepare((&sandboxdv1.SessionResponse{}).ProtoReflect(), map[protoreflect.FullName]bool{})
 })
 
-// prepareRequestTypes does the same for a session's requests (a Start
-// carries the policy, the largest of them): Dial does it while the daemon
-// answers the connection, rather than the first Send after it.
-var prepareRequestTypes = sync.OnceFunc(func() {
-	prepare((&sandboxdv1.SessionRequest{}).ProtoReflect(), map[protoreflect.FullName]bool{})
-})
-
 // prepare readies m's type and those of its message fields.
 func prepare(m protoreflect.Message, seen map[protoreflect.FullName]bool) {
 	md := m.Descriptor()
