@@ -996,3 +996,24 @@ func TestAttachRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestMethodNamesAreTheServices: the client names each method itself,
+// without the generated gRPC code; the names are the services' own.
+func TestMethodNamesAreTheServices(t *testing.T) {
+	for got, want := range map[string]string{
+		methodSession:      sandboxdv1grpc.Sandboxd_Session_FullMethodName,
+		methodList:         sandboxdv1grpc.Sandboxd_List_FullMethodName,
+		methodInspect:      sandboxdv1grpc.Sandboxd_Inspect_FullMethodName,
+		methodKill:         sandboxdv1grpc.Sandboxd_Kill_FullMethodName,
+		methodCapabilities: sandboxdv1grpc.Sandboxd_Capabilities_FullMethodName,
+		methodWatch:        sandboxdv1grpc.Sandboxd_Watch_FullMethodName,
+		methodListLayers:   sandboxdv1grpc.Layers_ListLayers_FullMethodName,
+		methodDiff:         sandboxdv1grpc.Layers_Diff_FullMethodName,
+		methodCommit:       sandboxdv1grpc.Layers_Commit_FullMethodName,
+		methodDiscard:      sandboxdv1grpc.Layers_Discard_FullMethodName,
+	} {
+		if got != want {
+			t.Errorf("the client calls %s, the service's method is %s", got, want)
+		}
+	}
+}
