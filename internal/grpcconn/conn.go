@@ -72,11 +72,11 @@ type Conn struct {
 	// send window grew, a stream ended, the connection broke.
 	wake chan struct{}
 	// What the server allows: the connection's send window, each new
-	// stream's, frame size, concurrent streams.
-	sendWindow  int64
-	peerWindow  int64
-	peerFrame   uint32
-	peerStreams uint32
+	// stream's, and the frame size. A limit on concurrent streams is not
+	// waited for: a stream beyond it is refused (Unavailable).
+	sendWindow int64
+	peerWindow int64
+	peerFrame  uint32
 	// goAway is set once the server said it takes no new streams.
 	goAway bool
 	// err is set once the connection is broken or closed; it is the status
@@ -87,12 +87,11 @@ type Conn struct {
 	recvUnacked uint32
 
 	// Read by the reading goroutine alone.
-	hdec        *hpack.Decoder
-	hdrStream   uint32
-	hdrBlock    []byte
-	hdrEnd      bool
-	inHeaders   bool
-	maxRecvSize int
+	hdec      *hpack.Decoder
+	hdrStream uint32
+	hdrBlock  []byte
+	hdrEnd    bool
+	inHeaders bool
 }
 
 // Start begins the connection on nc: it sends the client's preface and
@@ -103,22 +102,20 @@ func Start(nc net.Conn, opts Options) *Conn {
 	if opts.Window < defaultWindow {
 		opts.Window = defaultWindow
 	}
-	c := &Conn{
-		nc:          nc,
-		opts:        opts,
-		bw:          bufio.NewWriterSize(nc, 32<<10),
-		first:       make(chan struct{}),
-		streams:     map[uint32]*Stream{},
-		nextID:      1,
-		wake:        make(chan struct{}),
-		sendWindow:  defaultWindow,
-		peerWindow:  defaultWindow,
-		peerFrame:   defaultMaxFrame,
-		peerStreams: 1<<32 - 1,
-		maxRecvSize: opts.MaxRecvMsgSize,
+	if opts.MaxRecvMsgSize <= 0 {
+		opts.MaxRecvMsgSize = 4 << 20
 	}
-	if c.maxRecvSize <= 0 {
-		c.maxRecvSize = 4 << 20
+	c := &Conn{
+		nc:         nc,
+		opts:       opts,
+		bw:         bufio.NewWriterSize(nc, 32<<10),
+		first:      make(chan struct{}),
+		streams:    map[uint32]*Stream{},
+		nextID:     1,
+		wake:       make(chan struct{}),
+		sendWindow: defaultWindow,
+		peerWindow: defaultWindow,
+		peerFrame:  defaultMaxFrame,
 	}
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.hdec = hpack.NewDecoder(4096, nil)
@@ -342,8 +339,6 @@ func (c *Conn) applySettings(settings [][2]uint32) error {
 				return protocolError("max frame size of %d", v)
 			}
 			c.peerFrame = v
-		case settingMaxConcurrentStreams:
-			c.peerStreams = v
 		}
 	}
 	c.wakeLocked()

@@ -29,11 +29,10 @@ const (
 
 // Settings this client sends or reads.
 const (
-	settingHeaderTableSize      = 0x1
-	settingEnablePush           = 0x2
-	settingMaxConcurrentStreams = 0x3
-	settingInitialWindowSize    = 0x4
-	settingMaxFrameSize         = 0x5
+	settingHeaderTableSize   = 0x1
+	settingEnablePush        = 0x2
+	settingInitialWindowSize = 0x4
+	settingMaxFrameSize      = 0x5
 )
 
 // Error codes (RFC 9113, section 7).

@@ -284,8 +284,8 @@ func (s *Stream) next() ([]byte, error) {
 		switch {
 		case s.buf[0] != 0:
 			return s.fail(status.New(codes.Internal, "grpc: compressed reply, which this client did not ask for"))
-		case n > uint64(s.c.maxRecvSize):
-			return s.fail(status.Newf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, s.c.maxRecvSize))
+		case n > uint64(s.c.opts.MaxRecvMsgSize):
+			return s.fail(status.Newf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, s.c.opts.MaxRecvMsgSize))
 		case uint64(len(s.buf)) >= 5+n:
 			// Unmarshal copies what it keeps, and what later DATA
 			// appends lands after msg: msg stays as it is.
