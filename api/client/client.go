@@ -1,7 +1,9 @@
 // Package client is the Go client for sandboxd: it dials the daemon's socket
 // (a named pipe on Windows), runs sessions over the Session stream, and
 // wraps the operator calls (List, Inspect, Kill, Capabilities). Errors keep the daemon's gRPC status, so callers can read
-// the code and the Unenforceable detail of a refusal.
+// the code and the Unenforceable detail of a refusal. It speaks gRPC
+// without grpc-go (package internal/grpcconn), whose client would cost
+// every start of a program linking it more than the rest of sandboxctl's.
 package client
 
 import (
