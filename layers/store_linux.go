@@ -127,6 +127,14 @@ var probePrefixes = []string{"compat", "opaque-bug-check", "metacopy-check", "vo
 // daemon killed while probing left in the host's mount table, where
 // nothing else would ever unmount it.
 func removeProbeLeftovers(home string) ([]string, error) {
+	// The mount table has the paths with their links resolved.
+	home, err := filepath.EvalSymlinks(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("overlay driver directory: %w", err)
+	}
 	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(home))
 	if err != nil {
 		return nil, fmt.Errorf("mounts beneath %s: %w", home, err)

@@ -281,7 +281,11 @@ func TestOpenRemovesWhatADaemonKilledWhileProbingLeft(t *testing.T) {
 		t.Fatalf("mounts beneath the store before Open: %q, want the probe's %s", got, merged)
 	}
 
-	s, cleaned, err := Open(dir)
+	// The state directory may be named through a link; the mount table
+	// names the real path.
+	link := filepath.Join(filepath.Dir(dir), "link")
+	must(t, os.Symlink(dir, link))
+	s, cleaned, err := Open(link)
 	if err != nil {
 		t.Fatal(err)
 	}
