@@ -279,8 +279,15 @@ func (s *Service) releaseLayers(sess *session) {
 // limits.layer_bytes, until stop is called.
 func (s *Service) watchLayerSize(sess *session) (stop func()) {
 	limit := sess.policy.GetLimits().GetLayerBytes()
+	// Only a session with layers may open the store: opening it the
+	// first time runs the storage library's overlay probes, which mount
+	// in the state directory, and a daemon killed during them leaves
+	// those mounts behind.
+	if limit == 0 || len(sess.policy.GetFilesystem().GetLayer()) == 0 {
+		return func() {}
+	}
 	st, err := s.layers.get()
-	if limit == 0 || len(sess.policy.GetFilesystem().GetLayer()) == 0 || err != nil {
+	if err != nil {
 		return func() {}
 	}
 	done := make(chan struct{})

@@ -7,6 +7,7 @@ import (
 	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	storage "go.podman.io/storage"
 	drivers "go.podman.io/storage/drivers"
 	"go.podman.io/storage/pkg/idmap"
@@ -74,9 +76,14 @@ func Open(dir string) (s *Store, cleaned []string, err error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("layer store %s: %w", dir, err)
 	}
+	graphRoot := filepath.Join(dir, "storage")
+	cleaned, err = removeProbeLeftovers(filepath.Join(graphRoot, "overlay"))
+	if err != nil {
+		return nil, cleaned, fmt.Errorf("layer store %s: %w", dir, err)
+	}
 	st, err := storage.GetStore(storage.StoreOptions{
 		RunRoot:         filepath.Join(dir, "run"),
-		GraphRoot:       filepath.Join(dir, "storage"),
+		GraphRoot:       graphRoot,
 		GraphDriverName: "overlay",
 		// The driver's own bind of its directory would be one more
 		// mount for a dead daemon to leave behind; the daemon's state
@@ -105,6 +112,60 @@ func Open(dir string) (s *Store, cleaned []string, err error) {
 }
 
 func (s *Store) manifests() string { return filepath.Join(s.dir, "manifests") }
+
+// probePrefixes name the directories the storage library's overlay driver
+// makes in its home to probe the kernel's overlay the first time it starts
+// there (drivers/overlay: supportsOverlay, doesSupportNativeDiff and the
+// like). It mounts a test overlay in each and unmounts and removes it in
+// deferred calls, which a daemon killed meanwhile never runs.
+var probePrefixes = []string{"compat", "opaque-bug-check", "metacopy-check", "volatile-check"}
+
+// removeProbeLeftovers unmounts whatever is mounted beneath home, the
+// overlay driver's directory, and removes the probe directories there.
+// The store's own overlays are detached and die with the daemon's file
+// descriptors: a mount attached beneath home can only be a probe's that a
+// daemon killed while probing left in the host's mount table, where
+// nothing else would ever unmount it.
+func removeProbeLeftovers(home string) ([]string, error) {
+	// The mount table has the paths with their links resolved.
+	home, err := filepath.EvalSymlinks(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("overlay driver directory: %w", err)
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(home))
+	if err != nil {
+		return nil, fmt.Errorf("mounts beneath %s: %w", home, err)
+	}
+	var out []string
+	// Last mounted first: a probe's overlay over its ID-mapped lower goes
+	// before that lower, and stacked mounts one by one.
+	for _, m := range slices.Backward(mounts) {
+		if m.Mountpoint == home {
+			continue
+		}
+		if err := unix.Unmount(m.Mountpoint, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			return out, fmt.Errorf("unmount %s, left by a daemon that died: %w", m.Mountpoint, err)
+		}
+		out = append(out, "mount "+m.Mountpoint)
+	}
+	names, err := os.ReadDir(home)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return out, fmt.Errorf("overlay driver directory: %w", err)
+	}
+	for _, n := range names {
+		if !n.IsDir() || !slices.ContainsFunc(probePrefixes, func(p string) bool { return strings.HasPrefix(n.Name(), p) }) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(home, n.Name())); err != nil {
+			return out, fmt.Errorf("overlay probe directory, left by a daemon that died: %w", err)
+		}
+		out = append(out, "overlay probe directory "+filepath.Join(home, n.Name()))
+	}
+	return out, nil
+}
 
 // removeUnfinished deletes the layers a daemon died making, and
 // manifests no layer refers to.

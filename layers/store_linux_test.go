@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 )
 
 func openStore(t *testing.T) *Store {
@@ -17,7 +20,7 @@ func openStore(t *testing.T) *Store {
 	if os.Geteuid() != 0 {
 		t.Skip("layers need a root daemon")
 	}
-	s, _, err := Open(filepath.Join(t.TempDir(), "layers"))
+	s, _, err := Open(filepath.Join(scratch(t), "layers"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +222,7 @@ func TestReopenKeepsLayersAndRemovesUnfinishedOnes(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("layers need a root daemon")
 	}
-	dir := filepath.Join(t.TempDir(), "layers")
+	dir := filepath.Join(scratch(t), "layers")
 	s, _, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -250,6 +253,95 @@ func TestReopenKeepsLayersAndRemovesUnfinishedOnes(t *testing.T) {
 	if err != nil || !slices.Equal(summary(d[0]), []string{"added f"}) {
 		t.Fatalf("layer after reopening: %v %v", d, err)
 	}
+}
+
+// A daemon killed while the storage library probed overlay, the first
+// time it opened its store, left the probe's overlay mounted in the host's
+// mount table and its directory in the store: the next Open unmounts and
+// removes them, says so, and leaves alone a filesystem mounted at the
+// store itself.
+func TestOpenRemovesWhatADaemonKilledWhileProbingLeft(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting overlay needs root")
+	}
+	dir := filepath.Join(scratch(t), "layers")
+	must(t, os.Mkdir(dir, 0o700))
+	// An operator's own filesystem for the layers is not the daemon's.
+	must(t, unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=0700"))
+	probe := filepath.Join(dir, "storage", "overlay", "compat1234")
+	for _, d := range []string{"lower1", "lower2", "upper", "work", "merged"} {
+		must(t, os.MkdirAll(filepath.Join(probe, d), 0o700))
+	}
+	merged := filepath.Join(probe, "merged")
+	must(t, unix.Mount("overlay", merged, "overlay", 0, fmt.Sprintf("lowerdir=%s:%s,upperdir=%s,workdir=%s",
+		filepath.Join(probe, "lower1"), filepath.Join(probe, "lower2"), filepath.Join(probe, "upper"), filepath.Join(probe, "work"))))
+	unmounted := filepath.Join(dir, "storage", "overlay", "volatile-check99")
+	must(t, os.MkdirAll(filepath.Join(unmounted, "merged"), 0o700))
+	if got := mountsBeneath(t, dir); !slices.Equal(got, []string{merged}) {
+		t.Fatalf("mounts beneath the store before Open: %q, want the probe's %s", got, merged)
+	}
+
+	// The state directory may be named through a link; the mount table
+	// names the real path.
+	link := filepath.Join(filepath.Dir(dir), "link")
+	must(t, os.Symlink(dir, link))
+	s, cleaned, err := Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := mountsBeneath(t, dir); len(got) != 0 {
+		t.Errorf("mounts beneath the store after Open: %q, want none", got)
+	}
+	for _, want := range []string{"mount " + merged, "overlay probe directory " + probe, "overlay probe directory " + unmounted} {
+		if !slices.Contains(cleaned, want) {
+			t.Errorf("cleaned = %q, lacks %q", cleaned, want)
+		}
+	}
+	for _, p := range []string{probe, unmounted} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still there after Open: %v", p, err)
+		}
+	}
+	if m, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(dir)); err != nil || len(m) != 1 {
+		t.Errorf("the filesystem mounted at the store itself after Open: %v %v, want it kept", m, err)
+	}
+	// The store works on the operator's filesystem.
+	if _, _, err := s.Create("s1", workspace(t), "", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scratch is a temporary directory whose mounts are unmounted before it is
+// removed, so that a failing test leaves nothing in the host's mount
+// table, and its removal does not reach into a mount.
+func scratch(t *testing.T) string {
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		for _, m := range slices.Backward(mountsBeneath(t, dir)) {
+			if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", m, err)
+			}
+		}
+	})
+	return dir
+}
+
+// mountsBeneath are the mount points strictly beneath dir, in the order
+// of the mount table.
+func mountsBeneath(t *testing.T, dir string) []string {
+	t.Helper()
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range mounts {
+		if m.Mountpoint != dir {
+			out = append(out, m.Mountpoint)
+		}
+	}
+	return out
 }
 
 // at is where the test reaches the root of a detached mount by path.

@@ -3,7 +3,9 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,10 +24,12 @@ import (
 // TestDaemonKilledLeavesNoGaps kills a daemon with SIGKILL while a
 // detached session runs, then starts another on the same state directory:
 // the new one must write the end the dead one never wrote ("daemon died"),
-// remove the placeholder directory and the cgroups the dead one made, and
-// say so in its log.
+// remove the placeholder directory, the cgroups and the mounts the dead one
+// made, and say so in its log. No mount beneath the test's directory
+// survives the daemons.
 func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 	f := newFixture(t)
+	unmountAtCleanup(t, f.dir)
 	dir := f.path("run")
 	d, err := startDaemonWith(dir, suite.wrap)
 	if err != nil {
@@ -79,6 +83,15 @@ func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 	if _, err := os.Lstat(placeholder); placeholders && err != nil {
 		t.Fatalf("no placeholder on the host before the restart: %v", err)
 	}
+	noMountsBeneath(t, f.dir, "after its daemon was killed")
+	// A daemon killed while its layer store ran the storage library's
+	// overlay probes, the first time the store opened, left a probe's
+	// overlay mounted in its state directory. That is made here as the
+	// probe makes it: the kill cannot be timed to land there.
+	var probeMount string
+	if suite.asRoot && len(suite.wrap) == 0 {
+		probeMount = mountOverlayProbe(t, d.state)
+	}
 	var cgroupDirs []string
 	if len(suite.wrap) == 0 && !suite.noCgroup {
 		cgroupDirs = daemonCgroups(d.cmd.Process.Pid)
@@ -104,6 +117,10 @@ func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 		if !strings.Contains(d2.logTail(), dir) {
 			t.Errorf("the new daemon's log does not say it removed %s:\n%s", dir, d2.logTail())
 		}
+	}
+	noMountsBeneath(t, f.dir, "after the next daemon started")
+	if probeMount != "" && !strings.Contains(d2.logTail(), probeMount) {
+		t.Errorf("the new daemon's log does not say it unmounted %s:\n%s", probeMount, d2.logTail())
 	}
 	if placeholders && !strings.Contains(d2.logTail(), placeholder) {
 		t.Errorf("the new daemon's log does not say it removed %s:\n%s", placeholder, d2.logTail())
@@ -136,6 +153,39 @@ func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d \"daemon died\" records of session %s after two restarts, want 1", n, id)
 	}
+	noMountsBeneath(t, f.dir, "after its daemons stopped")
+}
+
+// mountOverlayProbe mounts an overlay in the layer store of the state
+// directory state where, and as, go.podman.io/storage's overlay driver
+// mounts its probe of the kernel's overlay (supportsOverlay), and returns
+// its mount point.
+func mountOverlayProbe(t *testing.T, state string) string {
+	t.Helper()
+	probe := filepath.Join(state, "layers", "storage", "overlay", "compat"+strconv.FormatUint(rand.Uint64(), 10))
+	for _, d := range []string{"lower1", "lower2", "upper", "work", "merged"} {
+		if err := os.MkdirAll(filepath.Join(probe, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged := filepath.Join(probe, "merged")
+	opts := fmt.Sprintf("lowerdir=%s:%s,upperdir=%s,workdir=%s",
+		filepath.Join(probe, "lower1"), filepath.Join(probe, "lower2"), filepath.Join(probe, "upper"), filepath.Join(probe, "work"))
+	if err := syscall.Mount("overlay", merged, "overlay", 0, opts); err != nil {
+		t.Fatalf("mount an overlay as the storage library's probe does: %v", err)
+	}
+	return merged
+}
+
+// unmountAtCleanup unmounts, once the test and its other clean-ups are
+// done, what is still mounted beneath dir: a failing test must not leave
+// mounts on the host.
+func unmountAtCleanup(t *testing.T, dir string) {
+	t.Cleanup(func() {
+		if mounts, err := unmountBeneath(dir); len(mounts) > 0 || err != nil {
+			t.Logf("unmounted what was left beneath %s: %q %v", dir, mounts, err)
+		}
+	})
 }
 
 // TestAuditLogFull: with its state directory on a full filesystem the

@@ -389,22 +389,6 @@ func TestLayerLimitEndsTheSession(t *testing.T) {
 	}
 }
 
-// mountsBeneath lists the mount points under dir.
-func mountsBeneath(t *testing.T, dir string) []string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			out = append(out, f[4])
-		}
-	}
-	return out
-}
-
 // TestLayerOutlivesADaemonKilledMidSession: a daemon killed with SIGKILL
 // while a session runs on a layer leaves nothing mounted, and, started
 // again, finds the layer whole: diffable and committable.
@@ -412,6 +396,7 @@ func TestLayerOutlivesADaemonKilledMidSession(t *testing.T) {
 	for _, path := range []string{"exec", "pty"} {
 		t.Run(path, func(t *testing.T) {
 			f := newFixture(t)
+			unmountAtCleanup(t, f.dir)
 			ws := layerWorkspace(t, f)
 			d, err := startDaemon(f.path("run"))
 			if err != nil {
@@ -451,9 +436,7 @@ func TestLayerOutlivesADaemonKilledMidSession(t *testing.T) {
 			// The overlays are detached: not in the daemon's mount table,
 			// so none is left in it either.
 			store := filepath.Join(d.state, "layers")
-			if m := mountsBeneath(t, store); len(m) > 0 {
-				t.Errorf("mounts beneath %s while the session runs: %v", store, m)
-			}
+			noMountsBeneath(t, store, "while the session runs")
 			c.Close()
 			d.kill()
 			d2, err := startDaemonWith(filepath.Dir(d.socket), suite.wrap, daemonArgs()...)
@@ -461,9 +444,7 @@ func TestLayerOutlivesADaemonKilledMidSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(d2.kill)
-			if m := mountsBeneath(t, store); len(m) > 0 {
-				t.Errorf("mounts left beneath %s after the restart: %v", store, m)
-			}
+			noMountsBeneath(t, f.dir, "after the restart")
 			c2 := dialDaemon(t, d2)
 			diffs, err := c2.Diff(ctx, res.SessionID, false)
 			if err != nil || !mapsEqual(changesOf(diffs), map[string]string{"made": "ADDED"}) {

@@ -140,3 +140,7 @@ func hostUIDs(pid int) ([]int, error) {
 	}
 	return list[0].uids, nil
 }
+
+// unmountBeneath has nothing to do on macOS: the darwin backend confines
+// with Seatbelt profiles and the daemon mounts nothing.
+func unmountBeneath(string) ([]string, error) { return nil, nil }

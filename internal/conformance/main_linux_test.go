@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/moby/sys/mountinfo"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/initbuild"
@@ -139,4 +142,55 @@ func hostUIDs(pid int) ([]int, error) {
 		}
 	}
 	return nil, fmt.Errorf("no Uid line in /proc/%d/status", pid)
+}
+
+// mountsBeneath are the mount points strictly beneath dir in the suite's
+// mount namespace, the host's, in the order of its mount table.
+func mountsBeneath(dir string) ([]string, error) {
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return nil, fmt.Errorf("mounts beneath %s: %w", dir, err)
+	}
+	var out []string
+	for _, m := range mounts {
+		if m.Mountpoint != dir {
+			out = append(out, m.Mountpoint)
+		}
+	}
+	return out, nil
+}
+
+// unmountBeneath unmounts what is mounted beneath dir, last mounted first,
+// and says what it was: a test that failed must not leave mounts in the
+// host's mount table, nor the removal of its directory reach into them.
+func unmountBeneath(dir string) ([]string, error) {
+	mounts, err := mountsBeneath(dir)
+	for _, m := range slices.Backward(mounts) {
+		if uerr := syscall.Unmount(m, syscall.MNT_DETACH); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("unmount %s: %w", m, uerr))
+		}
+	}
+	return mounts, err
+}
+
+// noMountsBeneath fails t for each mount beneath dir.
+func noMountsBeneath(t *testing.T, dir, when string) {
+	t.Helper()
+	mounts, err := mountsBeneath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mounts {
+		t.Errorf("%s mounted %s: %s", m, when, mountLine(m))
+	}
+}
+
+// mountLine is the mount table's line of mount point m, to tell whose it
+// is.
+func mountLine(m string) string {
+	mounts, _ := mountinfo.GetMounts(mountinfo.SingleEntryFilter(m))
+	if len(mounts) == 0 {
+		return "gone"
+	}
+	return mounts[0].FSType + " " + mounts[0].Source + " " + mounts[0].VFSOptions
 }

@@ -29,7 +29,9 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
-	tearDown()
+	if !tearDown() && code == 0 {
+		code = 1
+	}
 	return code
 }
 
@@ -104,16 +106,26 @@ func setUp() error {
 	return nil
 }
 
-func tearDown() {
+// tearDown stops the suite's daemon and removes its directory; clean is
+// false when something was left mounted beneath it, which it unmounts
+// first: no daemon nor test may leave a mount on the host.
+func tearDown() (clean bool) {
 	if suite.client != nil {
 		suite.client.Close()
 	}
 	if suite.daemon != nil {
 		suite.daemon.stop()
 	}
+	clean = true
 	if suite.root != "" {
+		mounts, err := unmountBeneath(suite.root)
+		if len(mounts) > 0 || err != nil {
+			fmt.Fprintf(os.Stderr, "conformance: left mounted beneath %s at the end of the run (unmounted now): %q %v\n", suite.root, mounts, err)
+			clean = false
+		}
 		os.RemoveAll(suite.root)
 	}
+	return clean
 }
 
 // buildBinaries puts sandboxd, sandboxctl, the probe and the host's own
