@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandboxd/sandboxd/api/client"
 )
@@ -114,26 +115,51 @@ func (b *bench) ptyThroughput() error {
 		}
 		return got.rate(), nil
 	}
+	// What each side cost in CPU is noted beside the rates: unlike them,
+	// it hardly depends on what else the machine runs. The writer and the
+	// kernel's workers that move the bytes through the terminal are alike
+	// on both sides and left out.
+	daemon, err := daemonPID(b.socket)
+	if err != nil {
+		return fmt.Errorf("the daemon's pid: %w", err)
+	}
+	var cpu [3]time.Duration // the daemon, its client, the raw side's reader
 	var sdRates, rawRates, ratios []float64
 	for round := range 1 + b.cfg.ptyRounds {
-		sides := []func() (float64, error){sandboxd, raw}
+		order := []int{0, 1}
 		if round%2 == 1 {
-			sides = []func() (float64, error){raw, sandboxd}
+			order = []int{1, 0}
 		}
 		var rates [2]float64
-		for i, side := range sides {
+		for _, side := range order {
 			if err := b.ctx.Err(); err != nil {
 				return err
 			}
-			r, err := side()
+			d0, s0, err := ptyCPU(daemon)
 			if err != nil {
 				return err
 			}
-			rates[i] = r
+			var r float64
+			if side == 0 {
+				r, err = sandboxd()
+			} else {
+				r, err = raw()
+			}
+			if err != nil {
+				return err
+			}
+			d1, s1, err := ptyCPU(daemon)
+			if err != nil {
+				return err
+			}
+			rates[side] = r
+			if round > 0 && side == 0 {
+				cpu[0] += d1 - d0
+				cpu[1] += s1 - s0
+			} else if round > 0 {
+				cpu[2] += s1 - s0
+			}
 			time.Sleep(settle)
-		}
-		if round%2 == 1 {
-			rates[0], rates[1] = rates[1], rates[0]
 		}
 		if round == 0 || rates[1] == 0 {
 			continue
@@ -155,11 +181,29 @@ func (b *bench) ptyThroughput() error {
 	})
 	b.note("pty output: ratios of the %d rounds %s (range %.2f-%.2fx); sandboxd MB/s %s; raw pty MB/s %s",
 		len(ratios), fmtFloats(ratios, "%.2f"), slices.Min(ratios), slices.Max(ratios), fmtFloats(sdRates, "%.0f"), fmtFloats(rawRates, "%.0f"))
+	moved := float64(b.cfg.ptyRounds * b.cfg.ptyMiB)
+	perMiB := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / moved }
+	b.note("pty output: CPU per MiB over the timed rounds: the daemon %.2f ms and its client %.2f ms, against %.2f ms for the raw pty's reader (the writer and the kernel's workers apart, alike on both sides)",
+		perMiB(cpu[0]), perMiB(cpu[1]), perMiB(cpu[2]))
 	b.reproduce("pty output (sandboxd, then a local pty read by benchtool itself, alternating; both into the same counting consumer):",
 		b.benchtoolLine("pty", "--pty-mib", fmt.Sprint(b.cfg.ptyMiB), "--pty-rounds", fmt.Sprint(b.cfg.ptyRounds), "--keystrokes", fmt.Sprint(b.cfg.keystrokes)),
 		"cd "+shellQuote(b.cfg.workspace)+" && time "+shellJoin(append([]string{b.cfg.sandboxctl, "--socket", b.socket, "run", "--tty", "--preset", "workspace-write", "--"}, argv...))+" | wc -c   # adds sandboxctl's own copy",
 		"time script -qc "+shellQuote(shellJoin(argv))+" /dev/null | wc -c   # roughly the raw side; benchtool reads the master itself")
 	return nil
+}
+
+// ptyCPU is the CPU the daemon and benchtool itself have used so far.
+func ptyCPU(daemon int) (daemonCPU, self time.Duration, err error) {
+	ticks, err := cpuTicks(daemon)
+	if err != nil {
+		return 0, 0, fmt.Errorf("the daemon's CPU: %w", err)
+	}
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0, fmt.Errorf("getrusage: %w", err)
+	}
+	// /proc counts in clock ticks, 100 a second on Linux.
+	return time.Duration(ticks) * 10 * time.Millisecond, time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 // median is the middle of v (the mean of the two middle ones for an even
