@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -248,6 +249,35 @@ func TestStartedComesFirstAndExitLastAfterAllOutput(t *testing.T) {
 	}
 	if s.started.GetEnforcement().GetBackend() != "fake" || s.started.GetSessionId() == "" {
 		t.Fatalf("Started = %v", s.started)
+	}
+}
+
+// Output goes out in Output messages that share the bytes read (no copy
+// into gRPC's buffers), many of them full: every byte must still arrive,
+// once and in order, on both kinds of stdio.
+func TestOutputArrivesWholeAndInOrder(t *testing.T) {
+	h := startDaemon(t)
+	var want strings.Builder
+	for i := 1; i <= 200000; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	for _, tty := range []bool{false, true} {
+		start := cmd("/usr/bin/seq", "1", "200000")
+		start.Tty = tty
+		s := h.open(start).finish()
+		wantExit(t, s, sandboxdv1.State_EXITED, 0, 0, "")
+		w := want.String()
+		if tty {
+			// The terminal ends its lines as terminals do.
+			w = strings.ReplaceAll(w, "\n", "\r\n")
+		}
+		if got := s.stdout.String(); got != w {
+			i := 0
+			for i < min(len(got), len(w)) && got[i] == w[i] {
+				i++
+			}
+			t.Fatalf("tty %v: %d bytes of output, want %d; they differ from byte %d on: %.20q", tty, len(got), len(w), i, got[i:])
+		}
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
 // grpc turns every decoding failure into an Internal status before a
@@ -28,6 +30,16 @@ type rawFrame []byte
 // rawCodec passes a rawFrame through undecoded and decodes everything
 // else as grpc's proto codec does.
 type rawCodec struct{ encoding.CodecV2 }
+
+// Marshal sends an Output's data without a copy (marshalOutput).
+func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(*sandboxdv1.SessionResponse); ok {
+		if out, ok := marshalOutput(r); ok {
+			return out, nil
+		}
+	}
+	return c.CodecV2.Marshal(v)
+}
 
 func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if f, ok := v.(*rawFrame); ok {

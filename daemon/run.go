@@ -32,8 +32,9 @@ type SessionStream interface {
 // been reaped (see stdio.drain).
 const drainGrace = 2 * time.Second
 
-// readChunk is the largest Output message the daemon sends.
-const readChunk = 32 << 10
+// readChunk is the most output one Output message carries: with its
+// framing, the message stays within maxOutputMessage.
+const readChunk = maxOutputMessage - outputFraming
 
 // Session serves one stream for caller: a Start launches a sandbox, an
 // Attach joins one. It returns when the client's part is over (the Exit

@@ -47,6 +47,7 @@ type config struct {
 	sessions    int
 	hold        int
 	ptyMiB      int
+	ptyRounds   int
 	keystrokes  int
 	soakClients int
 
@@ -74,7 +75,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients for the throughput figure and for starting sessions")
 	fs.IntVar(&c.sessions, "sessions", 1000, "idle sessions for the memory figure")
 	fs.IntVar(&c.hold, "hold", 10000, "idle sessions the hold figure tries to keep at once")
-	fs.IntVar(&c.ptyMiB, "pty-mib", 256, "MiB the pty throughput figure moves through the terminal")
+	fs.IntVar(&c.ptyMiB, "pty-mib", 32, "MiB each sample of the pty throughput figure moves through the terminal")
+	fs.IntVar(&c.ptyRounds, "pty-rounds", 11, "timed rounds of the pty throughput figure, one sample per side each, after one untimed")
 	fs.IntVar(&c.keystrokes, "keystrokes", 200, "keystroke round trips timed per side")
 	fs.IntVar(&c.soakClients, "soak-clients", 1000, "clients that dial and run a session all at once for the soak figure (its idle CPU uses --sessions)")
 	fs.Int64Var(&c.minAvailMiB, "min-available-mib", 3072, "stop starting sessions or processes when MemAvailable falls below this many MiB")
@@ -113,7 +115,7 @@ func parseFlags(args []string) (*config, error) {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"n-latency", c.nLatency}, {"n-sandboxctl", c.nCtl}, {"clients", c.clients}, {"sessions", c.sessions}, {"hold", c.hold}, {"pty-mib", c.ptyMiB}, {"keystrokes", c.keystrokes}} {
+	}{{"n-latency", c.nLatency}, {"n-sandboxctl", c.nCtl}, {"clients", c.clients}, {"sessions", c.sessions}, {"hold", c.hold}, {"pty-mib", c.ptyMiB}, {"pty-rounds", c.ptyRounds}, {"keystrokes", c.keystrokes}} {
 		if n.v <= 0 {
 			return nil, fmt.Errorf("--%s %d: must be positive", n.name, n.v)
 		}
