@@ -33,6 +33,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <linux/netlink.h>
 
@@ -45,7 +46,8 @@
 #define SIG_KILL_ALL 36
 
 int err_no;
-char err_detail[4096];
+/* A page of its own, which the idle init gives back (release_setup). */
+char err_detail[4096] __attribute__((aligned(4096)));
 
 static const char *errstr(int e)
 {
@@ -99,31 +101,49 @@ int fail_msg(const char *fmt, ...)
 	return -1;
 }
 
-/* A report line is built here; JSON escaping at most sextuples a byte. */
-static char line[6 * 8192];
+/* A step the init took before it had its plan, and its failure, which it
+ * reports where the step stands in the plan's order. */
+struct early_step {
+	int done, failed, err_no;
+	const char *op, *path;
+	char detail[sizeof err_detail];
+};
+
+/*
+ * What only the setup needs. Once the command runs the init gives these
+ * pages back (release_setup), so they share no page with anything else;
+ * the exit report finds the line's pages zeroed, which it does not mind.
+ */
+static struct {
+	/* A report line is built here; JSON escaping at most sextuples a
+	 * byte. */
+	char line[6 * 8192];
+	struct early_step root_step, loopback_step;
+	char tty[64];
+} setup __attribute__((aligned(4096)));
 static size_t line_len;
 
 static void put_raw(const char *s)
 {
 	size_t n = strlen(s);
-	if (n > sizeof line - line_len)
-		n = sizeof line - line_len;
-	memcpy(line + line_len, s, n);
+	if (n > sizeof setup.line - line_len)
+		n = sizeof setup.line - line_len;
+	memcpy(setup.line + line_len, s, n);
 	line_len += n;
 }
 
 static void put_json_string(const char *s)
 {
 	put_raw("\"");
-	for (; *s && line_len + 8 < sizeof line; s++) {
+	for (; *s && line_len + 8 < sizeof setup.line; s++) {
 		unsigned char c = (unsigned char)*s;
 		if (c == '"' || c == '\\') {
-			line[line_len++] = '\\';
-			line[line_len++] = (char)c;
+			setup.line[line_len++] = '\\';
+			setup.line[line_len++] = (char)c;
 		} else if (c < 0x20) {
-			line_len += (size_t)snprintf(line + line_len, 7, "\\u%04x", c);
+			line_len += (size_t)snprintf(setup.line + line_len, 7, "\\u%04x", c);
 		} else {
-			line[line_len++] = (char)c;
+			setup.line[line_len++] = (char)c;
 		}
 	}
 	put_raw("\"");
@@ -178,7 +198,7 @@ static void write_all(int fd, const char *b, size_t n)
 static void send_message(const struct message *m)
 {
 	format_message(m);
-	write_all(REPORT_FD, line, line_len);
+	write_all(REPORT_FD, setup.line, line_len);
 }
 
 /* setup_error reports a failed setup step with the current error and
@@ -370,7 +390,7 @@ static void __attribute__((noreturn)) child_fail(const char *type, const char *f
 {
 	struct message m = {.type = type, .field = field, .op = op, .path = path, .blocker = blocker, .errno_ = err_no, .detail = err_detail};
 	format_message(&m);
-	write_all(child_report, line, line_len);
+	write_all(child_report, setup.line, line_len);
 	_exit(127);
 }
 
@@ -564,7 +584,7 @@ static pid_t start_command(const struct plan *p, const int stdio[3], const int *
 		setup_error("process", "start command", NULL);
 	}
 	close(pipefd[1]);
-	char buf[sizeof line];
+	char buf[sizeof setup.line];
 	size_t n = 0;
 	for (;;) {
 		ssize_t r = read(pipefd[0], buf + n, sizeof buf - n);
@@ -671,14 +691,6 @@ static int reap_until(pid_t pid, int sfd)
 	}
 }
 
-/* A step the init took before it had its plan, and its failure, which it
- * reports where the step stands in the plan's order. */
-struct early_step {
-	int done, failed, err_no;
-	const char *op, *path;
-	char detail[sizeof err_detail];
-};
-
 static void early_failed(struct early_step *s, const char *op, const char *path)
 {
 	s->failed = 1;
@@ -693,6 +705,97 @@ static void __attribute__((noreturn)) early_error(const struct early_step *s, co
 	err_no = s->err_no;
 	memcpy(err_detail, s->detail, sizeof err_detail);
 	setup_error(field, s->op, s->path);
+}
+
+/*
+ * From the command's start the init only waits, for as long as the session
+ * lasts, and what it waits with is all an idle session keeps of it. It
+ * runs on a stack in its .bss, so that the main thread's stack, which the
+ * setup ran deep on, can go with the vDSO, which nothing from here on
+ * calls: each of the two sits in a corner of the address space of its
+ * own, with page-table pages of its own.
+ */
+static struct {
+	pid_t pid;
+	int sfd, ns;
+} idle;
+static char idle_stack[64 << 10] __attribute__((aligned(16)));
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* unmap_corners unmaps the main stack and the vDSO with its data pages,
+ * unless this runs on that stack after all. Without /proc they stay. */
+static void unmap_corners(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size_t n = 0;
+	while (n < sizeof setup.line - 1) {
+		ssize_t r = read(fd, setup.line + n, sizeof setup.line - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	setup.line[n] = '\0';
+	uintptr_t sp = (uintptr_t)&fd;
+	/* Each whole line is "START-END PERMS OFFSET DEV INODE [NAME]". */
+	for (char *l = setup.line, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
+		*nl = '\0';
+		if (!ends_with(l, " [stack]") && !ends_with(l, " [vdso]") && !ends_with(l, " [vvar]") && !ends_with(l, " [vvar_vclock]"))
+			continue;
+		char *end;
+		uintptr_t lo = strtoul(l, &end, 16), hi = *end == '-' ? strtoul(end + 1, NULL, 16) : 0;
+		if (lo < hi && !(sp >= lo && sp < hi))
+			munmap((void *)lo, hi - lo);
+	}
+}
+
+/* release_setup gives back what the setup used and the idle init does
+ * not: the stack and vDSO, the setup's buffers and the heap's free pages. */
+static void release_setup(void)
+{
+	unmap_corners();
+	madvise(&setup, sizeof setup, MADV_DONTNEED);
+	madvise(err_detail, sizeof err_detail, MADV_DONTNEED);
+	malloc_trim(0);
+}
+
+static void __attribute__((noreturn)) idle_main(void)
+{
+	release_setup();
+	int st = reap_until(idle.pid, idle.sfd);
+	if (!idle.ns)
+		kill_descendants();
+	struct message m = {.type = "exit"};
+	if (WIFSIGNALED(st))
+		m.signal = WTERMSIG(st);
+	else
+		m.code = WEXITSTATUS(st);
+	send_message(&m);
+	exit(0);
+}
+
+/* go_idle continues on the idle stack; should it not get there, it stays
+ * on this one. */
+static void __attribute__((noreturn)) go_idle(void)
+{
+	ucontext_t uc;
+	if (getcontext(&uc) == 0) {
+		uc.uc_stack.ss_sp = idle_stack;
+		uc.uc_stack.ss_size = sizeof idle_stack;
+		uc.uc_link = NULL;
+		makecontext(&uc, idle_main, 0);
+		setcontext(&uc);
+	}
+	idle_main();
 }
 
 int run_init(uint32_t spawn_flags)
@@ -719,18 +822,18 @@ int run_init(uint32_t spawn_flags)
 	 * plan is read: an init the daemon started ahead does it before its
 	 * launch, and one started for a launch while the daemon encodes the
 	 * plan. */
-	static struct early_step root_step, loopback_step;
+	struct early_step *root_step = &setup.root_step, *loopback_step = &setup.loopback_step;
 	int old_root = -1;
 	if (spawn_flags & SPAWN_NAMESPACES) {
 		const char *op, *path;
-		root_step.done = 1;
+		root_step->done = 1;
 		if ((old_root = prepare_root(&op, &path)) < 0)
-			early_failed(&root_step, op, path);
+			early_failed(root_step, op, path);
 	}
 	if (spawn_flags & SPAWN_NETNS) {
-		loopback_step.done = 1;
+		loopback_step->done = 1;
 		if (loopback_up())
-			early_failed(&loopback_step, "loopback up", "lo");
+			early_failed(loopback_step, "loopback up", "lo");
 	}
 	size_t len;
 	char *buf = read_plan(&len);
@@ -756,15 +859,15 @@ int run_init(uint32_t spawn_flags)
 	}
 	if (ns) {
 		const char *field, *op, *path;
-		if (root_step.failed)
-			early_error(&root_step, "process");
-		if (!root_step.done && (old_root = prepare_root(&op, &path)) < 0)
+		if (root_step->failed)
+			early_error(root_step, "process");
+		if (!root_step->done && (old_root = prepare_root(&op, &path)) < 0)
 			setup_error("process", op, path);
 		if (setup_root(p, old_root, &field, &op, &path))
 			setup_error(field, op, path);
-		if (loopback_step.failed)
-			early_error(&loopback_step, "network.mode");
-		if ((p->flags & FLAG_NETNS) && !loopback_step.done && loopback_up())
+		if (loopback_step->failed)
+			early_error(loopback_step, "network.mode");
+		if ((p->flags & FLAG_NETNS) && !loopback_step->done && loopback_up())
 			setup_error("network.mode", "loopback up", "lo");
 		if (p->has_proxy) {
 			char name[64];
@@ -788,12 +891,12 @@ int run_init(uint32_t spawn_flags)
 		setup_error("process", "prctl(PR_SET_CHILD_SUBREAPER)", NULL);
 	}
 	int stdio[3];
-	static char tty[64];
+	char *tty = setup.tty;
 	if (!(p->flags & FLAG_TERMINAL)) {
 		if (pass_recv(PASS_STDIO, stdio, 3))
 			setup_error("process", "receive stdio from daemon", NULL);
 	} else {
-		int replica = open_terminal(p, tty, sizeof tty);
+		int replica = open_terminal(p, tty, sizeof setup.tty);
 		if (replica < 0)
 			setup_error("process", "allocate terminal", "/dev/ptmx");
 		stdio[0] = stdio[1] = stdio[2] = replica;
@@ -852,20 +955,12 @@ int run_init(uint32_t spawn_flags)
 	}
 	struct message started = {.type = "started"};
 	send_message(&started);
-	/* From here the init only waits, for as long as the session lasts. */
 	plan_free(p);
 	free(buf);
-	malloc_trim(0);
-	int st = reap_until(pid, sfd);
-	if (!ns)
-		kill_descendants();
-	struct message m = {.type = "exit"};
-	if (WIFSIGNALED(st))
-		m.signal = WTERMSIG(st);
-	else
-		m.code = WEXITSTATUS(st);
-	send_message(&m);
-	return 0;
+	idle.pid = pid;
+	idle.sfd = sfd;
+	idle.ns = ns;
+	go_idle();
 }
 
 /* hold_userns holds the user namespace it was cloned into until its stdin

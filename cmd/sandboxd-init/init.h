@@ -57,9 +57,10 @@ int prepare_root(const char **op, const char **path);
 int setup_root(const struct plan *p, int old_root, const char **field, const char **op, const char **path);
 
 int loopback_up(void);
-/* run_init is the sandbox init, from reading its plan to its exit status.
- * spawn_flags are the namespaces the spawner made for it (spawn.h), 0 for
- * an init started otherwise. */
+/* run_init is the sandbox init, from reading its plan to its exit, which
+ * it makes itself; it returns only if it cannot begin. spawn_flags are the
+ * namespaces the spawner made for it (spawn.h), 0 for an init started
+ * otherwise. */
 int run_init(uint32_t spawn_flags);
 int apply_landlock(const struct plan *p);
 int apply_seccomp(const struct plan *p, int *listener);
