@@ -209,14 +209,19 @@ static int protects(const struct mount_step *s)
  * does not map. */
 static uid_t overflow_uid(void)
 {
-	FILE *f = fopen(OLD_ROOT "/proc/sys/kernel/overflowuid", "re");
-	unsigned long u = 65534;
-	if (f) {
-		if (fscanf(f, "%lu", &u) != 1)
-			u = 65534;
-		fclose(f);
+	char buf[32];
+	ssize_t n = -1;
+	int fd = open(OLD_ROOT "/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
 	}
-	return (uid_t)u;
+	if (n <= 0)
+		return 65534;
+	buf[n] = '\0';
+	char *end;
+	unsigned long u = strtoul(buf, &end, 10);
+	return end == buf ? 65534 : (uid_t)u;
 }
 
 /*
@@ -295,7 +300,7 @@ static int open_target(struct builder *b, const struct mount_step *s)
 {
 	uint64_t resolve = policy_path(s) ? NO_SYMLINKS : IN_ROOT;
 	int fd = open_in(b->new_root, s->target, resolve);
-	if (fd >= 0 || err_no != ENOENT || s->optional)
+	if (fd >= 0 || err.no != ENOENT || s->optional)
 		return fd;
 	int dir = 1;
 	if (s->kind == MK_BIND || s->kind == MK_DEVICE) {
@@ -387,14 +392,14 @@ static int apply(struct builder *b, const struct mount_step *s)
 			size_t vl = strlen(s->via);
 			const char *rest = strncmp(s->source, s->via, vl) == 0 ? s->source + vl : s->source;
 			int r = mkdir_all_nosymlinks(mapped_fd(b, s->via), rest);
-			if (r && (err_no == EACCES || err_no == EPERM)) {
+			if (r && (err.no == EACCES || err.no == EPERM)) {
 				b->uncreatable[b->n_uncreatable++] = s->source;
 				return 0;
 			}
 			return r;
 		}
 		int r = mkdir_all_nosymlinks(b->old_root, s->source);
-		if (r && (err_no == EACCES || err_no == EPERM) && unreachable(b, s->source)) {
+		if (r && (err.no == EACCES || err.no == EPERM) && unreachable(b, s->source)) {
 			b->uncreatable[b->n_uncreatable++] = s->source;
 			return 0;
 		}
@@ -409,9 +414,9 @@ static int apply(struct builder *b, const struct mount_step *s)
 	}
 	int target = open_target(b, s);
 	if (target < 0) {
-		if (s->optional && err_no == ENOENT)
+		if (s->optional && err.no == ENOENT)
 			return 0;
-		if (err_no == EACCES && protects(s) && unreachable(b, s->target))
+		if (err.no == EACCES && protects(s) && unreachable(b, s->target))
 			return 0;
 		return wrap("open target");
 	}
@@ -541,8 +546,8 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		return -1;                                                                                            \
 	} while (0)
 	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1};
-	b.mapped = malloc((p->n_mounts + 1) * sizeof *b.mapped);
-	b.uncreatable = malloc((p->n_mounts + 1) * sizeof *b.uncreatable);
+	b.mapped = setup_alloc((p->n_mounts + 1) * sizeof *b.mapped);
+	b.uncreatable = setup_alloc((p->n_mounts + 1) * sizeof *b.uncreatable);
 	if (!b.mapped || !b.uncreatable) {
 		fail_errno(ENOMEM);
 		FAIL("setup root", NULL);
@@ -566,8 +571,6 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 	for (size_t i = 0; i < p->n_mounts; i++)
 		if (b.mapped[i] >= 0)
 			close(b.mapped[i]);
-	free(b.mapped);
-	free(b.uncreatable);
 	/* pivot_root(".", ".") stacks the old root on top of the new one; the
 	 * lazy unmount then drops it and with it every host mount not cloned. */
 	int nr = open(NEW_ROOT, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
