@@ -23,6 +23,7 @@
 #define OLD_ROOT "/oldroot"
 #define NEW_ROOT "/newroot"
 #define MASK_FILE "/mask"
+#define MASK_DIR "/mask-dir"
 
 #define IN_ROOT (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
 #define NO_SYMLINKS (RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS)
@@ -376,6 +377,22 @@ static int root_read_only(struct builder *b, const struct mount_step *s)
 	return r ? r : reopen_new_root(b);
 }
 
+/* mask_dir opens the init's empty directory of the given mode, which it
+ * makes on first use. */
+static int mask_dir(uint32_t mode)
+{
+	char name[32];
+	snprintf(name, sizeof name, MASK_DIR "-%o", mode);
+	if (mkdir(name, 0) == 0) {
+		if (chmod(name, mode))
+			return fail(errno, "chmod %s", name);
+	} else if (errno != EEXIST) {
+		return fail(errno, "mkdir %s", name);
+	}
+	int fd = open(name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? fail(errno, "open %s", name) : fd;
+}
+
 static int apply(struct builder *b, const struct mount_step *s)
 {
 	if (s->kind == MK_ROOT_RO)
@@ -465,13 +482,18 @@ static int apply(struct builder *b, const struct mount_step *s)
 		r = src < 0 ? fail_errno(errno) : attach_clone(src, target, ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC);
 		break;
 	case MK_TMPFS: {
+		if (s->read_only) {
+			/* An empty directory of the init's tmpfs, bound read-only,
+			 * hides what is beneath as an empty read-only tmpfs does,
+			 * without a filesystem of its own to keep. */
+			src = mask_dir(s->mode);
+			r = src < 0 ? -1 : attach_clone(src, target, ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC);
+			break;
+		}
 		char mode[16];
 		snprintf(mode, sizeof mode, "%o", s->mode);
-		struct fs_opt opts[] = {{"mode", mode}, {"size", "4k"}};
-		unsigned int attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-		if (s->read_only)
-			attr |= MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC;
-		r = attach_new("tmpfs", opts, s->read_only ? 2 : 1, attr, target);
+		struct fs_opt opts[] = {{"mode", mode}};
+		r = attach_new("tmpfs", opts, 1, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, target);
 		break;
 	}
 	case MK_PROC:
