@@ -92,10 +92,14 @@ static struct {
 static const char *errstr(int e)
 {
 	char *buf = setup.errstr;
-	/* strerrordesc_np, not strerror: the same English text without the
-	 * message catalogue's locks, which are in pages the idle init would
-	 * otherwise keep written. */
+	/* strerrordesc_np (glibc 2.32), not strerror: the same English text
+	 * without the message catalogue's locks, which are in pages the idle
+	 * init would otherwise keep written. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
 	const char *desc = strerrordesc_np(e);
+#else
+	const char *desc = strerror(e);
+#endif
 	if (desc)
 		snprintf(buf, sizeof setup.errstr, "%s", desc);
 	else
