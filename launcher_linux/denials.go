@@ -1,6 +1,8 @@
 package launcherlinux
 
 import (
+	"sync"
+
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
@@ -70,5 +72,16 @@ func denialSources(plan *Plan, host Host, none bool) []*sandboxdv1.DenialSource 
 		how += "writes to what the sandbox's /proc keeps read-only or masked are recorded as filesystem.write calls are; "
 	}
 	how += "x32 syscalls are refused by the filter alone, unrecorded"
-	return []*sandboxdv1.DenialSource{write, read, network, src("process", how)}
+	write.How = intern(write.How)
+	return []*sandboxdv1.DenialSource{write, read, network, src("process", intern(how))}
+}
+
+// descriptions holds one copy of each description denialSources puts
+// together: every session keeps its plan's, and built afresh they came to
+// about 1.5 KiB a session. There are a handful, one per kind of plan.
+var descriptions sync.Map
+
+func intern(s string) string {
+	v, _ := descriptions.LoadOrStore(s, s)
+	return v.(string)
 }

@@ -520,7 +520,7 @@ func report(p *sandboxdv1.Policy, plan *Plan, idmapped []string, hasDeny, sessio
 		out = append(out, f("filesystem.read_only", "none requested"))
 	}
 	if hasDeny {
-		mech := "mount-ns masks: empty read-only tmpfs or file"
+		mech := "mount-ns masks: empty read-only directory or file"
 		if len(plan.Exec.Landlock.ReadExcept) > 0 {
 			mech += " + " + ll + " (outside write roots, below listable directories)"
 		}

@@ -33,8 +33,8 @@ type WriteModel struct {
 type ModelMount struct {
 	Path     string `json:"path"`
 	ReadOnly bool   `json:"read_only,omitempty"`
-	// Mask is maskedDir for an empty tmpfs nothing may search, maskedFile for
-	// an empty file nothing may open.
+	// Mask is maskedDir for an empty directory nothing may search,
+	// maskedFile for an empty file nothing may open.
 	Mask string `json:"mask,omitempty"`
 	// Field is the policy field the mount serves, blamed for a refusal it
 	// causes outside the policy's read_only and deny paths.

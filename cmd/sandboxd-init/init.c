@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <malloc.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -33,6 +32,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include <linux/netlink.h>
 
@@ -44,48 +44,141 @@
  * its sandbox on it. */
 #define SIG_KILL_ALL 36
 
-int err_no;
-char err_detail[4096];
+struct step_error err __attribute__((aligned(4096)));
+
+/* A step the init took before it had its plan, and its failure, which it
+ * reports where the step stands in the plan's order. */
+struct early_step {
+	int done, failed, err_no;
+	const char *op, *path;
+	char detail[sizeof err.detail];
+};
+
+/*
+ * The setup takes its memory from mappings of its own, not from the heap:
+ * the idle init unmaps them whole, where freed heap chunks would leave
+ * their pages and the allocator's state written, and the heap stays (the
+ * C library's thread block is in it). The command's process, which shares
+ * the init's memory until its execve, allocates here too.
+ */
+struct chunk {
+	struct chunk *next;
+	size_t size, used;
+};
+
+enum { CHUNK_SIZE = 256 << 10, ALIGN = 16 };
+
+/*
+ * What only the setup needs. Once the command runs the init gives these
+ * pages back (release_setup), so they share no page with anything else;
+ * the exit report finds the line's pages zeroed, which it does not mind.
+ */
+static struct {
+	/* A report line is built here; JSON escaping at most sextuples a
+	 * byte. */
+	char line[6 * 8192];
+	size_t line_len;
+	struct early_step root_step, loopback_step;
+	char tty[64];
+	char errstr[128];
+	/* A failure of the command's process before its execve travels to
+	 * the init on this close-on-exec pipe as the finished report line;
+	 * nothing comes when the execve works. */
+	int child_report;
+	/* The setup's memory (setup_alloc), newest first. */
+	struct chunk *chunks;
+} setup __attribute__((aligned(4096)));
 
 static const char *errstr(int e)
 {
-	static char buf[128];
-	snprintf(buf, sizeof buf, "%s", strerror(e));
+	char *buf = setup.errstr;
+	/* strerrordesc_np (glibc 2.32), not strerror: the same English text
+	 * without the message catalogue's locks, which are in pages the idle
+	 * init would otherwise keep written. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+	const char *desc = strerrordesc_np(e);
+#else
+	const char *desc = strerror(e);
+#endif
+	if (desc)
+		snprintf(buf, sizeof setup.errstr, "%s", desc);
+	else
+		snprintf(buf, sizeof setup.errstr, "errno %d", e);
 	/* As Go spells errno: "permission denied". */
 	if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
 		buf[0] = (char)(buf[0] - 'A' + 'a');
 	return buf;
 }
 
+void *setup_alloc(size_t n)
+{
+	if (n > SIZE_MAX / 2) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	n = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+	size_t head = (sizeof(struct chunk) + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+	struct chunk *c = setup.chunks;
+	if (!c || c->size - c->used < n) {
+		size_t size = n + head < CHUNK_SIZE ? CHUNK_SIZE : (n + head + 4095) & ~(size_t)4095;
+		c = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (c == MAP_FAILED)
+			return NULL;
+		c->next = setup.chunks;
+		c->size = size;
+		c->used = head;
+		setup.chunks = c;
+	}
+	/* Fresh pages, never handed out twice: zeroed. */
+	void *ptr = (char *)c + c->used;
+	c->used += n;
+	return ptr;
+}
+
+void *plan_calloc(size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return setup_alloc(n * size);
+}
+
+/* The plan's arrays go with the rest of the setup's memory. */
+void plan_release(void *ptr)
+{
+	(void)ptr;
+}
+
 int fail(int e, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(err_detail, sizeof err_detail, fmt, ap);
+	int n = vsnprintf(err.detail, sizeof err.detail, fmt, ap);
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof err_detail)
-		snprintf(err_detail + n, sizeof err_detail - (size_t)n, ": %s", errstr(e));
-	err_no = e;
+	if (n >= 0 && (size_t)n < sizeof err.detail)
+		snprintf(err.detail + n, sizeof err.detail - (size_t)n, ": %s", errstr(e));
+	err.no = e;
 	return -1;
 }
 
 int fail_errno(int e)
 {
-	snprintf(err_detail, sizeof err_detail, "%s", errstr(e));
-	err_no = e;
+	snprintf(err.detail, sizeof err.detail, "%s", errstr(e));
+	err.no = e;
 	return -1;
 }
 
 int wrap(const char *fmt, ...)
 {
-	char inner[sizeof err_detail];
-	memcpy(inner, err_detail, sizeof inner);
+	char inner[sizeof err.detail];
+	memcpy(inner, err.detail, sizeof inner);
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(err_detail, sizeof err_detail, fmt, ap);
+	int n = vsnprintf(err.detail, sizeof err.detail, fmt, ap);
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof err_detail)
-		snprintf(err_detail + n, sizeof err_detail - (size_t)n, ": %s", inner);
+	if (n >= 0 && (size_t)n < sizeof err.detail)
+		snprintf(err.detail + n, sizeof err.detail - (size_t)n, ": %s", inner);
 	return -1;
 }
 
@@ -93,37 +186,33 @@ int fail_msg(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err_detail, sizeof err_detail, fmt, ap);
+	vsnprintf(err.detail, sizeof err.detail, fmt, ap);
 	va_end(ap);
-	err_no = 0;
+	err.no = 0;
 	return -1;
 }
-
-/* A report line is built here; JSON escaping at most sextuples a byte. */
-static char line[6 * 8192];
-static size_t line_len;
 
 static void put_raw(const char *s)
 {
 	size_t n = strlen(s);
-	if (n > sizeof line - line_len)
-		n = sizeof line - line_len;
-	memcpy(line + line_len, s, n);
-	line_len += n;
+	if (n > sizeof setup.line - setup.line_len)
+		n = sizeof setup.line - setup.line_len;
+	memcpy(setup.line + setup.line_len, s, n);
+	setup.line_len += n;
 }
 
 static void put_json_string(const char *s)
 {
 	put_raw("\"");
-	for (; *s && line_len + 8 < sizeof line; s++) {
+	for (; *s && setup.line_len + 8 < sizeof setup.line; s++) {
 		unsigned char c = (unsigned char)*s;
 		if (c == '"' || c == '\\') {
-			line[line_len++] = '\\';
-			line[line_len++] = (char)c;
+			setup.line[setup.line_len++] = '\\';
+			setup.line[setup.line_len++] = (char)c;
 		} else if (c < 0x20) {
-			line_len += (size_t)snprintf(line + line_len, 7, "\\u%04x", c);
+			setup.line_len += (size_t)snprintf(setup.line + setup.line_len, 7, "\\u%04x", c);
 		} else {
-			line[line_len++] = (char)c;
+			setup.line[setup.line_len++] = (char)c;
 		}
 	}
 	put_raw("\"");
@@ -139,7 +228,7 @@ struct message {
 static void format_message(const struct message *m)
 {
 	char num[32];
-	line_len = 0;
+	setup.line_len = 0;
 	put_raw("{\"type\":");
 	put_json_string(m->type);
 	const char *names[] = {"field", "op", "path", "blocker", "detail"};
@@ -178,14 +267,14 @@ static void write_all(int fd, const char *b, size_t n)
 static void send_message(const struct message *m)
 {
 	format_message(m);
-	write_all(REPORT_FD, line, line_len);
+	write_all(REPORT_FD, setup.line, setup.line_len);
 }
 
 /* setup_error reports a failed setup step with the current error and
  * exits. */
 static void __attribute__((noreturn)) setup_error(const char *field, const char *op, const char *path)
 {
-	struct message m = {.type = "setup-error", .field = field, .op = op, .path = path, .errno_ = err_no, .detail = err_detail};
+	struct message m = {.type = "setup-error", .field = field, .op = op, .path = path, .errno_ = err.no, .detail = err.detail};
 	send_message(&m);
 	exit(1);
 }
@@ -255,7 +344,7 @@ int pass_recv(char tag, int *fds, int n)
 static char *read_plan(size_t *len)
 {
 	size_t cap = 64 << 10, n = 0;
-	char *b = malloc(cap);
+	char *b = setup_alloc(cap);
 	if (!b) {
 		fail(ENOMEM, "read plan");
 		return NULL;
@@ -265,24 +354,22 @@ static char *read_plan(size_t *len)
 			/* Bounds a broken daemon, not a plan: plans are kilobytes. */
 			if (cap >= 64 << 20) {
 				fail_msg("plan larger than %zu bytes", cap);
-				free(b);
 				return NULL;
 			}
-			cap *= 2;
-			char *nb = realloc(b, cap);
+			char *nb = setup_alloc(2 * cap);
 			if (!nb) {
-				free(b);
 				fail(ENOMEM, "read plan");
 				return NULL;
 			}
+			memcpy(nb, b, n);
 			b = nb;
+			cap *= 2;
 		}
 		ssize_t r = read(PLAN_FD, b + n, cap - n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
 			fail(errno, "read");
-			free(b);
 			return NULL;
 		}
 		if (r == 0)
@@ -359,18 +446,11 @@ out:
 	return -1;
 }
 
-/*
- * A failure of the command's process before its execve travels to the init
- * on a close-on-exec pipe as the finished report line; nothing comes when
- * the execve works.
- */
-static int child_report = -1;
-
 static void __attribute__((noreturn)) child_fail(const char *type, const char *field, const char *op, const char *path, const char *blocker)
 {
-	struct message m = {.type = type, .field = field, .op = op, .path = path, .blocker = blocker, .errno_ = err_no, .detail = err_detail};
+	struct message m = {.type = type, .field = field, .op = op, .path = path, .blocker = blocker, .errno_ = err.no, .detail = err.detail};
 	format_message(&m);
-	write_all(child_report, line, line_len);
+	write_all(setup.child_report, setup.line, setup.line_len);
 	_exit(127);
 }
 
@@ -525,7 +605,7 @@ struct command_args {
 static int command_main(void *arg)
 {
 	const struct command_args *a = arg;
-	child_report = a->report;
+	setup.child_report = a->report;
 	run_command(a->p, a->stdio, a->cgroup, a->ncgroup);
 }
 
@@ -564,7 +644,7 @@ static pid_t start_command(const struct plan *p, const int stdio[3], const int *
 		setup_error("process", "start command", NULL);
 	}
 	close(pipefd[1]);
-	char buf[sizeof line];
+	char buf[sizeof setup.line];
 	size_t n = 0;
 	for (;;) {
 		ssize_t r = read(pipefd[0], buf + n, sizeof buf - n);
@@ -671,28 +751,110 @@ static int reap_until(pid_t pid, int sfd)
 	}
 }
 
-/* A step the init took before it had its plan, and its failure, which it
- * reports where the step stands in the plan's order. */
-struct early_step {
-	int done, failed, err_no;
-	const char *op, *path;
-	char detail[sizeof err_detail];
-};
-
 static void early_failed(struct early_step *s, const char *op, const char *path)
 {
 	s->failed = 1;
-	s->err_no = err_no;
-	memcpy(s->detail, err_detail, sizeof s->detail);
+	s->err_no = err.no;
+	memcpy(s->detail, err.detail, sizeof s->detail);
 	s->op = op;
 	s->path = path;
 }
 
 static void __attribute__((noreturn)) early_error(const struct early_step *s, const char *field)
 {
-	err_no = s->err_no;
-	memcpy(err_detail, s->detail, sizeof err_detail);
+	err.no = s->err_no;
+	memcpy(err.detail, s->detail, sizeof err.detail);
 	setup_error(field, s->op, s->path);
+}
+
+/*
+ * From the command's start the init only waits, for as long as the session
+ * lasts, and what it waits with is all an idle session keeps of it. It
+ * runs on a stack in its .bss, so that the main thread's stack, which the
+ * setup ran deep on, can go with the vDSO, which nothing from here on
+ * calls: each of the two sits in a corner of the address space of its
+ * own, with page-table pages of its own.
+ */
+static char idle_stack[64 << 10] __attribute__((aligned(4096)));
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+}
+
+/* unmap_corners unmaps the main stack and the vDSO with its data pages,
+ * unless this runs on that stack after all. Without /proc they stay. */
+static void unmap_corners(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	size_t n = 0;
+	while (n < sizeof setup.line - 1) {
+		ssize_t r = read(fd, setup.line + n, sizeof setup.line - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	setup.line[n] = '\0';
+	uintptr_t sp = (uintptr_t)&fd;
+	/* Each whole line is "START-END PERMS OFFSET DEV INODE [NAME]". */
+	for (char *l = setup.line, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
+		*nl = '\0';
+		if (!ends_with(l, " [stack]") && !ends_with(l, " [vdso]") && !ends_with(l, " [vvar]") && !ends_with(l, " [vvar_vclock]"))
+			continue;
+		char *end;
+		uintptr_t lo = strtoul(l, &end, 16), hi = *end == '-' ? strtoul(end + 1, NULL, 16) : 0;
+		if (lo < hi && !(sp >= lo && sp < hi))
+			munmap((void *)lo, hi - lo);
+	}
+}
+
+/* release_setup gives back what the setup used and the idle init does
+ * not: the stack and vDSO, the setup's memory and buffers. */
+static void release_setup(void)
+{
+	unmap_corners();
+	for (struct chunk *c = setup.chunks, *next; c; c = next) {
+		next = c->next;
+		munmap(c, c->size);
+	}
+	madvise(&setup, sizeof setup, MADV_DONTNEED);
+	madvise(&err, sizeof err, MADV_DONTNEED);
+}
+
+static void __attribute__((noreturn)) idle_main(int pid, int sfd, int ns)
+{
+	release_setup();
+	int st = reap_until(pid, sfd);
+	if (!ns)
+		kill_descendants();
+	struct message m = {.type = "exit"};
+	if (WIFSIGNALED(st))
+		m.signal = WTERMSIG(st);
+	else
+		m.code = WEXITSTATUS(st);
+	send_message(&m);
+	exit(0);
+}
+
+/* go_idle continues on the idle stack; should it not get there, it stays
+ * on this one. */
+static void __attribute__((noreturn)) go_idle(pid_t pid, int sfd, int ns)
+{
+	ucontext_t uc;
+	if (getcontext(&uc) == 0) {
+		uc.uc_stack.ss_sp = idle_stack;
+		uc.uc_stack.ss_size = sizeof idle_stack;
+		uc.uc_link = NULL;
+		makecontext(&uc, (void (*)(void))idle_main, 3, (int)pid, sfd, ns);
+		setcontext(&uc);
+	}
+	idle_main(pid, sfd, ns);
 }
 
 int run_init(uint32_t spawn_flags)
@@ -719,18 +881,18 @@ int run_init(uint32_t spawn_flags)
 	 * plan is read: an init the daemon started ahead does it before its
 	 * launch, and one started for a launch while the daemon encodes the
 	 * plan. */
-	static struct early_step root_step, loopback_step;
+	struct early_step *root_step = &setup.root_step, *loopback_step = &setup.loopback_step;
 	int old_root = -1;
 	if (spawn_flags & SPAWN_NAMESPACES) {
 		const char *op, *path;
-		root_step.done = 1;
+		root_step->done = 1;
 		if ((old_root = prepare_root(&op, &path)) < 0)
-			early_failed(&root_step, op, path);
+			early_failed(root_step, op, path);
 	}
 	if (spawn_flags & SPAWN_NETNS) {
-		loopback_step.done = 1;
+		loopback_step->done = 1;
 		if (loopback_up())
-			early_failed(&loopback_step, "loopback up", "lo");
+			early_failed(loopback_step, "loopback up", "lo");
 	}
 	size_t len;
 	char *buf = read_plan(&len);
@@ -756,15 +918,15 @@ int run_init(uint32_t spawn_flags)
 	}
 	if (ns) {
 		const char *field, *op, *path;
-		if (root_step.failed)
-			early_error(&root_step, "process");
-		if (!root_step.done && (old_root = prepare_root(&op, &path)) < 0)
+		if (root_step->failed)
+			early_error(root_step, "process");
+		if (!root_step->done && (old_root = prepare_root(&op, &path)) < 0)
 			setup_error("process", op, path);
 		if (setup_root(p, old_root, &field, &op, &path))
 			setup_error(field, op, path);
-		if (loopback_step.failed)
-			early_error(&loopback_step, "network.mode");
-		if ((p->flags & FLAG_NETNS) && !loopback_step.done && loopback_up())
+		if (loopback_step->failed)
+			early_error(loopback_step, "network.mode");
+		if ((p->flags & FLAG_NETNS) && !loopback_step->done && loopback_up())
 			setup_error("network.mode", "loopback up", "lo");
 		if (p->has_proxy) {
 			char name[64];
@@ -788,12 +950,12 @@ int run_init(uint32_t spawn_flags)
 		setup_error("process", "prctl(PR_SET_CHILD_SUBREAPER)", NULL);
 	}
 	int stdio[3];
-	static char tty[64];
+	char *tty = setup.tty;
 	if (!(p->flags & FLAG_TERMINAL)) {
 		if (pass_recv(PASS_STDIO, stdio, 3))
 			setup_error("process", "receive stdio from daemon", NULL);
 	} else {
-		int replica = open_terminal(p, tty, sizeof tty);
+		int replica = open_terminal(p, tty, sizeof setup.tty);
 		if (replica < 0)
 			setup_error("process", "allocate terminal", "/dev/ptmx");
 		stdio[0] = stdio[1] = stdio[2] = replica;
@@ -852,20 +1014,7 @@ int run_init(uint32_t spawn_flags)
 	}
 	struct message started = {.type = "started"};
 	send_message(&started);
-	/* From here the init only waits, for as long as the session lasts. */
-	plan_free(p);
-	free(buf);
-	malloc_trim(0);
-	int st = reap_until(pid, sfd);
-	if (!ns)
-		kill_descendants();
-	struct message m = {.type = "exit"};
-	if (WIFSIGNALED(st))
-		m.signal = WTERMSIG(st);
-	else
-		m.code = WEXITSTATUS(st);
-	send_message(&m);
-	return 0;
+	go_idle(pid, sfd, ns);
 }
 
 /* hold_userns holds the user namespace it was cloned into until its stdin

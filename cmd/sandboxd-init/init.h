@@ -26,14 +26,17 @@ enum {
 };
 
 /*
- * A failed step leaves its errno in err_no and a sentence in err_detail, as
+ * A failed step leaves its errno in err.no and a sentence in err.detail, as
  * the Go init's wrapped errors read (for example "open target: permission
- * denied"), for the report.
+ * denied"), for the report. They fill a page of their own, which the idle
+ * init gives back.
  */
-extern int err_no;
-extern char err_detail[];
+struct step_error {
+	int no;
+	char detail[4096 - sizeof(int)];
+};
+extern struct step_error err;
 
-/* fail sets the error to "FMT: strerror(e)" and returns -1. */
 /* fail sets the error to "FMT: strerror(e)" and returns -1. */
 int fail(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* fail_errno sets the error to strerror(e) alone and returns -1. */
@@ -42,6 +45,11 @@ int fail_errno(int e);
 int wrap(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* fail_msg sets the error to msg with no errno and returns -1. */
 int fail_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* setup_alloc returns n zeroed bytes of the setup's memory, which is
+ * never freed but given back whole once the command runs; NULL when
+ * there is none. */
+void *setup_alloc(size_t n);
 
 int pass_send(char tag, int fd);
 int pass_recv(char tag, int *fds, int n);
@@ -57,9 +65,10 @@ int prepare_root(const char **op, const char **path);
 int setup_root(const struct plan *p, int old_root, const char **field, const char **op, const char **path);
 
 int loopback_up(void);
-/* run_init is the sandbox init, from reading its plan to its exit status.
- * spawn_flags are the namespaces the spawner made for it (spawn.h), 0 for
- * an init started otherwise. */
+/* run_init is the sandbox init, from reading its plan to its exit, which
+ * it makes itself; it returns only if it cannot begin. spawn_flags are the
+ * namespaces the spawner made for it (spawn.h), 0 for an init started
+ * otherwise. */
 int run_init(uint32_t spawn_flags);
 int apply_landlock(const struct plan *p);
 int apply_seccomp(const struct plan *p, int *listener);

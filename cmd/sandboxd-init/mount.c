@@ -23,6 +23,7 @@
 #define OLD_ROOT "/oldroot"
 #define NEW_ROOT "/newroot"
 #define MASK_FILE "/mask"
+#define MASK_DIR "/mask-dir"
 
 #define IN_ROOT (RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)
 #define NO_SYMLINKS (RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS)
@@ -209,14 +210,19 @@ static int protects(const struct mount_step *s)
  * does not map. */
 static uid_t overflow_uid(void)
 {
-	FILE *f = fopen(OLD_ROOT "/proc/sys/kernel/overflowuid", "re");
-	unsigned long u = 65534;
-	if (f) {
-		if (fscanf(f, "%lu", &u) != 1)
-			u = 65534;
-		fclose(f);
+	char buf[32];
+	ssize_t n = -1;
+	int fd = open(OLD_ROOT "/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
 	}
-	return (uid_t)u;
+	if (n <= 0)
+		return 65534;
+	buf[n] = '\0';
+	char *end;
+	unsigned long u = strtoul(buf, &end, 10);
+	return end == buf ? 65534 : (uid_t)u;
 }
 
 /*
@@ -295,7 +301,7 @@ static int open_target(struct builder *b, const struct mount_step *s)
 {
 	uint64_t resolve = policy_path(s) ? NO_SYMLINKS : IN_ROOT;
 	int fd = open_in(b->new_root, s->target, resolve);
-	if (fd >= 0 || err_no != ENOENT || s->optional)
+	if (fd >= 0 || err.no != ENOENT || s->optional)
 		return fd;
 	int dir = 1;
 	if (s->kind == MK_BIND || s->kind == MK_DEVICE) {
@@ -371,6 +377,22 @@ static int root_read_only(struct builder *b, const struct mount_step *s)
 	return r ? r : reopen_new_root(b);
 }
 
+/* mask_dir opens the init's empty directory of the given mode, which it
+ * makes on first use. */
+static int mask_dir(uint32_t mode)
+{
+	char name[32];
+	snprintf(name, sizeof name, MASK_DIR "-%o", mode);
+	if (mkdir(name, 0) == 0) {
+		if (chmod(name, mode))
+			return fail(errno, "chmod %s", name);
+	} else if (errno != EEXIST) {
+		return fail(errno, "mkdir %s", name);
+	}
+	int fd = open(name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? fail(errno, "open %s", name) : fd;
+}
+
 static int apply(struct builder *b, const struct mount_step *s)
 {
 	if (s->kind == MK_ROOT_RO)
@@ -387,14 +409,14 @@ static int apply(struct builder *b, const struct mount_step *s)
 			size_t vl = strlen(s->via);
 			const char *rest = strncmp(s->source, s->via, vl) == 0 ? s->source + vl : s->source;
 			int r = mkdir_all_nosymlinks(mapped_fd(b, s->via), rest);
-			if (r && (err_no == EACCES || err_no == EPERM)) {
+			if (r && (err.no == EACCES || err.no == EPERM)) {
 				b->uncreatable[b->n_uncreatable++] = s->source;
 				return 0;
 			}
 			return r;
 		}
 		int r = mkdir_all_nosymlinks(b->old_root, s->source);
-		if (r && (err_no == EACCES || err_no == EPERM) && unreachable(b, s->source)) {
+		if (r && (err.no == EACCES || err.no == EPERM) && unreachable(b, s->source)) {
 			b->uncreatable[b->n_uncreatable++] = s->source;
 			return 0;
 		}
@@ -409,9 +431,9 @@ static int apply(struct builder *b, const struct mount_step *s)
 	}
 	int target = open_target(b, s);
 	if (target < 0) {
-		if (s->optional && err_no == ENOENT)
+		if (s->optional && err.no == ENOENT)
 			return 0;
-		if (err_no == EACCES && protects(s) && unreachable(b, s->target))
+		if (err.no == EACCES && protects(s) && unreachable(b, s->target))
 			return 0;
 		return wrap("open target");
 	}
@@ -460,13 +482,18 @@ static int apply(struct builder *b, const struct mount_step *s)
 		r = src < 0 ? fail_errno(errno) : attach_clone(src, target, ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC);
 		break;
 	case MK_TMPFS: {
+		if (s->read_only) {
+			/* An empty directory of the init's tmpfs, bound read-only,
+			 * hides what is beneath as an empty read-only tmpfs does,
+			 * without a filesystem of its own to keep. */
+			src = mask_dir(s->mode);
+			r = src < 0 ? -1 : attach_clone(src, target, ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC);
+			break;
+		}
 		char mode[16];
 		snprintf(mode, sizeof mode, "%o", s->mode);
-		struct fs_opt opts[] = {{"mode", mode}, {"size", "4k"}};
-		unsigned int attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-		if (s->read_only)
-			attr |= MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC;
-		r = attach_new("tmpfs", opts, s->read_only ? 2 : 1, attr, target);
+		struct fs_opt opts[] = {{"mode", mode}};
+		r = attach_new("tmpfs", opts, 1, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, target);
 		break;
 	}
 	case MK_PROC:
@@ -541,8 +568,8 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		return -1;                                                                                            \
 	} while (0)
 	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1};
-	b.mapped = malloc((p->n_mounts + 1) * sizeof *b.mapped);
-	b.uncreatable = malloc((p->n_mounts + 1) * sizeof *b.uncreatable);
+	b.mapped = setup_alloc((p->n_mounts + 1) * sizeof *b.mapped);
+	b.uncreatable = setup_alloc((p->n_mounts + 1) * sizeof *b.uncreatable);
 	if (!b.mapped || !b.uncreatable) {
 		fail_errno(ENOMEM);
 		FAIL("setup root", NULL);
@@ -566,8 +593,6 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 	for (size_t i = 0; i < p->n_mounts; i++)
 		if (b.mapped[i] >= 0)
 			close(b.mapped[i]);
-	free(b.mapped);
-	free(b.uncreatable);
 	/* pivot_root(".", ".") stacks the old root on top of the new one; the
 	 * lazy unmount then drops it and with it every host mount not cloned. */
 	int nr = open(NEW_ROOT, O_DIRECTORY | O_RDONLY | O_CLOEXEC);

@@ -4,7 +4,6 @@
  */
 #include "plan.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 const char *const mount_kind_names[MK_LAST + 1] = {
@@ -288,14 +287,14 @@ int plan_decode(char *buf, size_t len, struct plan *p, const char **err)
 		return -1;
 	memset(p, 0, sizeof *p);
 	/* Every array gets at least one slot so that no allocation is of 0. */
-	p->forwards = calloc(c.forwards + 1, sizeof *p->forwards);
-	p->mounts = calloc(c.mounts + 1, sizeof *p->mounts);
-	p->argv = calloc(c.argv + 1, sizeof *p->argv);
-	p->env = calloc(c.env + 1, sizeof *p->env);
-	p->ll_rules = calloc(c.rules + 1, sizeof *p->ll_rules);
-	p->ll_except = calloc(c.except + 1, sizeof *p->ll_except);
-	p->seccomp = calloc(MAX_INSNS, sizeof *p->seccomp);
-	p->write_roots = calloc(c.write_roots + 1, sizeof *p->write_roots);
+	p->forwards = plan_calloc(c.forwards + 1, sizeof *p->forwards);
+	p->mounts = plan_calloc(c.mounts + 1, sizeof *p->mounts);
+	p->argv = plan_calloc(c.argv + 1, sizeof *p->argv);
+	p->env = plan_calloc(c.env + 1, sizeof *p->env);
+	p->ll_rules = plan_calloc(c.rules + 1, sizeof *p->ll_rules);
+	p->ll_except = plan_calloc(c.except + 1, sizeof *p->ll_except);
+	p->seccomp = plan_calloc(MAX_INSNS, sizeof *p->seccomp);
+	p->write_roots = plan_calloc(c.write_roots + 1, sizeof *p->write_roots);
 	if (!p->forwards || !p->mounts || !p->argv || !p->env || !p->ll_rules || !p->ll_except || !p->seccomp || !p->write_roots) {
 		plan_free(p);
 		*err = "out of memory";
@@ -314,13 +313,13 @@ int plan_decode(char *buf, size_t len, struct plan *p, const char **err)
 
 void plan_free(struct plan *p)
 {
-	free(p->forwards);
-	free(p->mounts);
-	free(p->argv);
-	free(p->env);
-	free(p->ll_rules);
-	free(p->ll_except);
-	free(p->seccomp);
-	free(p->write_roots);
+	plan_release(p->forwards);
+	plan_release(p->mounts);
+	plan_release(p->argv);
+	plan_release(p->env);
+	plan_release(p->ll_rules);
+	plan_release(p->ll_except);
+	plan_release(p->seccomp);
+	plan_release(p->write_roots);
 	memset(p, 0, sizeof *p);
 }

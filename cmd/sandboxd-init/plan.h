@@ -114,10 +114,19 @@ struct plan {
 
 /*
  * plan_decode decodes buf[0..len) into p. Strings point into buf, which must
- * outlive p; the arrays are allocated (plan_free). On failure it returns -1
- * with err, a static message, set, and p holds nothing to free.
+ * outlive p; the arrays come from plan_calloc (plan_free). On failure it
+ * returns -1 with err, a static message, set, and p holds nothing to free.
  */
 int plan_decode(char *buf, size_t len, struct plan *p, const char **err);
 void plan_free(struct plan *p);
+
+/*
+ * The program using the decoder provides its allocator, with calloc's and
+ * free's contracts: the init takes the arrays from its setup memory, which
+ * it gives back whole, and the test harness from calloc, so that the
+ * sanitizers check each array's bounds.
+ */
+void *plan_calloc(size_t n, size_t size);
+void plan_release(void *ptr);
 
 #endif

@@ -94,15 +94,19 @@ static int grant_except(int ruleset, const char *dir, const struct plan *p)
 	}
 	if (fd < 0)
 		return fail(errno, "landlock: list %s: open %s", dir, dir);
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
-		close(fd);
-		return fail(e, "landlock: list %s", dir);
-	}
+	/* Read with getdents64 rather than readdir, whose buffer would come
+	 * from the heap: this process shares the init's memory. */
+	char dents[4096] __attribute__((aligned(8)));
 	int r = 0;
-	struct dirent *e;
-	while (!r && (e = readdir(d))) {
+	ssize_t n = 0, off = 0;
+	while (!r) {
+		if (off >= n) {
+			if ((n = getdents64(fd, dents, sizeof dents)) <= 0)
+				break;
+			off = 0;
+		}
+		const struct dirent64 *e = (const struct dirent64 *)(dents + off);
+		off += e->d_reclen;
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
 		char path[PATH_MAX];
@@ -126,7 +130,7 @@ static int grant_except(int ruleset, const char *dir, const struct plan *p)
 		}
 		}
 	}
-	closedir(d);
+	close(fd);
 	return r;
 }
 
@@ -157,7 +161,7 @@ int apply_seccomp(const struct plan *p, int *listener)
 		/* Only the namespaces set plans no filter, on a host without
 		 * seccomp, for policies no field of which rests on it. */
 		return 0;
-	struct sock_filter *f = calloc(p->n_seccomp, sizeof *f);
+	struct sock_filter *f = setup_alloc(p->n_seccomp * sizeof *f);
 	if (!f)
 		return fail(ENOMEM, "seccomp");
 	for (size_t i = 0; i < p->n_seccomp; i++) {
@@ -170,7 +174,6 @@ int apply_seccomp(const struct plan *p, int *listener)
 	unsigned long flags = (p->flags & FLAG_LISTENER) ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0;
 	long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
 	int e = errno;
-	free(f);
 	if (r < 0)
 		return fail(e, "seccomp(SET_MODE_FILTER)");
 	if (p->flags & FLAG_LISTENER)

@@ -26,7 +26,9 @@ const (
 	// MountPin clones the sandbox's own Target onto itself so that it becomes a
 	// mount point, which the kernel refuses to rename or remove (EBUSY).
 	MountPin MountKind = "pin"
-	// MountTmpfs mounts a fresh tmpfs with Mode; ReadOnly for masks.
+	// MountTmpfs mounts a fresh tmpfs with Mode; ReadOnly for masks, which
+	// the init makes as a read-only bind of an empty directory with Mode
+	// from its own tmpfs, not a filesystem apiece.
 	MountTmpfs MountKind = "tmpfs"
 	// MountProc mounts a procfs of the sandbox's pid namespace.
 	MountProc MountKind = "proc"

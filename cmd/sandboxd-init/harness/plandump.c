@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+void *plan_calloc(size_t n, size_t size) { return calloc(n, size); }
+
+void plan_release(void *ptr) { free(ptr); }
+
 static char *out;
 static size_t out_len, out_cap;
 
