@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -47,21 +48,21 @@ type fsCall struct {
 }
 
 // fsCallNames names the calls of the three families.
-var fsCallNames = func() map[int32]string {
+var fsCallNames = sync.OnceValue(func() map[int32]string {
 	m := map[int32]string{}
-	for _, s := range append(append([]syscallName(nil), metaCalls...), lookupCalls...) {
+	for _, s := range append(append([]syscallName(nil), metaCalls()...), lookupCalls()...) {
 		m[int32(s.nr)] = s.name
 	}
 	return m
-}()
+})
 
-var metaCallNrs = func() map[int32]bool {
+var metaCallNrs = sync.OnceValue(func() map[int32]bool {
 	m := map[int32]bool{}
-	for _, s := range metaCalls {
+	for _, s := range metaCalls() {
 		m[int32(s.nr)] = true
 	}
 	return m
-}()
+})
 
 const (
 	inDontFollow                                   = 0x02000000
@@ -96,7 +97,7 @@ func isOPathOpen(n *seccompNotif) (uint64, bool) {
 // would reject without looking anything up, which it is left to do.
 func decodeFsCall(n *seccompNotif) (c fsCall, ok bool) {
 	a := n.Data.Args
-	c = fsCall{op: fsCallNames[n.Data.Nr], nr: n.Data.Nr, meta: metaCallNrs[n.Data.Nr], follow: true}
+	c = fsCall{op: fsCallNames()[n.Data.Nr], nr: n.Data.Nr, meta: metaCallNrs()[n.Data.Nr], follow: true}
 	path := func(i int) { c.name = nameArg{atFdcwd, a[i]} }
 	at := func(i int) { c.name = nameArg{int32(a[i]), a[i+1]} }
 	atFlags := func(flags uint64) {
@@ -225,7 +226,7 @@ func setIDCall(data seccompData) string {
 	if data.Nr == nrOpenat2 {
 		return "openat2"
 	}
-	for _, c := range modeCalls {
+	for _, c := range modeCalls() {
 		if int32(c.nr) != data.Nr {
 			continue
 		}
@@ -293,7 +294,7 @@ func (s *supervisor) privilegedXattr(n *seccompNotif) string {
 // refusePrivilegedXattr answers the setxattr of a privileged name where a
 // write root is ID-mapped.
 func (s *supervisor) refusePrivilegedXattr(n *seccompNotif, name string) (syscall.Errno, *sandboxdv1.Denial) {
-	d := &sandboxdv1.Denial{Field: "filesystem.write", Operation: fsCallNames[n.Data.Nr], Errno: "EPERM",
+	d := &sandboxdv1.Denial{Field: "filesystem.write", Operation: fsCallNames()[n.Data.Nr], Errno: "EPERM",
 		Detail: name + " grants privilege on the host: refused where a write root is ID-mapped, as what the sandbox makes there is owned by the root's owner"}
 	if c, ok := decodeFsCall(n); ok {
 		v := &sandboxView{root: s.root, tid: int(n.Pid)}

@@ -29,7 +29,7 @@ func (s *supervisor) judgeWrite(n *seccompNotif) (d *sandboxdv1.Denial, denied b
 	c, err := v.readCall(n)
 	var dp *deniedPath
 	if errors.As(err, &dp) {
-		return &sandboxdv1.Denial{Field: "filesystem.deny", Operation: writeCallNames[n.Data.Nr], Target: dp.path, Errno: "EACCES"}, true
+		return &sandboxdv1.Denial{Field: "filesystem.deny", Operation: writeCallNames()[n.Data.Nr], Target: dp.path, Errno: "EACCES"}, true
 	}
 	if err != nil || c == nil {
 		return nil, false
@@ -84,7 +84,7 @@ const openHowSize = 24
 // policy.
 func (v *sandboxView) readCall(n *seccompNotif) (*writeCall, error) {
 	a := n.Data.Args
-	c := &writeCall{Op: writeCallNames[n.Data.Nr]}
+	c := &writeCall{Op: writeCallNames()[n.Data.Nr]}
 	var target, source nameArg
 	o := lookupOpts{top: "/", deny: v.deny}
 	followSource := false

@@ -352,7 +352,7 @@ func (s *supervisor) answer(n seccompNotif, at time.Time) {
 		if s.onDenial != nil {
 			d = s.judgeMeta(&n)
 		}
-	case writeCallNames[n.Data.Nr] != "":
+	case writeCallNames()[n.Data.Nr] != "":
 		// The kernel decides; the daemon only looks, and only when
 		// someone wants the record. A name beneath a deny path is
 		// refused here, where no mask hides it: the kernel would tell
@@ -468,7 +468,7 @@ func readTaskStatus(tid int) (taskStatus, error) {
 func refusedCall(data seccompData) *sandboxdv1.Denial {
 	nr := uint32(data.Nr)
 	a := data.Args
-	d := &sandboxdv1.Denial{Field: "process", Operation: refusedNames[nr], Errno: "EPERM"}
+	d := &sandboxdv1.Denial{Field: "process", Operation: refusedNames()[nr], Errno: "EPERM"}
 	switch nr {
 	case nrClone, nrUnshare:
 		d.Target = cloneFlagNames(a[0])
@@ -489,22 +489,22 @@ func refusedCall(data seccompData) *sandboxdv1.Denial {
 
 // refusedNames names every syscall the filter may refuse through the
 // listener.
-var refusedNames = func() map[uint32]string {
+var refusedNames = sync.OnceValue(func() map[uint32]string {
 	m := map[uint32]string{nrClone: "clone", nrIoctl: "ioctl", nrSocket: "socket"}
-	for _, s := range append(append([]syscallName(nil), deniedCalls...), sysVIPCCalls...) {
+	for _, s := range append(append([]syscallName(nil), deniedCalls()...), sysVIPCCalls()...) {
 		m[s.nr] = s.name
 	}
 	return m
-}()
+})
 
 // writeCallNames names the write-intent calls the filter notifies.
-var writeCallNames = func() map[int32]string {
+var writeCallNames = sync.OnceValue(func() map[int32]string {
 	m := map[int32]string{nrOpen: "open", nrOpenat: "openat"}
-	for _, s := range writeCalls {
+	for _, s := range writeCalls() {
 		m[int32(s.nr)] = s.name
 	}
 	return m
-}()
+})
 
 var cloneFlags = []struct {
 	flag uint64
@@ -620,12 +620,12 @@ func (s *supervisor) fsCall(n *seccompNotif) (fsCall, bool) {
 			return fsCall{}, false
 		}
 		c, ok := decodeFsCall(n)
-		c.op, c.flags, c.follow = writeCallNames[n.Data.Nr], flags, flags&unix.O_NOFOLLOW == 0
+		c.op, c.flags, c.follow = writeCallNames()[n.Data.Nr], flags, flags&unix.O_NOFOLLOW == 0
 		return c, ok
 	case nrIoctl:
 		return decodeFsCall(n)
 	}
-	if fsCallNames[n.Data.Nr] == "" {
+	if fsCallNames()[n.Data.Nr] == "" {
 		return fsCall{}, false
 	}
 	return decodeFsCall(n)

@@ -89,12 +89,14 @@ type modeCall struct {
 
 // modeCalls are those of the architecture's: arm64, like every
 // architecture after it, has only the *at forms.
-var modeCalls = presentOnly([]modeCall{
-	{"chmod", nrChmod, 1, -1}, {"fchmod", nrFchmod, 1, -1}, {"fchmodat", nrFchmodat, 2, -1}, {"fchmodat2", nrFchmodat2, 2, -1},
-	{"creat", nrCreat, 1, -1}, {"mkdir", nrMkdir, 1, -1}, {"mkdirat", nrMkdirat, 2, -1},
-	{"mknod", nrMknod, 1, -1}, {"mknodat", nrMknodat, 2, -1},
-	{"open", nrOpen, 2, 1}, {"openat", nrOpenat, 3, 2},
-}, func(c modeCall) uint32 { return c.nr })
+var modeCalls = sync.OnceValue(func() []modeCall {
+	return presentOnly([]modeCall{
+		{"chmod", nrChmod, 1, -1}, {"fchmod", nrFchmod, 1, -1}, {"fchmodat", nrFchmodat, 2, -1}, {"fchmodat2", nrFchmodat2, 2, -1},
+		{"creat", nrCreat, 1, -1}, {"mkdir", nrMkdir, 1, -1}, {"mkdirat", nrMkdirat, 2, -1},
+		{"mknod", nrMknod, 1, -1}, {"mknodat", nrMknodat, 2, -1},
+		{"open", nrOpen, 2, 1}, {"openat", nrOpenat, 3, 2},
+	}, func(c modeCall) uint32 { return c.nr })
+})
 
 // openCreates are the open flags that make a file: O_CREAT and
 // __O_TMPFILE.
@@ -154,11 +156,11 @@ type syscallName struct {
 
 // calls are the named syscalls this architecture has, with their numbers.
 // A name the generated tables lack is a mistake in this file, found by
-// every test of the package.
+// TestSeccompProgramIsASearch, which builds every table.
 func calls(names ...string) []syscallName {
 	out := make([]syscallName, 0, len(names))
 	for _, n := range names {
-		nr, ok := sysnums[n]
+		nr, ok := sysnum(n)
 		if !ok {
 			panic("seccomp tables: no syscall " + n + "; add it to sysnumgen's Names and run go generate")
 		}
@@ -187,50 +189,60 @@ func presentOnly[T any](all []T, nr func(T) uint32) []T {
 // architecture the daemon runs on, from tables generated from the kernel's
 // headers (sysnum_*.go); an architecture without tables is refused rather
 // than left unfiltered.
-var deniedCalls = calls(
-	"ptrace", "syslog", "uselib", "ustat", "sysfs", "vhangup", "pivot_root", "_sysctl", "acct",
-	"settimeofday", "mount", "umount2", "swapon", "swapoff", "reboot", "iopl", "ioperm",
-	"create_module", "init_module", "delete_module", "quotactl", "nfsservctl", "lookup_dcookie",
-	"clock_settime", "kexec_load", "add_key", "request_key", "keyctl", "unshare", "move_pages",
-	"perf_event_open", "fanotify_init", "name_to_handle_at", "open_by_handle_at", "clock_adjtime",
-	"setns", "process_vm_readv", "process_vm_writev", "kcmp", "finit_module", "kexec_file_load",
-	"bpf", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "open_tree",
-	"move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "quotactl_fd",
-	"open_tree_attr", "adjtimex",
-)
+var deniedCalls = sync.OnceValue(func() []syscallName {
+	return calls(
+		"ptrace", "syslog", "uselib", "ustat", "sysfs", "vhangup", "pivot_root", "_sysctl", "acct",
+		"settimeofday", "mount", "umount2", "swapon", "swapoff", "reboot", "iopl", "ioperm",
+		"create_module", "init_module", "delete_module", "quotactl", "nfsservctl", "lookup_dcookie",
+		"clock_settime", "kexec_load", "add_key", "request_key", "keyctl", "unshare", "move_pages",
+		"perf_event_open", "fanotify_init", "name_to_handle_at", "open_by_handle_at", "clock_adjtime",
+		"setns", "process_vm_readv", "process_vm_writev", "kcmp", "finit_module", "kexec_file_load",
+		"bpf", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "open_tree",
+		"move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr", "quotactl_fd",
+		"open_tree_attr", "adjtimex",
+	)
+})
 
 // sysVIPCCalls are SysV IPC and POSIX message queue syscalls.
-var sysVIPCCalls = calls(
-	"shmget", "shmat", "shmctl", "semget", "semop", "semctl", "shmdt", "msgget", "msgsnd", "msgrcv",
-	"msgctl", "semtimedop", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
-	"mq_getsetattr",
-)
+var sysVIPCCalls = sync.OnceValue(func() []syscallName {
+	return calls(
+		"shmget", "shmat", "shmctl", "semget", "semop", "semctl", "shmdt", "msgget", "msgsnd", "msgrcv",
+		"msgctl", "semtimedop", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+		"mq_getsetattr",
+	)
+})
 
 // writeCalls are the filesystem calls that create, change or remove a
 // name, besides open and openat, which are notified only when their flags
 // ask to write: a read-only open, the commonest call there is, never
 // waits for the daemon.
-var writeCalls = calls(
-	"creat", "truncate", "mkdir", "mkdirat", "mknod", "mknodat", "unlink", "unlinkat", "rmdir",
-	"rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "openat2",
-)
+var writeCalls = sync.OnceValue(func() []syscallName {
+	return calls(
+		"creat", "truncate", "mkdir", "mkdirat", "mknod", "mknodat", "unlink", "unlinkat", "rmdir",
+		"rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "openat2",
+	)
+})
 
 // metaCalls change an inode's mode, owner, times or extended
 // attributes. Landlock governs none of them.
-var metaCalls = calls(
-	"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime",
-	"utimes", "futimesat", "utimensat", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
-	"lremovexattr", "fremovexattr", "setxattrat", "removexattrat", "file_setattr",
-)
+var metaCalls = sync.OnceValue(func() []syscallName {
+	return calls(
+		"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime",
+		"utimes", "futimesat", "utimensat", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+		"lremovexattr", "fremovexattr", "setxattrat", "removexattrat", "file_setattr",
+	)
+})
 
 // lookupCalls read what a name names, or make it the working
 // directory or a watch, without opening it for reading: Landlock checks
 // none of them.
-var lookupCalls = calls(
-	"stat", "lstat", "newfstatat", "statx", "access", "faccessat", "faccessat2", "readlink",
-	"readlinkat", "getxattr", "lgetxattr", "listxattr", "llistxattr", "getxattrat", "listxattrat",
-	"file_getattr", "statfs", "chdir", "inotify_add_watch",
-)
+var lookupCalls = sync.OnceValue(func() []syscallName {
+	return calls(
+		"stat", "lstat", "newfstatat", "statx", "access", "faccessat", "faccessat2", "readlink",
+		"readlinkat", "getxattr", "lgetxattr", "listxattr", "llistxattr", "getxattrat", "listxattrat",
+		"file_getattr", "statfs", "chdir", "inotify_add_watch",
+	)
+})
 
 // inodeIoctl is an ioctl that changes an inode through any fd of it, one
 // opened read-only or O_PATH included: the kernel asks only that the
@@ -317,7 +329,7 @@ func buildSeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		deny = retNotify
 	}
 
-	for _, s := range deniedCalls {
+	for _, s := range deniedCalls() {
 		add(s.nr, true, ret(deny))
 	}
 	// clone3 passes its flags in memory the filter cannot read; ENOSYS makes
@@ -346,7 +358,7 @@ func buildSeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		if o.Notify {
 			refuse, refuseOpenat2 = retNotify, retNotify
 		}
-		for _, c := range modeCalls {
+		for _, c := range modeCalls() {
 			mode := []SockFilter{ld(offArg0 + 8*uint32(c.modeArg)), jset(setIDBits, 0, 1), ret(refuse)}
 			if c.flagsArg >= 0 {
 				mode = append([]SockFilter{ld(offArg0 + 8*uint32(c.flagsArg)), jset(openCreates, 0, 3)}, mode...)
@@ -359,7 +371,7 @@ func buildSeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		add(nrOpenat2, true, ret(retErrno|errENOSYS))
 	}
 	if o.NoSysVIPC {
-		for _, s := range sysVIPCCalls {
+		for _, s := range sysVIPCCalls() {
 			add(s.nr, true, ret(deny))
 		}
 	}
@@ -401,10 +413,10 @@ func buildSeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		add(nrBind, true, ret(retNotify))
 	}
 	if o.Notify {
-		notified := append(append([]syscallName(nil), writeCalls...), metaCalls...)
+		notified := append(append([]syscallName(nil), writeCalls()...), metaCalls()...)
 		openFlags := uint32(openWriteFlags)
 		if o.NotifyLookups {
-			notified = append(notified, lookupCalls...)
+			notified = append(notified, lookupCalls()...)
 			openFlags |= oPath
 		}
 		for _, s := range notified {

@@ -67,11 +67,11 @@ func SeccompRulesFor(o SeccompOptions) (*SeccompRules, error) {
 		DeniedIoctls:     []uint32{tiocsti, tioclinux},
 		Socket:           Syscall{"socket", nrSocket},
 	}
-	for _, s := range deniedCalls {
+	for _, s := range deniedCalls() {
 		r.Denied = append(r.Denied, Syscall{s.name, s.nr})
 	}
 	if o.NoSysVIPC {
-		for _, s := range sysVIPCCalls {
+		for _, s := range sysVIPCCalls() {
 			r.Denied = append(r.Denied, Syscall{s.name, s.nr})
 		}
 	}

@@ -161,12 +161,12 @@ func TestSeccompProgramNotifies(t *testing.T) {
 // get there: the program is a search, a few steps deep.
 func TestSeccompProgramIsASearch(t *testing.T) {
 	named := map[uint32]bool{nrClone: true, nrClone3: true, nrIoctl: true, nrSocket: true, nrConnect: true, nrBind: true, nrOpen: true, nrOpenat: true, nrOpenat2: true}
-	for _, l := range [][]syscallName{deniedCalls, sysVIPCCalls, writeCalls, metaCalls, lookupCalls} {
+	for _, l := range [][]syscallName{deniedCalls(), sysVIPCCalls(), writeCalls(), metaCalls(), lookupCalls()} {
 		for _, s := range l {
 			named[s.nr] = true
 		}
 	}
-	for _, c := range modeCalls {
+	for _, c := range modeCalls() {
 		named[c.nr] = true
 	}
 	for _, o := range []SeccompOptions{

@@ -158,151 +158,298 @@ const (
 	nrWrite           = 1
 )
 
-// sysnums are the numbers of the named syscalls, by name; absentNr and
-// above for those this architecture lacks.
-var sysnums = map[string]uint32{
-	"_sysctl":           nrSysctl,
-	"accept":            nrAccept,
-	"access":            nrAccess,
-	"acct":              nrAcct,
-	"add_key":           nrAddKey,
-	"adjtimex":          nrAdjtimex,
-	"bind":              nrBind,
-	"bpf":               nrBpf,
-	"chdir":             nrChdir,
-	"chmod":             nrChmod,
-	"chown":             nrChown,
-	"clock_adjtime":     nrClockAdjtime,
-	"clock_settime":     nrClockSettime,
-	"clone":             nrClone,
-	"clone3":            nrClone3,
-	"connect":           nrConnect,
-	"creat":             nrCreat,
-	"create_module":     nrCreateModule,
-	"delete_module":     nrDeleteModule,
-	"faccessat":         nrFaccessat,
-	"faccessat2":        nrFaccessat2,
-	"fanotify_init":     nrFanotifyInit,
-	"fchmod":            nrFchmod,
-	"fchmodat":          nrFchmodat,
-	"fchmodat2":         nrFchmodat2,
-	"fchown":            nrFchown,
-	"fchownat":          nrFchownat,
-	"file_getattr":      nrFileGetattr,
-	"file_setattr":      nrFileSetattr,
-	"finit_module":      nrFinitModule,
-	"fremovexattr":      nrFremovexattr,
-	"fsconfig":          nrFsconfig,
-	"fsetxattr":         nrFsetxattr,
-	"fsmount":           nrFsmount,
-	"fsopen":            nrFsopen,
-	"fspick":            nrFspick,
-	"futimesat":         nrFutimesat,
-	"getpid":            nrGetpid,
-	"getxattr":          nrGetxattr,
-	"getxattrat":        nrGetxattrat,
-	"init_module":       nrInitModule,
-	"inotify_add_watch": nrInotifyAddWatch,
-	"io_uring_enter":    nrIoUringEnter,
-	"io_uring_register": nrIoUringRegister,
-	"io_uring_setup":    nrIoUringSetup,
-	"ioctl":             nrIoctl,
-	"ioperm":            nrIoperm,
-	"iopl":              nrIopl,
-	"kcmp":              nrKcmp,
-	"kexec_file_load":   nrKexecFileLoad,
-	"kexec_load":        nrKexecLoad,
-	"keyctl":            nrKeyctl,
-	"lchown":            nrLchown,
-	"lgetxattr":         nrLgetxattr,
-	"link":              nrLink,
-	"linkat":            nrLinkat,
-	"listxattr":         nrListxattr,
-	"listxattrat":       nrListxattrat,
-	"llistxattr":        nrLlistxattr,
-	"lookup_dcookie":    nrLookupDcookie,
-	"lremovexattr":      nrLremovexattr,
-	"lsetxattr":         nrLsetxattr,
-	"lstat":             nrLstat,
-	"mkdir":             nrMkdir,
-	"mkdirat":           nrMkdirat,
-	"mknod":             nrMknod,
-	"mknodat":           nrMknodat,
-	"mount":             nrMount,
-	"mount_setattr":     nrMountSetattr,
-	"move_mount":        nrMoveMount,
-	"move_pages":        nrMovePages,
-	"mq_getsetattr":     nrMqGetsetattr,
-	"mq_notify":         nrMqNotify,
-	"mq_open":           nrMqOpen,
-	"mq_timedreceive":   nrMqTimedreceive,
-	"mq_timedsend":      nrMqTimedsend,
-	"mq_unlink":         nrMqUnlink,
-	"msgctl":            nrMsgctl,
-	"msgget":            nrMsgget,
-	"msgrcv":            nrMsgrcv,
-	"msgsnd":            nrMsgsnd,
-	"name_to_handle_at": nrNameToHandleAt,
-	"newfstatat":        nrNewfstatat,
-	"nfsservctl":        nrNfsservctl,
-	"open":              nrOpen,
-	"open_by_handle_at": nrOpenByHandleAt,
-	"open_tree":         nrOpenTree,
-	"open_tree_attr":    nrOpenTreeAttr,
-	"openat":            nrOpenat,
-	"openat2":           nrOpenat2,
-	"perf_event_open":   nrPerfEventOpen,
-	"pivot_root":        nrPivotRoot,
-	"process_vm_readv":  nrProcessVmReadv,
-	"process_vm_writev": nrProcessVmWritev,
-	"ptrace":            nrPtrace,
-	"quotactl":          nrQuotactl,
-	"quotactl_fd":       nrQuotactlFd,
-	"read":              nrRead,
-	"readlink":          nrReadlink,
-	"readlinkat":        nrReadlinkat,
-	"reboot":            nrReboot,
-	"removexattr":       nrRemovexattr,
-	"removexattrat":     nrRemovexattrat,
-	"rename":            nrRename,
-	"renameat":          nrRenameat,
-	"renameat2":         nrRenameat2,
-	"request_key":       nrRequestKey,
-	"rmdir":             nrRmdir,
-	"semctl":            nrSemctl,
-	"semget":            nrSemget,
-	"semop":             nrSemop,
-	"semtimedop":        nrSemtimedop,
-	"setns":             nrSetns,
-	"settimeofday":      nrSettimeofday,
-	"setxattr":          nrSetxattr,
-	"setxattrat":        nrSetxattrat,
-	"shmat":             nrShmat,
-	"shmctl":            nrShmctl,
-	"shmdt":             nrShmdt,
-	"shmget":            nrShmget,
-	"socket":            nrSocket,
-	"socketpair":        nrSocketpair,
-	"stat":              nrStat,
-	"statfs":            nrStatfs,
-	"statx":             nrStatx,
-	"swapoff":           nrSwapoff,
-	"swapon":            nrSwapon,
-	"symlink":           nrSymlink,
-	"symlinkat":         nrSymlinkat,
-	"sysfs":             nrSysfs,
-	"syslog":            nrSyslog,
-	"truncate":          nrTruncate,
-	"umount2":           nrUmount2,
-	"unlink":            nrUnlink,
-	"unlinkat":          nrUnlinkat,
-	"unshare":           nrUnshare,
-	"uselib":            nrUselib,
-	"userfaultfd":       nrUserfaultfd,
-	"ustat":             nrUstat,
-	"utime":             nrUtime,
-	"utimensat":         nrUtimensat,
-	"utimes":            nrUtimes,
-	"vhangup":           nrVhangup,
-	"write":             nrWrite,
+// sysnum is the number of the named syscall; absentNr and above for one
+// this architecture lacks.
+func sysnum(name string) (uint32, bool) {
+	switch name {
+	case "_sysctl":
+		return nrSysctl, true
+	case "accept":
+		return nrAccept, true
+	case "access":
+		return nrAccess, true
+	case "acct":
+		return nrAcct, true
+	case "add_key":
+		return nrAddKey, true
+	case "adjtimex":
+		return nrAdjtimex, true
+	case "bind":
+		return nrBind, true
+	case "bpf":
+		return nrBpf, true
+	case "chdir":
+		return nrChdir, true
+	case "chmod":
+		return nrChmod, true
+	case "chown":
+		return nrChown, true
+	case "clock_adjtime":
+		return nrClockAdjtime, true
+	case "clock_settime":
+		return nrClockSettime, true
+	case "clone":
+		return nrClone, true
+	case "clone3":
+		return nrClone3, true
+	case "connect":
+		return nrConnect, true
+	case "creat":
+		return nrCreat, true
+	case "create_module":
+		return nrCreateModule, true
+	case "delete_module":
+		return nrDeleteModule, true
+	case "faccessat":
+		return nrFaccessat, true
+	case "faccessat2":
+		return nrFaccessat2, true
+	case "fanotify_init":
+		return nrFanotifyInit, true
+	case "fchmod":
+		return nrFchmod, true
+	case "fchmodat":
+		return nrFchmodat, true
+	case "fchmodat2":
+		return nrFchmodat2, true
+	case "fchown":
+		return nrFchown, true
+	case "fchownat":
+		return nrFchownat, true
+	case "file_getattr":
+		return nrFileGetattr, true
+	case "file_setattr":
+		return nrFileSetattr, true
+	case "finit_module":
+		return nrFinitModule, true
+	case "fremovexattr":
+		return nrFremovexattr, true
+	case "fsconfig":
+		return nrFsconfig, true
+	case "fsetxattr":
+		return nrFsetxattr, true
+	case "fsmount":
+		return nrFsmount, true
+	case "fsopen":
+		return nrFsopen, true
+	case "fspick":
+		return nrFspick, true
+	case "futimesat":
+		return nrFutimesat, true
+	case "getpid":
+		return nrGetpid, true
+	case "getxattr":
+		return nrGetxattr, true
+	case "getxattrat":
+		return nrGetxattrat, true
+	case "init_module":
+		return nrInitModule, true
+	case "inotify_add_watch":
+		return nrInotifyAddWatch, true
+	case "io_uring_enter":
+		return nrIoUringEnter, true
+	case "io_uring_register":
+		return nrIoUringRegister, true
+	case "io_uring_setup":
+		return nrIoUringSetup, true
+	case "ioctl":
+		return nrIoctl, true
+	case "ioperm":
+		return nrIoperm, true
+	case "iopl":
+		return nrIopl, true
+	case "kcmp":
+		return nrKcmp, true
+	case "kexec_file_load":
+		return nrKexecFileLoad, true
+	case "kexec_load":
+		return nrKexecLoad, true
+	case "keyctl":
+		return nrKeyctl, true
+	case "lchown":
+		return nrLchown, true
+	case "lgetxattr":
+		return nrLgetxattr, true
+	case "link":
+		return nrLink, true
+	case "linkat":
+		return nrLinkat, true
+	case "listxattr":
+		return nrListxattr, true
+	case "listxattrat":
+		return nrListxattrat, true
+	case "llistxattr":
+		return nrLlistxattr, true
+	case "lookup_dcookie":
+		return nrLookupDcookie, true
+	case "lremovexattr":
+		return nrLremovexattr, true
+	case "lsetxattr":
+		return nrLsetxattr, true
+	case "lstat":
+		return nrLstat, true
+	case "mkdir":
+		return nrMkdir, true
+	case "mkdirat":
+		return nrMkdirat, true
+	case "mknod":
+		return nrMknod, true
+	case "mknodat":
+		return nrMknodat, true
+	case "mount":
+		return nrMount, true
+	case "mount_setattr":
+		return nrMountSetattr, true
+	case "move_mount":
+		return nrMoveMount, true
+	case "move_pages":
+		return nrMovePages, true
+	case "mq_getsetattr":
+		return nrMqGetsetattr, true
+	case "mq_notify":
+		return nrMqNotify, true
+	case "mq_open":
+		return nrMqOpen, true
+	case "mq_timedreceive":
+		return nrMqTimedreceive, true
+	case "mq_timedsend":
+		return nrMqTimedsend, true
+	case "mq_unlink":
+		return nrMqUnlink, true
+	case "msgctl":
+		return nrMsgctl, true
+	case "msgget":
+		return nrMsgget, true
+	case "msgrcv":
+		return nrMsgrcv, true
+	case "msgsnd":
+		return nrMsgsnd, true
+	case "name_to_handle_at":
+		return nrNameToHandleAt, true
+	case "newfstatat":
+		return nrNewfstatat, true
+	case "nfsservctl":
+		return nrNfsservctl, true
+	case "open":
+		return nrOpen, true
+	case "open_by_handle_at":
+		return nrOpenByHandleAt, true
+	case "open_tree":
+		return nrOpenTree, true
+	case "open_tree_attr":
+		return nrOpenTreeAttr, true
+	case "openat":
+		return nrOpenat, true
+	case "openat2":
+		return nrOpenat2, true
+	case "perf_event_open":
+		return nrPerfEventOpen, true
+	case "pivot_root":
+		return nrPivotRoot, true
+	case "process_vm_readv":
+		return nrProcessVmReadv, true
+	case "process_vm_writev":
+		return nrProcessVmWritev, true
+	case "ptrace":
+		return nrPtrace, true
+	case "quotactl":
+		return nrQuotactl, true
+	case "quotactl_fd":
+		return nrQuotactlFd, true
+	case "read":
+		return nrRead, true
+	case "readlink":
+		return nrReadlink, true
+	case "readlinkat":
+		return nrReadlinkat, true
+	case "reboot":
+		return nrReboot, true
+	case "removexattr":
+		return nrRemovexattr, true
+	case "removexattrat":
+		return nrRemovexattrat, true
+	case "rename":
+		return nrRename, true
+	case "renameat":
+		return nrRenameat, true
+	case "renameat2":
+		return nrRenameat2, true
+	case "request_key":
+		return nrRequestKey, true
+	case "rmdir":
+		return nrRmdir, true
+	case "semctl":
+		return nrSemctl, true
+	case "semget":
+		return nrSemget, true
+	case "semop":
+		return nrSemop, true
+	case "semtimedop":
+		return nrSemtimedop, true
+	case "setns":
+		return nrSetns, true
+	case "settimeofday":
+		return nrSettimeofday, true
+	case "setxattr":
+		return nrSetxattr, true
+	case "setxattrat":
+		return nrSetxattrat, true
+	case "shmat":
+		return nrShmat, true
+	case "shmctl":
+		return nrShmctl, true
+	case "shmdt":
+		return nrShmdt, true
+	case "shmget":
+		return nrShmget, true
+	case "socket":
+		return nrSocket, true
+	case "socketpair":
+		return nrSocketpair, true
+	case "stat":
+		return nrStat, true
+	case "statfs":
+		return nrStatfs, true
+	case "statx":
+		return nrStatx, true
+	case "swapoff":
+		return nrSwapoff, true
+	case "swapon":
+		return nrSwapon, true
+	case "symlink":
+		return nrSymlink, true
+	case "symlinkat":
+		return nrSymlinkat, true
+	case "sysfs":
+		return nrSysfs, true
+	case "syslog":
+		return nrSyslog, true
+	case "truncate":
+		return nrTruncate, true
+	case "umount2":
+		return nrUmount2, true
+	case "unlink":
+		return nrUnlink, true
+	case "unlinkat":
+		return nrUnlinkat, true
+	case "unshare":
+		return nrUnshare, true
+	case "uselib":
+		return nrUselib, true
+	case "userfaultfd":
+		return nrUserfaultfd, true
+	case "ustat":
+		return nrUstat, true
+	case "utime":
+		return nrUtime, true
+	case "utimensat":
+		return nrUtimensat, true
+	case "utimes":
+		return nrUtimes, true
+	case "vhangup":
+		return nrVhangup, true
+	case "write":
+		return nrWrite, true
+	}
+	return 0, false
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -37,81 +38,82 @@ type (
 	refused string
 )
 
-var (
-	idMapping = listOf{fields{"containerID": nil, "hostID": nil, "size": nil}}
-	capSets   = fields{
+// configSchema is built at the first import, not at every start of
+// sandboxctl, which links the importer for run --oci alone.
+var configSchema = sync.OnceValue(func() fields {
+	idMapping := listOf{fields{"containerID": nil, "hostID": nil, "size": nil}}
+	capSets := fields{
 		"bounding": nil, "effective": nil, "inheritable": nil, "permitted": nil, "ambient": nil,
 	}
-	otherPlatform = refused("a section for another platform")
-)
-
-var configSchema = fields{
-	"ociVersion": nil,
-	"process": fields{
-		"terminal": nil, "consoleSize": fields{"height": nil, "width": nil},
-		// The daemon runs every sandbox as its sandbox uid; what the
-		// config names is replaced, never widened.
-		"user": fields{
-			"uid": nil, "gid": nil,
-			"umask":          refused("the daemon does not set a umask"),
-			"additionalGids": refused("sandboxes have no supplementary groups"),
-			"username":       otherPlatform,
+	otherPlatform := refused("a section for another platform")
+	return fields{
+		"ociVersion": nil,
+		"process": fields{
+			"terminal": nil, "consoleSize": fields{"height": nil, "width": nil},
+			// The daemon runs every sandbox as its sandbox uid; what the
+			// config names is replaced, never widened.
+			"user": fields{
+				"uid": nil, "gid": nil,
+				"umask":          refused("the daemon does not set a umask"),
+				"additionalGids": refused("sandboxes have no supplementary groups"),
+				"username":       otherPlatform,
+			},
+			"args": nil, "env": nil, "cwd": nil,
+			"commandLine":     otherPlatform,
+			"capabilities":    capSets,
+			"rlimits":         refused("sandboxd sets no rlimits; limits are cgroup resources"),
+			"noNewPrivileges": nil,
+			"apparmorProfile": refused("sandboxd loads no AppArmor profile"),
+			"oomScoreAdj":     refused("sandboxd does not set an OOM score"),
+			"scheduler":       refused("sandboxd does not set a scheduling policy"),
+			"selinuxLabel":    refused("sandboxd sets no SELinux label"),
+			"ioPriority":      refused("sandboxd does not set an I/O priority"),
+			"execCPUAffinity": refused("sandboxd does not set CPU affinity"),
 		},
-		"args": nil, "env": nil, "cwd": nil,
-		"commandLine":     otherPlatform,
-		"capabilities":    capSets,
-		"rlimits":         refused("sandboxd sets no rlimits; limits are cgroup resources"),
-		"noNewPrivileges": nil,
-		"apparmorProfile": refused("sandboxd loads no AppArmor profile"),
-		"oomScoreAdj":     refused("sandboxd does not set an OOM score"),
-		"scheduler":       refused("sandboxd does not set a scheduling policy"),
-		"selinuxLabel":    refused("sandboxd sets no SELinux label"),
-		"ioPriority":      refused("sandboxd does not set an I/O priority"),
-		"execCPUAffinity": refused("sandboxd does not set CPU affinity"),
-	},
-	"root":       fields{"path": nil, "readonly": nil},
-	"hostname":   nil,
-	"domainname": nil,
-	"mounts": listOf{fields{
-		"destination": nil, "type": nil, "source": nil, "options": nil,
-		"uidMappings": refused("sandboxd ID-maps write roots itself, by their owner"),
-		"gidMappings": refused("sandboxd ID-maps write roots itself, by their owner"),
-	}},
-	"hooks":       refused("sandboxd runs no hooks"),
-	"annotations": nil,
-	"linux": fields{
-		"uidMappings": idMapping, "gidMappings": idMapping,
-		"sysctl": refused("sandboxd sets no sysctls"),
-		"resources": fields{
-			"devices": listOf{fields{"allow": nil, "type": nil, "major": nil, "minor": nil, "access": nil}},
-			"memory":  fields{"limit": nil, "swap": nil},
-			"cpu":     fields{"quota": nil, "period": nil},
-			"pids":    fields{"limit": nil},
+		"root":       fields{"path": nil, "readonly": nil},
+		"hostname":   nil,
+		"domainname": nil,
+		"mounts": listOf{fields{
+			"destination": nil, "type": nil, "source": nil, "options": nil,
+			"uidMappings": refused("sandboxd ID-maps write roots itself, by their owner"),
+			"gidMappings": refused("sandboxd ID-maps write roots itself, by their owner"),
+		}},
+		"hooks":       refused("sandboxd runs no hooks"),
+		"annotations": nil,
+		"linux": fields{
+			"uidMappings": idMapping, "gidMappings": idMapping,
+			"sysctl": refused("sandboxd sets no sysctls"),
+			"resources": fields{
+				"devices": listOf{fields{"allow": nil, "type": nil, "major": nil, "minor": nil, "access": nil}},
+				"memory":  fields{"limit": nil, "swap": nil},
+				"cpu":     fields{"quota": nil, "period": nil},
+				"pids":    fields{"limit": nil},
+			},
+			"cgroupsPath": nil,
+			"namespaces":  listOf{fields{"type": nil, "path": refused("sandboxd makes every namespace new; it joins none")}},
+			"devices":     refused("sandboxes get the default devices only"),
+			"netDevices":  refused("sandboxd moves no network device into a sandbox"),
+			"seccomp": fields{
+				"defaultAction": nil, "defaultErrnoRet": nil, "architectures": nil, "flags": nil,
+				"listenerPath":     refused("sandboxd's own daemon holds the listener"),
+				"listenerMetadata": refused("sandboxd's own daemon holds the listener"),
+				"syscalls": listOf{fields{
+					"names": nil, "action": nil, "errnoRet": nil,
+					"args": listOf{fields{"index": nil, "value": nil, "valueTwo": nil, "op": nil}},
+				}},
+			},
+			"rootfsPropagation": nil,
+			"maskedPaths":       nil,
+			"readonlyPaths":     nil,
+			"mountLabel":        refused("sandboxd sets no SELinux label"),
+			"intelRdt":          refused("sandboxd does not set Intel RDT"),
+			"memoryPolicy":      refused("sandboxd does not set a NUMA policy"),
+			"personality":       refused("sandboxd does not set a personality"),
+			"timeOffsets":       refused("sandboxd makes no time namespace"),
 		},
-		"cgroupsPath": nil,
-		"namespaces":  listOf{fields{"type": nil, "path": refused("sandboxd makes every namespace new; it joins none")}},
-		"devices":     refused("sandboxes get the default devices only"),
-		"netDevices":  refused("sandboxd moves no network device into a sandbox"),
-		"seccomp": fields{
-			"defaultAction": nil, "defaultErrnoRet": nil, "architectures": nil, "flags": nil,
-			"listenerPath":     refused("sandboxd's own daemon holds the listener"),
-			"listenerMetadata": refused("sandboxd's own daemon holds the listener"),
-			"syscalls": listOf{fields{
-				"names": nil, "action": nil, "errnoRet": nil,
-				"args": listOf{fields{"index": nil, "value": nil, "valueTwo": nil, "op": nil}},
-			}},
-		},
-		"rootfsPropagation": nil,
-		"maskedPaths":       nil,
-		"readonlyPaths":     nil,
-		"mountLabel":        refused("sandboxd sets no SELinux label"),
-		"intelRdt":          refused("sandboxd does not set Intel RDT"),
-		"memoryPolicy":      refused("sandboxd does not set a NUMA policy"),
-		"personality":       refused("sandboxd does not set a personality"),
-		"timeOffsets":       refused("sandboxd makes no time namespace"),
-	},
-	"solaris": otherPlatform, "windows": otherPlatform, "vm": otherPlatform, "zos": otherPlatform, "freebsd": otherPlatform,
-}
+		"solaris": otherPlatform, "windows": otherPlatform, "vm": otherPlatform, "zos": otherPlatform, "freebsd": otherPlatform,
+	}
+})
 
 // checkSchema refuses, with its JSON path, the first field (in document
 // order of the schema's keys, sorted) that is unknown or refused.
@@ -204,7 +206,7 @@ func Import(data []byte, hidden []string) (*Imported, error) {
 	if _, ok := doc.(map[string]any); !ok {
 		return nil, &Refusal{Field: "(root)", Reason: "not an object"}
 	}
-	if err := checkSchema("", doc, configSchema); err != nil {
+	if err := checkSchema("", doc, configSchema()); err != nil {
 		return nil, err
 	}
 	var s specs.Spec

@@ -53,13 +53,13 @@ func (n Names) Same(a, b string) bool { return n.fold(a) == n.fold(b) }
 // `C:\`).
 func (n Names) Within(p, root string) bool {
 	fp, fr := n.fold(p), n.fold(root)
-	if fp == fr {
-		return true
+	if !strings.HasPrefix(fp, fr) {
+		return false
 	}
-	if !strings.HasSuffix(fr, string(n.Sep)) {
-		fr += string(n.Sep)
-	}
-	return strings.HasPrefix(fp, fr)
+	// Looking at the byte after the prefix, rather than appending the
+	// separator to root, spares the daemon an allocation for each of the
+	// many comparisons it makes planning a launch.
+	return len(fp) == len(fr) || fr != "" && fr[len(fr)-1] == n.Sep || fp[len(fr)] == n.Sep
 }
 
 // WithinAny returns the index of the first of roots that p lies within,

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -85,4 +86,37 @@ func grpcAllowed(p string) bool {
 		return true
 	}
 	return false
+}
+
+// TestLinkedPackagesStartCheaply: a package's package-level tables are
+// built at every start of sandboxctl, --help included, whether the command
+// uses them or not, so the packages of this module that sandboxctl links
+// for a few commands (export-oci, run --oci, import) build theirs at first
+// use. The test binary links them as sandboxctl does; the runtime reports
+// what each package's initialisation allocated.
+func TestLinkedPackagesStartCheaply(t *testing.T) {
+	const limit = 4096 // bytes; a map of a hundred entries is several times that
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s -test.run=^$: %v\n%s", os.Args[0], err, out)
+	}
+	lines := regexp.MustCompile(`(?m)^init (\S+) @.*, (\d+) bytes, \d+ allocs$`).FindAllSubmatch(out, -1)
+	if len(lines) == 0 {
+		t.Fatalf("no initialisation reported with GODEBUG=inittrace=1:\n%s", out)
+	}
+	for _, l := range lines {
+		pkg := string(l[1])
+		switch pkg {
+		case "github.com/sandboxd/sandboxd/policy", "github.com/sandboxd/sandboxd/profiles",
+			"github.com/sandboxd/sandboxd/oci", "github.com/sandboxd/sandboxd/launcher",
+			"github.com/sandboxd/sandboxd/launcher_linux", "github.com/sandboxd/sandboxd/launcher_linux/sandboxinit":
+		default:
+			continue
+		}
+		if n, _ := strconv.Atoi(string(l[2])); n > limit {
+			t.Errorf("initialising %s allocates %d bytes at every start of sandboxctl (more than %d): build its tables at first use", pkg, n, limit)
+		}
+	}
 }

@@ -164,10 +164,13 @@ func render(a Arch, nums map[string]uint32) ([]byte, error) {
 		fmt.Fprintf(&b, "\t%s = %d\n", constName(n), nr)
 	}
 	b.WriteString(")\n\n")
-	b.WriteString("// sysnums are the numbers of the named syscalls, by name; absentNr and\n// above for those this architecture lacks.\nvar sysnums = map[string]uint32{\n")
+	// A switch, not a map: a package-level map is built at the start of
+	// every program that links the package, sandboxctl among them, which
+	// never looks a syscall up.
+	b.WriteString("// sysnum is the number of the named syscall; absentNr and above for one\n// this architecture lacks.\nfunc sysnum(name string) (uint32, bool) {\n\tswitch name {\n")
 	for _, n := range names {
-		fmt.Fprintf(&b, "\t%q: %s,\n", n, constName(n))
+		fmt.Fprintf(&b, "\tcase %q:\n\t\treturn %s, true\n", n, constName(n))
 	}
-	b.WriteString("}\n")
+	b.WriteString("\t}\n\treturn 0, false\n}\n")
 	return format.Source(b.Bytes())
 }
