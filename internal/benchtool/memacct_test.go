@@ -102,3 +102,21 @@ func TestWithShareNetChangesOnlyTheNetwork(t *testing.T) {
 		t.Errorf("withShareNet changed its argument: %q", argv)
 	}
 }
+
+// Mounts are counted by their mountinfo lines; the host's own namespaces
+// are readable.
+func TestHostMounts(t *testing.T) {
+	data := []byte("25 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n" +
+		"4107 25 0:22 / /proc rw - proc proc rw\n" +
+		"30 25 0:5 / /dev rw - devtmpfs udev rw\n")
+	if n := countMounts(data); n != 3 {
+		t.Errorf("countMounts = %d, want 3", n)
+	}
+	n, err := hostMounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Error("hostMounts = 0, want this process's own mounts at least")
+	}
+}

@@ -384,6 +384,9 @@ type side struct {
 	residue int64
 	// footprint describes one sandbox's processes.
 	footprint string
+	// mountsBefore is the host's mount level before the sandboxes
+	// started, mountsUp with them up (memacct.go: bwrap's PSS follows it).
+	mountsBefore, mountsUp int
 }
 
 // measureSide starts n idle sandboxes of one side, waits for up to say
@@ -400,6 +403,10 @@ func (b *bench) measureSide(what string, n int, start func() error, up func(int)
 		}
 	}()
 	if _, err := settledMemAvailable(b.ctx); err != nil {
+		return sd, fmt.Errorf("settle before: %w", err)
+	}
+	var err error
+	if sd.mountsBefore, err = settledMounts(b.ctx); err != nil {
 		return sd, fmt.Errorf("settle before: %w", err)
 	}
 	ownBefore, restBefore, _ := procs()
@@ -430,6 +437,9 @@ func (b *bench) measureSide(what string, n int, start func() error, up func(int)
 		return sd, fmt.Errorf("settle after: %w", err)
 	}
 	own, rest, one := procs()
+	if sd.mountsUp, err = hostMounts(); err != nil {
+		return sd, fmt.Errorf("mounts with the sandboxes up: %w", err)
+	}
 	pssOwn, tasksOwn := pssOf(own)
 	pssRest, tasksRest := pssOf(rest)
 	after, err := sampleMemory()
@@ -552,6 +562,11 @@ func (b *bench) memory() error {
 	b.note("memory: one idle sandboxd session is %s; the sessions' own processes have %.2f tasks per session; the rest of the daemon's tree (daemon threads, spawner, inits started ahead) had %d tasks before and %d after (%+.3f per session)",
 		sd.footprint, sdTasks, sd.tasksRestBefore, sd.tasksRestAfter, sd.acct.per(int64(sd.tasksRestAfter-sd.tasksRestBefore)))
 	b.note("memory: one idle bwrap sandbox is %s", bw.footprint)
+	b.note("memory: mounts alive on the host (every mount namespace) before the sandboxes started, then with them up: sandboxd %d, then %d; bwrap %d, then %d; bwrap --share-net %d, then %d. Each bwrap's PSS grows with the mounts alive when it starts (it indexes mountinfo by mount id, and ids are reused lowest first), so mounts that other load holds raise the counterpart (20,000 held elsewhere added 131 KiB to each bwrap sandbox); the sessions' processes do not read mountinfo",
+		sd.mountsBefore, sd.mountsUp, bw.mountsBefore, bw.mountsUp, bwNet.mountsBefore, bwNet.mountsUp)
+	if more := bw.mountsBefore - sd.mountsBefore; more > n {
+		b.note("memory: WARNING: %d more mounts were alive when the bwrap sandboxes started than when the sessions did: other load inflated the counterpart; run again on a quieter host", more)
+	}
 	b.note("memory, sandboxd terminal sessions (%q with a terminal; the prompt starts the daemon's screen of the session): %s",
 		idleTerminalArgv, term.acct.breakdown())
 	b.reproduce(fmt.Sprintf("memory and tasks (%d idle sandboxes, each side in turn: PSS of their processes and of the daemon's tree, deltas of /proc/meminfo, /proc/slabinfo and /proc/vmallocinfo, MemAvailable as a cross-check; threads of the sessions' processes, of each bwrap's):", n),
