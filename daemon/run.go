@@ -157,6 +157,9 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		PolicyDigest: sess.digest,
 		Enforcement:  sess.enforcementReport(),
 	}}})
+	// Logged once the client has its Started: formatting the line is
+	// not the launch's.
+	s.logf("session %s: started pid %d for %s (parent %q): %q", sess.id, proc.Pid(), sess.owner(), sess.parentID, sess.argv)
 	go s.supervise(sess, proc, sio)
 	if sess.detached {
 		return sendErr
@@ -371,7 +374,6 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 		// even then no sandbox is left behind.
 		return fail(err)
 	}
-	s.logf("session %s: started pid %d for %s (parent %q): %q", sess.id, proc.Pid(), sess.owner(), sess.parentID, sess.argv)
 	if s.isClosing() {
 		s.end(sess, reasonShutdown)
 	}
@@ -429,6 +431,9 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 		s.logf("%v", err)
 		exit = &sandboxdv1.Exit{State: sess.info().GetState(), ExitCode: 125, Reason: err.Error()}
 	}
+	// The viewers get the Exit first (finished ends the output again, a
+	// no-op): the line is the daemon's, not the client's wait.
+	sess.out.end(exit)
 	s.logf("session %s: %s code %d signal %d %s", sess.id, exit.GetState(), exit.GetExitCode(), exit.GetSignal(), exit.GetReason())
 	s.finished(sess, exit)
 }

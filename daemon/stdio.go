@@ -93,7 +93,7 @@ func (s *stdio) adoptTerminal(master *os.File) error {
 }
 
 func openPipes() (_ *stdio, err error) {
-	var in, out, errp [2]*os.File // read end, write end
+	var in, out, errp [2]*os.File // the daemon's end, the sandbox's end
 	defer func() {
 		if err != nil {
 			for _, f := range []*os.File{in[0], in[1], out[0], out[1], errp[0], errp[1]} {
@@ -103,16 +103,19 @@ func openPipes() (_ *stdio, err error) {
 			}
 		}
 	}()
-	for _, p := range []*[2]*os.File{&in, &out, &errp} {
-		if p[0], p[1], err = os.Pipe(); err != nil {
-			return nil, fmt.Errorf("stdio pipe: %w", err)
+	if in[0], in[1], err = stdioPipe(true); err == nil {
+		if out[0], out[1], err = stdioPipe(false); err == nil {
+			errp[0], errp[1], err = stdioPipe(false)
 		}
 	}
+	if err != nil {
+		return nil, fmt.Errorf("stdio pipe: %w", err)
+	}
 	return &stdio{
-		child:   launcher.Stdio{Stdin: in[0], Stdout: out[1], Stderr: errp[1]},
-		stdin:   in[1],
+		child:   launcher.Stdio{Stdin: in[1], Stdout: out[1], Stderr: errp[1]},
+		stdin:   in[0],
 		outputs: []output{{sandboxdv1.Output_STDOUT, out[0]}, {sandboxdv1.Output_STDERR, errp[0]}},
-		closers: []*os.File{in[1], out[0], errp[0]},
+		closers: []*os.File{in[0], out[0], errp[0]},
 	}, nil
 }
 

@@ -1,8 +1,7 @@
 package launcherlinux
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,28 +18,51 @@ import (
 // host and removes when sessions end: placeholder directories in users'
 // write roots and the daemon's cgroups. A daemon killed before it could
 // remove them leaves its entries, and the next one removes what they name
-// when it starts. An entry is one file, written before what it names is
-// relied on and removed after what it names is, so a crash at any point
-// leaves at worst an entry for something already gone.
+// when it starts. An entry is the content of one file, written before what
+// it names is relied on and blanked after what it names is gone, so a crash
+// at any point leaves at worst an entry for something already gone.
 type journal struct {
 	dir string
 	// lock is held while the daemon runs: the entries are its own, and a
 	// second daemon on the same state directory must not clean them.
 	lock *os.File
 
-	// spare names the files of forgotten entries, renamed out of the way
-	// rather than removed: record rewrites one and renames it into place.
-	// A launch that holds a placeholder records and forgets an entry, and
-	// on ext4 creating a file where many were just removed scans the inode
-	// bitmap past each of them (a tenth of the daemon's time when
-	// launching back to back).
+	// Entries live in slot files the journal keeps and rewrites in place:
+	// recording an entry writes it over a free slot, forgetting it blanks
+	// the slot, one pwrite each. Creating and removing, or renaming, a
+	// file per entry cost several times as much on ext4, where creating a
+	// file where many were just removed scans the inode bitmap past each
+	// of them, and a launch holding a placeholder records and forgets an
+	// entry.
 	mu    sync.Mutex
-	spare []string
+	free  []*journalSlot
+	used  map[string]*journalSlot
 	made  int
+	files int // slots with an open file
 }
 
-// spareEntry prefixes the names of spare entry files; clean skips them,
-// as every name with a dot.
+// journalSlot is one slot file. Its content is an entry padded with
+// spaces, which JSON allows after a value, or only spaces when the slot
+// is free; size is the most it has held, so a write of an entry or of
+// blanks covers whatever was there before.
+type journalSlot struct {
+	name string
+	path string
+	f    *os.File // nil when closed to stay within maxSlotFiles
+	size int
+}
+
+// maxSlotFiles bounds the slot files the journal keeps open: a daemon
+// with thousands of sessions in as many workspaces has as many entries,
+// and its descriptors are what bound how many sessions it holds. Beyond
+// it, a slot is opened for each write.
+const maxSlotFiles = 64
+
+// slotPrefix names the slot files: "entry-N".
+const slotPrefix = "entry-"
+
+// spareEntry prefixes the spare entry files of daemons from before slots;
+// clean removes them.
 const spareEntry = ".spare-"
 
 // journalDir is the journal's directory under the state directory.
@@ -82,7 +104,7 @@ func openJournal(stateDir string) (*journal, []string, error) {
 		}
 		return nil, nil, fmt.Errorf("journal %s: lock: %w", dir, err)
 	}
-	j := &journal{dir: dir, lock: lock}
+	j := &journal{dir: dir, lock: lock, used: map[string]*journalSlot{}}
 	cleaned, err := j.clean()
 	if err != nil {
 		lock.Close()
@@ -102,7 +124,6 @@ func (j *journal) clean() ([]string, error) {
 	for _, de := range entries {
 		name := de.Name()
 		if strings.HasPrefix(name, spareEntry) {
-			// A previous daemon's: this one numbers its own from 1.
 			os.Remove(filepath.Join(j.dir, name))
 			continue
 		}
@@ -113,16 +134,21 @@ func (j *journal) clean() ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			// A free slot: this daemon makes its own.
+			os.Remove(filepath.Join(j.dir, name))
+			continue
+		}
 		var e journalEntry
 		if err := json.Unmarshal(b, &e); err != nil {
 			// A write cut short: nothing was made for it yet.
-			j.forget(name)
+			os.Remove(filepath.Join(j.dir, name))
 			continue
 		}
 		removed, err := e.remove()
 		cleaned = append(cleaned, removed...)
 		if err == nil {
-			j.forget(name)
+			os.Remove(filepath.Join(j.dir, name))
 		}
 	}
 	return cleaned, nil
@@ -165,61 +191,129 @@ func (j *journal) record(kind string, paths []string) string {
 	if err != nil {
 		return ""
 	}
-	sum := sha256.Sum256(b)
-	name := kind + "-" + hex.EncodeToString(sum[:8])
-	tmp := j.takeSpare()
-	// Written whole before the rename makes it an entry: a crash leaves
-	// a spare file or a complete entry, never a part of one.
-	if rewrite(tmp, b) != nil || os.Rename(tmp, filepath.Join(j.dir, name)) != nil {
-		os.Remove(tmp)
+	sl, err := j.takeSlot()
+	if err != nil {
 		return ""
 	}
-	return name
-}
-
-// rewrite makes b the content of file path. Not by truncating it first:
-// ext4 flushes a file truncated to nothing and written again when it is
-// closed (auto_da_alloc), which made an entry cost twenty times as much.
-func rewrite(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
+	// A write cut short (the daemon killed in the middle of a long
+	// entry, the host going down) leaves text that is not valid JSON,
+	// which clean takes for nothing made: nothing is, until this returns.
+	if err := sl.write(b); err != nil {
+		j.dropSlot(sl)
+		return ""
 	}
-	_, err = f.WriteAt(b, 0)
-	if err == nil {
-		err = f.Truncate(int64(len(b)))
-	}
-	return errors.Join(err, f.Close())
-}
-
-// takeSpare is the path of a spare entry file to rewrite, or of a new one.
-func (j *journal) takeSpare() string {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if n := len(j.spare); n > 0 {
-		name := j.spare[n-1]
-		j.spare = j.spare[:n-1]
-		return filepath.Join(j.dir, name)
-	}
-	j.made++
-	return filepath.Join(j.dir, spareEntry+strconv.Itoa(j.made))
+	j.used[sl.name] = sl
+	j.closeBeyondLimitLocked(sl)
+	return sl.name
 }
 
-// forget drops entry name once what it names is gone: its file becomes a
-// spare.
+// forget drops entry name once what it names is gone: its slot is blanked
+// and free for the next entry.
 func (j *journal) forget(name string) {
 	if j == nil || name == "" {
 		return
 	}
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.made++
-	spare := spareEntry + strconv.Itoa(j.made)
-	if os.Rename(filepath.Join(j.dir, name), filepath.Join(j.dir, spare)) != nil {
-		os.Remove(filepath.Join(j.dir, name))
+	sl := j.used[name]
+	delete(j.used, name)
+	if sl != nil && sl.f == nil {
+		j.files++
+	}
+	j.mu.Unlock()
+	if sl == nil {
 		return
 	}
-	j.spare = append(j.spare, spare)
+	if err := sl.write(nil); err != nil {
+		// Left as it is, the entry would name what is gone to the next
+		// daemon, which finds nothing to remove; only this slot is lost.
+		j.dropSlot(sl)
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.free = append(j.free, sl)
+	j.closeBeyondLimitLocked(sl)
+}
+
+// takeSlot returns a free slot, with its file counted among j.files
+// though it may still have to be opened, or a new one.
+func (j *journal) takeSlot() (*journalSlot, error) {
+	j.mu.Lock()
+	if n := len(j.free); n > 0 {
+		sl := j.free[n-1]
+		j.free = j.free[:n-1]
+		if sl.f == nil {
+			j.files++
+		}
+		j.mu.Unlock()
+		return sl, nil
+	}
+	j.files++
+	j.mu.Unlock()
+	for {
+		j.mu.Lock()
+		j.made++
+		name := slotPrefix + strconv.Itoa(j.made)
+		j.mu.Unlock()
+		f, err := os.OpenFile(filepath.Join(j.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			// An entry of a daemon that died whose removal failed.
+			continue
+		}
+		if err != nil {
+			j.mu.Lock()
+			j.files--
+			j.mu.Unlock()
+			return nil, err
+		}
+		return &journalSlot{name: name, path: filepath.Join(j.dir, name), f: f}, nil
+	}
+}
+
+// closeBeyondLimitLocked closes sl's file when the journal holds more than
+// maxSlotFiles open; j.mu is held and sl is not being written.
+func (j *journal) closeBeyondLimitLocked(sl *journalSlot) {
+	if j.files > maxSlotFiles && sl.f != nil {
+		sl.f.Close()
+		sl.f = nil
+		j.files--
+	}
+}
+
+// dropSlot gives up a slot whose write failed.
+func (j *journal) dropSlot(sl *journalSlot) {
+	if sl.f != nil {
+		sl.f.Close()
+	}
+	os.Remove(sl.path)
+	j.mu.Lock()
+	j.files--
+	j.mu.Unlock()
+}
+
+// write makes b, padded with spaces, the slot's content, opening the
+// file first if it was closed. The content never shrinks, so the padding
+// covers all of an earlier, longer entry.
+func (sl *journalSlot) write(b []byte) error {
+	if sl.f == nil {
+		f, err := os.OpenFile(sl.path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		sl.f = f
+	}
+	buf := make([]byte, max(len(b), sl.size))
+	copy(buf, b)
+	for i := len(b); i < len(buf); i++ {
+		buf[i] = ' '
+	}
+	if _, err := sl.f.WriteAt(buf, 0); err != nil {
+		return err
+	}
+	sl.size = len(buf)
+	return nil
 }
 
 // Leftovers are what the backend removed at its start of what a daemon

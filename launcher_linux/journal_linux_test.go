@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -22,9 +23,10 @@ func journalFiles(t *testing.T, dir string) []string {
 	return names
 }
 
-// A forgotten entry's file is rewritten for the next entry rather than a
-// new file made, and a daemon started after a crash still removes what the
-// entries name, not the spares.
+// A forgotten entry's slot is rewritten for the next entry rather than a
+// new file made, a shorter entry over a longer one still reads back whole,
+// and a daemon started after a crash removes what the live entries name,
+// not what forgotten ones did, and every slot file.
 func TestJournalReusesForgottenEntries(t *testing.T) {
 	state := t.TempDir()
 	j, _, err := openJournal(state)
@@ -35,34 +37,40 @@ func TestJournalReusesForgottenEntries(t *testing.T) {
 	if err := os.Mkdir(ph, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	name := j.record(entryPlaceholder, []string{ph})
-	if name == "" {
+	long := j.record(entryPlaceholder, []string{ph + "/a/much/longer/path/than/the/next/entry/has", ph + "/a/much"})
+	if long == "" {
 		t.Fatal("record wrote no entry")
 	}
-	j.forget(name)
-	files := journalFiles(t, j.dir)
-	if len(files) != 1 || files[0] == name {
-		t.Fatalf("after forget: %q, want one spare file", files)
+	j.forget(long)
+	name := j.record(entryPlaceholder, []string{ph})
+	if got := journalFiles(t, j.dir); name != long || !slices.Equal(got, []string{name}) {
+		t.Fatalf("after forget and a second record: entry %q, files %q, want the slot %q rewritten", name, got, long)
 	}
-	again := j.record(entryPlaceholder, []string{ph})
-	if got := journalFiles(t, j.dir); !slices.Equal(got, []string{again}) {
-		t.Fatalf("after a second record: %q, want only the entry %q (the spare rewritten)", got, again)
+	// More entries at once than the journal keeps files open for: the
+	// ones beyond are closed and opened again to be blanked.
+	var many []string
+	for i := range maxSlotFiles + 3 {
+		many = append(many, j.record(entryPlaceholder, []string{filepath.Join(ph+"-gone", strconv.Itoa(i))}))
 	}
-	other := j.record(entryPlaceholder, []string{ph + "-other"})
-	j.forget(other)
-	// The daemon dies here: its lock goes with it, its entry and spare stay.
+	for _, e := range many {
+		if e == "" {
+			t.Fatal("record wrote no entry")
+		}
+		j.forget(e)
+	}
+	// The daemon dies here: its lock goes with it, its entry and free
+	// slots stay.
 	j.lock.Close()
 	j2, cleaned, err := openJournal(state)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j2.lock.Close()
-	if _, err := os.Lstat(ph); err == nil || !slices.Contains(cleaned, entryPlaceholder+" "+ph) {
-		t.Errorf("a new daemon left the placeholder of an entry: cleaned %q", cleaned)
+	if _, err := os.Lstat(ph); err == nil || !slices.Equal(cleaned, []string{entryPlaceholder + " " + ph}) {
+		t.Errorf("a new daemon did not remove just the placeholder of the live entry: cleaned %q", cleaned)
 	}
-	// Its spares are gone; the entry it cleaned is this daemon's one spare.
-	if got := journalFiles(t, j2.dir); !slices.Equal(got, []string{spareEntry + "1"}) {
-		t.Errorf("journal after restart: %q, want only %q", got, spareEntry+"1")
+	if got := journalFiles(t, j2.dir); len(got) != 0 {
+		t.Errorf("journal after restart: %q, want no files", got)
 	}
 }
 

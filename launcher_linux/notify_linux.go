@@ -100,11 +100,18 @@ type supervisor struct {
 
 	connectSlots chan struct{}
 	done         chan struct{}
-	wg           sync.WaitGroup
+	// drained is closed once the supervision is stopped and nothing of
+	// it runs: not the receive loop, no connect being answered.
+	drained chan struct{}
 
 	mu       sync.Mutex
 	stopped  bool
 	inFlight map[int]bool
+	// running counts the receive loop and the connects being answered.
+	// A counter rather than a WaitGroup: stop would need a goroutine to
+	// wait for one while it aborts connects, and starting it (and a
+	// thread to run it) was most of what stopping cost.
+	running int
 }
 
 // supervise takes over listener, the seccomp listener the init sent for
@@ -134,7 +141,10 @@ func supervise(listener, root, diag, init int, sv *Supervision, writes *WriteMod
 		noSetID:      sv.NoSetID,
 		connectSlots: make(chan struct{}, maxConnectsInFlight),
 		done:         make(chan struct{}),
+		drained:      make(chan struct{}),
 		inFlight:     map[int]bool{},
+		// The receive loop.
+		running: 1,
 	}
 	rc, err := s.listener.SyscallConn()
 	if err != nil {
@@ -149,7 +159,6 @@ func supervise(listener, root, diag, init int, sv *Supervision, writes *WriteMod
 	// flag and wake the usual way).
 	unix.Syscall(unix.SYS_IOCTL, uintptr(listener), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	ready := make(chan error, 1)
-	s.wg.Add(1)
 	go func() {
 		if sv.Emulate != nil {
 			// The thread that performs the sandbox's calls must hold no
@@ -157,7 +166,7 @@ func supervise(listener, root, diag, init int, sv *Supervision, writes *WriteMod
 			runtime.LockOSThread()
 			restore, err := restrictThread(sv.Emulate.UID, sv.Emulate.GID)
 			if err != nil {
-				s.wg.Done()
+				s.exit()
 				ready <- err
 				runtime.UnlockOSThread()
 				return
@@ -194,17 +203,15 @@ func (s *supervisor) stop() {
 	if !s.stopped {
 		s.stopped = true
 		close(s.done)
+		if s.running == 0 {
+			close(s.drained)
+		}
 	}
 	s.mu.Unlock()
 	s.listener.Close()
 	// A shutdown before a connect has begun does nothing, and a connect
 	// registered just now may not have: shut down again until every
 	// connect in flight has returned.
-	finished := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(finished)
-	}()
 	for {
 		s.mu.Lock()
 		for fd := range s.inFlight {
@@ -212,7 +219,7 @@ func (s *supervisor) stop() {
 		}
 		s.mu.Unlock()
 		select {
-		case <-finished:
+		case <-s.drained:
 		case <-time.After(20 * time.Millisecond):
 			continue
 		}
@@ -228,8 +235,25 @@ func closeIfOpen(fd int) {
 	}
 }
 
+// enter counts one more connect being answered; only the receive loop,
+// itself counted, calls it, so drained is not closed yet.
+func (s *supervisor) enter() {
+	s.mu.Lock()
+	s.running++
+	s.mu.Unlock()
+}
+
+// exit uncounts the receive loop or a connect answered.
+func (s *supervisor) exit() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running--; s.running == 0 && s.stopped {
+		close(s.drained)
+	}
+}
+
 func (s *supervisor) receive() {
-	defer s.wg.Done()
+	defer s.exit()
 	// Whatever ends the loop, nothing answers afterwards: with the
 	// listener closed, a call still waiting fails (ENOSYS) instead of
 	// waiting forever.
@@ -286,9 +310,9 @@ func (s *supervisor) receive() {
 		case <-s.done:
 			return
 		}
-		s.wg.Add(1)
+		s.enter()
 		go func() {
-			defer s.wg.Done()
+			defer s.exit()
 			defer func() { <-s.connectSlots }()
 			s.answer(n, at)
 		}()

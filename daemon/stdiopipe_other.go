@@ -1,0 +1,18 @@
+//go:build !linux
+
+package daemon
+
+import "os"
+
+// stdioPipe makes one pipe of a session's standard streams and returns the
+// daemon's end and the sandbox's.
+func stdioPipe(sandboxReads bool) (daemonEnd, sandboxEnd *os.File, err error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if sandboxReads {
+		return w, r, nil
+	}
+	return r, w, nil
+}
