@@ -50,7 +50,7 @@ func (s *server) Watch(r *sandboxdv1.WatchRequest, st grpc.ServerStreamingServer
 }
 
 // start serves srv on a real socket and returns a client connection to it.
-func start(t *testing.T, srv *server, opts ...grpc.ServerOption) (*Conn, *grpc.Server) {
+func start(t testing.TB, srv *server, opts ...grpc.ServerOption) (*Conn, *grpc.Server) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -158,7 +158,7 @@ func TestServerFillsTheWindowUnread(t *testing.T) {
 	// What has arrived unread stays within the window advertised.
 	for range 50 {
 		s.mu.Lock()
-		held := len(s.buf)
+		held := s.in.held()
 		s.mu.Unlock()
 		if held > 1<<20 {
 			t.Fatalf("%d bytes held unread, more than the 1 MiB window", held)

@@ -37,7 +37,7 @@ type Stream struct {
 	sendWindow int64
 
 	mu         sync.Mutex
-	buf        []byte
+	in         inbox
 	gotHeaders bool
 	done       bool
 	st         *status.Status
@@ -45,7 +45,7 @@ type Stream struct {
 	// (read as messages, or padding), and given back to its window.
 	received, consumed, credited uint64
 	recvWindow                   int64
-	// notify has a value when buf or done changed since Recv last looked.
+	// notify has a value when in or done changed since Recv last looked.
 	notify chan struct{}
 }
 
@@ -279,30 +279,23 @@ func (s *Stream) Recv(m proto.Message) error {
 // wait, or how the stream ended.
 func (s *Stream) next() ([]byte, error) {
 	s.mu.Lock()
-	if len(s.buf) >= 5 {
-		n := uint64(binary.BigEndian.Uint32(s.buf[1:5]))
-		switch {
-		case s.buf[0] != 0:
-			return s.fail(status.New(codes.Internal, "grpc: compressed reply, which this client did not ask for"))
-		case n > uint64(s.c.opts.MaxRecvMsgSize):
-			return s.fail(status.Newf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, s.c.opts.MaxRecvMsgSize))
-		case uint64(len(s.buf)) >= 5+n:
-			// Unmarshal copies what it keeps, and what later DATA
-			// appends lands after msg: msg stays as it is.
-			msg := s.buf[5 : 5+n]
-			s.buf = s.buf[5+n:]
-			if len(s.buf) == 0 {
-				s.buf = nil
-			}
-			s.consumed += 5 + n
-			credit := s.creditLocked(s.consumed)
-			s.mu.Unlock()
-			s.sendCredit(credit)
-			return msg, nil
-		}
+	if len(s.in.msgs) > 0 {
+		// Unmarshal copies what it keeps; the buffer is the message's
+		// own, which nothing writes again.
+		msg := s.in.msgs[0]
+		s.in.msgs[0] = nil
+		s.in.msgs = s.in.msgs[1:]
+		s.consumed += 5 + uint64(len(msg))
+		credit := s.creditLocked(s.consumed)
+		s.mu.Unlock()
+		s.sendCredit(credit)
+		return msg, nil
+	}
+	if s.in.bad != nil {
+		return s.fail(s.in.bad)
 	}
 	if s.done {
-		st, partial := s.st, len(s.buf) > 0
+		st, partial := s.st, s.in.partial()
 		s.mu.Unlock()
 		if st.Code() != codes.OK {
 			return nil, st.Err()
@@ -350,7 +343,7 @@ func (s *Stream) sendCredit(n uint32) {
 func (s *Stream) recvEnd() error {
 	for {
 		s.mu.Lock()
-		done, st, more := s.done, s.st, len(s.buf) > 0
+		done, st, more := s.done, s.st, s.in.pending()
 		s.mu.Unlock()
 		if more {
 			s.Cancel()
@@ -386,7 +379,7 @@ func (s *Stream) onData(f dataFrame) error {
 		s.mu.Unlock()
 		return &connError{code: codeFlowControl, msg: "DATA beyond the stream's window"}
 	}
-	s.buf = append(s.buf, f.data...)
+	s.in.add(f.data, s.c.opts.MaxRecvMsgSize)
 	s.received += uint64(f.flowLen)
 	s.consumed += uint64(f.flowLen) - uint64(len(f.data))
 	s.mu.Unlock()
@@ -458,3 +451,62 @@ func (s *Stream) finish(st *status.Status, rst int) {
 		c.writeRSTStream(id, uint32(rst))
 	}
 }
+
+// inbox splits what a stream's DATA frames carry into messages as it
+// arrives, each into a buffer of its own filled once: one buffer appended
+// to and sliced from the front grew by copying every message still unread
+// behind it, up to the 1 MiB window each time.
+type inbox struct {
+	// msgs are the whole messages not yet read, oldest first.
+	msgs [][]byte
+	// prefix is the length prefix of the message arriving, nprefix how
+	// much of it has; part is the message, want its length.
+	prefix  [5]byte
+	nprefix int
+	part    []byte
+	want    int
+	// bad is why the message after msgs cannot be read (compressed, or
+	// beyond the limit); nothing after it is kept.
+	bad *status.Status
+}
+
+// firstAlloc bounds what a message's prefix alone makes the client
+// allocate: a longer message grows as its bytes come.
+const firstAlloc = 1 << 20
+
+func (in *inbox) add(data []byte, maxMsg int) {
+	for len(data) > 0 && in.bad == nil {
+		if in.nprefix < len(in.prefix) {
+			k := copy(in.prefix[in.nprefix:], data)
+			in.nprefix += k
+			data = data[k:]
+			if in.nprefix < len(in.prefix) {
+				return
+			}
+			n := uint64(binary.BigEndian.Uint32(in.prefix[1:5]))
+			switch {
+			case in.prefix[0] != 0:
+				in.bad = status.New(codes.Internal, "grpc: compressed reply, which this client did not ask for")
+				return
+			case n > uint64(maxMsg):
+				in.bad = status.Newf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, maxMsg)
+				return
+			}
+			in.want = int(n)
+			in.part = make([]byte, 0, min(in.want, firstAlloc))
+		}
+		k := min(in.want-len(in.part), len(data))
+		in.part = append(in.part, data[:k]...)
+		data = data[k:]
+		if len(in.part) == in.want {
+			in.msgs = append(in.msgs, in.part)
+			in.part, in.nprefix = nil, 0
+		}
+	}
+}
+
+// partial says a message has begun to arrive and is not whole.
+func (in *inbox) partial() bool { return in.nprefix > 0 }
+
+// pending says something arrived that has not been read.
+func (in *inbox) pending() bool { return len(in.msgs) > 0 || in.partial() || in.bad != nil }
