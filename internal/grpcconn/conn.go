@@ -9,12 +9,14 @@ package grpcconn
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
@@ -256,7 +258,16 @@ func (c *Conn) handle(h frameHeader, p []byte) error {
 		return protocolError("CONTINUATION outside a header block")
 	case rstStreamFrame:
 		if s := c.stream(f.streamID); s != nil {
-			s.finish(rstStatus(f.code), noRST)
+			st := rstStatus(f.code)
+			// A server resets a stream whose deadline passed with CANCEL,
+			// and its deadline and the client's pass at about the same
+			// time: the reset may come before the client's own timer
+			// fires. As grpc-go's client does, a cancel at or after the
+			// deadline is the deadline.
+			if d, ok := s.ctx.Deadline(); ok && st.Code() == codes.Canceled && !time.Now().Before(d) {
+				st = status.New(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+			}
+			s.finish(st, noRST)
 		}
 	case settingsFrame:
 		if !f.ack {
