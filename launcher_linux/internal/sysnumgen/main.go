@@ -1,5 +1,6 @@
-// Command sysnumgen writes launcher_linux's syscall tables, one file per
-// architecture, from golang.org/x/sys/unix's zsysnum_linux_<arch>.go,
+// Command sysnumgen writes launcher_linux's syscall tables, the numbers in
+// one file per architecture and the lookup by name in one they share
+// (sysnum.go), from golang.org/x/sys/unix's zsysnum_linux_<arch>.go,
 // which x/sys generates from the kernel's headers: the numbers the
 // seccomp program and the notification supervisor use are the kernel's by
 // construction, and TestTablesAreGenerated fails when a committed table
