@@ -40,8 +40,9 @@ struct builder {
 	 * so it cannot create them either: there is nothing to protect. */
 	const char **uncreatable;
 	size_t n_uncreatable;
-	/* files counts the file steps applied, to name their files. */
-	int files;
+	/* files and dirs count the file steps and the writable directory
+	 * steps applied, to name their files and directories. */
+	int files, dirs;
 };
 
 static int open_in(int root, const char *name, uint64_t resolve)
@@ -377,16 +378,15 @@ static int root_read_only(struct builder *b, const struct mount_step *s)
 	return r ? r : reopen_new_root(b);
 }
 
-/* mask_dir opens the init's empty directory of the given mode, which it
- * makes on first use. */
-static int mask_dir(uint32_t mode)
+/* own_dir opens the directory name of the init's tmpfs, with mode
+ * exactly (mkdir's is cut by the umask); shared says one made before will
+ * do. */
+static int own_dir(const char *name, uint32_t mode, int shared)
 {
-	char name[32];
-	snprintf(name, sizeof name, MASK_DIR "-%o", mode);
 	if (mkdir(name, 0) == 0) {
 		if (chmod(name, mode))
 			return fail(errno, "chmod %s", name);
-	} else if (errno != EEXIST) {
+	} else if (!shared || errno != EEXIST) {
 		return fail(errno, "mkdir %s", name);
 	}
 	int fd = open(name, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -482,18 +482,22 @@ static int apply(struct builder *b, const struct mount_step *s)
 		r = src < 0 ? fail_errno(errno) : attach_clone(src, target, ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC);
 		break;
 	case MK_TMPFS: {
-		if (s->read_only) {
-			/* An empty directory of the init's tmpfs, bound read-only,
-			 * hides what is beneath as an empty read-only tmpfs does,
-			 * without a filesystem of its own to keep. */
-			src = mask_dir(s->mode);
-			r = src < 0 ? -1 : attach_clone(src, target, ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC);
-			break;
-		}
-		char mode[16];
-		snprintf(mode, sizeof mode, "%o", s->mode);
-		struct fs_opt opts[] = {{"mode", mode}};
-		r = attach_new("tmpfs", opts, 1, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, target);
+		/*
+		 * A directory of the init's tmpfs, rather than a tmpfs apiece,
+		 * each with a superblock, a root inode, a shrinker and per-CPU
+		 * counters to keep for as long as the session lasts. Bound
+		 * read-only, one empty directory of the mode hides what is
+		 * beneath as an empty read-only tmpfs would; bound writable, a
+		 * fresh one is the sandbox's own /dev, /dev/shm or /tmp, whose
+		 * ".." leads to its mount point, never into the init's tmpfs.
+		 */
+		char name[32];
+		if (s->read_only)
+			snprintf(name, sizeof name, MASK_DIR "-%o", s->mode);
+		else
+			snprintf(name, sizeof name, "/dir-%d", b->dirs++);
+		src = own_dir(name, s->mode, s->read_only);
+		r = src < 0 ? -1 : attach_clone(src, target, s->read_only ? ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC : MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 		break;
 	}
 	case MK_PROC:
@@ -526,7 +530,11 @@ int prepare_root(const char **op, const char **path)
 		fail_errno(errno);
 		FAIL("make-rslave", "/");
 	}
-	if (mount("tmpfs", BASE_DIR, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700")) {
+	/* The sandbox's /dev, /dev/shm and /tmp are directories of this
+	 * tmpfs, and its options show in their lines of mountinfo: it keeps
+	 * tmpfs's defaults, those of a /tmp. Its root, the init's, is never
+	 * within the sandbox's reach, whatever its mode. */
+	if (mount("tmpfs", BASE_DIR, "tmpfs", MS_NOSUID | MS_NODEV, NULL)) {
 		fail_errno(errno);
 		FAIL("mount tmpfs", BASE_DIR);
 	}

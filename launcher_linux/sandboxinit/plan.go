@@ -26,9 +26,10 @@ const (
 	// MountPin clones the sandbox's own Target onto itself so that it becomes a
 	// mount point, which the kernel refuses to rename or remove (EBUSY).
 	MountPin MountKind = "pin"
-	// MountTmpfs mounts a fresh tmpfs with Mode; ReadOnly for masks, which
-	// the init makes as a read-only bind of an empty directory with Mode
-	// from its own tmpfs, not a filesystem apiece.
+	// MountTmpfs puts an empty directory of the sandbox's own with Mode
+	// on Target, as a fresh tmpfs would be: the init binds a new directory
+	// of its own tmpfs there (nosuid, nodev), or for ReadOnly, a mask, one
+	// empty directory of that mode read-only, not a filesystem apiece.
 	MountTmpfs MountKind = "tmpfs"
 	// MountProc mounts a procfs of the sandbox's pid namespace.
 	MountProc MountKind = "proc"
