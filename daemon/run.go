@@ -382,60 +382,64 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 
 // supervise runs a started session to its end, whoever watches it: it
 // pumps the output to the viewers and the scrollback, enforces the
-// timeout, reaps the sandbox and reports the Exit.
+// timeout, reaps the sandbox and reports the Exit. What follows the end
+// runs once the sandbox has ended; no goroutine waits for it meanwhile
+// where the backend can say when that is.
 func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
-	defer sio.closeAll()
+	stopTimeout := func() bool { return false }
 	if d := sess.policy.GetLimits().GetTimeout().AsDuration(); d > 0 {
 		sess.setDeadline(time.Now().Add(d))
-		t := time.AfterFunc(d, func() { s.end(sess, reasonTimeout) })
-		defer t.Stop()
+		stopTimeout = time.AfterFunc(d, func() { s.end(sess, reasonTimeout) }).Stop
 	}
 	stopLayerSize := s.watchLayerSize(sess)
 	stopInput := s.watchInput(sess, sio)
 	s.startScreen(sess, sio)
-	var pumps sync.WaitGroup
-	for _, o := range sio.outputs {
-		pumps.Go(func() {
-			sio.pump(o, func(out *sandboxdv1.Output) {
-				if sio.screen != nil {
-					sio.screen.Feed(out.GetData())
-				}
-				keep, marker := sess.outCap.admit(out)
-				if keep != nil {
-					sess.out.publish(keep)
-				}
-				if marker != nil {
-					sess.out.publish(marker)
-					sess.denied(&sandboxdv1.Denial{
-						Time: timestamppb.Now(), Field: policy.FieldLimitsOutputBytes, Operation: "write",
-						Target: streamName(out.GetStream(), sess.tty),
-						Detail: fmt.Sprintf("output beyond %d bytes is dropped; the command runs on", sess.outCap.limit),
-					})
-				}
-				sess.active()
+	sio.startPumps(func(out *sandboxdv1.Output) {
+		if sio.screen != nil {
+			sio.screen.Feed(out.GetData())
+		}
+		keep, marker := sess.outCap.admit(out)
+		if keep != nil {
+			sess.out.publish(keep)
+		}
+		if marker != nil {
+			sess.out.publish(marker)
+			sess.denied(&sandboxdv1.Denial{
+				Time: timestamppb.Now(), Field: policy.FieldLimitsOutputBytes, Operation: "write",
+				Target: streamName(out.GetStream(), sess.tty),
+				Detail: fmt.Sprintf("output beyond %d bytes is dropped; the command runs on", sess.outCap.limit),
 			})
-		})
+		}
+		sess.active()
+	})
+	ended := func() {
+		defer sio.closeAll()
+		defer stopTimeout()
+		st, waitErr := proc.Wait()
+		stopLayerSize()
+		s.releaseLayers(sess)
+		sess.markWaited()
+		stopInput()
+		sio.drain()
+		sio.waitPumps()
+		if sio.screen != nil {
+			sio.screen.Close()
+		}
+		exit, err := sess.finish(st, waitErr)
+		if err != nil {
+			s.logf("%v", err)
+			exit = &sandboxdv1.Exit{State: sess.info().GetState(), ExitCode: 125, Reason: err.Error()}
+		}
+		// The viewers get the Exit first (finished ends the output again, a
+		// no-op): the line is the daemon's, not the client's wait.
+		sess.out.end(exit)
+		s.logf("session %s: %s code %d signal %d %s", sess.id, exit.GetState(), exit.GetExitCode(), exit.GetSignal(), exit.GetReason())
+		s.finished(sess, exit)
 	}
-	st, waitErr := proc.Wait()
-	stopLayerSize()
-	s.releaseLayers(sess)
-	sess.markWaited()
-	stopInput()
-	sio.drain()
-	pumps.Wait()
-	if sio.screen != nil {
-		sio.screen.Close()
+	if n, ok := proc.(launcher.ExitNotifier); ok && n.NotifyExit(ended) == nil {
+		return
 	}
-	exit, err := sess.finish(st, waitErr)
-	if err != nil {
-		s.logf("%v", err)
-		exit = &sandboxdv1.Exit{State: sess.info().GetState(), ExitCode: 125, Reason: err.Error()}
-	}
-	// The viewers get the Exit first (finished ends the output again, a
-	// no-op): the line is the daemon's, not the client's wait.
-	sess.out.end(exit)
-	s.logf("session %s: %s code %d signal %d %s", sess.id, exit.GetState(), exit.GetExitCode(), exit.GetSignal(), exit.GetReason())
-	s.finished(sess, exit)
+	ended()
 }
 
 // finished tells the viewers how sess ended, closes its socket, ends its

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/fdwait"
 	"github.com/sandboxd/sandboxd/internal/vterm"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/pty"
@@ -37,6 +39,8 @@ type stdio struct {
 	// the backend failed to end, and the session must still finish.
 	grace    time.Duration
 	draining atomic.Bool
+	pumps    []*pump
+	pumping  sync.WaitGroup
 
 	// screen follows a terminal's output, nil for pipes.
 	screen *vterm.Screen
@@ -166,13 +170,143 @@ func (s *stdio) resize(win *sandboxdv1.WindowSize) error {
 	return resize(s.stdin, win)
 }
 
+// outputLinger is how long an output's reader waits for more once the
+// output has gone quiet, before it gives its goroutine back and the
+// output waits for the next write in the shared waiter (fdwait) without
+// one: a program that writes steadily keeps its reader, an idle session
+// keeps none.
+const outputLinger = 250 * time.Millisecond
+
+// pump publishes one output until the sandbox's side of it is closed.
+// Reading never waits for a client that is gone, so the sandbox never
+// blocks on a full pipe while it is being killed.
+type pump struct {
+	s       *stdio
+	o       output
+	publish func(*sandboxdv1.Output)
+	read    func() ([]byte, error)
+
+	mu sync.Mutex
+	// wait is the output's registration in the shared waiter, nil where
+	// there is none: then one goroutine reads the output to its end.
+	wait *fdwait.Wait
+	// idle: no goroutine reads the output; the waiter starts one when
+	// there is something to read.
+	idle bool
+}
+
+// startPumps starts publishing every output; waitPumps returns once each
+// has ended.
+func (s *stdio) startPumps(publish func(*sandboxdv1.Output)) {
+	for _, o := range s.outputs {
+		p := &pump{s: s, o: o, publish: publish, read: outputReader(o.file)}
+		s.pumps = append(s.pumps, p)
+		s.pumping.Add(1)
+		if !p.waitIdle() {
+			go p.run(false)
+		}
+	}
+}
+
+// waitIdle registers the output with the waiter, which may start wake at
+// once: it finds the pump idle.
+func (p *pump) waitIdle() bool {
+	rc, err := p.o.file.SyscallConn()
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rc.Control(func(fd uintptr) { p.wait, _ = fdwait.Add(int(fd), p.wake) })
+	p.idle = p.wait != nil
+	return p.idle
+}
+
+func (s *stdio) waitPumps() { s.pumping.Wait() }
+
+// wake is the waiter's: the output has something to read.
+func (p *pump) wake() {
+	p.mu.Lock()
+	if !p.idle {
+		// Drain took it over.
+		p.mu.Unlock()
+		return
+	}
+	p.idle = false
+	p.mu.Unlock()
+	p.run(true)
+}
+
+// run reads and publishes until the output ends, or, with linger, until
+// it has been quiet for outputLinger and the waiter takes it back.
+func (p *pump) run(linger bool) {
+	f := p.o.file
+	if linger && f.SetReadDeadline(time.Now().Add(outputLinger)) != nil {
+		linger = false
+	}
+	for {
+		bounded := p.s.draining.Load()
+		if bounded {
+			p.s.bound(f)
+		}
+		data, err := p.read()
+		if len(data) > 0 {
+			// The scrollback and every viewer share data.
+			p.publish(&sandboxdv1.Output{Stream: p.o.stream, Data: data})
+		}
+		if err == nil {
+			continue
+		}
+		if linger && !bounded && errors.Is(err, os.ErrDeadlineExceeded) {
+			if p.rest() {
+				return
+			}
+			linger = false
+			continue
+		}
+		// EOF for a pipe, EIO for a PTY master whose replica is gone,
+		// a deadline or a close when draining is cut short.
+		if p.wait != nil {
+			p.wait.Cancel()
+		}
+		p.s.pumping.Done()
+		return
+	}
+}
+
+// rest hands a quiet output back to the waiter; false when the reader
+// must go on instead: the sandbox is gone and its output is being
+// drained, or the waiter cannot take it.
+func (p *pump) rest() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.s.draining.Load() {
+		return false
+	}
+	if err := p.wait.Rearm(); err != nil {
+		p.o.file.SetReadDeadline(time.Time{})
+		return false
+	}
+	p.idle = true
+	return true
+}
+
 // drain tells the output readers that the sandbox is gone: from now on
 // each read may wait at most grace for data. The bound is per read, not for
 // the whole drain, so a slow client still gets every byte that was written.
+// An output the waiter holds gets a reader again, which reads it to its end.
 func (s *stdio) drain() {
 	s.draining.Store(true)
-	for _, o := range s.outputs {
-		s.bound(o.file)
+	for _, p := range s.pumps {
+		p.mu.Lock()
+		idle := p.idle
+		p.idle = false
+		p.mu.Unlock()
+		if idle {
+			go p.run(false)
+			continue
+		}
+		s.bound(p.o.file)
 	}
 }
 
@@ -180,28 +314,6 @@ func (s *stdio) bound(f *os.File) {
 	// Files that cannot take a deadline (a blocking PTY master outside
 	// Linux) are left to end on their own.
 	_ = f.SetReadDeadline(time.Now().Add(s.grace))
-}
-
-// pump publishes one output until the sandbox's side is closed. Reading
-// never waits for a client that is gone, so the sandbox never blocks on a
-// full pipe while it is being killed.
-func (s *stdio) pump(o output, publish func(*sandboxdv1.Output)) {
-	read := outputReader(o.file)
-	for {
-		if s.draining.Load() {
-			s.bound(o.file)
-		}
-		data, err := read()
-		if len(data) > 0 {
-			// The scrollback and every viewer share data.
-			publish(&sandboxdv1.Output{Stream: o.stream, Data: data})
-		}
-		if err != nil {
-			// EOF for a pipe, EIO for a PTY master whose replica is gone,
-			// a deadline or a close when draining is cut short.
-			return
-		}
-	}
 }
 
 // plainOutputReader reads f with one Read per call into a buffer of its

@@ -3,6 +3,8 @@ package daemon
 import (
 	"bytes"
 	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,8 +35,9 @@ func TestDrainKeepsOutputForASlowClient(t *testing.T) {
 		defer mu.Unlock()
 		got.Write(o.GetData())
 	}
+	sio.startPumps(slowSend)
 	sio.drain()
-	sio.pump(sio.outputs[0], slowSend)
+	sio.waitPumps()
 	if !bytes.Equal(got.Bytes(), want) {
 		t.Fatalf("drained %d of %d bytes", got.Len(), len(want))
 	}
@@ -52,12 +55,12 @@ func TestDrainEndsWhenALeakedWriterKeepsThePipeOpen(t *testing.T) {
 	defer leaked.Close()
 	sio.child.Stdin.Close()
 	sio.child.Stderr.Close()
+	sio.startPumps(func(*sandboxdv1.Output) {})
 	done := make(chan struct{})
 	go func() {
-		sio.pump(sio.outputs[0], func(*sandboxdv1.Output) {})
+		sio.waitPumps()
 		close(done)
 	}()
-	time.Sleep(20 * time.Millisecond)
 	sio.drain()
 	select {
 	case <-done:
@@ -94,5 +97,56 @@ func TestOutputReaderTakesEverythingAlreadyThereInOneRead(t *testing.T) {
 	go w.Write([]byte("four"))
 	if got, err = read(); err != nil || string(got) != "four" {
 		t.Fatalf("read after a write = %q, %v; want \"four\"", got, err)
+	}
+}
+
+// goroutinesIn counts the goroutines whose stack passes through fn.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), fn+"(")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// An idle session's outputs wait in the shared waiter, not each with a
+// goroutine parked on it; output that comes after a quiet spell still
+// arrives whole and in order.
+func TestQuietOutputHoldsNoGoroutine(t *testing.T) {
+	sio, err := openStdio(false, nil, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sio.closeAll()
+	got := make(chan string, 64)
+	sio.startPumps(func(o *sandboxdv1.Output) { got <- string(o.GetData()) })
+	const reader = "github.com/sandboxd/sandboxd/daemon.(*pump).run"
+	for _, burst := range []string{"one", "two", "three"} {
+		// Quiet: the reader gives its goroutine back once the output has
+		// been so for outputLinger.
+		for deadline := time.Now().Add(30 * time.Second); goroutinesIn(reader) > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("a reader still waits on output quiet for 30s")
+			}
+		}
+		if _, err := sio.child.Stdout.Write([]byte(burst)); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for b.Len() < len(burst) {
+			b.WriteString(<-got)
+		}
+		if b.String() != burst {
+			t.Fatalf("read %q after a quiet spell, want %q", b.String(), burst)
+		}
+	}
+	sio.closeChild()
+	sio.drain()
+	sio.waitPumps()
+	if n := goroutinesIn(reader); n > 0 {
+		t.Fatalf("%d readers left after the outputs ended", n)
 	}
 }

@@ -129,6 +129,16 @@ type Process interface {
 	Wait() (Status, error)
 }
 
+// ExitNotifier is implemented by a Process that can say when it has ended
+// without a goroutine blocked in Wait for as long as it runs, which for an
+// idle session may be days.
+type ExitNotifier interface {
+	// NotifyExit starts f on a goroutine of its own once the sandboxed
+	// command has ended, after which Wait returns without waiting long.
+	// An error means f will not be started: the caller waits in Wait.
+	NotifyExit(f func()) error
+}
+
 // InitProcess is implemented by a Process whose outermost process (Pid) is
 // the backend's own init, which starts the command and stays: it is the
 // sandbox's machinery, not part of what the command does, so whether the

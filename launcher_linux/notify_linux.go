@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/fdwait"
 	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -104,8 +105,15 @@ type supervisor struct {
 	// it runs: not the receive loop, no connect being answered.
 	drained chan struct{}
 
-	mu       sync.Mutex
-	stopped  bool
+	// wait is the listener's registration in the shared waiter, nil
+	// where the receive loop keeps a goroutine for the sandbox's life.
+	wait *fdwait.Wait
+
+	mu      sync.Mutex
+	stopped bool
+	// idle: the receive loop has no goroutine; the waiter starts one when
+	// a notification is pending.
+	idle     bool
 	inFlight map[int]bool
 	// running counts the receive loop and the connects being answered.
 	// A counter rather than a WaitGroup: stop would need a goroutine to
@@ -158,31 +166,36 @@ func supervise(listener, root, diag, init int, sv *Supervision, writes *WriteMod
 	// cost of every notified call (Linux 6.6; older kernels refuse the
 	// flag and wake the usual way).
 	unix.Syscall(unix.SYS_IOCTL, uintptr(listener), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
+	if sv.Emulate == nil {
+		if !s.waitIdle() {
+			go s.receive(false)
+		}
+		return s, nil
+	}
 	ready := make(chan error, 1)
 	go func() {
-		if sv.Emulate != nil {
-			// The thread that performs the sandbox's calls must hold no
-			// more than the sandbox does, for as long as the loop runs.
-			runtime.LockOSThread()
-			restore, err := restrictThread(sv.Emulate.UID, sv.Emulate.GID)
-			if err != nil {
-				s.exit()
-				ready <- err
-				runtime.UnlockOSThread()
-				return
-			}
-			defer func() {
-				if err := restore(); err != nil {
-					// Neither back to the runtime with the sandbox's
-					// credentials, nor ended (which would kill the inits
-					// it forked): parked for good.
-					select {}
-				}
-				runtime.UnlockOSThread()
-			}()
+		// The thread that performs the sandbox's calls must hold no more
+		// than the sandbox does, for as long as the loop runs: it keeps
+		// its goroutine and thread throughout.
+		runtime.LockOSThread()
+		restore, err := restrictThread(sv.Emulate.UID, sv.Emulate.GID)
+		if err != nil {
+			s.exit()
+			ready <- err
+			runtime.UnlockOSThread()
+			return
 		}
+		defer func() {
+			if err := restore(); err != nil {
+				// Neither back to the runtime with the sandbox's
+				// credentials, nor ended (which would kill the inits it
+				// forked): parked for good.
+				select {}
+			}
+			runtime.UnlockOSThread()
+		}()
 		ready <- nil
-		s.receive()
+		s.receive(false)
 	}()
 	if err := <-ready; err != nil {
 		s.listener.Close()
@@ -203,11 +216,20 @@ func (s *supervisor) stop() {
 	if !s.stopped {
 		s.stopped = true
 		close(s.done)
+		if s.idle {
+			// The receive loop ends here, without having run again.
+			s.idle = false
+			s.running--
+		}
 		if s.running == 0 {
 			close(s.drained)
 		}
 	}
 	s.mu.Unlock()
+	if s.wait != nil {
+		// While the listener is open: the registration is of its fd.
+		s.wait.Cancel()
+	}
 	s.listener.Close()
 	// A shutdown before a connect has begun does nothing, and a connect
 	// registered just now may not have: shut down again until every
@@ -252,71 +274,145 @@ func (s *supervisor) exit() {
 	}
 }
 
-func (s *supervisor) receive() {
-	defer s.exit()
+// notifyLinger is how long the receive loop waits for the next
+// notification before it gives its goroutine back and the listener waits
+// in the shared waiter (fdwait) without one: a sandbox busy with notified
+// calls keeps its loop running, an idle one holds no goroutine.
+const notifyLinger = 250 * time.Millisecond
+
+// waitIdle registers the listener with the waiter, which may start wake
+// at once: it finds the loop idle.
+func (s *supervisor) waitIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rc.Control(func(fd uintptr) { s.wait, _ = fdwait.Add(int(fd), s.wake) })
+	s.idle = s.wait != nil
+	return s.idle
+}
+
+// wake is the waiter's: a notification is pending, or the sandbox is gone.
+func (s *supervisor) wake() {
+	s.mu.Lock()
+	if !s.idle {
+		// Stopped meanwhile.
+		s.mu.Unlock()
+		return
+	}
+	s.idle = false
+	s.mu.Unlock()
+	s.receive(true)
+}
+
+// rest hands a quiet listener back to the waiter; false when the loop
+// must go on instead: stop is closing the listener, whose end the loop
+// must see, or the waiter cannot take it.
+func (s *supervisor) rest() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false
+	}
+	if err := s.wait.Rearm(); err != nil {
+		s.listener.SetReadDeadline(time.Time{})
+		return false
+	}
+	s.idle = true
+	return true
+}
+
+// receive answers notifications until the sandbox is gone or stop, or,
+// with linger, until none has come for notifyLinger and the waiter takes
+// the listener back.
+func (s *supervisor) receive(linger bool) {
+	if linger && s.listener.SetReadDeadline(time.Now().Add(notifyLinger)) != nil {
+		linger = false
+	}
+	for {
+		rest, ok := s.receiveOne(&linger)
+		if rest {
+			return
+		}
+		if !ok {
+			break
+		}
+	}
 	// Whatever ends the loop, nothing answers afterwards: with the
 	// listener closed, a call still waiting fails (ENOSYS) instead of
 	// waiting forever.
-	defer s.listener.Close()
-	for {
-		var n seccompNotif
-		var recvErr error
-		err := s.rc.Read(func(fd uintptr) bool {
-			// SECCOMP_IOCTL_NOTIF_RECV blocks whatever the file's flags;
-			// it is called only once a notification is pending.
-			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			for {
-				_, err := unix.Poll(pfd, 0)
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, unix.EINTR) {
-					recvErr = fmt.Errorf("poll seccomp listener: %w", err)
-					return true
-				}
-			}
-			switch {
-			case pfd[0].Revents&unix.POLLIN != 0:
-				recvErr = ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n))
-				return true
-			case pfd[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0:
-				recvErr = errSandboxGone
-				return true
-			}
-			return false
-		})
-		switch {
-		case err != nil, errors.Is(recvErr, errSandboxGone):
-			return
-		case errors.Is(recvErr, unix.ENOENT), errors.Is(recvErr, unix.EINTR):
-			// The target died (or was interrupted) before its
-			// notification could be received.
-			continue
-		case recvErr != nil:
-			return
-		}
-		at := time.Now()
-		if n.Data.Nr != nrConnect {
-			// Answered at once, on this thread: refusals and the
-			// judgement of a write take microseconds, and a goroutine
-			// would add its scheduling to every write-intent call.
-			s.answer(n, at)
-			continue
-		}
-		// A connect may block as long as the sandbox makes it: it gets a
-		// goroutine of its own, within a bound.
-		select {
-		case s.connectSlots <- struct{}{}:
-		case <-s.done:
-			return
-		}
-		s.enter()
-		go func() {
-			defer s.exit()
-			defer func() { <-s.connectSlots }()
-			s.answer(n, at)
-		}()
+	if s.wait != nil {
+		s.wait.Cancel()
 	}
+	s.listener.Close()
+	s.exit()
+}
+
+// receiveOne receives and answers one notification; rest says the loop
+// has handed the listener back to the waiter, !ok that it has ended.
+func (s *supervisor) receiveOne(linger *bool) (rest, ok bool) {
+	var n seccompNotif
+	var recvErr error
+	err := s.rc.Read(func(fd uintptr) bool {
+		// SECCOMP_IOCTL_NOTIF_RECV blocks whatever the file's flags;
+		// it is called only once a notification is pending.
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			_, err := unix.Poll(pfd, 0)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, unix.EINTR) {
+				recvErr = fmt.Errorf("poll seccomp listener: %w", err)
+				return true
+			}
+		}
+		switch {
+		case pfd[0].Revents&unix.POLLIN != 0:
+			recvErr = ioctlPtr(fd, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n))
+			return true
+		case pfd[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0:
+			recvErr = errSandboxGone
+			return true
+		}
+		return false
+	})
+	switch {
+	case *linger && errors.Is(err, os.ErrDeadlineExceeded):
+		if s.rest() {
+			return true, true
+		}
+		*linger = false
+		return false, true
+	case err != nil, errors.Is(recvErr, errSandboxGone):
+		return false, false
+	case errors.Is(recvErr, unix.ENOENT), errors.Is(recvErr, unix.EINTR):
+		// The target died (or was interrupted) before its
+		// notification could be received.
+		return false, true
+	case recvErr != nil:
+		return false, false
+	}
+	at := time.Now()
+	if n.Data.Nr != nrConnect {
+		// Answered at once, on this thread: refusals and the
+		// judgement of a write take microseconds, and a goroutine
+		// would add its scheduling to every write-intent call.
+		s.answer(n, at)
+		return false, true
+	}
+	// A connect may block as long as the sandbox makes it: it gets a
+	// goroutine of its own, within a bound.
+	select {
+	case s.connectSlots <- struct{}{}:
+	case <-s.done:
+		return false, false
+	}
+	s.enter()
+	go func() {
+		defer s.exit()
+		defer func() { <-s.connectSlots }()
+		s.answer(n, at)
+	}()
+	return false, true
 }
 
 // answer answers notification n, received at at, and records the refusal

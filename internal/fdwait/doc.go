@@ -1,0 +1,16 @@
+// Package fdwait starts a function when a file descriptor becomes
+// readable, with no goroutine waiting for it meanwhile.
+//
+// A goroutine parked in the runtime's poller keeps its stack and its g
+// for as long as it waits. The daemon has a few descriptors per session
+// that stay quiet for as long as the session idles (its output pipes, the
+// seccomp listener, the init's report pipe), and a goroutine waiting on
+// each was most of what an idle session cost it. Here they wait in one
+// epoll instance, which the runtime's poller waits on in turn through the
+// one goroutine that dispatches its events; a registration that becomes
+// readable starts its function on a goroutine of its own and is then
+// disarmed until its owner rearms it.
+//
+// Only Linux has it; elsewhere Add returns ErrUnsupported, and the caller
+// waits with a goroutine as before.
+package fdwait

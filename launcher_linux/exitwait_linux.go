@@ -1,0 +1,25 @@
+package launcherlinux
+
+import (
+	"github.com/sandboxd/sandboxd/internal/fdwait"
+)
+
+// NotifyExit starts f once the init has written the command's end to its
+// report pipe, or closed it by dying, with the pipe waiting in the shared
+// waiter meanwhile rather than a goroutine in Wait (launcher.ExitNotifier).
+func (p *process) NotifyExit(f func()) error {
+	if p.report.Buffered() > 0 {
+		// Read along with the init's "started": the command ended at once.
+		go f()
+		return nil
+	}
+	rc, err := p.reportFile.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var werr error
+	if err := rc.Control(func(fd uintptr) { _, werr = fdwait.AddOnce(int(fd), f) }); err != nil {
+		return err
+	}
+	return werr
+}

@@ -1,0 +1,53 @@
+package launcherlinux
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+)
+
+// An idle sandbox costs the daemon no goroutine: neither its seccomp
+// supervision nor the wait for its end keeps one parked, and the end,
+// when it comes, still reaches whoever asked for it.
+func TestIdleSandboxHoldsNoGoroutine(t *testing.T) {
+	spec := testSpec(t, &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}}, "sleep", "1000")
+	p, err := newBackend(t).Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.(*process).supervisor == nil {
+		t.Skip("no seccomp supervision on this host")
+	}
+	ended := make(chan struct{})
+	if err := p.(launcher.ExitNotifier).NotifyExit(func() { close(ended) }); err != nil {
+		p.Kill()
+		p.Wait()
+		t.Fatal(err)
+	}
+	// The loop may still run for what the sandbox's start was notified of.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		if !bytes.Contains(buf, []byte("(*supervisor)")) && !bytes.Contains(buf, []byte("(*process).Wait")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.Kill()
+			p.Wait()
+			t.Fatalf("goroutines still wait on an idle sandbox after 30s:\n%s", buf)
+		}
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	if st, err := p.Wait(); err != nil || st.Signal == 0 {
+		t.Fatalf("Wait after the end = %+v, %v; want killed", st, err)
+	}
+	noSupervisorLeft(t)
+}
