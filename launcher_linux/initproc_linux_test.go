@@ -323,8 +323,7 @@ func TestInitsEndWithTheSpawner(t *testing.T) {
 		t.Fatalf("init %d not running: %v", ip.proc.pid, err)
 	}
 	sp.mu.Lock()
-	unix.Close(sp.sock)
-	sp.sock = -1
+	sp.stop()
 	sp.mu.Unlock()
 	// Returns only once the init is gone; the test's timeout catches one
 	// that stays.
