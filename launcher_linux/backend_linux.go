@@ -251,16 +251,10 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		plan.Exec.CgroupTasks = len(cgroupTasks)
 	}
 	// Setup can block (a mount on a dead network filesystem); a caller that
-	// gives up must not leave the init behind.
-	setupDone := make(chan struct{})
-	defer close(setupDone)
-	go func() {
-		select {
-		case <-ctx.Done():
-			proc.signal(unix.SIGKILL)
-		case <-setupDone:
-		}
-	}()
+	// gives up must not leave the init behind. A callback rather than a
+	// goroutine waiting for either: starting one per launch woke an idle
+	// processor for it.
+	defer context.AfterFunc(ctx, func() { proc.signal(unix.SIGKILL) })()
 	for _, s := range plan.Mounts {
 		if !s.Idmapped {
 			continue
