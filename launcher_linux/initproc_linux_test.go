@@ -3,6 +3,7 @@ package launcherlinux
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -494,4 +495,50 @@ func earlyFailureChild(t *testing.T, deny string) {
 	if !errors.As(err, &u) || u.Field != os.Getenv("WANT_FIELD") || u.Probe != os.Getenv("WANT_PROBE") {
 		t.Fatalf("with %s denied: %v (%+v); want a refusal of %s by %q", deny, err, u, os.Getenv("WANT_FIELD"), os.Getenv("WANT_PROBE"))
 	}
+}
+
+// The report lines read without encoding/json decode as encoding/json
+// decodes them, and a line that only looks like one goes through it.
+func TestQuickReportDecodesAsEncodingJSON(t *testing.T) {
+	for _, line := range []string{
+		`{"type":"started"}`, `{"type":"exit"}`, `{"type":"exit","code":3}`, `{"type":"exit","signal":9}`,
+		`{"type":"exit","code":-1,"signal":15}`, `{"type":"exit","code":2147483647}`, `{"type":"exit","code":-0}`,
+	} {
+		m, ok := quickReport([]byte(line + "\n"))
+		var want sandboxinit.Message
+		if err := json.Unmarshal([]byte(line), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !ok || m != want {
+			t.Errorf("%s: %+v, %v; encoding/json: %+v", line, m, ok, want)
+		}
+	}
+	for _, line := range []string{
+		`{"type":"started"}`, `{"type":"exit","code":03}`, `{"type":"exit","code":}`, `{"type":"exit","code":1,"code":2}`,
+		`{"type":"exit","signal":9,"code":3}`, `{"type":"exit","code":99999999999999999999}`, `{"type":"exit" }`,
+		`{"type":"started","detail":"x"}`, `{"type":"exit","code":1.5}`,
+	} {
+		nl := "\n"
+		if line == `{"type":"started"}` {
+			nl = ""
+		}
+		if m, ok := quickReport([]byte(line + nl)); ok {
+			t.Errorf("%q read as %+v, not by encoding/json", line+nl, m)
+		}
+	}
+}
+
+func FuzzQuickReport(f *testing.F) {
+	f.Add([]byte(`{"type":"exit","code":3,"signal":9}` + "\n"))
+	f.Add([]byte(`{"type":"started"}` + "\n"))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		m, ok := quickReport(line)
+		if !ok {
+			return
+		}
+		var want sandboxinit.Message
+		if err := json.Unmarshal(line, &want); err != nil || m != want {
+			t.Errorf("%q: %+v; encoding/json: %+v, %v", line, m, want, err)
+		}
+	})
 }
