@@ -214,13 +214,15 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if err != nil {
 		return nil, err
 	}
-	ip, err := b.inits.take(keyOf(plan, spec.UID, spec.GID))
+	key := keyOf(plan, spec.UID, spec.GID)
+	ip, err := b.inits.take(key)
 	if err != nil {
 		if cg != nil {
 			cg.end()
 		}
 		return nil, err
 	}
+	defer b.inits.refill(key)
 	proc := ip.proc
 	defer ip.pass.Close()
 	p := &process{proc: proc, report: bufio.NewReaderSize(ip.report, reportBuffer), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,

@@ -156,7 +156,8 @@ func newInitPool(initPath string, size int) *initPool {
 }
 
 // take returns a started init for key: one of the pool's when it has a
-// current one, else a new one. Either way the pool is refilled behind it.
+// current one, else a new one. The launch calls refill once it is through
+// its setup.
 func (p *initPool) take(key initKey) (*initProc, error) {
 	gen := p.mounts.generation()
 	p.mu.Lock()
@@ -172,7 +173,6 @@ func (p *initPool) take(key initKey) (*initProc, error) {
 		}
 	}
 	p.lastTake[key] = time.Now()
-	p.refillLocked(key)
 	p.mu.Unlock()
 	if len(stale) > 0 {
 		// Killing and reaping them is no part of this launch.
@@ -186,6 +186,17 @@ func (p *initPool) take(key initKey) (*initProc, error) {
 		return got, nil
 	}
 	return startInit(p.spawner, key, gen)
+}
+
+// refill tops key up behind a launch that took one of its inits, once the
+// launch's own init has built its sandbox (or failed to): cloning the next
+// one meanwhile would compete with it for the host's mount and network
+// locks (copying a mount namespace and mounting in one both hold the
+// kernel's namespace_sem) as well as for a processor.
+func (p *initPool) refill(key initKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refillLocked(key)
 }
 
 // refillLocked starts a goroutine topping key up, unless one is running;
