@@ -46,6 +46,14 @@ type eventBus struct {
 	seq      uint64
 	sinks    []eventSink
 	watchers map[*watcher]struct{}
+	// pending are events numbered and sent to the watchers whose sinks
+	// have not run yet (see deferred), oldest first.
+	pending []pendingEvent
+}
+
+type pendingEvent struct {
+	ev *sandboxdv1.Event
+	d  *eventDetail
 }
 
 type watcher struct {
@@ -73,8 +81,13 @@ func (b *eventBus) publish(ev *sandboxdv1.Event, d *eventDetail) uint64 {
 	if d == nil {
 		d = &eventDetail{}
 	}
-	for _, sink := range b.sinks {
-		sink(ev, d)
+	b.flushLocked()
+	if deferred(ev) {
+		b.pending = append(b.pending, pendingEvent{ev, d})
+	} else {
+		for _, sink := range b.sinks {
+			sink(ev, d)
+		}
 	}
 	for w := range b.watchers {
 		select {
@@ -85,6 +98,37 @@ func (b *eventBus) publish(ev *sandboxdv1.Event, d *eventDetail) uint64 {
 		}
 	}
 	return ev.Seq
+}
+
+// deferred says whether ev's sinks wait for flush: a launch's move to
+// RUNNING, whose audit line (the enforcement report, encoded and written)
+// would otherwise come between the sandbox running and its client being
+// told. The command runs before the line is written either way; a daemon
+// that dies in between leaves the session's start in the log, which the
+// next one closes (closeOrphans). The sinks still run in the events'
+// order: every publish and flush runs the pending ones first, so the line
+// is in the log before anything that follows it, the session's end
+// included.
+func deferred(ev *sandboxdv1.Event) bool {
+	st := ev.GetState()
+	return st.GetFrom() == sandboxdv1.State_STARTING && st.GetTo() == sandboxdv1.State_RUNNING
+}
+
+// flush runs the sinks of the events whose sinks publish deferred.
+func (b *eventBus) flush() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flushLocked()
+}
+
+func (b *eventBus) flushLocked() {
+	for i, p := range b.pending {
+		for _, sink := range b.sinks {
+			sink(p.ev, p.d)
+		}
+		b.pending[i] = pendingEvent{}
+	}
+	b.pending = b.pending[:0]
 }
 
 func (b *eventBus) subscribe() *watcher {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"slices"
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -31,5 +32,31 @@ func TestEventBusCutsOffAWatcherThatFellBehind(t *testing.T) {
 	}
 	if n := len(slow.ch); n != watcherQueue {
 		t.Errorf("slow watcher holds %d events", n)
+	}
+}
+
+// A launch's move to RUNNING reaches the watchers at once and the sinks
+// (the audit log) at the next flush or event, whichever is first, and
+// never after an event numbered later.
+func TestEventBusRecordsTheMoveToRunningInOrder(t *testing.T) {
+	var sunk []uint64
+	b := newEventBus(func(ev *sandboxdv1.Event, _ *eventDetail) { sunk = append(sunk, ev.GetSeq()) })
+	w := b.subscribe()
+	toRunning := func(id string) *sandboxdv1.Event {
+		return &sandboxdv1.Event{SessionId: id, Kind: &sandboxdv1.Event_State{State: &sandboxdv1.StateChange{From: sandboxdv1.State_STARTING, To: sandboxdv1.State_RUNNING}}}
+	}
+	b.publish(toRunning("a"), nil)
+	if got := (<-w.ch).GetSeq(); got != 1 {
+		t.Fatalf("watcher got event %d first, want 1", got)
+	}
+	if len(sunk) != 0 {
+		t.Fatalf("sinks ran for the move to RUNNING before a flush: %v", sunk)
+	}
+	b.flush()
+	b.publish(toRunning("b"), nil)
+	b.publish(&sandboxdv1.Event{SessionId: "b", Kind: &sandboxdv1.Event_State{State: &sandboxdv1.StateChange{From: sandboxdv1.State_RUNNING, To: sandboxdv1.State_EXITED}}}, nil)
+	b.flush()
+	if want := []uint64{1, 2, 3}; !slices.Equal(sunk, want) {
+		t.Errorf("sinks saw events %v, want %v", sunk, want)
 	}
 }

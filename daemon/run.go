@@ -161,6 +161,9 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 	// not the launch's.
 	s.logf("session %s: started pid %d for %s (parent %q): %q", sess.id, proc.Pid(), sess.owner(), sess.parentID, sess.argv)
 	go s.supervise(sess, proc, sio)
+	// The move to RUNNING is recorded (audit log, metrics) while the
+	// command runs on, in the order of events (see deferred).
+	s.events.flush()
 	if sess.detached {
 		return sendErr
 	}

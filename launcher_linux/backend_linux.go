@@ -2,6 +2,8 @@ package launcherlinux
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -212,17 +214,25 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if err != nil {
 		return nil, err
 	}
-	ip, err := b.inits.take(keyOf(plan, spec.UID, spec.GID))
+	key := keyOf(plan, spec.UID, spec.GID)
+	ip, err := b.inits.take(key)
 	if err != nil {
 		if cg != nil {
 			cg.end()
 		}
 		return nil, err
 	}
+	defer b.inits.refill(key)
 	proc := ip.proc
 	defer ip.pass.Close()
 	p := &process{proc: proc, report: bufio.NewReaderSize(ip.report, reportBuffer), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
 		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources}}
+	pass, err := ip.pass.SyscallConn()
+	if err != nil {
+		ip.plan.Close()
+		p.abort()
+		return nil, fmt.Errorf("pass socket of sandbox init: %w", err)
+	}
 	var cgroupTasks []int
 	if cg != nil {
 		// Before the plan: the init starts nothing until it has it, so
@@ -244,22 +254,16 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		plan.Exec.CgroupTasks = len(cgroupTasks)
 	}
 	// Setup can block (a mount on a dead network filesystem); a caller that
-	// gives up must not leave the init behind.
-	setupDone := make(chan struct{})
-	defer close(setupDone)
-	go func() {
-		select {
-		case <-ctx.Done():
-			proc.signal(unix.SIGKILL)
-		case <-setupDone:
-		}
-	}()
+	// gives up must not leave the init behind. A callback rather than a
+	// goroutine waiting for either: starting one per launch woke an idle
+	// processor for it.
+	defer context.AfterFunc(ctx, func() { proc.signal(unix.SIGKILL) })()
 	for _, s := range plan.Mounts {
 		if !s.Idmapped {
 			continue
 		}
 		// Before the stdio: the init takes them as it builds the root.
-		if err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassMount}, unix.UnixRights(trees[s.Target]), nil, 0); err != nil {
+		if err := sendFds(pass, sandboxinit.PassMount, trees[s.Target]); err != nil {
 			ip.plan.Close()
 			p.abort()
 			return nil, fmt.Errorf("send ID-mapped write root %s to sandbox init: %w", s.Target, err)
@@ -267,7 +271,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	if !spec.Stdio.Terminal {
 		stdio := []int{int(spec.Stdio.Stdin.Fd()), int(spec.Stdio.Stdout.Fd()), int(spec.Stdio.Stderr.Fd())}
-		err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassStdio}, unix.UnixRights(stdio...), nil, 0)
+		err := sendFds(pass, sandboxinit.PassStdio, stdio...)
 		runtime.KeepAlive(spec.Stdio)
 		if err != nil {
 			ip.plan.Close()
@@ -276,7 +280,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		}
 	}
 	if len(cgroupTasks) > 0 {
-		if err := unix.Sendmsg(int(ip.pass.Fd()), []byte{sandboxinit.PassCgroup}, unix.UnixRights(cgroupTasks...), nil, 0); err != nil {
+		if err := sendFds(pass, sandboxinit.PassCgroup, cgroupTasks...); err != nil {
 			ip.plan.Close()
 			p.abort()
 			return nil, fmt.Errorf("send cgroup files to sandbox init: %w", err)
@@ -299,7 +303,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if plan.Exec.Terminal || plan.Exec.Listener || plan.ProxyListen != "" {
 		// Nothing arrives when the init fails first; its report then says
 		// why.
-		passErr = p.receivePassed(ip.pass, plan, spec)
+		passErr = p.receivePassed(pass, plan, spec)
 	}
 	m, err := p.next()
 	if err != nil {
@@ -675,10 +679,62 @@ func (p *process) next() (sandboxinit.Message, error) {
 		}
 		break
 	}
+	if m, ok := quickReport(line); ok {
+		return m, nil
+	}
 	if err := json.Unmarshal(line, &m); err != nil {
 		return m, fmt.Errorf("decode report: %w", err)
 	}
 	return m, nil
+}
+
+// quickReport decodes the lines every launch reads, {"type":"started"} and
+// the exit's with its code and signal, as the init writes them (each field
+// that is not zero, in the order of sandboxinit.Message). encoding/json's
+// reflection cost more than the rest of reading them; ok is false for
+// anything else, which goes through it.
+func quickReport(line []byte) (m sandboxinit.Message, ok bool) {
+	rest, ok := bytes.CutSuffix(line, []byte("}\n"))
+	if !ok {
+		return m, false
+	}
+	if string(rest) == `{"type":"started"` {
+		m.Type = "started"
+		return m, true
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`{"type":"exit"`)); !ok {
+		return m, false
+	}
+	m.Type = "exit"
+	if r, found := bytes.CutPrefix(rest, []byte(`,"code":`)); found {
+		if m.Code, rest, ok = leadingInt(r); !ok {
+			return m, false
+		}
+	}
+	if r, found := bytes.CutPrefix(rest, []byte(`,"signal":`)); found {
+		if m.Signal, rest, ok = leadingInt(r); !ok {
+			return m, false
+		}
+	}
+	return m, len(rest) == 0
+}
+
+// leadingInt reads the JSON integer b starts with: an optional minus, then
+// 0 or digits not starting with 0.
+func leadingInt(b []byte) (n int, rest []byte, ok bool) {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	if i == start || b[start] == '0' && i > start+1 {
+		return 0, b, false
+	}
+	n, err := strconv.Atoi(string(b[:i]))
+	return n, b[i:], err == nil
 }
 
 func (p *process) abort() {
@@ -693,18 +749,35 @@ func (p *process) Terminal() *os.File { return p.terminal }
 
 // passSocket is the channel on which the init hands the daemon a PTY
 // session's terminal master, as runc's console socket, and the seccomp
-// listener of the command's filter (SCM_RIGHTS).
-func passSocket() (parent, child *os.File, err error) {
+// listener of the command's filter (SCM_RIGHTS). The daemon's end is in
+// the runtime's poller: the init sends what it passes back only once it
+// has built the sandbox, and a receive that blocked for that long would
+// hold a thread.
+func passSocket() (parent *os.File, child int, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("fd passing socketpair: %w", err)
+		return nil, -1, fmt.Errorf("fd passing socketpair: %w", err)
 	}
-	return os.NewFile(uintptr(fds[0]), "pass-parent"), os.NewFile(uintptr(fds[1]), "pass-child"), nil
+	if parent, err = pollable(fds[0], "pass-parent"); err != nil {
+		unix.Close(fds[1])
+		return nil, -1, fmt.Errorf("fd passing socket: %w", err)
+	}
+	return parent, fds[1], nil
+}
+
+// sendFds sends fds to the init, tagged, on its pass socket.
+func sendFds(sock syscall.RawConn, tag byte, fds ...int) error {
+	var serr error
+	err := sock.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), []byte{tag}, unix.UnixRights(fds...), nil, 0)
+		return serr != unix.EAGAIN
+	})
+	return cmp.Or(err, serr)
 }
 
 // receivePassed takes what the init sends on the pass socket, in the order
 // it sends them, and stops at the first that does not come.
-func (p *process) receivePassed(sock *os.File, plan *Plan, spec launcher.Spec) error {
+func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.Spec) error {
 	writes := plan.Supervise.GetWrites()
 	if plan.ProxyListen != "" {
 		fd, err := receiveFd(sock, sandboxinit.PassProxy)
@@ -786,11 +859,16 @@ func (p *process) receivePassed(sock *os.File, plan *Plan, spec launcher.Spec) e
 }
 
 // receiveFd receives one fd that must come with tag.
-func receiveFd(sock *os.File, tag byte) (int, error) {
+func receiveFd(sock syscall.RawConn, tag byte) (int, error) {
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil {
+	var n, oobn int
+	var rerr error
+	err := sock.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		return rerr != unix.EAGAIN
+	})
+	if err = cmp.Or(err, rerr); err != nil {
 		return -1, fmt.Errorf("receive: %w", err)
 	}
 	if n == 0 {

@@ -41,26 +41,38 @@ type initProc struct {
 
 // startInit has sp clone a sandbox init for key. Its stdio is /dev/null: a
 // session's arrives with the plan.
+//
+// The init's ends of its pipes and socket stay raw fds, and the daemon's
+// end of the plan pipe a blocking file: only what the daemon waits on (the
+// report and the pass socket) goes into the runtime's poller, since
+// registering an fd there and removing it again costs two epoll_ctl calls,
+// and an os.Pipe makes both ends non-blocking for the Fd that hands them
+// to the spawner to make blocking again.
 func startInit(sp *spawner, key initKey, mounts uint64) (*initProc, error) {
-	planR, planW, err := os.Pipe()
-	if err != nil {
+	var planFds, repFds [2]int
+	if err := unix.Pipe2(planFds[:], unix.O_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("plan pipe: %w", err)
 	}
-	defer planR.Close()
-	repR, repW, err := os.Pipe()
+	defer unix.Close(planFds[0])
+	planW := os.NewFile(uintptr(planFds[1]), "plan")
+	if err := unix.Pipe2(repFds[:], unix.O_CLOEXEC); err != nil {
+		planW.Close()
+		return nil, fmt.Errorf("report pipe: %w", err)
+	}
+	defer unix.Close(repFds[1])
+	repR, err := pollable(repFds[0], "report")
 	if err != nil {
 		planW.Close()
 		return nil, fmt.Errorf("report pipe: %w", err)
 	}
-	defer repW.Close()
 	passParent, passChild, err := passSocket()
 	if err != nil {
 		planW.Close()
 		repR.Close()
 		return nil, err
 	}
-	defer passChild.Close()
-	proc, err := sp.spawn(key, [3]int{int(planR.Fd()), int(repW.Fd()), int(passChild.Fd())})
+	defer unix.Close(passChild)
+	proc, err := sp.spawn(key, [3]int{planFds[0], repFds[1], passChild})
 	if err != nil {
 		planW.Close()
 		repR.Close()
@@ -68,6 +80,18 @@ func startInit(sp *spawner, key initKey, mounts uint64) (*initProc, error) {
 		return nil, spawnFailure(err, key)
 	}
 	return &initProc{proc: proc, plan: planW, report: repR, pass: passParent, mounts: mounts, started: time.Now()}, nil
+}
+
+// pollable makes fd non-blocking and a file of the runtime's poller, so
+// that a goroutine waiting on it parks instead of holding a thread in a
+// blocking call, which the scheduler hands its processor away from and
+// its monitor, polling every 20 us while calls block, watches for.
+func pollable(fd int, name string) (*os.File, error) {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }
 
 // spawnFailure says why the spawner could not start an init for key.
@@ -132,7 +156,8 @@ func newInitPool(initPath string, size int) *initPool {
 }
 
 // take returns a started init for key: one of the pool's when it has a
-// current one, else a new one. Either way the pool is refilled behind it.
+// current one, else a new one. The launch calls refill once it is through
+// its setup.
 func (p *initPool) take(key initKey) (*initProc, error) {
 	gen := p.mounts.generation()
 	p.mu.Lock()
@@ -148,7 +173,6 @@ func (p *initPool) take(key initKey) (*initProc, error) {
 		}
 	}
 	p.lastTake[key] = time.Now()
-	p.refillLocked(key)
 	p.mu.Unlock()
 	if len(stale) > 0 {
 		// Killing and reaping them is no part of this launch.
@@ -162,6 +186,17 @@ func (p *initPool) take(key initKey) (*initProc, error) {
 		return got, nil
 	}
 	return startInit(p.spawner, key, gen)
+}
+
+// refill tops key up behind a launch that took one of its inits, once the
+// launch's own init has built its sandbox (or failed to): cloning the next
+// one meanwhile would compete with it for the host's mount and network
+// locks (copying a mount namespace and mounting in one both hold the
+// kernel's namespace_sem) as well as for a processor.
+func (p *initPool) refill(key initKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refillLocked(key)
 }
 
 // refillLocked starts a goroutine topping key up, unless one is running;

@@ -1,6 +1,7 @@
 package launcherlinux
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,14 +20,18 @@ import (
 // full fork of a large Go program, copying its page tables on every launch;
 // the spawner is a few pages. It is started on first use and again if it
 // has gone. Requests are serialized: the spawner serves one at a time.
+// The daemon's end of its socket is in the runtime's poller, so that the
+// wait for a clone (a few hundred microseconds with new namespaces) parks
+// the goroutine rather than blocking a thread.
 type spawner struct {
 	initPath string
 
 	mu   sync.Mutex
-	sock int // -1 until started
+	sock *os.File // nil until started
+	rc   syscall.RawConn
 }
 
-func newSpawner(initPath string) *spawner { return &spawner{initPath: initPath, sock: -1} }
+func newSpawner(initPath string) *spawner { return &spawner{initPath: initPath} }
 
 // The layout of struct spawn_request and struct spawn_reply (spawn.h).
 const (
@@ -51,14 +56,30 @@ func (s *spawner) start() error {
 	// the spawner ends, not the daemon. The spawner exits when the
 	// daemon's end of the socket closes, which the kernel does when the
 	// daemon dies.
+	sock, err := pollable(fds[0], "spawner")
+	if err != nil {
+		return fmt.Errorf("spawner socket: %w", err)
+	}
+	rc, err := sock.SyscallConn()
+	if err != nil {
+		sock.Close()
+		return fmt.Errorf("spawner socket: %w", err)
+	}
 	cmd := &exec.Cmd{Path: s.initPath, Args: []string{sandboxinit.SpawnerArg0}, Env: []string{}, ExtraFiles: []*os.File{child}}
 	if err := cmd.Start(); err != nil {
-		unix.Close(fds[0])
+		sock.Close()
 		return fmt.Errorf("start sandbox init spawner %s: %w", s.initPath, err)
 	}
 	go cmd.Wait()
-	s.sock = fds[0]
+	s.sock, s.rc = sock, rc
 	return nil
+}
+
+// stop closes the daemon's end of the spawner's socket, on which the
+// spawner exits; s.mu is held.
+func (s *spawner) stop() {
+	s.sock.Close()
+	s.sock, s.rc = nil, nil
 }
 
 // spawnError is a failed spawn: the stage of spawn.h that failed, and its
@@ -120,22 +141,29 @@ func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
 	var err error
 	// A spawner that has gone is started again, once.
 	for attempt := 0; attempt < 2; attempt++ {
-		if s.sock < 0 {
+		if s.sock == nil {
 			if err := s.start(); err != nil {
 				return nil, err
 			}
 		}
-		if err = unix.Sendmsg(s.sock, req, unix.UnixRights(fds[:]...), nil, 0); err == nil {
-			n, oobn, _, _, err = unix.Recvmsg(s.sock, reply, oob, unix.MSG_CMSG_CLOEXEC)
-			if err == nil && n == 0 {
+		var serr error
+		err = s.rc.Write(func(fd uintptr) bool {
+			serr = unix.Sendmsg(int(fd), req, unix.UnixRights(fds[:]...), nil, 0)
+			return serr != unix.EAGAIN
+		})
+		if err = cmp.Or(err, serr); err == nil {
+			err = s.rc.Read(func(fd uintptr) bool {
+				n, oobn, _, _, serr = unix.Recvmsg(int(fd), reply, oob, unix.MSG_CMSG_CLOEXEC)
+				return serr != unix.EAGAIN
+			})
+			if err = cmp.Or(err, serr); err == nil && n == 0 {
 				err = errors.New("spawner closed its socket")
 			}
 		}
 		if err == nil {
 			break
 		}
-		unix.Close(s.sock)
-		s.sock = -1
+		s.stop()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox init spawner: %w", err)

@@ -1,0 +1,49 @@
+package daemon
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/api/record"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/auditlog"
+)
+
+// The move to RUNNING, whose audit line a launch writes after its Started,
+// is in the log while the session runs on with nothing else happening (a
+// command that neither waits nor prints): the launch flushes it, no later
+// event has to.
+func TestAuditRecordsTheMoveToRunningWhileTheSessionRuns(t *testing.T) {
+	state := t.TempDir()
+	h := startDaemon(t, func(c *Config) { c.StateDir = state })
+	s := h.open(sh("while :; do :; done"))
+	s.waitStarted()
+	id := s.started.GetSessionId()
+	running := func() bool {
+		found := false
+		err := auditlog.Read(state, func(line []byte) error {
+			var r record.Event
+			if err := json.Unmarshal(line, &r); err != nil {
+				return err
+			}
+			found = found || r.Session == id && r.Type == "state" && r.To == "running"
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	for deadline := time.Now().Add(10 * time.Second); !running(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no running line for session %s in the audit log while it runs", id)
+		}
+	}
+	if _, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: id}); err != nil {
+		t.Fatal(err)
+	}
+	if s.finish(); s.exit.GetState() != sandboxdv1.State_KILLED {
+		t.Errorf("exit %v, %v", s.exit, s.err)
+	}
+}
