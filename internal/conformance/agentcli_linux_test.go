@@ -26,10 +26,12 @@ const agentTimeout = 90 * time.Second
 // attached. The daemon answers the terminal's queries it sends at
 // start-up, so it draws its prompt, which sandboxctl screen shows; it is
 // then waiting-for-input. Typed into through an attach, it takes the
-// prompt; while its model call fails and is retried it is not
-// waiting-for-input. On the landlock set it runs as that set's users must
-// run it (temporary files in its write root, no background server under
-// /tmp) and its refused model call is a recorded denial.
+// prompt; while its model call fails and is retried, and between the
+// attempts while it waits out its backoff (seconds, a timer of its event
+// loop), it is not waiting-for-input: it goes on by itself. On the
+// landlock set it runs as that set's users must run it (temporary files in
+// its write root, no background server under /tmp) and its refused model
+// call is a recorded denial.
 func TestAgentCLIHeadless(t *testing.T) {
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -112,16 +114,14 @@ func TestAgentCLIHeadless(t *testing.T) {
 
 	if landlockSet {
 		// Without a network namespace its model call is refused at
-		// socket(), which the session records, and codex waits out a
-		// backoff of seconds between attempts: nothing due soon, so the
-		// rule of the states may tell it waiting-for-input meanwhile.
+		// socket(), which the session records.
 		deadline := time.Now().Add(agentTimeout)
 		for {
 			info := inspect(t, id)
 			if slices.ContainsFunc(info.GetRecentDenials(), func(d *sandboxdv1.Denial) bool {
 				return d.GetField() == "network.mode" && d.GetOperation() == "socket"
 			}) {
-				return
+				break
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("codex's model call is not recorded as refused by network.mode: %v", info.GetRecentDenials())
@@ -130,8 +130,9 @@ func TestAgentCLIHeadless(t *testing.T) {
 		}
 	}
 
-	// While the turn lasts (its failed model call retried), the session
-	// is never waiting-for-input.
+	// While the turn lasts (its failed model call retried, with backoffs
+	// of seconds between the attempts), the session is never
+	// waiting-for-input.
 	var seen []sandboxdv1.State
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		info := inspect(t, id)
@@ -140,7 +141,10 @@ func TestAgentCLIHeadless(t *testing.T) {
 		}
 		seen = append(seen, info.GetState())
 		if info.GetState() == sandboxdv1.State_WAITING_FOR_INPUT {
-			t.Fatalf("waiting-for-input while its model call is retried; evidence: %v\nscreen:\n%s", info.GetWaits(), screenText(t, id))
+			// The waits are a walk taken as Inspect answered, after the
+			// check that set the state: they show what the tasks wait on
+			// now, which may no longer be what that check saw.
+			t.Fatalf("waiting-for-input while its model call is retried (states so far %v); what its tasks wait on now: %v\nscreen:\n%s", seen, info.GetWaits(), screenText(t, id))
 		}
 	}
 	if len(seen) == 0 {

@@ -450,7 +450,7 @@ func (p *Probe) task(pid, tid int) error {
 	default:
 		v, timeout = Idle, -1
 	}
-	soon := timeout >= 0 && timeout <= SoonTimer
+	soon := timeout >= 0 && (timeout <= SoonTimer || timeout <= SoonLoopTimer && inCall && eventLoop(nr))
 	if t != nil {
 		t.Verdict = v
 		if timeout >= 0 {
@@ -463,6 +463,17 @@ func (p *Probe) task(pid, tid int) error {
 	p.best = max(p.best, v)
 	p.timer = p.timer || soon
 	return nil
+}
+
+// eventLoop says whether system call nr is an event loop's wait, whose
+// timeout is when the program's next timer is due.
+func eventLoop(nr int) bool {
+	switch nr {
+	case unix.SYS_POLL, unix.SYS_PPOLL, unix.SYS_SELECT, unix.SYS_PSELECT6,
+		unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2:
+		return true
+	}
+	return false
 }
 
 // blockedOn classifies the wait of a task blocked in system call nr.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,6 +69,14 @@ func helper(mode string, args []string) error {
 		return err
 	case "background":
 		return backgroundHelper()
+	case "backoff":
+		ms, err := strconv.Atoi(args[0])
+		if err != nil {
+			return err
+		}
+		return backoffHelper(ms)
+	case "keepalive":
+		return keepaliveHelper()
 	}
 	fd := 0
 	if rest, ok := strings.CutPrefix(mode, "devtty"); ok {
@@ -311,6 +320,116 @@ var starts = []struct {
 }{
 	{"pipe", startPipe},
 	{"terminal", startTerminal},
+}
+
+// backoffHelper reads its input in an event loop whose next timer is ms
+// off, due again each time it falls due, as a program backing off between
+// retries of a call waits out its delay with its terminal still open.
+func backoffHelper(ms int) error {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, 0, &unix.EpollEvent{Events: unix.EPOLLIN}); err != nil {
+		return err
+	}
+	var ev [1]unix.EpollEvent
+	for {
+		n, err := unix.EpollWait(epfd, ev[:], ms)
+		if err != nil && err != unix.EINTR {
+			return err
+		}
+		if n > 0 {
+			break
+		}
+	}
+	if _, err := unix.Read(0, make([]byte, 4096)); err != nil {
+		return err
+	}
+	time.Sleep(time.Hour)
+	return nil
+}
+
+// keepaliveHelper reads its input while another thread waits on a futex
+// with a timeout of 10 s, as an idle worker of a thread pool (tokio's
+// blocking pool) waits to retire.
+func keepaliveHelper() error {
+	go func() {
+		runtime.LockOSThread()
+		var word uint32
+		ts := unix.NsecToTimespec((10 * time.Second).Nanoseconds())
+		for {
+			unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&word)), futexWait|futexPrivateFlag, 0, uintptr(unsafe.Pointer(&ts)), 0, 0)
+		}
+	}()
+	if _, err := unix.Read(0, make([]byte, 4096)); err != nil {
+		return err
+	}
+	time.Sleep(time.Hour)
+	return nil
+}
+
+// checkUntil polls Check until it tells want, for up to a few seconds,
+// then checks that it keeps telling it for a while longer than
+// TimerConfirm.
+func (s *session) checkUntil(t testing.TB, want State) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := s.probe.Check()
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		if got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Check told %v for 5s, want %v", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 50 {
+		if got, err := s.probe.Check(); err != nil || got != want {
+			t.Fatalf("Check = %v, %v; want %v", got, err, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBackoffIsNotWaitingForInput: a program that reads its terminal while
+// it waits out a retry's backoff of seconds goes on by itself when the
+// backoff ends; it waits, but not for input. A next timer beyond
+// SoonLoopTimer is no backoff: the program waits for its input.
+func TestBackoffIsNotWaitingForInput(t *testing.T) {
+	for _, st := range starts {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, helperCmd("backoff", "3000"))
+			s.checkUntil(t, Waiting)
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+		})
+		t.Run(st.name+"/long", func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, helperCmd("backoff", strconv.Itoa(int(2*SoonLoopTimer/time.Millisecond))))
+			s.checkUntil(t, WaitingForInput)
+		})
+	}
+}
+
+// TestPoolKeepAliveIsIdle: an idle worker's futex wait with a timeout of
+// seconds lets nothing go on when it ends, so beside a task reading the
+// input the session waits for input.
+func TestPoolKeepAliveIsIdle(t *testing.T) {
+	for _, st := range starts {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, helperCmd("keepalive"))
+			s.checkUntil(t, WaitingForInput)
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+		})
+	}
 }
 
 func TestReadThenSleep(t *testing.T) {

@@ -48,6 +48,14 @@ const (
 // task go on by itself.
 const SoonTimer = time.Second
 
+// SoonLoopTimer is SoonTimer for the timer of an event loop (poll, select,
+// epoll_wait): the next of the program's own timers, which for a program
+// retrying a failed call is its backoff, seconds that grow with each
+// attempt (an agent CLI's model call: 1.6, 3.2, up to 9 s seen). A futex's
+// timeout keeps SoonTimer: a thread pool's idle workers wait on one until
+// they retire (tokio's after 10 s), and that lets nothing go on.
+const SoonLoopTimer = 30 * time.Second
+
 // TimerConfirm is how long timers due soon must keep being seen before
 // they make the session Waiting (see Probe.Check).
 const TimerConfirm = 300 * time.Millisecond
