@@ -28,10 +28,11 @@ const agentTimeout = 90 * time.Second
 // then waiting-for-input. Typed into through an attach, it takes the
 // prompt; while its model call fails and is retried, and between the
 // attempts while it waits out its backoff (seconds, a timer of its event
-// loop), it is not waiting-for-input: it goes on by itself. On the
-// landlock set it runs as that set's users must run it (temporary files in
-// its write root, no background server under /tmp) and its refused model
-// call is a recorded denial.
+// loop, after its name lookups waited on the network), it is not
+// waiting-for-input: it goes on by itself. On the landlock set it runs as
+// that set's users must run it (temporary files in its write root, no
+// background server under /tmp) and its refused model call is a recorded
+// denial.
 func TestAgentCLIHeadless(t *testing.T) {
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -114,14 +115,17 @@ func TestAgentCLIHeadless(t *testing.T) {
 
 	if landlockSet {
 		// Without a network namespace its model call is refused at
-		// socket(), which the session records.
+		// socket(), which the session records. Refused at once, it never
+		// waits on the network, so the backoff of seconds it then waits
+		// out is not told from a timer of its own (inputwait.Backoff), and
+		// the session may be told waiting-for-input meanwhile.
 		deadline := time.Now().Add(agentTimeout)
 		for {
 			info := inspect(t, id)
 			if slices.ContainsFunc(info.GetRecentDenials(), func(d *sandboxdv1.Denial) bool {
 				return d.GetField() == "network.mode" && d.GetOperation() == "socket"
 			}) {
-				break
+				return
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("codex's model call is not recorded as refused by network.mode: %v", info.GetRecentDenials())

@@ -73,6 +73,9 @@ type Probe struct {
 	// timerSince is when checks began to see timers due soon, timerSeen
 	// when one last did (see Check).
 	timerSince, timerSeen time.Time
+	// networkSeen is when a check last found the session waiting on the
+	// network (see Backoff).
+	networkSeen time.Time
 
 	// State of one walk.
 	fg     int     // the terminal's foreground group, 0 for none or a pipe
@@ -81,6 +84,10 @@ type Probe struct {
 	pidfd  int     // its pidfd once a socket of it was looked at, else -1
 	best   Verdict // the greatest verdict so far, timers left out
 	timer  bool    // a task waits on a timer due soon
+	// retrying: the session waited on the network within Backoff, so
+	// that a timer of an event loop or a sleep due within Backoff is a
+	// retry's, which backoff says was seen.
+	retrying, backoff bool
 	// datagram: the task being classified waits on a UDP socket.
 	datagram bool
 	tasks    *[]Task // the evidence, collected by Explain only
@@ -254,6 +261,16 @@ func (p *Probe) Check() (State, error) {
 	if p.timerConfirmed(now) {
 		v = max(v, Progress)
 	}
+	if p.backoff {
+		// The backoff of a retry comes right after the attempt that
+		// failed, and is not confirmed over checks as a timer due soon
+		// is: a check at its start would tell the session waiting for
+		// input.
+		v = max(v, Progress)
+	}
+	if v == Network {
+		p.networkSeen = now
+	}
 	return v.state(), nil
 }
 
@@ -289,7 +306,7 @@ func (p *Probe) Explain() (State, []Task, error) {
 	if err != nil {
 		return Running, nil, err
 	}
-	if timer {
+	if timer || p.backoff {
 		v = max(v, Progress)
 	}
 	return v.state(), tasks, nil
@@ -326,7 +343,8 @@ func (p *Probe) walk() (Verdict, bool, error) {
 		// has nobody reading it: fg stays 0 and no task counts as input.
 		p.fg = max(p.pgrp, 0)
 	}
-	p.best, p.timer = Idle, false
+	p.best, p.timer, p.backoff = Idle, false, false
+	p.retrying = !p.networkSeen.IsZero() && time.Since(p.networkSeen) <= Backoff
 	p.stack = append(p.stack[:0], p.root)
 	for walked := 0; len(p.stack) > 0; walked++ {
 		if walked == maxProcs {
@@ -450,27 +468,33 @@ func (p *Probe) task(pid, tid int) error {
 	default:
 		v, timeout = Idle, -1
 	}
-	soon := timeout >= 0 && (timeout <= SoonTimer || timeout <= SoonLoopTimer && inCall && eventLoop(nr))
+	soon := timeout >= 0 && timeout <= SoonTimer
+	backoff := p.retrying && timeout >= 0 && timeout <= Backoff && inCall && timerWait(nr)
 	if t != nil {
 		t.Verdict = v
 		if timeout >= 0 {
 			t.TimeoutMs = timeout.Milliseconds()
 		}
-		if soon && t.Verdict < Progress {
+		if (soon || backoff) && t.Verdict < Progress {
 			t.Verdict = Progress
 		}
 	}
 	p.best = max(p.best, v)
 	p.timer = p.timer || soon
+	p.backoff = p.backoff || backoff
 	return nil
 }
 
-// eventLoop says whether system call nr is an event loop's wait, whose
-// timeout is when the program's next timer is due.
-func eventLoop(nr int) bool {
+// timerWait says whether system call nr waits until a timer of the
+// program's own: an event loop's wait, whose timeout is when its next
+// timer is due, or a sleep. A futex's timeout is left out: a thread pool's
+// idle workers wait on one until they retire (tokio's after 10 s), which
+// lets nothing go on, and they have just been busy with the attempt.
+func timerWait(nr int) bool {
 	switch nr {
 	case unix.SYS_POLL, unix.SYS_PPOLL, unix.SYS_SELECT, unix.SYS_PSELECT6,
-		unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2:
+		unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2,
+		unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP:
 		return true
 	}
 	return false

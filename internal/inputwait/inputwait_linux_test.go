@@ -70,11 +70,7 @@ func helper(mode string, args []string) error {
 	case "background":
 		return backgroundHelper()
 	case "backoff":
-		ms, err := strconv.Atoi(args[0])
-		if err != nil {
-			return err
-		}
-		return backoffHelper(ms)
+		return backoffHelper(len(args) > 0 && args[0] == "retry")
 	case "keepalive":
 		return keepaliveHelper()
 	}
@@ -322,10 +318,29 @@ var starts = []struct {
 	{"terminal", startTerminal},
 }
 
-// backoffHelper reads its input in an event loop whose next timer is ms
-// off, due again each time it falls due, as a program backing off between
-// retries of a call waits out its delay with its terminal still open.
-func backoffHelper(ms int) error {
+// backoffHelper reads its input in an event loop whose next timer is 3 s
+// off, due again each time it falls due. With retry it first waits 2 s
+// for the answer to a datagram it sent, as a name lookup does: then the
+// timer is the backoff of a program retrying a call that failed, waited
+// out with its terminal still open. Without, it is a timer of the
+// program's own, as an idle prompt keeps.
+func backoffHelper(retry bool) error {
+	if retry {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			return err
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+			if _, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds())+1); err != nil && err != unix.EINTR {
+				return err
+			}
+		}
+		unix.Close(fd)
+	}
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return err
@@ -335,7 +350,7 @@ func backoffHelper(ms int) error {
 	}
 	var ev [1]unix.EpollEvent
 	for {
-		n, err := unix.EpollWait(epfd, ev[:], ms)
+		n, err := unix.EpollWait(epfd, ev[:], 3000)
 		if err != nil && err != unix.EINTR {
 			return err
 		}
@@ -388,7 +403,7 @@ func (s *session) checkUntil(t testing.TB, want State) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	for range 50 {
+	for range 30 {
 		if got, err := s.probe.Check(); err != nil || got != want {
 			t.Fatalf("Check = %v, %v; want %v", got, err, want)
 		}
@@ -397,21 +412,23 @@ func (s *session) checkUntil(t testing.TB, want State) {
 }
 
 // TestBackoffIsNotWaitingForInput: a program that reads its terminal while
-// it waits out a retry's backoff of seconds goes on by itself when the
-// backoff ends; it waits, but not for input. A next timer beyond
-// SoonLoopTimer is no backoff: the program waits for its input.
+// it waits out the backoff of seconds after a failed attempt on the
+// network goes on by itself when the backoff ends: it waits, but not for
+// input. The same timer without an attempt before it is the program's
+// own: it waits for input.
 func TestBackoffIsNotWaitingForInput(t *testing.T) {
 	for _, st := range starts {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
-			s := st.start(t, helperCmd("backoff", "3000"))
+			s := st.start(t, helperCmd("backoff", "retry"))
+			s.checkUntil(t, WaitingForNetwork)
 			s.checkUntil(t, Waiting)
 			s.write(t, "hello\n")
 			s.waitFor(t, false)
 		})
-		t.Run(st.name+"/long", func(t *testing.T) {
+		t.Run(st.name+"/without an attempt", func(t *testing.T) {
 			t.Parallel()
-			s := st.start(t, helperCmd("backoff", strconv.Itoa(int(2*SoonLoopTimer/time.Millisecond))))
+			s := st.start(t, helperCmd("backoff"))
 			s.checkUntil(t, WaitingForInput)
 		})
 	}

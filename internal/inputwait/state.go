@@ -48,17 +48,18 @@ const (
 // task go on by itself.
 const SoonTimer = time.Second
 
-// SoonLoopTimer is SoonTimer for the timer of an event loop (poll, select,
-// epoll_wait): the next of the program's own timers, which for a program
-// retrying a failed call is its backoff, seconds that grow with each
-// attempt (an agent CLI's model call: 1.6, 3.2, up to 9 s seen). A futex's
-// timeout keeps SoonTimer: a thread pool's idle workers wait on one until
-// they retire (tokio's after 10 s), and that lets nothing go on.
-const SoonLoopTimer = 30 * time.Second
-
 // TimerConfirm is how long timers due soon must keep being seen before
 // they make the session Waiting (see Probe.Check).
 const TimerConfirm = 300 * time.Millisecond
+
+// Backoff is how long after the session last waited on the network a
+// timer of an event loop or a sleep due within as long counts as one that
+// lets its task go on by itself: the backoff of a program retrying a call
+// that failed, seconds that grow with each attempt (an agent CLI whose
+// model is out of reach). Without a recent wait on the network a timer of
+// seconds is taken for the program's own housekeeping, which an idle
+// prompt keeps too (codex's has timers 2.5 and 7.5 s off).
+const Backoff = 30 * time.Second
 
 func (v Verdict) String() string {
 	switch v {
