@@ -74,8 +74,9 @@ type Probe struct {
 	// when one last did (see Check).
 	timerSince, timerSeen time.Time
 	// networkSeen is when a check last found the session waiting on the
-	// network (see Backoff).
-	networkSeen time.Time
+	// network (see Backoff); backoffDue, once a check after it saw a
+	// backoff, is when that backoff is over at the latest.
+	networkSeen, backoffDue time.Time
 
 	// State of one walk.
 	fg     int     // the terminal's foreground group, 0 for none or a pipe
@@ -84,10 +85,12 @@ type Probe struct {
 	pidfd  int     // its pidfd once a socket of it was looked at, else -1
 	best   Verdict // the greatest verdict so far, timers left out
 	timer  bool    // a task waits on a timer due soon
-	// retrying: the session waited on the network within Backoff, so
-	// that a timer of an event loop or a sleep due within Backoff is a
-	// retry's, which backoff says was seen.
+	// retrying: the session waited on the network within Backoff, and
+	// no backoff seen since is over, so that a timer of an event loop or
+	// a sleep due within Backoff is a retry's, which backoff says was
+	// seen; soonest is the one due first.
 	retrying, backoff bool
+	soonest           time.Duration
 	// datagram: the task being classified waits on a UDP socket.
 	datagram bool
 	tasks    *[]Task // the evidence, collected by Explain only
@@ -268,8 +271,15 @@ func (p *Probe) Check() (State, error) {
 		// input.
 		v = max(v, Progress)
 	}
-	if v == Network {
-		p.networkSeen = now
+	switch {
+	case v == Network:
+		p.networkSeen, p.backoffDue = now, time.Time{}
+	case p.backoff && p.backoffDue.IsZero():
+		// A backoff ends in the next attempt, on the network. A timer
+		// that falls due without one was the program's own (an idle
+		// prompt's housekeeping after its last request): from then on
+		// its timers are taken as such again.
+		p.backoffDue = now.Add(p.soonest)
 	}
 	return v.state(), nil
 }
@@ -343,8 +353,10 @@ func (p *Probe) walk() (Verdict, bool, error) {
 		// has nobody reading it: fg stays 0 and no task counts as input.
 		p.fg = max(p.pgrp, 0)
 	}
-	p.best, p.timer, p.backoff = Idle, false, false
-	p.retrying = !p.networkSeen.IsZero() && time.Since(p.networkSeen) <= Backoff
+	p.best, p.timer, p.backoff, p.soonest = Idle, false, false, Backoff
+	now := time.Now()
+	p.retrying = !p.networkSeen.IsZero() && now.Sub(p.networkSeen) <= Backoff &&
+		(p.backoffDue.IsZero() || !now.After(p.backoffDue.Add(TimerConfirm)))
 	p.stack = append(p.stack[:0], p.root)
 	for walked := 0; len(p.stack) > 0; walked++ {
 		if walked == maxProcs {
@@ -482,6 +494,9 @@ func (p *Probe) task(pid, tid int) error {
 	p.best = max(p.best, v)
 	p.timer = p.timer || soon
 	p.backoff = p.backoff || backoff
+	if backoff {
+		p.soonest = min(p.soonest, timeout)
+	}
 	return nil
 }
 

@@ -70,7 +70,11 @@ func helper(mode string, args []string) error {
 	case "background":
 		return backgroundHelper()
 	case "backoff":
-		return backoffHelper(len(args) > 0 && args[0] == "retry")
+		mode := ""
+		if len(args) > 0 {
+			mode = args[0]
+		}
+		return backoffHelper(mode)
 	case "keepalive":
 		return keepaliveHelper()
 	}
@@ -318,29 +322,14 @@ var starts = []struct {
 	{"terminal", startTerminal},
 }
 
-// backoffHelper reads its input in an event loop whose next timer is 3 s
-// off, due again each time it falls due. With retry it first waits 2 s
-// for the answer to a datagram it sent, as a name lookup does: then the
-// timer is the backoff of a program retrying a call that failed, waited
-// out with its terminal still open. Without, it is a timer of the
-// program's own, as an idle prompt keeps.
-func backoffHelper(retry bool) error {
-	if retry {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-			return err
-		}
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-			if _, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds())+1); err != nil && err != unix.EINTR {
-				return err
-			}
-		}
-		unix.Close(fd)
-	}
+// backoffHelper reads its input in an event loop whose next timer is
+// seconds off. With "once" it first waits 2 s for the answer to a
+// datagram it sent, as a name lookup does, then waits on a timer 3 s off,
+// again each time it falls due: the first is the backoff of a program
+// retrying a call that failed, the ones after it timers of its own. With
+// "retry" it makes an attempt of 0.5 s again after each backoff of 1.5 s,
+// as a program retrying does. With neither, its timer is its own.
+func backoffHelper(mode string) error {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return err
@@ -348,9 +337,40 @@ func backoffHelper(retry bool) error {
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, 0, &unix.EpollEvent{Events: unix.EPOLLIN}); err != nil {
 		return err
 	}
+	attempt := func(d time.Duration) error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			return err
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+			if _, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds())+1); err != nil && err != unix.EINTR {
+				return err
+			}
+		}
+		return nil
+	}
+	wait := 3000
+	switch mode {
+	case "once":
+		if err := attempt(2 * time.Second); err != nil {
+			return err
+		}
+	case "retry":
+		wait = 1500
+	}
 	var ev [1]unix.EpollEvent
 	for {
-		n, err := unix.EpollWait(epfd, ev[:], 3000)
+		if mode == "retry" {
+			if err := attempt(500 * time.Millisecond); err != nil {
+				return err
+			}
+		}
+		n, err := unix.EpollWait(epfd, ev[:], wait)
 		if err != nil && err != unix.EINTR {
 			return err
 		}
@@ -414,15 +434,29 @@ func (s *session) checkUntil(t testing.TB, want State) {
 // TestBackoffIsNotWaitingForInput: a program that reads its terminal while
 // it waits out the backoff of seconds after a failed attempt on the
 // network goes on by itself when the backoff ends: it waits, but not for
-// input. The same timer without an attempt before it is the program's
-// own: it waits for input.
+// input, for as long as it keeps retrying. A timer that falls due without
+// another attempt after it was the program's own, and so is one without an
+// attempt before it: it waits for input.
 func TestBackoffIsNotWaitingForInput(t *testing.T) {
 	for _, st := range starts {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
 			s := st.start(t, helperCmd("backoff", "retry"))
 			s.checkUntil(t, WaitingForNetwork)
+			for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if got, err := s.probe.Check(); err != nil || got == WaitingForInput {
+					t.Fatalf("Check = %v, %v while it retries", got, err)
+				}
+			}
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+		})
+		t.Run(st.name+"/once", func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, helperCmd("backoff", "once"))
+			s.checkUntil(t, WaitingForNetwork)
 			s.checkUntil(t, Waiting)
+			s.checkUntil(t, WaitingForInput)
 			s.write(t, "hello\n")
 			s.waitFor(t, false)
 		})
