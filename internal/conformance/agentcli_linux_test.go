@@ -134,6 +134,16 @@ func TestAgentCLIHeadless(t *testing.T) {
 		}
 	}
 
+	// The state is what the daemon's last check found, and the screen
+	// shows the turn before a check has seen it (one comes within 50 ms
+	// of the output that drew it): the turn begins for the state once it
+	// has left waiting-for-input.
+	for deadline := time.Now().Add(agentTimeout); inspect(t, id).GetState() == sandboxdv1.State_WAITING_FOR_INPUT; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting-for-input %v after its turn began:\n%s", agentTimeout, sessionReport(id))
+		}
+	}
+
 	// While the turn lasts (its failed model call retried, with backoffs
 	// of seconds between the attempts), the session is never
 	// waiting-for-input.
