@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/initbuild"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 	"golang.org/x/sys/unix"
@@ -28,7 +29,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envDenialProbe); mode != "" {
 		denialProbe(mode)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	initbuild.RemoveShared()
+	os.Exit(code)
 }
 
 var (

@@ -21,7 +21,9 @@ import (
 func TestMain(m *testing.M) {
 	launcherlinux.RunProbeIfRequested()
 	RunProbeIfRequested()
-	os.Exit(m.Run())
+	code := m.Run()
+	initbuild.RemoveShared()
+	os.Exit(code)
 }
 
 // identity is what the daemon would pass: root's sandboxes run as an

@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -47,6 +48,11 @@ type Client struct {
 	mu     sync.Mutex
 	conn   *grpcconn.Conn
 	closed bool
+	// eager: from Connect, whose connections are not waited on before
+	// their first call; silent is the one the daemon did not answer
+	// within HandshakeTimeout, closed for it.
+	eager  bool
+	silent atomic.Pointer[grpcconn.Conn]
 }
 
 // The methods this client calls: sandboxd.v1's, as in its services.
@@ -94,7 +100,7 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 		}
 		if !errors.Is(err, errClosedEarly) || !b.wait(ctx, nil) {
 			if errors.Is(err, errClosedEarly) {
-				return nil, fmt.Errorf("sandboxd on %s closed every connection before answering for %v (at this user's quota of connections?)", socketPath, time.Since(begin).Round(100*time.Millisecond))
+				return nil, closedEarly(socketPath, time.Since(begin))
 			}
 			return nil, err
 		}
@@ -104,6 +110,12 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 // errClosedEarly: the listener accepted and closed the connection without
 // a word, which sandboxd does to a caller at its quota of connections.
 var errClosedEarly = errors.New("connection closed before the server spoke")
+
+// closedEarly is Dial's error when every connection for d was closed
+// early.
+func closedEarly(socketPath string, d time.Duration) error {
+	return fmt.Errorf("sandboxd on %s closed every connection before answering for %v (at this user's quota of connections?)", socketPath, d.Round(100*time.Millisecond))
+}
 
 // probe connects once and starts HTTP/2 on the connection, then waits,
 // within HandshakeTimeout, for the listener's first frame. A missing
@@ -116,37 +128,117 @@ func probe(ctx context.Context, socketPath string) (*grpcconn.Conn, error) {
 	begin := time.Now()
 	nc, err := dialSocket(pctx, socketPath)
 	if err != nil {
-		// The path is already in our message; keep only the reason.
-		var oe *net.OpError
-		if errors.As(err, &oe) {
-			err = oe.Err
-		}
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		if nothingListens(err) {
-			return nil, fmt.Errorf("no sandboxd listening on %s (is the daemon running?): %w", socketPath, err)
-		}
-		return nil, fmt.Errorf("cannot connect to sandboxd on %s: %w", socketPath, err)
+		return nil, connectError(socketPath, err)
 	}
 	conn := grpcconn.Start(nc, connOptions)
 	select {
 	case <-conn.FirstFrame():
 	case <-pctx.Done():
 		conn.Close()
-		return nil, fmt.Errorf("%s did not answer as sandboxd within %v (is something else listening there?)", socketPath, time.Since(begin).Round(100*time.Millisecond))
+		return nil, noAnswer(socketPath, time.Since(begin))
 	}
+	if err := firstFrameError(socketPath, conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// connectError is Dial's error for dialSocket's err.
+func connectError(socketPath string, err error) error {
+	// The path is already in our message; keep only the reason.
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		err = oe.Err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	if nothingListens(err) {
+		return fmt.Errorf("no sandboxd listening on %s (is the daemon running?): %w", socketPath, err)
+	}
+	return fmt.Errorf("cannot connect to sandboxd on %s: %w", socketPath, err)
+}
+
+// noAnswer is Dial's error for a listener that sent nothing for d.
+func noAnswer(socketPath string, d time.Duration) error {
+	return fmt.Errorf("%s did not answer as sandboxd within %v (is something else listening there?)", socketPath, d.Round(100*time.Millisecond))
+}
+
+// firstFrameError is Dial's error for how conn, whose first frame has
+// arrived or failed to, began: nil for as a gRPC server does.
+func firstFrameError(socketPath string, conn *grpcconn.Conn) error {
 	var nh *grpcconn.NotHTTP2Error
 	switch err := conn.FirstErr(); {
 	case err == nil:
-		return conn, nil
+		return nil
 	case errors.As(err, &nh):
-		conn.Close()
-		return nil, fmt.Errorf("%s does not speak sandboxd's protocol: it answered %q", socketPath, nh.Answer)
+		return fmt.Errorf("%s does not speak sandboxd's protocol: it answered %q", socketPath, nh.Answer)
 	default:
-		conn.Close()
-		return nil, errClosedEarly
+		return errClosedEarly
+	}
+}
+
+// Connect is Dial for a caller whose first call follows at once (sandboxctl
+// run): it does not wait for the daemon's first frame, so the first call's
+// request goes out right behind the client's preface instead of a round
+// trip later. What Dial would have refused fails a call made before the
+// daemon's first frame arrived instead, with Dial's error: a listener that
+// does not speak gRPC's HTTP/2, or does not answer within
+// HandshakeTimeout. Run retries, with backoff and within DialTimeout, a
+// session whose connection the daemon closed unanswered (at this user's
+// quota of connections): the daemon has read nothing of it.
+func Connect(ctx context.Context, socketPath string) (*Client, error) {
+	if socketPath == "" {
+		socketPath = socketpath.Default()
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DialTimeout)
+		defer cancel()
+	}
+	nc, err := dialSocket(ctx, socketPath)
+	if err != nil {
+		return nil, connectError(socketPath, err)
+	}
+	c := &Client{socket: socketPath, eager: true}
+	c.conn = c.start(nc)
+	return c, nil
+}
+
+// start begins the connection on nc; on a client from Connect, one that
+// the daemon has not answered within HandshakeTimeout is closed, and
+// remembered as silent.
+func (c *Client) start(nc net.Conn) *grpcconn.Conn {
+	conn := grpcconn.Start(nc, connOptions)
+	if c.eager {
+		time.AfterFunc(HandshakeTimeout, func() {
+			select {
+			case <-conn.FirstFrame():
+			default:
+				c.silent.Store(conn)
+				conn.Close()
+			}
+		})
+	}
+	return conn
+}
+
+// handshakeError is, for a call on conn that failed, Dial's error when the
+// call failed because conn never began as a daemon's does: nil otherwise.
+func (c *Client) handshakeError(conn *grpcconn.Conn) error {
+	if !c.eager {
+		return nil
+	}
+	if c.silent.Load() == conn {
+		return noAnswer(c.socket, HandshakeTimeout)
+	}
+	select {
+	case <-conn.FirstFrame():
+		return firstFrameError(c.socket, conn)
+	default:
+		return nil
 	}
 }
 
@@ -165,7 +257,7 @@ func (c *Client) connection(ctx context.Context) (*grpcconn.Conn, error) {
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "connection error: %v", err)
 	}
-	c.conn = grpcconn.Start(nc, connOptions)
+	c.conn = c.start(nc)
 	return c.conn, nil
 }
 

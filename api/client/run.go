@@ -178,12 +178,19 @@ type sessionCall struct {
 
 // session runs sc, again after a delay while the daemon refuses it with a
 // retry hint (ResourceExhausted with a RetryInfo, before any answer:
-// nothing was started), for at most DialTimeout.
+// nothing was started) or, on a client from Connect, closes its connection
+// unanswered, for at most DialTimeout.
 func (c *Client) session(ctx context.Context, sc sessionCall) (*Result, error) {
 	begin := time.Now()
 	var b backoff
 	for {
 		res, answered, err := c.sessionOnce(ctx, sc)
+		if errors.Is(err, errClosedEarly) {
+			if time.Since(begin) > DialTimeout || !b.wait(ctx, nil) {
+				return res, closedEarly(c.socket, time.Since(begin))
+			}
+			continue
+		}
 		if err == nil || answered || time.Since(begin) > DialTimeout {
 			return res, err
 		}
@@ -202,9 +209,13 @@ func (c *Client) sessionOnce(ctx context.Context, sc sessionCall) (_ *Result, an
 	// part (and the session, unless it is detached or attached to).
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.stream(sctx, methodSession)
+	conn, err := c.connection(sctx)
 	if err != nil {
-		return nil, false, c.streamError(ctx, sc, "", err)
+		return nil, false, c.streamError(ctx, sc, conn, "", err)
+	}
+	stream, err := conn.NewStream(sctx, methodSession)
+	if err != nil {
+		return nil, false, c.streamError(ctx, sc, conn, "", err)
 	}
 	s := &sender{stream: stream}
 	// A failed Send means the stream is already over; Recv below reports why.
@@ -229,7 +240,7 @@ func (c *Client) sessionOnce(ctx context.Context, sc sessionCall) (_ *Result, an
 				res.Detached = true
 				return res, true, nil
 			}
-			return nil, answered, c.streamError(ctx, sc, res.SessionID, err)
+			return nil, answered, c.streamError(ctx, sc, conn, res.SessionID, err)
 		}
 		answered = true
 		switch m := resp.Msg.(type) {
@@ -277,14 +288,19 @@ func (c *Client) sessionOnce(ctx context.Context, sc sessionCall) (_ *Result, an
 }
 
 // streamError explains why the stream of session id ("" before Started)
-// ended without an Exit.
-func (c *Client) streamError(ctx context.Context, sc sessionCall, id string, err error) error {
+// on conn (nil when there was none) ended without an Exit.
+func (c *Client) streamError(ctx context.Context, sc sessionCall, conn *grpcconn.Conn, id string, err error) error {
 	op, when := sc.op, sc.before
 	if id != "" {
 		op, when = "session "+id, "before session "+id+" ended"
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", op, ctx.Err())
+	}
+	if conn != nil && id == "" {
+		if herr := c.handshakeError(conn); herr != nil {
+			return herr
+		}
 	}
 	if errors.Is(err, io.EOF) {
 		st := status.New(codes.Unavailable, "stream ended without an exit status")

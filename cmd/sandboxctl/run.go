@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/sandboxd/sandboxd/api/client"
@@ -433,6 +432,11 @@ func allDigits(s string) bool {
 }
 
 func runVerb(ctx context.Context, c *cli, args []string) int {
+	var signals *pendingSignals
+	if !mayDetach(args) {
+		signals = forwardSignalsAhead(runSignals...)
+		defer signals.release()
+	}
 	dial := c.dialAhead(ctx)
 	defer dial.abandon()
 	wd, _ := os.Getwd()
@@ -467,7 +471,7 @@ func runVerb(ctx context.Context, c *cli, args []string) int {
 		out = &lastByteWriter{w: c.stdout}
 		c.stdout = out
 	}
-	res, err := c.dialAndRun(ctx, dial, start)
+	res, err := c.session(ctx, dial, signals, start)
 	if err == nil && res.Detached && !asJSON {
 		fmt.Fprintln(c.stdout, res.SessionID)
 	}
@@ -486,42 +490,25 @@ func (c *cli) writeStatus(out *lastByteWriter, st runStatus) {
 	}
 }
 
-// dialAndRun runs start on the client dial brings. What does not need the
-// daemon is done first, while the daemon answers the connection: the
-// protobuf runtime readies a message type's encoder at its first use
-// (about 0.3 ms for a Start and its policy), and the signal and terminal
-// set-up of session.
-func (c *cli) dialAndRun(ctx context.Context, dial *pendingDial, start *sandboxdv1.Start) (*client.Result, error) {
-	proto.Size(start)
-	return c.session(ctx, dial, start)
-}
-
-// pendingDial is a Dial under way.
+// pendingDial is a connection made before run knew what to run on it, or
+// the error of making it, which waits until the command line is read.
 type pendingDial struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	cl     *client.Client
-	err    error
-	taken  bool
+	cl    *client.Client
+	err   error
+	taken bool
 }
 
-// dialAhead starts dialling the daemon while run reads its command line
-// and resolves the policy: the daemon answers the connection meanwhile, on
-// the other core, instead of after.
+// dialAhead connects to the daemon before run reads its command line and
+// resolves the policy: the daemon answers the connection meanwhile, on the
+// other core, and the Start goes out without waiting for that answer
+// (client.Connect).
 func (c *cli) dialAhead(ctx context.Context) *pendingDial {
-	ctx, cancel := context.WithCancel(ctx)
-	d := &pendingDial{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(d.done)
-		d.cl, d.err = c.dial(ctx)
-	}()
-	return d
+	cl, err := client.Connect(ctx, c.socket)
+	return &pendingDial{cl: cl, err: err}
 }
 
-// run waits for the dial and runs opts on its client.
+// run runs opts on the connection.
 func (d *pendingDial) run(ctx context.Context, opts client.RunOptions) (*client.Result, error) {
-	<-d.done
-	d.cancel()
 	d.taken = true
 	if d.err != nil {
 		return nil, d.err
@@ -530,19 +517,12 @@ func (d *pendingDial) run(ctx context.Context, opts client.RunOptions) (*client.
 	return d.cl.Run(ctx, opts)
 }
 
-// abandon closes the client of a dial nobody waited for (the command line
-// was refused), without waiting for it.
+// abandon closes the connection nobody ran anything on (the command line
+// was refused).
 func (d *pendingDial) abandon() {
-	if d.taken {
-		return
+	if !d.taken && d.cl != nil {
+		d.cl.Close()
 	}
-	d.cancel()
-	go func() {
-		<-d.done
-		if d.cl != nil {
-			d.cl.Close()
-		}
-	}()
 }
 
 // finish prints why a session ended when that needs saying, and returns
@@ -561,9 +541,10 @@ func (c *cli) finish(res *client.Result, err error) int {
 var runSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
 // session runs start, on the client dial brings, with the local terminal
-// and signals wired to it. The terminal is restored before it returns, so
-// errors print on a sane tty.
-func (c *cli) session(ctx context.Context, dial *pendingDial, start *sandboxdv1.Start) (*client.Result, error) {
+// and signals wired to it: those being installed, or nil to install them
+// now. The terminal is restored before it returns, so errors print on a
+// sane tty.
+func (c *cli) session(ctx context.Context, dial *pendingDial, signals *pendingSignals, start *sandboxdv1.Start) (*client.Result, error) {
 	if start.GetDetach() {
 		// Nothing typed here reaches a detached session, so the local
 		// terminal only lends it its size.
@@ -574,15 +555,17 @@ func (c *cli) session(ctx context.Context, dial *pendingDial, start *sandboxdv1.
 		}
 		return dial.run(ctx, client.RunOptions{Start: start})
 	}
-	signals := make(chan int32, 4)
-	stopSignals := forwardSignals(signals, runSignals...)
-	defer stopSignals()
 	opts := client.RunOptions{
-		Start:   start,
-		Stdin:   c.stdin,
-		Stdout:  c.stdout,
-		Stderr:  c.stderr,
-		Signals: signals,
+		Start:  start,
+		Stdout: c.stdout,
+		Stderr: c.stderr,
+	}
+	if !isDevNull(c.stdin) {
+		// Read from /dev/null, stdin would only give EOF, and take a
+		// thread of its own to do it: a read of a file that is not a pipe
+		// or a socket blocks its thread. Without one the session's stdin
+		// is closed at once, as at that EOF.
+		opts.Stdin = c.stdin
 	}
 	if start.GetTty() {
 		window, resize, restore, err := c.wireTerminal(true, true)
@@ -595,7 +578,38 @@ func (c *cli) session(ctx context.Context, dial *pendingDial, start *sandboxdv1.
 		}
 		opts.Resize = resize
 	}
+	if signals == nil {
+		signals = forwardSignalsAhead(runSignals...)
+		defer signals.release()
+	}
+	opts.Signals = signals.wait()
 	return dial.run(ctx, opts)
+}
+
+// isDevNull says whether f is the null device.
+func isDevNull(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
+}
+
+// mayDetach says whether run's arguments may ask for --detach, which
+// forwards no signals: a signal to such a run ends it, as to any program,
+// so forwarding is installed ahead only for a run that cannot be one.
+func mayDetach(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "detach" {
+			return true
+		}
+	}
+	return false
 }
 
 // wireTerminal readies the terminal on stdin, if stdin is one, for a PTY

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/internal/initbuild"
 	"github.com/sandboxd/sandboxd/selftest"
 )
 
@@ -15,7 +16,9 @@ func TestMain(m *testing.M) {
 	// --self-test starts sandboxes whose init and probe are this binary.
 	runInitIfRequested()
 	selftest.RunProbeIfRequested()
-	os.Exit(m.Run())
+	code := m.Run()
+	initbuild.RemoveShared()
+	os.Exit(code)
 }
 
 func TestBadFlagsExit2(t *testing.T) {

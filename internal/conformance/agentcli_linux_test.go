@@ -26,10 +26,13 @@ const agentTimeout = 90 * time.Second
 // attached. The daemon answers the terminal's queries it sends at
 // start-up, so it draws its prompt, which sandboxctl screen shows; it is
 // then waiting-for-input. Typed into through an attach, it takes the
-// prompt; while its model call fails and is retried it is not
-// waiting-for-input. On the landlock set it runs as that set's users must
-// run it (temporary files in its write root, no background server under
-// /tmp) and its refused model call is a recorded denial.
+// prompt; while its model call fails and is retried, and between the
+// attempts while it waits out its backoff (seconds, a timer of its event
+// loop, after its name lookups waited on the network), it is not
+// waiting-for-input: it goes on by itself. On the landlock set it runs as
+// that set's users must run it (temporary files in its write root, no
+// background server under /tmp) and its refused model call is a recorded
+// denial.
 func TestAgentCLIHeadless(t *testing.T) {
 	npm, err := exec.LookPath("npm")
 	if err != nil {
@@ -112,9 +115,10 @@ func TestAgentCLIHeadless(t *testing.T) {
 
 	if landlockSet {
 		// Without a network namespace its model call is refused at
-		// socket(), which the session records, and codex waits out a
-		// backoff of seconds between attempts: nothing due soon, so the
-		// rule of the states may tell it waiting-for-input meanwhile.
+		// socket(), which the session records. Refused at once, it never
+		// waits on the network, so the backoff of seconds it then waits
+		// out is not told from a timer of its own (inputwait.Backoff), and
+		// the session may be told waiting-for-input meanwhile.
 		deadline := time.Now().Add(agentTimeout)
 		for {
 			info := inspect(t, id)
@@ -130,8 +134,19 @@ func TestAgentCLIHeadless(t *testing.T) {
 		}
 	}
 
-	// While the turn lasts (its failed model call retried), the session
-	// is never waiting-for-input.
+	// The state is what the daemon's last check found, and the screen
+	// shows the turn before a check has seen it (one comes within 50 ms
+	// of the output that drew it): the turn begins for the state once it
+	// has left waiting-for-input.
+	for deadline := time.Now().Add(agentTimeout); inspect(t, id).GetState() == sandboxdv1.State_WAITING_FOR_INPUT; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting-for-input %v after its turn began:\n%s", agentTimeout, sessionReport(id))
+		}
+	}
+
+	// While the turn lasts (its failed model call retried, with backoffs
+	// of seconds between the attempts), the session is never
+	// waiting-for-input.
 	var seen []sandboxdv1.State
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		info := inspect(t, id)
@@ -140,7 +155,10 @@ func TestAgentCLIHeadless(t *testing.T) {
 		}
 		seen = append(seen, info.GetState())
 		if info.GetState() == sandboxdv1.State_WAITING_FOR_INPUT {
-			t.Fatalf("waiting-for-input while its model call is retried; evidence: %v\nscreen:\n%s", info.GetWaits(), screenText(t, id))
+			// The waits are a walk taken as Inspect answered, after the
+			// check that set the state: they show what the tasks wait on
+			// now, which may no longer be what that check saw.
+			t.Fatalf("waiting-for-input while its model call is retried (states so far %v); what its tasks wait on now: %v\nscreen:\n%s", seen, info.GetWaits(), screenText(t, id))
 		}
 	}
 	if len(seen) == 0 {

@@ -41,20 +41,25 @@ func Harness(out string) error { return make1("plan-harness", "HARNESS_OUT", out
 
 var (
 	sharedOnce sync.Once
+	sharedDir  string
 	sharedPath string
 	sharedErr  error
 )
 
 // Shared builds the init once per test binary, in a directory of its own
 // that every uid may search, as a sandbox uid must to run an installed
-// init, and returns its path. The directory outlives the test binary.
+// init, and returns its path. The package's TestMain calls RemoveShared
+// once its tests have run, so that the directory does not outlive the test
+// binary; TestSharedIsRemoved holds every package that calls Shared to it.
 func Shared() (string, error) {
 	sharedOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "sandboxd-init-")
-		if err == nil {
-			err = os.Chmod(dir, 0o755)
-		}
 		if err != nil {
+			sharedErr = err
+			return
+		}
+		sharedDir = dir
+		if err := os.Chmod(dir, 0o755); err != nil {
 			sharedErr = err
 			return
 		}
@@ -62,4 +67,12 @@ func Shared() (string, error) {
 		sharedErr = Init(sharedPath)
 	})
 	return sharedPath, sharedErr
+}
+
+// RemoveShared removes what Shared built, if it built anything. Call it
+// from TestMain after m.Run: no test may use the init after it.
+func RemoveShared() {
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
+	}
 }

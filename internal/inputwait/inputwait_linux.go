@@ -73,6 +73,10 @@ type Probe struct {
 	// timerSince is when checks began to see timers due soon, timerSeen
 	// when one last did (see Check).
 	timerSince, timerSeen time.Time
+	// networkSeen is when a check last found the session waiting on the
+	// network (see Backoff); backoffDue, once a check after it saw a
+	// backoff, is when that backoff is over at the latest.
+	networkSeen, backoffDue time.Time
 
 	// State of one walk.
 	fg     int     // the terminal's foreground group, 0 for none or a pipe
@@ -81,6 +85,12 @@ type Probe struct {
 	pidfd  int     // its pidfd once a socket of it was looked at, else -1
 	best   Verdict // the greatest verdict so far, timers left out
 	timer  bool    // a task waits on a timer due soon
+	// retrying: the session waited on the network within Backoff, and
+	// no backoff seen since is over, so that a timer of an event loop or
+	// a sleep due within Backoff is a retry's, which backoff says was
+	// seen; soonest is the one due first.
+	retrying, backoff bool
+	soonest           time.Duration
 	// datagram: the task being classified waits on a UDP socket.
 	datagram bool
 	tasks    *[]Task // the evidence, collected by Explain only
@@ -254,6 +264,23 @@ func (p *Probe) Check() (State, error) {
 	if p.timerConfirmed(now) {
 		v = max(v, Progress)
 	}
+	if p.backoff {
+		// The backoff of a retry comes right after the attempt that
+		// failed, and is not confirmed over checks as a timer due soon
+		// is: a check at its start would tell the session waiting for
+		// input.
+		v = max(v, Progress)
+	}
+	switch {
+	case v == Network:
+		p.networkSeen, p.backoffDue = now, time.Time{}
+	case p.backoff && p.backoffDue.IsZero():
+		// A backoff ends in the next attempt, on the network. A timer
+		// that falls due without one was the program's own (an idle
+		// prompt's housekeeping after its last request): from then on
+		// its timers are taken as such again.
+		p.backoffDue = now.Add(p.soonest)
+	}
 	return v.state(), nil
 }
 
@@ -289,7 +316,7 @@ func (p *Probe) Explain() (State, []Task, error) {
 	if err != nil {
 		return Running, nil, err
 	}
-	if timer {
+	if timer || p.backoff {
 		v = max(v, Progress)
 	}
 	return v.state(), tasks, nil
@@ -326,7 +353,10 @@ func (p *Probe) walk() (Verdict, bool, error) {
 		// has nobody reading it: fg stays 0 and no task counts as input.
 		p.fg = max(p.pgrp, 0)
 	}
-	p.best, p.timer = Idle, false
+	p.best, p.timer, p.backoff, p.soonest = Idle, false, false, Backoff
+	now := time.Now()
+	p.retrying = !p.networkSeen.IsZero() && now.Sub(p.networkSeen) <= Backoff &&
+		(p.backoffDue.IsZero() || !now.After(p.backoffDue.Add(TimerConfirm)))
 	p.stack = append(p.stack[:0], p.root)
 	for walked := 0; len(p.stack) > 0; walked++ {
 		if walked == maxProcs {
@@ -451,18 +481,38 @@ func (p *Probe) task(pid, tid int) error {
 		v, timeout = Idle, -1
 	}
 	soon := timeout >= 0 && timeout <= SoonTimer
+	backoff := p.retrying && timeout >= 0 && timeout <= Backoff && inCall && timerWait(nr)
 	if t != nil {
 		t.Verdict = v
 		if timeout >= 0 {
 			t.TimeoutMs = timeout.Milliseconds()
 		}
-		if soon && t.Verdict < Progress {
+		if (soon || backoff) && t.Verdict < Progress {
 			t.Verdict = Progress
 		}
 	}
 	p.best = max(p.best, v)
 	p.timer = p.timer || soon
+	p.backoff = p.backoff || backoff
+	if backoff {
+		p.soonest = min(p.soonest, timeout)
+	}
 	return nil
+}
+
+// timerWait says whether system call nr waits until a timer of the
+// program's own: an event loop's wait, whose timeout is when its next
+// timer is due, or a sleep. A futex's timeout is left out: a thread pool's
+// idle workers wait on one until they retire (tokio's after 10 s), which
+// lets nothing go on, and they have just been busy with the attempt.
+func timerWait(nr int) bool {
+	switch nr {
+	case unix.SYS_POLL, unix.SYS_PPOLL, unix.SYS_SELECT, unix.SYS_PSELECT6,
+		unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2,
+		unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP:
+		return true
+	}
+	return false
 }
 
 // blockedOn classifies the wait of a task blocked in system call nr.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,6 +69,14 @@ func helper(mode string, args []string) error {
 		return err
 	case "background":
 		return backgroundHelper()
+	case "backoff":
+		mode := ""
+		if len(args) > 0 {
+			mode = args[0]
+		}
+		return backoffHelper(mode)
+	case "keepalive":
+		return keepaliveHelper()
 	}
 	fd := 0
 	if rest, ok := strings.CutPrefix(mode, "devtty"); ok {
@@ -311,6 +320,167 @@ var starts = []struct {
 }{
 	{"pipe", startPipe},
 	{"terminal", startTerminal},
+}
+
+// backoffHelper reads its input in an event loop whose next timer is
+// seconds off. With "once" it first waits 2 s for the answer to a
+// datagram it sent, as a name lookup does, then waits on a timer 3 s off,
+// again each time it falls due: the first is the backoff of a program
+// retrying a call that failed, the ones after it timers of its own. With
+// "retry" it makes an attempt of 0.5 s again after each backoff of 1.5 s,
+// as a program retrying does. With neither, its timer is its own.
+func backoffHelper(mode string) error {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, 0, &unix.EpollEvent{Events: unix.EPOLLIN}); err != nil {
+		return err
+	}
+	attempt := func(d time.Duration) error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			return err
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+			if _, err := unix.Poll(pfd, int(time.Until(deadline).Milliseconds())+1); err != nil && err != unix.EINTR {
+				return err
+			}
+		}
+		return nil
+	}
+	wait := 3000
+	switch mode {
+	case "once":
+		if err := attempt(2 * time.Second); err != nil {
+			return err
+		}
+	case "retry":
+		wait = 1500
+	}
+	var ev [1]unix.EpollEvent
+	for {
+		if mode == "retry" {
+			if err := attempt(500 * time.Millisecond); err != nil {
+				return err
+			}
+		}
+		n, err := unix.EpollWait(epfd, ev[:], wait)
+		if err != nil && err != unix.EINTR {
+			return err
+		}
+		if n > 0 {
+			break
+		}
+	}
+	if _, err := unix.Read(0, make([]byte, 4096)); err != nil {
+		return err
+	}
+	time.Sleep(time.Hour)
+	return nil
+}
+
+// keepaliveHelper reads its input while another thread waits on a futex
+// with a timeout of 10 s, as an idle worker of a thread pool (tokio's
+// blocking pool) waits to retire.
+func keepaliveHelper() error {
+	go func() {
+		runtime.LockOSThread()
+		var word uint32
+		ts := unix.NsecToTimespec((10 * time.Second).Nanoseconds())
+		for {
+			unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&word)), futexWait|futexPrivateFlag, 0, uintptr(unsafe.Pointer(&ts)), 0, 0)
+		}
+	}()
+	if _, err := unix.Read(0, make([]byte, 4096)); err != nil {
+		return err
+	}
+	time.Sleep(time.Hour)
+	return nil
+}
+
+// checkUntil polls Check until it tells want, for up to a few seconds,
+// then checks that it keeps telling it for a while longer than
+// TimerConfirm.
+func (s *session) checkUntil(t testing.TB, want State) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := s.probe.Check()
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		if got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Check told %v for 5s, want %v", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 30 {
+		if got, err := s.probe.Check(); err != nil || got != want {
+			t.Fatalf("Check = %v, %v; want %v", got, err, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBackoffIsNotWaitingForInput: a program that reads its terminal while
+// it waits out the backoff of seconds after a failed attempt on the
+// network goes on by itself when the backoff ends: it waits, but not for
+// input, for as long as it keeps retrying. A timer that falls due without
+// another attempt after it was the program's own, and so is one without an
+// attempt before it: it waits for input.
+func TestBackoffIsNotWaitingForInput(t *testing.T) {
+	for _, st := range starts {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, helperCmd("backoff", "retry"))
+			s.checkUntil(t, WaitingForNetwork)
+			for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if got, err := s.probe.Check(); err != nil || got == WaitingForInput {
+					t.Fatalf("Check = %v, %v while it retries", got, err)
+				}
+			}
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+		})
+		t.Run(st.name+"/once", func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, helperCmd("backoff", "once"))
+			s.checkUntil(t, WaitingForNetwork)
+			s.checkUntil(t, Waiting)
+			s.checkUntil(t, WaitingForInput)
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+		})
+		t.Run(st.name+"/without an attempt", func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, helperCmd("backoff"))
+			s.checkUntil(t, WaitingForInput)
+		})
+	}
+}
+
+// TestPoolKeepAliveIsIdle: an idle worker's futex wait with a timeout of
+// seconds lets nothing go on when it ends, so beside a task reading the
+// input the session waits for input.
+func TestPoolKeepAliveIsIdle(t *testing.T) {
+	for _, st := range starts {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, helperCmd("keepalive"))
+			s.checkUntil(t, WaitingForInput)
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+		})
+	}
 }
 
 func TestReadThenSleep(t *testing.T) {

@@ -52,6 +52,18 @@ const SoonTimer = time.Second
 // they make the session Waiting (see Probe.Check).
 const TimerConfirm = 300 * time.Millisecond
 
+// Backoff is how long after the session last waited on the network a
+// timer of an event loop or a sleep due within as long counts as one that
+// lets its task go on by itself: the backoff of a program retrying a call
+// that failed, seconds that grow with each attempt (an agent CLI whose
+// model is out of reach: codex's ran up to 9 s). It counts until the first
+// such timer seen after that wait is due: a backoff ends in the next
+// attempt, on the network, and a timer that falls due without one was the
+// program's own. Such timers, seconds off, an idle prompt keeps too
+// (codex's, 2 to 8 s off, over and over), and without a wait on the
+// network before them they are taken as the program's own.
+const Backoff = 30 * time.Second
+
 func (v Verdict) String() string {
 	switch v {
 	case Idle:
