@@ -83,14 +83,8 @@ var connOptions = grpcconn.Options{Window: streamWindow, MaxRecvMsgSize: maxRepl
 // saying so: Dial spends no call of its own on it, since a call is a round
 // trip to the daemon that every sandboxctl command would wait for.
 func Dial(ctx context.Context, socketPath string) (*Client, error) {
-	if socketPath == "" {
-		socketPath = socketpath.Default()
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DialTimeout)
-		defer cancel()
-	}
+	ctx, cancel, socketPath := dialDefaults(ctx, socketPath)
+	defer cancel()
 	begin := time.Now()
 	var b backoff
 	for {
@@ -105,6 +99,19 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 			return nil, err
 		}
 	}
+}
+
+// dialDefaults fills in what Dial and Connect were not given: the default
+// socket, and DialTimeout when ctx has no deadline.
+func dialDefaults(ctx context.Context, socketPath string) (context.Context, context.CancelFunc, string) {
+	if socketPath == "" {
+		socketPath = socketpath.Default()
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}, socketPath
+	}
+	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	return ctx, cancel, socketPath
 }
 
 // errClosedEarly: the listener accepted and closed the connection without
@@ -190,14 +197,8 @@ func firstFrameError(socketPath string, conn *grpcconn.Conn) error {
 // session whose connection the daemon closed unanswered (at this user's
 // quota of connections): the daemon has read nothing of it.
 func Connect(ctx context.Context, socketPath string) (*Client, error) {
-	if socketPath == "" {
-		socketPath = socketpath.Default()
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DialTimeout)
-		defer cancel()
-	}
+	ctx, cancel, socketPath := dialDefaults(ctx, socketPath)
+	defer cancel()
 	nc, err := dialSocket(ctx, socketPath)
 	if err != nil {
 		return nil, connectError(socketPath, err)

@@ -466,7 +466,10 @@ func TestDialNoDaemon(t *testing.T) {
 	}
 }
 
-func TestDialNotSandboxd(t *testing.T) {
+// notSandboxdListeners are two sockets a daemon is not on: junk answers
+// in HTTP/1 and hangs up, silent accepts and never says a word.
+func notSandboxdListeners(t *testing.T) (junk, silent string) {
+	t.Helper()
 	listen := func(handle func(net.Conn)) string {
 		ln, sock := testsock.Listen(t)
 		t.Cleanup(func() { ln.Close() })
@@ -481,7 +484,7 @@ func TestDialNotSandboxd(t *testing.T) {
 		}()
 		return sock
 	}
-	junk := listen(func(c net.Conn) {
+	junk = listen(func(c net.Conn) {
 		c.Write([]byte("HTTP/1.0 400 Bad Request\r\n\r\n"))
 		c.Close()
 	})
@@ -494,11 +497,16 @@ func TestDialNotSandboxd(t *testing.T) {
 			c.Close()
 		}
 	})
-	silent := listen(func(c net.Conn) {
+	silent = listen(func(c net.Conn) {
 		silentMu.Lock()
 		silentConns = append(silentConns, c)
 		silentMu.Unlock()
 	})
+	return junk, silent
+}
+
+func TestDialNotSandboxd(t *testing.T) {
+	junk, silent := notSandboxdListeners(t)
 	for _, tc := range []struct {
 		name, sock, want string
 		timeout          time.Duration

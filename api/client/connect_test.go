@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -104,38 +103,7 @@ func TestConnectRetriesConnectionsClosedUnanswered(t *testing.T) {
 // TestConnectNotSandboxd: what Dial refuses fails the first session of a
 // client from Connect with Dial's error.
 func TestConnectNotSandboxd(t *testing.T) {
-	listen := func(handle func(net.Conn)) string {
-		ln, sock := testsock.Listen(t)
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go handle(c)
-			}
-		}()
-		return sock
-	}
-	junk := listen(func(c net.Conn) {
-		c.Write([]byte("HTTP/1.0 400 Bad Request\r\n\r\n"))
-		c.Close()
-	})
-	var silentMu sync.Mutex
-	var silentConns []net.Conn
-	t.Cleanup(func() {
-		silentMu.Lock()
-		defer silentMu.Unlock()
-		for _, c := range silentConns {
-			c.Close()
-		}
-	})
-	silent := listen(func(c net.Conn) {
-		silentMu.Lock()
-		silentConns = append(silentConns, c)
-		silentMu.Unlock()
-	})
+	junk, silent := notSandboxdListeners(t)
 	for _, tc := range []struct{ name, sock, want string }{
 		{"speaks something else", junk, "does not speak sandboxd"},
 		{"never answers", silent, "did not answer as sandboxd"},
