@@ -492,8 +492,14 @@ func TestReadmeReviewWorkflow(t *testing.T) {
 	if len(blocks) == 0 {
 		t.Fatal("the review section has no shell block")
 	}
-	root := filepath.Join(suite.root, "readme-review")
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	// A directory of its own for each run: the workflow makes its project
+	// with git init and a first commit, which a second run in the same
+	// place would find already made.
+	root, err := os.MkdirTemp(suite.root, "readme-review-")
+	if err == nil {
+		err = os.Chmod(root, 0o755)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	var script strings.Builder
