@@ -70,10 +70,13 @@ enum { CHUNK_SIZE = 256 << 10, ALIGN = 16 };
 
 /*
  * What only the setup needs. Once the command runs the init gives these
- * pages back (release_setup), so they share no page with anything else;
- * the exit report finds the line's pages zeroed, which it does not mind.
+ * pages back (release_setup), so they share no page with anything else:
+ * the type's alignment pads its size to whole pages, where the variable's
+ * alone would let the C library's own variables (memcpy's thresholds
+ * among them) share its last page, which the release would zero. The
+ * exit report finds the line's pages zeroed, which it does not mind.
  */
-static struct {
+static struct __attribute__((aligned(4096))) {
 	/* A report line is built here; JSON escaping at most sextuples a
 	 * byte. */
 	char line[6 * 8192];
@@ -87,7 +90,9 @@ static struct {
 	int child_report;
 	/* The setup's memory (setup_alloc), newest first. */
 	struct chunk *chunks;
-} setup __attribute__((aligned(4096)));
+} setup;
+_Static_assert(sizeof setup % 4096 == 0, "setup must fill whole pages: release_setup zeroes them");
+_Static_assert(sizeof err % 4096 == 0, "err must fill whole pages: release_setup zeroes them");
 
 static const char *errstr(int e)
 {
