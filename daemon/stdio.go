@@ -241,7 +241,10 @@ func (p *pump) wake() {
 // it has been quiet for outputLinger and the waiter takes it back.
 func (p *pump) run(linger bool) {
 	f := p.o.file
-	if linger && f.SetReadDeadline(time.Now().Add(outputLinger)) != nil {
+	// last is when the output last had data: the deadline is moved on
+	// from it, so that only outputLinger of quiet hands the output back.
+	last := time.Now()
+	if linger && f.SetReadDeadline(last.Add(outputLinger)) != nil {
 		linger = false
 	}
 	for {
@@ -253,11 +256,17 @@ func (p *pump) run(linger bool) {
 		if len(data) > 0 {
 			// The scrollback and every viewer share data.
 			p.publish(&sandboxdv1.Output{Stream: p.o.stream, Data: data})
+			if linger {
+				last = time.Now()
+			}
 		}
 		if err == nil {
 			continue
 		}
 		if linger && !bounded && errors.Is(err, os.ErrDeadlineExceeded) {
+			if next := last.Add(outputLinger); time.Now().Before(next) && f.SetReadDeadline(next) == nil {
+				continue
+			}
 			if p.rest() {
 				return
 			}

@@ -324,11 +324,15 @@ func (s *supervisor) rest() bool {
 // with linger, until none has come for notifyLinger and the waiter takes
 // the listener back.
 func (s *supervisor) receive(linger bool) {
-	if linger && s.listener.SetReadDeadline(time.Now().Add(notifyLinger)) != nil {
+	// last is when the loop last had a notification: the deadline is
+	// moved on from it, so that only notifyLinger of quiet hands the
+	// listener back.
+	last := time.Now()
+	if linger && s.listener.SetReadDeadline(last.Add(notifyLinger)) != nil {
 		linger = false
 	}
 	for {
-		rest, ok := s.receiveOne(&linger)
+		rest, ok := s.receiveOne(&linger, &last)
 		if rest {
 			return
 		}
@@ -348,7 +352,7 @@ func (s *supervisor) receive(linger bool) {
 
 // receiveOne receives and answers one notification; rest says the loop
 // has handed the listener back to the waiter, !ok that it has ended.
-func (s *supervisor) receiveOne(linger *bool) (rest, ok bool) {
+func (s *supervisor) receiveOne(linger *bool, last *time.Time) (rest, ok bool) {
 	var n seccompNotif
 	var recvErr error
 	err := s.rc.Read(func(fd uintptr) bool {
@@ -377,6 +381,9 @@ func (s *supervisor) receiveOne(linger *bool) (rest, ok bool) {
 	})
 	switch {
 	case *linger && errors.Is(err, os.ErrDeadlineExceeded):
+		if next := last.Add(notifyLinger); time.Now().Before(next) && s.listener.SetReadDeadline(next) == nil {
+			return false, true
+		}
 		if s.rest() {
 			return true, true
 		}
@@ -392,6 +399,7 @@ func (s *supervisor) receiveOne(linger *bool) (rest, ok bool) {
 		return false, false
 	}
 	at := time.Now()
+	*last = at
 	if n.Data.Nr != nrConnect {
 		// Answered at once, on this thread: refusals and the
 		// judgement of a write take microseconds, and a goroutine
