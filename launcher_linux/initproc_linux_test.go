@@ -558,3 +558,43 @@ func processCPU(b *testing.B) int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// The idle init runs on a stack in its .bss whose lowest page is a guard:
+// running off the stack's end faults instead of overwriting what lies
+// below it.
+func TestIdleInitStackHasAGuardPage(t *testing.T) {
+	for _, set := range MechanismSets {
+		t.Run(string(set), func(t *testing.T) {
+			b := backendFor(t, set)
+			if sf := set.check(&sandboxdv1.Policy{}, b.(*backend).host, false); sf != nil {
+				t.Skipf("this host cannot run the %s set: %s", set, sf.found)
+			}
+			p, err := b.Start(context.Background(), testSpec(t, nil, "/bin/sleep", "60"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { p.Kill(); p.Wait() }()
+			// The init drops its vDSO as it goes idle, right after it
+			// reports the start.
+			var maps []byte
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if maps, err = os.ReadFile(fmt.Sprintf("/proc/%d/maps", p.Pid())); err != nil {
+					t.Fatalf("the init's mappings: %v", err)
+				}
+				if !strings.Contains(string(maps), "[vdso]") || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			for _, l := range strings.Split(string(maps), "\n") {
+				var lo, hi uint64
+				var perms string
+				if _, err := fmt.Sscanf(l, "%x-%x %s", &lo, &hi, &perms); err == nil && perms == "---p" && hi-lo == 4096 {
+					return
+				}
+			}
+			t.Errorf("the idle init has no inaccessible page below its stack; its mappings:\n%s", maps)
+		})
+	}
+}

@@ -781,6 +781,9 @@ static void __attribute__((noreturn)) early_error(const struct early_step *s, co
  * own, with page-table pages of its own.
  */
 static char idle_stack[64 << 10] __attribute__((aligned(4096)));
+/* The idle stack's lowest page, made inaccessible, so that running off
+ * its end faults rather than writes over what lies below it in the .bss. */
+enum { GUARD = 4096 };
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -847,14 +850,14 @@ static void __attribute__((noreturn)) idle_main(int pid, int sfd, int ns)
 	exit(0);
 }
 
-/* go_idle continues on the idle stack; should it not get there, it stays
- * on this one. */
+/* go_idle continues on the idle stack, above its guard; should it not get
+ * there, it stays on this one. */
 static void __attribute__((noreturn)) go_idle(pid_t pid, int sfd, int ns)
 {
 	ucontext_t uc;
-	if (getcontext(&uc) == 0) {
-		uc.uc_stack.ss_sp = idle_stack;
-		uc.uc_stack.ss_size = sizeof idle_stack;
+	if (mprotect(idle_stack, GUARD, PROT_NONE) == 0 && getcontext(&uc) == 0) {
+		uc.uc_stack.ss_sp = idle_stack + GUARD;
+		uc.uc_stack.ss_size = sizeof idle_stack - GUARD;
 		uc.uc_link = NULL;
 		makecontext(&uc, (void (*)(void))idle_main, 3, (int)pid, sfd, ns);
 		setcontext(&uc);
