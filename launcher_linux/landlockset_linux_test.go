@@ -2,15 +2,20 @@ package launcherlinux
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+	"golang.org/x/sys/unix"
 )
 
 // landlockBackend is the backend forced to the namespace-less set; a kernel
@@ -129,4 +134,83 @@ func TestLandlockSetKillEndsTree(t *testing.T) {
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Errorf("process %d survived Kill", pid)
 	}
+}
+
+// TestInitEndsWithoutGetrandom runs a namespace-less session on a host whose
+// getrandom fails, as a kernel without it or a container's seccomp profile
+// makes it. The idle init, whose vDSO is unmapped by then, kills what its
+// command left behind and reports the exit: the C library seeding its
+// allocator from the clock instead would call into the unmapped vDSO. The
+// orphans are more than the init's first page of pids holds.
+func TestInitEndsWithoutGetrandom(t *testing.T) {
+	landlockBackend(t)
+	uid, gid := sandboxIdentity()
+	be, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(SetLandlock), InitPath: initBinaryPath(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := be.(*backend)
+	t.Cleanup(func() { b.Close() })
+	type started struct {
+		p   launcher.Process
+		err error
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	spec := testSpec(t, nil, "/bin/sh", "-c", "i=0; while [ $i -lt 1100 ]; do sleep 1000 >/dev/null & echo $!; i=$((i+1)); done")
+	spec.Stdio.Stdout = outW
+	got := make(chan started)
+	go func() {
+		// The spawner, forked by this launch's first spawn from this
+		// thread, inherits its filter, and so do its inits. The thread
+		// ends with the goroutine, filter and all.
+		runtime.LockOSThread()
+		if err := refuseGetrandom(); err != nil {
+			got <- started{err: err}
+			return
+		}
+		p, err := b.Start(context.Background(), spec)
+		got <- started{p, err}
+	}()
+	s := <-got
+	outW.Close()
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	out, _ := readAll(outR)
+	st, err := s.p.Wait()
+	if err != nil || st.ExitCode != 0 {
+		t.Fatalf("Wait = %+v, %v; want exit code 0", st, err)
+	}
+	pids := strings.Fields(out)
+	if len(pids) != 1100 {
+		t.Fatalf("the command started %d orphans, want 1100", len(pids))
+	}
+	for _, f := range pids {
+		if pid, _ := strconv.Atoi(f); syscall.Kill(pid, 0) == nil {
+			t.Errorf("orphan %d survived the session", pid)
+		}
+	}
+}
+
+// refuseGetrandom makes getrandom fail with ENOSYS on this thread and what
+// it starts.
+func refuseGetrandom() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	filters := []unix.SockFilter{
+		{Code: bpfLdAbsW, K: 0},
+		{Code: bpfJeqK, Jt: 0, Jf: 1, K: unix.SYS_GETRANDOM},
+		{Code: bpfRetK, K: retErrno | uint32(unix.ENOSYS)},
+		{Code: bpfRetK, K: retAllow},
+	}
+	prog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
+	}
+	return nil
 }

@@ -667,38 +667,82 @@ static pid_t start_command(const struct plan *p, const int stdio[3], const int *
 	return pid;
 }
 
-/* children_of appends the children of every thread of pid to *out. */
-static void children_of(pid_t pid, pid_t **out, size_t *n, size_t *cap)
+/*
+ * The idle init's list of pids, in a mapping of its own: what runs once the
+ * command has started calls neither malloc nor stdio, whose first use would
+ * set the allocator up then, with the vDSO gone (the C library seeds its
+ * heap's key from the clock when getrandom fails).
+ */
+struct pid_list {
+	pid_t *pids;
+	size_t n, cap;
+};
+
+static void pid_list_add(struct pid_list *l, pid_t pid)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 4096 / sizeof(pid_t);
+		void *np = l->pids ? mremap(l->pids, l->cap * sizeof(pid_t), cap * sizeof(pid_t), MREMAP_MAYMOVE)
+				   : mmap(NULL, cap * sizeof(pid_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (np == MAP_FAILED)
+			return;
+		l->pids = np;
+		l->cap = cap;
+	}
+	l->pids[l->n++] = pid;
+}
+
+/* read_children appends the pids in the file name, a children file of
+ * /proc, to l. */
+static void read_children(const char *name, struct pid_list *l)
+{
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char buf[1024];
+	long pid = -1;
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		for (ssize_t i = 0; i < r; i++) {
+			if (buf[i] >= '0' && buf[i] <= '9') {
+				pid = (pid < 0 ? 0 : pid * 10) + (buf[i] - '0');
+			} else if (pid >= 0) {
+				pid_list_add(l, (pid_t)pid);
+				pid = -1;
+			}
+		}
+	}
+	if (pid >= 0)
+		pid_list_add(l, (pid_t)pid);
+	close(fd);
+}
+
+/* children_of appends the children of every thread of pid to l. */
+static void children_of(pid_t pid, struct pid_list *l)
 {
 	char dir[64];
 	snprintf(dir, sizeof dir, "/proc/%d/task", pid);
-	DIR *d = opendir(dir);
-	if (!d)
+	int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
 		return;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char file[384];
-		snprintf(file, sizeof file, "%s/%s/children", dir, e->d_name);
-		FILE *f = fopen(file, "re");
-		if (!f)
-			continue;
-		long c;
-		while (fscanf(f, "%ld", &c) == 1) {
-			if (*n == *cap) {
-				size_t nc = *cap ? 2 * *cap : 64;
-				pid_t *np = realloc(*out, nc * sizeof **out);
-				if (!np)
-					break;
-				*out = np;
-				*cap = nc;
-			}
-			(*out)[(*n)++] = (pid_t)c;
+	char buf[2048] __attribute__((aligned(8)));
+	ssize_t n;
+	while ((n = getdents64(d, buf, sizeof buf)) > 0) {
+		for (ssize_t off = 0; off < n;) {
+			struct dirent64 *e = (struct dirent64 *)(buf + off);
+			off += e->d_reclen;
+			if (e->d_name[0] == '.')
+				continue;
+			char file[384];
+			snprintf(file, sizeof file, "%s/%s/children", dir, e->d_name);
+			read_children(file, l);
 		}
-		fclose(f);
 	}
-	closedir(d);
+	close(d);
 }
 
 /* kill_tree sends SIGKILL to every descendant. As the child subreaper the
@@ -706,15 +750,15 @@ static void children_of(pid_t pid, pid_t **out, size_t *n, size_t *cap)
  * is found on the next pass. */
 static void kill_tree(void)
 {
-	pid_t *all = NULL;
-	size_t n = 0, cap = 0;
-	children_of(getpid(), &all, &n, &cap);
+	struct pid_list l = {0};
+	children_of(getpid(), &l);
 	/* Parents before children, breadth first. */
-	for (size_t i = 0; i < n; i++)
-		children_of(all[i], &all, &n, &cap);
-	for (size_t i = 0; i < n; i++)
-		kill(all[i], SIGKILL);
-	free(all);
+	for (size_t i = 0; i < l.n; i++)
+		children_of(l.pids[i], &l);
+	for (size_t i = 0; i < l.n; i++)
+		kill(l.pids[i], SIGKILL);
+	if (l.pids)
+		munmap(l.pids, l.cap * sizeof(pid_t));
 }
 
 static void kill_descendants(void)
