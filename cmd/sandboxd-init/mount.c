@@ -109,9 +109,15 @@ static int attach_new(const char *fstype, const struct fs_opt *opts, size_t n, u
 	return r;
 }
 
+static int open_beneath(int dir, const char *name)
+{
+	struct open_how how = {.flags = O_DIRECTORY | O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+	return (int)syscall(SYS_openat2, dir, name, &how, sizeof how);
+}
+
 /* mkdir_all_nosymlinks creates path beneath root, refusing to walk
- * through any symlink so that a racing rename cannot make it create
- * directories elsewhere. */
+ * through any symlink or "..", so that a racing rename cannot make it
+ * create directories elsewhere. */
 static int mkdir_all_nosymlinks(int root, const char *path)
 {
 	int dir = openat(root, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
@@ -132,14 +138,14 @@ static int mkdir_all_nosymlinks(int root, const char *path)
 		memcpy(comp, s, l);
 		comp[l] = '\0';
 		s += l;
-		int next = openat(dir, comp, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int next = open_beneath(dir, comp);
 		if (next < 0 && errno == ENOENT) {
 			if (mkdirat(dir, comp, 0755) && errno != EEXIST) {
 				int e = errno;
 				close(dir);
 				return fail(e, "mkdir %s", comp);
 			}
-			next = openat(dir, comp, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			next = open_beneath(dir, comp);
 		}
 		int e = errno;
 		close(dir);
@@ -148,37 +154,6 @@ static int mkdir_all_nosymlinks(int root, const char *path)
 		dir = next;
 	}
 	close(dir);
-	return 0;
-}
-
-/* mkdir_all is os.MkdirAll: the directory path and its missing parents. */
-static int mkdir_all(const char *path)
-{
-	struct stat st;
-	if (stat(path, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			return 0;
-		errno = ENOTDIR;
-		return -1;
-	}
-	char parent[PATH_MAX];
-	snprintf(parent, sizeof parent, "%s", path);
-	size_t l = strlen(parent);
-	while (l > 1 && parent[l - 1] == '/')
-		parent[--l] = '\0';
-	char *slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
-		*slash = '\0';
-		if (mkdir_all(parent))
-			return -1;
-	}
-	if (mkdir(path, 0755)) {
-		int e = errno;
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			return 0;
-		errno = e;
-		return -1;
-	}
 	return 0;
 }
 
@@ -313,15 +288,19 @@ static int open_target(struct builder *b, const struct mount_step *s)
 			return fail_errno(errno);
 		dir = S_ISDIR(st.st_mode);
 	}
-	char pdir_path[PATH_MAX], full[PATH_MAX + 16];
+	char pdir_path[PATH_MAX];
 	const char *base;
 	dir_and_base(s->target, pdir_path, sizeof pdir_path, &base);
-	/* Missing parents can only be made in a tmpfs of ours; in the
-	 * read-only clone of the host this fails with EROFS, as it should. */
-	snprintf(full, sizeof full, NEW_ROOT "%s", pdir_path);
-	if (mkdir_all(full))
-		return fail(errno, "create mount point parents: mkdir %s", full);
 	int parent = open_in(b->new_root, pdir_path, resolve);
+	if (parent < 0 && err.no == ENOENT) {
+		/* Missing parents can only be made in a tmpfs of ours; in the
+		 * read-only clone of the host this fails with EROFS, as it
+		 * should. They are made without following a symlink: a path
+		 * the plan names may run through a tree its caller controls. */
+		if (mkdir_all_nosymlinks(b->new_root, pdir_path))
+			return wrap("create mount point parents in %s", NEW_ROOT);
+		parent = open_in(b->new_root, pdir_path, resolve);
+	}
 	if (parent < 0)
 		return -1;
 	int pdir = openat(parent, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
@@ -423,11 +402,18 @@ static int apply(struct builder *b, const struct mount_step *s)
 		return r;
 	}
 	if (s->kind == MK_SYMLINK) {
-		char link[PATH_MAX + 16];
-		snprintf(link, sizeof link, NEW_ROOT "%s", s->target);
-		if (symlink(s->source, link))
-			return fail(errno, "symlink %s %s", s->source, link);
-		return 0;
+		/* Made in its parent as resolved within the new root, as the
+		 * mount points are. */
+		char pdir_path[PATH_MAX];
+		const char *base;
+		dir_and_base(s->target, pdir_path, sizeof pdir_path, &base);
+		int parent = open_in(b->new_root, pdir_path, policy_path(s) ? NO_SYMLINKS : IN_ROOT);
+		if (parent < 0)
+			return wrap("open %s", pdir_path);
+		int r = symlinkat(s->source, parent, base);
+		int e = errno;
+		close(parent);
+		return r ? fail(e, "symlink %s %s", s->source, s->target) : 0;
 	}
 	int target = open_target(b, s);
 	if (target < 0) {
