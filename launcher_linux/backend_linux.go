@@ -52,9 +52,10 @@ type Config struct {
 }
 
 // initCapabilities are what the init needs to build the sandbox: mounts and
-// the hostname, the loopback, dropping the bounding set, and creating
-// placeholders in directories the sandbox uid owns but cannot write.
-var initCapabilities = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
+// the hostname, the loopback, dropping the bounding set, creating
+// placeholders in directories the sandbox uid owns but cannot write, and
+// entering the new root (chroot, once it is stacked on the namespace's).
+var initCapabilities = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_CHROOT}
 
 type backend struct {
 	host   *HostProbe

@@ -60,7 +60,7 @@ int pass_recv(char tag, int *fds, int n);
  * returns -1 with *op and *path naming the step. */
 int prepare_root(const char **op, const char **path);
 /* setup_root builds the sandbox's root from old_root, prepare_root's, and
- * pivots into it. On failure it returns -1 with *field, *op and *path
+ * enters it. On failure it returns -1 with *field, *op and *path
  * naming the step. */
 int setup_root(const struct plan *p, int old_root, const char **field, const char **op, const char **path);
 

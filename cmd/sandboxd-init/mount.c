@@ -587,24 +587,35 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 	for (size_t i = 0; i < p->n_mounts; i++)
 		if (b.mapped[i] >= 0)
 			close(b.mapped[i]);
-	/* pivot_root(".", ".") stacks the old root on top of the new one; the
-	 * lazy unmount then drops it and with it every host mount not cloned. */
+	/*
+	 * The new root goes on top of the init's tmpfs, the namespace's root,
+	 * and becomes this process's root: a root stacked on the namespace's
+	 * is no chroot to the kernel, which follows such mounts to find the
+	 * namespace's root, and paths read from it as from a pivoted root.
+	 * pivot_root would do the same, but it visits every task on the host
+	 * to move those whose root it changes, and it ran on every launch's
+	 * path. The host's tree goes first: nothing needs it from here.
+	 */
 	int nr = open(NEW_ROOT, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (nr < 0) {
 		fail_errno(errno);
 		FAIL("open", NEW_ROOT);
 	}
+	if (umount2(OLD_ROOT, MNT_DETACH)) {
+		fail_errno(errno);
+		FAIL("umount", OLD_ROOT);
+	}
+	if (syscall(SYS_move_mount, nr, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH)) {
+		fail_errno(errno);
+		FAIL("move_mount", NEW_ROOT);
+	}
 	if (fchdir(nr)) {
 		fail_errno(errno);
 		FAIL("fchdir", NEW_ROOT);
 	}
-	if (syscall(SYS_pivot_root, ".", ".")) {
+	if (chroot(".")) {
 		fail_errno(errno);
-		FAIL("pivot_root", NEW_ROOT);
-	}
-	if (umount2(".", MNT_DETACH)) {
-		fail_errno(errno);
-		FAIL("umount", "old root");
+		FAIL("chroot", NEW_ROOT);
 	}
 	if (chdir("/")) {
 		fail_errno(errno);
