@@ -84,6 +84,9 @@ static struct __attribute__((aligned(4096))) {
 	struct early_step root_step, loopback_step;
 	char tty[64];
 	char errstr[128];
+	/* The init emptied its bounding set before its plan came, which the
+	 * command's process inherits. */
+	int bounding_dropped;
 	/* A failure of the command's process before its execve travels to
 	 * the init on this close-on-exec pipe as the finished report line;
 	 * nothing comes when the execve works. */
@@ -558,7 +561,7 @@ static void __attribute__((noreturn)) run_command(const struct plan *p, const in
 		fail_errno(errno);
 		child_fail("setup-error", "process", "prctl(PR_SET_NO_NEW_PRIVS)", NULL, NULL);
 	}
-	if (drop_capabilities(!ns))
+	if (drop_capabilities(!ns, setup.bounding_dropped))
 		child_fail("setup-error", "process", "drop capabilities", NULL, NULL);
 	char blocker[PATH_MAX];
 	/* Checked as the command will be: without capabilities. */
@@ -940,6 +943,10 @@ int run_init(uint32_t spawn_flags)
 		root_step->done = 1;
 		if ((old_root = prepare_root(&op, &path)) < 0)
 			early_failed(root_step, op, path);
+		/* The init itself never executes a program, so its bounding set
+		 * limits nothing of its own; emptied now, it is off the launch's
+		 * path (should this fail, the command's process tries again). */
+		setup.bounding_dropped = drop_bounding_set(0) == 0;
 	}
 	if (spawn_flags & SPAWN_NETNS) {
 		loopback_step->done = 1;

@@ -72,7 +72,10 @@ int loopback_up(void);
 int run_init(uint32_t spawn_flags);
 int apply_landlock(const struct plan *p);
 int apply_seccomp(const struct plan *p, int *listener);
-int drop_capabilities(int bounding_optional);
+/* drop_bounding_set empties the bounding set; optional lets it stop where
+ * it may not (EPERM). */
+int drop_bounding_set(int optional);
+int drop_capabilities(int bounding_optional, int bounding_done);
 
 /* Landlock rights the init grants itself (include/uapi/linux/landlock.h). */
 #define LL_EXECUTE (1ULL << 0)

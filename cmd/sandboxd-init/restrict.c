@@ -182,21 +182,33 @@ int apply_seccomp(const struct plan *p, int *listener)
 }
 
 /*
- * drop_capabilities empties the bounding, ambient, inheritable, permitted
- * and effective sets, in that order: the bounding set needs CAP_SETPCAP,
- * which the last step gives up. A namespace-less init never had
- * CAP_SETPCAP: its bounding set stays, which no_new_privs makes moot.
+ * drop_bounding_set empties the bounding set, which needs CAP_SETPCAP. A
+ * capability is dropped with a call of its own, each replacing the
+ * process's credentials; the first unknown one ends the list.
  */
-int drop_capabilities(int bounding_optional)
+int drop_bounding_set(int optional)
 {
 	for (int c = 0; c <= 63; c++) {
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0)
 			continue;
-		if (bounding_optional && errno == EPERM)
+		if (errno == EINVAL || (optional && errno == EPERM))
 			break;
-		if (errno != EINVAL)
-			return fail(errno, "PR_CAPBSET_DROP %d", c);
+		return fail(errno, "PR_CAPBSET_DROP %d", c);
 	}
+	return 0;
+}
+
+/*
+ * drop_capabilities empties the bounding set (unless bounding_done says it
+ * is empty already), then the ambient, inheritable, permitted and
+ * effective sets: the bounding set needs CAP_SETPCAP, which the last step
+ * gives up. A namespace-less init never had CAP_SETPCAP: its bounding set
+ * stays, which no_new_privs makes moot.
+ */
+int drop_capabilities(int bounding_optional, int bounding_done)
+{
+	if (!bounding_done && drop_bounding_set(bounding_optional))
+		return -1;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0))
 		return fail(errno, "PR_CAP_AMBIENT_CLEAR_ALL");
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
