@@ -943,6 +943,8 @@ int run_init(uint32_t spawn_flags)
 		root_step->done = 1;
 		if ((old_root = prepare_root(&op, &path)) < 0)
 			early_failed(root_step, op, path);
+		else
+			stage_system(old_root);
 		/* The init itself never executes a program, so its bounding set
 		 * limits nothing of its own; emptied now, it is off the launch's
 		 * path (should this fail, the command's process tries again). */

@@ -59,6 +59,10 @@ int pass_recv(char tag, int *fds, int n);
  * so an init started ahead of its launch does it then. On failure it
  * returns -1 with *op and *path naming the step. */
 int prepare_root(const char **op, const char **path);
+/* stage_system applies, with old_root from prepare_root, the steps of
+ * /proc and /dev that every plan with namespaces has, for setup_root to
+ * take if the plan has them. Failing, it leaves the plan to apply them. */
+void stage_system(int old_root);
 /* setup_root builds the sandbox's root from old_root, prepare_root's, and
  * enters it. On failure it returns -1 with *field, *op and *path
  * naming the step. */

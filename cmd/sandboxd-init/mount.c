@@ -503,6 +503,150 @@ static int apply(struct builder *b, const struct mount_step *s)
 	return r;
 }
 
+/*
+ * The steps of /proc and of /dev, as the planner (launcher_linux/plan.go)
+ * puts them in every plan with namespaces. An init started ahead of its
+ * launch applies them before its plan comes, beside the sandbox's root to
+ * be (stage_system), and a plan whose steps there are exactly these takes
+ * the finished tree with one move (take_staged) instead of some thirty
+ * mount calls on the launch's path. Any other plan is applied step by
+ * step as ever: the planner alone decides what a sandbox gets.
+ */
+#define STEP(k, src, tgt, m, ro, opt, fld)                                                                            \
+	{                                                                                                             \
+		.kind = (k), .read_only = (ro), .optional = (opt), .mode = (m), .source = (src), .target = (tgt),    \
+		.content = "", .field = (fld), .via = ""                                                               \
+	}
+static const struct mount_step proc_steps[] = {
+	STEP(MK_PROC, "", "/proc", 0, 0, 0, "process"),
+	STEP(MK_REBIND_RO, "", "/proc/bus", 0, 0, 1, "process"),
+	STEP(MK_REBIND_RO, "", "/proc/fs", 0, 0, 1, "process"),
+	STEP(MK_REBIND_RO, "", "/proc/irq", 0, 0, 1, "process"),
+	STEP(MK_REBIND_RO, "", "/proc/sys", 0, 0, 1, "process"),
+	STEP(MK_REBIND_RO, "", "/proc/sysrq-trigger", 0, 0, 1, "process"),
+	STEP(MK_MASK_FILE, "", "/proc/kcore", 0, 0, 1, "process"),
+	STEP(MK_MASK_FILE, "", "/proc/keys", 0, 0, 1, "process"),
+	STEP(MK_MASK_FILE, "", "/proc/latency_stats", 0, 0, 1, "process"),
+	STEP(MK_MASK_FILE, "", "/proc/timer_list", 0, 0, 1, "process"),
+	STEP(MK_MASK_FILE, "", "/proc/timer_stats", 0, 0, 1, "process"),
+	STEP(MK_MASK_FILE, "", "/proc/sched_debug", 0, 0, 1, "process"),
+	STEP(MK_MASK_FILE, "", "/proc/kmsg", 0, 0, 1, "process"),
+	STEP(MK_TMPFS, "", "/proc/acpi", 0, 1, 1, "process"),
+	STEP(MK_TMPFS, "", "/proc/scsi", 0, 1, 1, "process"),
+};
+static const struct mount_step dev_steps[] = {
+	STEP(MK_TMPFS, "", "/dev", 0755, 0, 0, "process"),
+	STEP(MK_DEVICE, "/dev/null", "/dev/null", 0, 0, 0, "process"),
+	STEP(MK_DEVICE, "/dev/zero", "/dev/zero", 0, 0, 0, "process"),
+	STEP(MK_DEVICE, "/dev/full", "/dev/full", 0, 0, 0, "process"),
+	STEP(MK_DEVICE, "/dev/random", "/dev/random", 0, 0, 0, "process"),
+	STEP(MK_DEVICE, "/dev/urandom", "/dev/urandom", 0, 0, 0, "process"),
+	STEP(MK_DEVICE, "/dev/tty", "/dev/tty", 0, 0, 0, "process"),
+	STEP(MK_DEVPTS, "", "/dev/pts", 0, 0, 0, "process"),
+	STEP(MK_TMPFS, "", "/dev/shm", 01777, 0, 0, "filesystem.write"),
+	STEP(MK_SYMLINK, "pts/ptmx", "/dev/ptmx", 0, 0, 0, "process"),
+	STEP(MK_SYMLINK, "/proc/self/fd", "/dev/fd", 0, 0, 0, "process"),
+	STEP(MK_SYMLINK, "/proc/self/fd/0", "/dev/stdin", 0, 0, 0, "process"),
+	STEP(MK_SYMLINK, "/proc/self/fd/1", "/dev/stdout", 0, 0, 0, "process"),
+	STEP(MK_SYMLINK, "/proc/self/fd/2", "/dev/stderr", 0, 0, 0, "process"),
+};
+#undef STEP
+
+static struct stage {
+	const struct mount_step *steps;
+	size_t n;
+	/* fd is the staged tree's top mount, -1 when there is none (not
+	 * staged, or taken). */
+	int fd;
+} stages[] = {
+	{proc_steps, sizeof proc_steps / sizeof proc_steps[0], -1},
+	{dev_steps, sizeof dev_steps / sizeof dev_steps[0], -1},
+};
+
+/* staged_dirs and staged_files are the names of the init's tmpfs the
+ * staging used, which the plan's own steps do not use again. */
+static int staged_dirs, staged_files;
+
+void stage_system(int old_root)
+{
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return;
+	/* Their targets are the same paths beneath the init's tmpfs. */
+	struct builder b = {.old_root = old_root, .new_root = root};
+	for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
+		struct stage *st = &stages[i];
+		size_t j = 0;
+		while (j < st->n && apply(&b, &st->steps[j]) == 0)
+			j++;
+		if (j == st->n)
+			st->fd = open_in(root, st->steps[0].target, IN_ROOT);
+		else if (j > 0)
+			/* Half of it: the plan builds its own, under names of its
+			 * own. */
+			umount2(st->steps[0].target, MNT_DETACH);
+	}
+	staged_dirs = b.dirs;
+	staged_files = b.files;
+	close(root);
+}
+
+static int same_string(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static int same_step(const struct mount_step *a, const struct mount_step *b)
+{
+	return a->kind == b->kind && a->read_only == b->read_only && a->optional == b->optional && a->idmapped == b->idmapped &&
+	       a->mode == b->mode && same_string(a->source, b->source) && same_string(a->target, b->target) &&
+	       same_string(a->content, b->content) && same_string(a->field, b->field) && same_string(a->via, b->via);
+}
+
+/* take_staged moves a staged tree into the new root when the plan's steps
+ * from i on are those it was staged from, and returns how many steps it
+ * took: 0 for none, -1 on failure with err set. */
+static long take_staged(struct builder *b, const struct plan *p, size_t i)
+{
+	for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {
+		struct stage *st = &stages[k];
+		if (st->fd < 0 || p->n_mounts - i < st->n)
+			continue;
+		size_t j = 0;
+		while (j < st->n && same_step(&p->mounts[i + j], &st->steps[j]))
+			j++;
+		if (j < st->n)
+			continue;
+		int target = open_target(b, &p->mounts[i]);
+		if (target < 0)
+			return wrap("open target");
+		long r = (long)st->n;
+		if (syscall(SYS_move_mount, st->fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
+			r = fail(errno, "move_mount of the staged %s", st->steps[0].target);
+		close(target);
+		close(st->fd);
+		st->fd = -1;
+		/* Its mount point, empty now, is no part of the sandbox. */
+		rmdir(st->steps[0].target);
+		return r;
+	}
+	return 0;
+}
+
+/* drop_staged detaches what the plan did not take. */
+static void drop_staged(void)
+{
+	for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {
+		struct stage *st = &stages[k];
+		if (st->fd < 0)
+			continue;
+		close(st->fd);
+		st->fd = -1;
+		if (umount2(st->steps[0].target, MNT_DETACH) == 0)
+			rmdir(st->steps[0].target);
+	}
+}
+
 int prepare_root(const char **op, const char **path)
 {
 #define FAIL(o, pth)                                                                                                  \
@@ -561,7 +705,7 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		*path = (pth);                                                                                        \
 		return -1;                                                                                            \
 	} while (0)
-	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1};
+	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1, .files = staged_files, .dirs = staged_dirs};
 	b.mapped = setup_alloc((p->n_mounts + 1) * sizeof *b.mapped);
 	b.uncreatable = setup_alloc((p->n_mounts + 1) * sizeof *b.uncreatable);
 	if (!b.mapped || !b.uncreatable) {
@@ -579,11 +723,17 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 	}
 	for (size_t i = 0; i < p->n_mounts; i++) {
 		const struct mount_step *s = &p->mounts[i];
-		if (apply(&b, s)) {
+		long taken = b.new_root < 0 ? 0 : take_staged(&b, p, i);
+		if (taken > 0) {
+			i += (size_t)taken - 1;
+			continue;
+		}
+		if (taken < 0 || apply(&b, s)) {
 			*field = s->field;
 			FAIL(mount_kind_names[s->kind], *s->target ? s->target : s->source);
 		}
 	}
+	drop_staged();
 	for (size_t i = 0; i < p->n_mounts; i++)
 		if (b.mapped[i] >= 0)
 			close(b.mapped[i]);
