@@ -21,6 +21,7 @@ import (
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/fdwait"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"github.com/sandboxd/sandboxd/pty"
@@ -159,6 +160,12 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty argv")
+	}
+	// The sandbox's end, and its listener and outputs while they are
+	// quiet, wait in the shared waiter: a daemon that cannot make it
+	// (out of descriptors) refuses the launch and says why.
+	if err := fdwait.Ready(); err != nil {
+		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
 	// Planning and taking the placeholders happen under one lock, so a
 	// session ending meanwhile cannot remove a placeholder this plan counts
