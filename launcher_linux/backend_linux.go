@@ -50,6 +50,13 @@ type Config struct {
 	// (see journal), so that a daemon killed before it could remove them
 	// has them removed by the next; empty keeps none.
 	StateDir string
+	// PlaceholderLinger is how long a placeholder the last session using
+	// it has left stays for the next one; zero removes it as that session
+	// ends. Removing a directory costs the filesystem far more than
+	// making it (ext4 mounted with discard waits for the disk, about
+	// 0.5 ms), and a client launching back to back would pay for it, and
+	// for its remaking, with every launch.
+	PlaceholderLinger time.Duration
 }
 
 // initCapabilities are what the init needs to build the sandbox: mounts and
@@ -63,6 +70,7 @@ type backend struct {
 
 	mu           sync.Mutex
 	placeholders map[string]*placeholder
+	linger       time.Duration
 	inits        *initPool
 	cgroups      *cgroups
 	idmaps       *idmapper
@@ -84,7 +92,7 @@ func New(cfg Config) (launcher.Backend, error) {
 			return nil, err
 		}
 	}
-	b := &backend{forced: forced, placeholders: map[string]*placeholder{}, inits: newInitPool(initPath, cfg.Prestart), idmaps: newIdmapper(initPath)}
+	b := &backend{forced: forced, placeholders: map[string]*placeholder{}, linger: cfg.PlaceholderLinger, inits: newInitPool(initPath, cfg.Prestart), idmaps: newIdmapper(initPath)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b.host = ProbeHost(ctx, selfExe, cfg.SandboxUID, cfg.SandboxGID)
@@ -139,9 +147,16 @@ func beside(self, name string) (string, error) {
 func (b *backend) Name() string { return "linux" }
 
 // Close releases what the backend holds for all sessions: the daemon's
-// cgroup directories.
+// cgroup directories, and the placeholders no session uses.
 func (b *backend) Close() error {
 	b.cgroups.close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for key, e := range b.placeholders {
+		if e.users == 0 {
+			b.removePlaceholderLocked(key, e)
+		}
+	}
 	return nil
 }
 
@@ -527,10 +542,14 @@ func layerOf(path string, layers map[string]*os.File) (root *os.File, rel string
 
 // placeholder is a directory the daemon made so that a carve-out or deny
 // path that did not exist could be covered. It is removed, if still empty,
-// when the last session relying on it ends: removing it earlier would
-// detach the masks of the sessions still running on it.
+// once the last session relying on it has ended (PlaceholderLinger after):
+// removing it earlier would detach the masks of the sessions still
+// running on it.
 type placeholder struct {
 	users int
+	// idle counts the times users fell to zero: a removal scheduled for
+	// one of them is void once the placeholder was held again.
+	idle uint64
 	// made are the directories created for it, deepest first.
 	made []string
 	// entry is its journal entry.
@@ -599,18 +618,37 @@ func (b *backend) releasePlaceholders(held []string) {
 		if e.users--; e.users > 0 {
 			continue
 		}
-		delete(b.placeholders, p)
-		if e.layer != nil {
-			for _, d := range e.made {
-				removeEmptyDirBeneath(e.layer, d)
-			}
+		// A placeholder in a layer goes with the session's layer.
+		if e.layer != nil || b.linger <= 0 {
+			b.removePlaceholderLocked(p, e)
 			continue
 		}
-		for _, d := range e.made {
-			removeEmptyDirNoFollow(d)
-		}
-		b.journal.forget(e.entry)
+		e.idle++
+		idle := e.idle
+		time.AfterFunc(b.linger, func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.placeholders[p] == e && e.users == 0 && e.idle == idle {
+				b.removePlaceholderLocked(p, e)
+			}
+		})
 	}
+}
+
+// removePlaceholderLocked removes placeholder e, known as key, if it is
+// still empty; b.mu is held, and no session uses it.
+func (b *backend) removePlaceholderLocked(key string, e *placeholder) {
+	delete(b.placeholders, key)
+	if e.layer != nil {
+		for _, d := range e.made {
+			removeEmptyDirBeneath(e.layer, d)
+		}
+		return
+	}
+	for _, d := range e.made {
+		removeEmptyDirNoFollow(d)
+	}
+	b.journal.forget(e.entry)
 }
 
 // removeEmptyDirBeneath removes the directory rel beneath root if it is
