@@ -547,9 +547,11 @@ func layerOf(path string, layers map[string]*os.File) (root *os.File, rel string
 // running on it.
 type placeholder struct {
 	users int
-	// idle counts the times users fell to zero: a removal scheduled for
-	// one of them is void once the placeholder was held again.
-	idle uint64
+	// idleSince is when users last fell to zero, and timer removes the
+	// placeholder PlaceholderLinger after; it is stopped while a session
+	// holds the placeholder, so that a launch starts no timer's goroutine.
+	idleSince time.Time
+	timer     *time.Timer
 	// made are the directories created for it, deepest first.
 	made []string
 	// entry is its journal entry.
@@ -581,6 +583,9 @@ func (b *backend) holdPlaceholders(plan *Plan, carveOuts []string, layers map[st
 		e := b.placeholders[key]
 		switch {
 		case e != nil:
+			if e.users == 0 && e.timer != nil {
+				e.timer.Stop()
+			}
 		case planned[p] && inLayer:
 			e = &placeholder{layer: root}
 			exists := existsIn(layers)
@@ -623,22 +628,38 @@ func (b *backend) releasePlaceholders(held []string) {
 			b.removePlaceholderLocked(p, e)
 			continue
 		}
-		e.idle++
-		idle := e.idle
-		time.AfterFunc(b.linger, func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			if b.placeholders[p] == e && e.users == 0 && e.idle == idle {
-				b.removePlaceholderLocked(p, e)
-			}
-		})
+		e.idleSince = time.Now()
+		if e.timer == nil {
+			e.timer = time.AfterFunc(b.linger, func() { b.expirePlaceholder(p, e) })
+		} else {
+			e.timer.Reset(b.linger)
+		}
 	}
+}
+
+// expirePlaceholder removes placeholder e, known as key, once no session
+// has held it for PlaceholderLinger. The timer may have fired as a
+// session took it, or before a later release reset it: then it waits on.
+func (b *backend) expirePlaceholder(key string, e *placeholder) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.placeholders[key] != e || e.users > 0 {
+		return
+	}
+	if wait := b.linger - time.Since(e.idleSince); wait > 0 {
+		e.timer.Reset(wait)
+		return
+	}
+	b.removePlaceholderLocked(key, e)
 }
 
 // removePlaceholderLocked removes placeholder e, known as key, if it is
 // still empty; b.mu is held, and no session uses it.
 func (b *backend) removePlaceholderLocked(key string, e *placeholder) {
 	delete(b.placeholders, key)
+	if e.timer != nil {
+		e.timer.Stop()
+	}
 	if e.layer != nil {
 		for _, d := range e.made {
 			removeEmptyDirBeneath(e.layer, d)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
 )
 
 // With PlaceholderLinger, the placeholder the last session left stays
@@ -17,9 +18,58 @@ import (
 // session uses it.
 func TestPlaceholderLingersForTheNextSession(t *testing.T) {
 	w := hostDir(t, 0o777)
+	b, session := lingering(t, w, time.Hour)
+	inode := func() uint64 {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(w+"/.git", &st); err != nil {
+			t.Fatalf("placeholder after the session: %v", err)
+		}
+		return st.Ino
+	}
+	if out := session(); out != "denied\n" {
+		t.Fatalf("first session: %q", out)
+	}
+	first := inode()
+	if out := session(); out != "denied\n" {
+		t.Fatalf("session on the lingering placeholder: %q", out)
+	}
+	if inode() != first {
+		t.Error("the placeholder was made again for the second session")
+	}
+	b.(interface{ Close() error }).Close()
+	if _, err := os.Lstat(w + "/.git"); err == nil {
+		t.Errorf("placeholder %s/.git left behind by Close", w)
+	}
+}
+
+// Once no session has held it for PlaceholderLinger, the placeholder goes.
+func TestPlaceholderLingerEnds(t *testing.T) {
+	w := hostDir(t, 0o777)
+	b, session := lingering(t, w, time.Millisecond)
+	defer b.(interface{ Close() error }).Close()
+	for range 3 {
+		if out := session(); out != "denied\n" {
+			t.Fatalf("session: %q", out)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Lstat(w + "/.git"); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("placeholder %s/.git still there 30 s after its linger", w)
+		}
+	}
+}
+
+// lingering is a backend of its own with PlaceholderLinger d, and a
+// session under it that tries to write beneath the carve-out w/.git.
+func lingering(t *testing.T, w string, d time.Duration) (launcher.Backend, func() string) {
+	t.Helper()
 	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, ReadOnly: []string{w + "/.git"}}}
 	uid, gid := sandboxIdentity()
-	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, InitPath: initBinaryPath(t), PlaceholderLinger: time.Hour})
+	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, InitPath: initBinaryPath(t), PlaceholderLinger: d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,26 +93,5 @@ func TestPlaceholderLingersForTheNextSession(t *testing.T) {
 		}
 		return string(out)
 	}
-	inode := func() uint64 {
-		t.Helper()
-		var st syscall.Stat_t
-		if err := syscall.Stat(w+"/.git", &st); err != nil {
-			t.Fatalf("placeholder after the session: %v", err)
-		}
-		return st.Ino
-	}
-	if out := session(); out != "denied\n" {
-		t.Fatalf("first session: %q", out)
-	}
-	first := inode()
-	if out := session(); out != "denied\n" {
-		t.Fatalf("session on the lingering placeholder: %q", out)
-	}
-	if inode() != first {
-		t.Error("the placeholder was made again for the second session")
-	}
-	b.(interface{ Close() error }).Close()
-	if _, err := os.Lstat(w + "/.git"); err == nil {
-		t.Errorf("placeholder %s/.git left behind by Close", w)
-	}
+	return b, session
 }
