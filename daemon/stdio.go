@@ -186,7 +186,7 @@ type pump struct {
 	publish func(*sandboxdv1.Output)
 	read    func() ([]byte, error)
 	// idle hands the output between its reader and the waiter.
-	idle *fdwait.Idle
+	idle fdwait.Idle
 }
 
 // startPumps starts publishing every output; waitPumps returns once each
@@ -197,7 +197,7 @@ type pump struct {
 func (s *stdio) startPumps(publish func(*sandboxdv1.Output)) {
 	for _, o := range s.outputs {
 		p := &pump{s: s, o: o, publish: publish, read: outputReader(o.file)}
-		p.idle = fdwait.NewIdle(o.file, outputLinger, p.lingering)
+		p.idle.Init(o.file, outputLinger, p.lingering)
 		s.pumps = append(s.pumps, p)
 		s.pumping.Add(1)
 		if !p.idle.Rest() {

@@ -107,7 +107,7 @@ type supervisor struct {
 
 	// idle hands the listener between the receive loop and the shared
 	// waiter, where a quiet listener waits without a goroutine.
-	idle *fdwait.Idle
+	idle fdwait.Idle
 
 	mu       sync.Mutex
 	stopped  bool
@@ -159,7 +159,7 @@ func supervise(listener, root, diag, init int, sv *Supervision, writes *WriteMod
 		return nil, fmt.Errorf("seccomp listener: %w", err)
 	}
 	s.rc = rc
-	s.idle = fdwait.NewIdle(s.listener, notifyLinger, s.lingering)
+	s.idle.Init(s.listener, notifyLinger, s.lingering)
 	// Wake each side on the CPU the other ran on: the round trip is the
 	// cost of every notified call (Linux 6.6; older kernels refuse the
 	// flag and wake the usual way).

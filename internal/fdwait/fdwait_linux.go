@@ -28,6 +28,14 @@ type Wait struct {
 	fn    func()
 	// once registrations are removed as they fire.
 	once bool
+
+	// ctl applies op with ev to the descriptor and sets err, under w.mu;
+	// made once per registration, so that rearming and removing it
+	// allocate nothing.
+	ctl func(fd uintptr)
+	op  int
+	ev  unix.EpollEvent
+	err error
 }
 
 // waiter is the process's one epoll instance and what is registered in it.
@@ -104,20 +112,28 @@ func add(f syscall.Conn, fn func(), once bool) (*Wait, error) {
 	defer w.mu.Unlock()
 	w.next++
 	r := &Wait{rc: rc, w: w, token: w.next, fn: fn, once: once}
-	ev := r.event()
-	var cerr error
-	if err := rc.Control(func(fd uintptr) {
-		if cerr = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev); cerr != nil {
-			cerr = fmt.Errorf("fdwait: epoll_ctl add fd %d: %w", fd, cerr)
+	r.ctl = func(fd uintptr) {
+		if r.err = unix.EpollCtl(r.w.epfd, r.op, int(fd), &r.ev); r.err != nil {
+			r.err = fmt.Errorf("fdwait: epoll_ctl %s fd %d: %w", ctlNames[r.op], fd, r.err)
 		}
-	}); err != nil {
-		return nil, fmt.Errorf("fdwait: %w", err)
 	}
-	if cerr != nil {
-		return nil, cerr
+	if err := r.control(unix.EPOLL_CTL_ADD); err != nil {
+		return nil, err
 	}
 	w.regs[r.token] = r
 	return r, nil
+}
+
+var ctlNames = map[int]string{unix.EPOLL_CTL_ADD: "add", unix.EPOLL_CTL_MOD: "rearm", unix.EPOLL_CTL_DEL: "remove"}
+
+// control applies op to r's descriptor, while its file is open; w.mu is
+// held.
+func (r *Wait) control(op int) error {
+	r.op, r.ev, r.err = op, r.event(), nil
+	if err := r.rc.Control(r.ctl); err != nil {
+		return fmt.Errorf("fdwait: %w", err)
+	}
+	return r.err
 }
 
 // event is what the kernel hands back when r is ready: its token, not a
@@ -141,16 +157,7 @@ func (r *Wait) Rearm() error {
 	if w.regs[r.token] != r {
 		return errCancelled
 	}
-	ev := r.event()
-	var cerr error
-	if err := r.rc.Control(func(fd uintptr) {
-		if cerr = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_MOD, int(fd), &ev); cerr != nil {
-			cerr = fmt.Errorf("fdwait: epoll_ctl rearm fd %d: %w", fd, cerr)
-		}
-	}); err != nil {
-		return fmt.Errorf("fdwait: rearm: %w", err)
-	}
-	return cerr
+	return r.control(unix.EPOLL_CTL_MOD)
 }
 
 // Cancel removes the registration: fn is not started for it again, though
@@ -163,13 +170,8 @@ func (r *Wait) Cancel() {
 		return
 	}
 	delete(w.regs, r.token)
-	w.remove(r)
-}
-
-// remove takes r's file out of the epoll set, if it is still open; w.mu
-// is held.
-func (w *waiter) remove(r *Wait) {
-	r.rc.Control(func(fd uintptr) { unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, int(fd), nil) })
+	// A closed file has left the set by itself.
+	r.control(unix.EPOLL_CTL_DEL)
 }
 
 // dispatch starts the function of each registration that is ready. It
@@ -202,7 +204,7 @@ func (w *waiter) dispatch() {
 			r := w.regs[token]
 			if r != nil && r.once {
 				delete(w.regs, token)
-				w.remove(r)
+				r.control(unix.EPOLL_CTL_DEL)
 			}
 			w.mu.Unlock()
 			if r != nil {

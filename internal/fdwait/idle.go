@@ -32,11 +32,12 @@ type Idle struct {
 	stopped bool
 }
 
-// NewIdle is the hand-off of f, whose reader, run, the waiter starts on a
-// goroutine of its own when f is readable after it rested. run calls
-// Linger first.
-func NewIdle(f *os.File, linger time.Duration, run func()) *Idle {
-	return &Idle{f: f, linger: linger, run: run}
+// Init makes i the hand-off of f, whose reader, run, the waiter starts on
+// a goroutine of its own when f is readable after it rested. run calls
+// Linger first. An Idle is part of its owner's record, so as not to be an
+// allocation of its own with every launch; it is not copied once in use.
+func (i *Idle) Init(f *os.File, linger time.Duration, run func()) {
+	i.f, i.linger, i.run = f, linger, run
 }
 
 // Rest hands f to the waiter before any reader has run: the reader first

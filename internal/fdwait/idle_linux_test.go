@@ -13,14 +13,14 @@ import (
 // at EOF.
 type idleReader struct {
 	r    *os.File
-	idle *Idle
+	idle Idle
 	got  chan string
 }
 
 func newIdleReader(t *testing.T, linger time.Duration) (*idleReader, *os.File) {
 	r, w := pipe(t)
 	ir := &idleReader{r: r, got: make(chan string, 16)}
-	ir.idle = NewIdle(r, linger, ir.run)
+	ir.idle.Init(r, linger, ir.run)
 	return ir, w
 }
 
