@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"time"
+
 	"github.com/sandboxd/sandboxd/launcher"
 	launcherlinux "github.com/sandboxd/sandboxd/launcher_linux"
 )
@@ -24,6 +26,10 @@ func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
 		// Two cover one client launching back to back, the refill
 		// running behind each launch; more would only idle.
 		Prestart: 2,
+		// The next launch of a client comes within milliseconds; a
+		// second of an empty directory in a workspace spares it the
+		// placeholder's removal and remaking.
+		PlaceholderLinger: time.Second,
 	})
 }
 

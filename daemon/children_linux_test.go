@@ -382,3 +382,49 @@ func TestNarrowedPolicyIsTheParentsWhenNoneIsAsked(t *testing.T) {
 		t.Fatalf("Narrow(parent, empty) = %v, %v", got, err)
 	}
 }
+
+// A child the daemon no longer keeps is gone from its parent's children
+// too, and once none is kept nothing of them is.
+func TestForgottenChildrenLeaveTheirParent(t *testing.T) {
+	h := startDaemon(t, func(c *Config) { c.RetainEnded = 1 })
+	start := sh("read x")
+	start.Policy = childPolicy(t.TempDir())
+	parent := h.open(start)
+	parent.waitStarted()
+	parentID := parent.started.GetSessionId()
+	inside := h.dial(h.backend.lastSpec().SessionSocket)
+	var ids []string
+	for range 2 {
+		c := h.openOn(inside, cmd("/bin/true")).finish()
+		wantExit(t, c, sandboxdv1.State_EXITED, 0, 0, "")
+		ids = append(ids, c.started.GetSessionId())
+	}
+	children := func() []string {
+		h.svc.mu.Lock()
+		defer h.svc.mu.Unlock()
+		var out []string
+		for _, c := range h.svc.children[parentID] {
+			out = append(out, c.id)
+		}
+		return out
+	}
+	// One ended session is kept per owner: the first child is forgotten
+	// once the second has ended, which is after its client has the Exit.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got := children()
+		if slices.Equal(got, ids[1:]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("children of the parent: %v, want %v", got, ids[1:])
+		}
+	}
+	parent.stdin("\n", true)
+	parent.finish()
+	wantExit(t, parent, sandboxdv1.State_EXITED, 0, 0, "")
+	for deadline := time.Now().Add(10 * time.Second); len(children()) != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("children kept after every child was forgotten: %v", children())
+		}
+	}
+}

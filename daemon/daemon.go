@@ -134,6 +134,10 @@ type Service struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	// children are the registered sessions started on each session's
+	// socket, by the parent's id: a session's end finds its children
+	// without a walk through every session kept.
+	children map[string][]*session
 	ended    map[string][]endedSession // per owner (ownerKey), oldest first
 	hidden   []string                  // daemon sockets sandboxes must not reach
 	closing  bool
@@ -207,7 +211,7 @@ func New(cfg Config) (*Service, error) {
 		}
 		cfg.SessionSocketDir = abs
 	}
-	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), ended: make(map[string][]endedSession), socketInSandbox: func(h string) string { return h }, quotas: newQuotas(cfg.Quotas), health: newHealth()}
+	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), children: make(map[string][]*session), ended: make(map[string][]endedSession), socketInSandbox: func(h string) string { return h }, quotas: newQuotas(cfg.Quotas), health: newHealth()}
 
 	if p, ok := cfg.Backend.(launcher.SessionSocketPlacer); ok {
 		s.socketInSandbox = p.SessionSocketPath
@@ -308,6 +312,9 @@ func (s *Service) add(sess *session) error {
 		return err
 	}
 	s.sessions[sess.id] = sess
+	if sess.parentID != "" {
+		s.children[sess.parentID] = append(s.children[sess.parentID], sess)
+	}
 	s.live.Add(1)
 	// Under s.mu, so that a watch starting now either finds the session
 	// in the registry with this event reflected, or gets the event.
@@ -321,13 +328,7 @@ func (s *Service) close(sess *session) []*session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess.closed = true
-	var kids []*session
-	for _, c := range s.sessions {
-		if c.parentID == sess.id {
-			kids = append(kids, c)
-		}
-	}
-	return kids
+	return slices.Clone(s.children[sess.id])
 }
 
 // subtree returns sess's descendants, deepest first, then sess.
@@ -337,10 +338,8 @@ func (s *Service) subtree(sess *session) []*session {
 	var out []*session
 	var walk func(p *session)
 	walk = func(p *session) {
-		for _, c := range s.sessions {
-			if c.parentID == p.id {
-				walk(c)
-			}
+		for _, c := range s.children[p.id] {
+			walk(c)
 		}
 		out = append(out, p)
 	}
@@ -373,7 +372,7 @@ func (s *Service) done(sess *session) {
 	s.ended[key] = append(s.ended[key], endedSession{id: sess.id, ended: time.Now()})
 	if l := s.ended[key]; len(l) > s.cfg.RetainEnded {
 		for _, e := range l[:len(l)-s.cfg.RetainEnded] {
-			delete(s.sessions, e.id)
+			s.forgetLocked(e.id)
 		}
 		// Not a copy of the rest, once an owner is at the limit a copy per
 		// session ended: append moves the list to a new array when it
@@ -391,7 +390,7 @@ func (s *Service) expireLocked() {
 	for key, l := range s.ended {
 		n := 0
 		for n < len(l) && l[n].ended.Before(cutoff) {
-			delete(s.sessions, l[n].id)
+			s.forgetLocked(l[n].id)
 			n++
 		}
 		switch {
@@ -400,6 +399,25 @@ func (s *Service) expireLocked() {
 		case n > 0:
 			s.ended[key] = l[n:]
 		}
+	}
+}
+
+// forgetLocked drops the ended session id from the registry; s.mu is
+// held.
+func (s *Service) forgetLocked(id string) {
+	sess := s.sessions[id]
+	if sess == nil {
+		return
+	}
+	delete(s.sessions, id)
+	if sess.parentID == "" {
+		return
+	}
+	kids := slices.DeleteFunc(s.children[sess.parentID], func(c *session) bool { return c == sess })
+	if len(kids) == 0 {
+		delete(s.children, sess.parentID)
+	} else {
+		s.children[sess.parentID] = kids
 	}
 }
 

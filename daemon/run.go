@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/fdwait"
 	"github.com/sandboxd/sandboxd/internal/signum"
 	"github.com/sandboxd/sandboxd/internal/transport"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -340,6 +341,13 @@ func (s *Service) openSessionSocket(id string, uid, gid uint32) (*transport.Sess
 // nil and either the Exit for the client or the error is set; the session
 // has been moved to FAILED_TO_START.
 func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec, win *sandboxdv1.WindowSize) (launcher.Process, *stdio, *sandboxdv1.Exit, error) {
+	// A quiet output waits in the shared waiter: a daemon that cannot
+	// make it (out of descriptors) refuses the launch and says why,
+	// rather than keep a goroutine on each output of every session.
+	if err := fdwait.Ready(); err != nil && !errors.Is(err, fdwait.ErrUnsupported) {
+		exit, ferr := sess.startFailure(fmt.Errorf("start sandbox: %w", err))
+		return nil, nil, exit, ferr
+	}
 	sio, err := openStdio(sess.tty, win, drainGrace)
 	if err != nil {
 		exit, ferr := sess.startFailure(err)

@@ -185,68 +185,36 @@ type pump struct {
 	o       output
 	publish func(*sandboxdv1.Output)
 	read    func() ([]byte, error)
-
-	mu sync.Mutex
-	// wait is the output's registration in the shared waiter, nil where
-	// there is none: then one goroutine reads the output to its end.
-	wait *fdwait.Wait
-	// idle: no goroutine reads the output; the waiter starts one when
-	// there is something to read.
-	idle bool
+	// idle hands the output between its reader and the waiter.
+	idle fdwait.Idle
 }
 
 // startPumps starts publishing every output; waitPumps returns once each
-// has ended.
+// has ended. Each output waits in the waiter from the start, so that a
+// session gets a reader only for an output that has something: a
+// goroutine started with every launch, only to wait, cost more than the
+// registration.
 func (s *stdio) startPumps(publish func(*sandboxdv1.Output)) {
 	for _, o := range s.outputs {
 		p := &pump{s: s, o: o, publish: publish, read: outputReader(o.file)}
+		p.idle.Init(o.file, outputLinger, p.lingering)
 		s.pumps = append(s.pumps, p)
 		s.pumping.Add(1)
-		if !p.waitIdle() {
+		if !p.idle.Rest() {
 			go p.run(false)
 		}
 	}
 }
 
-// waitIdle registers the output with the waiter, which may start wake at
-// once: it finds the pump idle.
-func (p *pump) waitIdle() bool {
-	rc, err := p.o.file.SyscallConn()
-	if err != nil {
-		return false
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	rc.Control(func(fd uintptr) { p.wait, _ = fdwait.Add(int(fd), p.wake) })
-	p.idle = p.wait != nil
-	return p.idle
-}
-
 func (s *stdio) waitPumps() { s.pumping.Wait() }
 
-// wake is the waiter's: the output has something to read.
-func (p *pump) wake() {
-	p.mu.Lock()
-	if !p.idle {
-		// Drain took it over.
-		p.mu.Unlock()
-		return
-	}
-	p.idle = false
-	p.mu.Unlock()
-	p.run(true)
-}
+func (p *pump) lingering() { p.run(true) }
 
 // run reads and publishes until the output ends, or, with linger, until
 // it has been quiet for outputLinger and the waiter takes it back.
 func (p *pump) run(linger bool) {
 	f := p.o.file
-	// last is when the output last had data: the deadline is moved on
-	// from it, so that only outputLinger of quiet hands the output back.
-	last := time.Now()
-	if linger && f.SetReadDeadline(last.Add(outputLinger)) != nil {
-		linger = false
-	}
+	linger = linger && p.idle.Linger()
 	for {
 		bounded := p.s.draining.Load()
 		if bounded {
@@ -257,47 +225,25 @@ func (p *pump) run(linger bool) {
 			// The scrollback and every viewer share data.
 			p.publish(&sandboxdv1.Output{Stream: p.o.stream, Data: data})
 			if linger {
-				last = time.Now()
+				p.idle.Active()
 			}
 		}
 		if err == nil {
 			continue
 		}
 		if linger && !bounded && errors.Is(err, os.ErrDeadlineExceeded) {
-			if next := last.Add(outputLinger); time.Now().Before(next) && f.SetReadDeadline(next) == nil {
-				continue
-			}
-			if p.rest() {
+			var rest bool
+			if rest, linger = p.idle.Quiet(); rest {
 				return
 			}
-			linger = false
 			continue
 		}
 		// EOF for a pipe, EIO for a PTY master whose replica is gone,
 		// a deadline or a close when draining is cut short.
-		if p.wait != nil {
-			p.wait.Cancel()
-		}
+		p.idle.Done()
 		p.s.pumping.Done()
 		return
 	}
-}
-
-// rest hands a quiet output back to the waiter; false when the reader
-// must go on instead: the sandbox is gone and its output is being
-// drained, or the waiter cannot take it.
-func (p *pump) rest() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.s.draining.Load() {
-		return false
-	}
-	if err := p.wait.Rearm(); err != nil {
-		p.o.file.SetReadDeadline(time.Time{})
-		return false
-	}
-	p.idle = true
-	return true
 }
 
 // drain tells the output readers that the sandbox is gone: from now on
@@ -307,11 +253,7 @@ func (p *pump) rest() bool {
 func (s *stdio) drain() {
 	s.draining.Store(true)
 	for _, p := range s.pumps {
-		p.mu.Lock()
-		idle := p.idle
-		p.idle = false
-		p.mu.Unlock()
-		if idle {
+		if p.idle.Stop() {
 			go p.run(false)
 			continue
 		}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/fdwait"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"github.com/sandboxd/sandboxd/pty"
@@ -49,6 +50,13 @@ type Config struct {
 	// (see journal), so that a daemon killed before it could remove them
 	// has them removed by the next; empty keeps none.
 	StateDir string
+	// PlaceholderLinger is how long a placeholder the last session using
+	// it has left stays for the next one; zero removes it as that session
+	// ends. Removing a directory costs the filesystem far more than
+	// making it (ext4 mounted with discard waits for the disk, about
+	// 0.5 ms), and a client launching back to back would pay for it, and
+	// for its remaking, with every launch.
+	PlaceholderLinger time.Duration
 }
 
 // initCapabilities are what the init needs to build the sandbox: mounts and
@@ -63,6 +71,7 @@ type backend struct {
 
 	mu           sync.Mutex
 	placeholders map[string]*placeholder
+	linger       time.Duration
 	inits        *initPool
 	cgroups      *cgroups
 	idmaps       *idmapper
@@ -84,7 +93,7 @@ func New(cfg Config) (launcher.Backend, error) {
 			return nil, err
 		}
 	}
-	b := &backend{forced: forced, placeholders: map[string]*placeholder{}, inits: newInitPool(initPath, cfg.Prestart), idmaps: newIdmapper(initPath)}
+	b := &backend{forced: forced, placeholders: map[string]*placeholder{}, linger: cfg.PlaceholderLinger, inits: newInitPool(initPath, cfg.Prestart), idmaps: newIdmapper(initPath)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b.host = ProbeHost(ctx, selfExe, cfg.SandboxUID, cfg.SandboxGID)
@@ -139,9 +148,16 @@ func beside(self, name string) (string, error) {
 func (b *backend) Name() string { return "linux" }
 
 // Close releases what the backend holds for all sessions: the daemon's
-// cgroup directories.
+// cgroup directories, and the placeholders no session uses.
 func (b *backend) Close() error {
 	b.cgroups.close()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for key, e := range b.placeholders {
+		if e.users == 0 {
+			b.removePlaceholderLocked(key, e)
+		}
+	}
 	return nil
 }
 
@@ -160,6 +176,12 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("empty argv")
+	}
+	// The sandbox's end, and its listener and outputs while they are
+	// quiet, wait in the shared waiter: a daemon that cannot make it
+	// (out of descriptors) refuses the launch and says why.
+	if err := fdwait.Ready(); err != nil {
+		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
 	// Planning and taking the placeholders happen under one lock, so a
 	// session ending meanwhile cannot remove a placeholder this plan counts
@@ -521,10 +543,16 @@ func layerOf(path string, layers map[string]*os.File) (root *os.File, rel string
 
 // placeholder is a directory the daemon made so that a carve-out or deny
 // path that did not exist could be covered. It is removed, if still empty,
-// when the last session relying on it ends: removing it earlier would
-// detach the masks of the sessions still running on it.
+// once the last session relying on it has ended (PlaceholderLinger after):
+// removing it earlier would detach the masks of the sessions still
+// running on it.
 type placeholder struct {
 	users int
+	// idleSince is when users last fell to zero, and timer removes the
+	// placeholder PlaceholderLinger after; it is stopped while a session
+	// holds the placeholder, so that a launch starts no timer's goroutine.
+	idleSince time.Time
+	timer     *time.Timer
 	// made are the directories created for it, deepest first.
 	made []string
 	// entry is its journal entry.
@@ -556,6 +584,9 @@ func (b *backend) holdPlaceholders(plan *Plan, carveOuts []string, layers map[st
 		e := b.placeholders[key]
 		switch {
 		case e != nil:
+			if e.users == 0 && e.timer != nil {
+				e.timer.Stop()
+			}
 		case planned[p] && inLayer:
 			e = &placeholder{layer: root}
 			exists := existsIn(layers)
@@ -593,18 +624,53 @@ func (b *backend) releasePlaceholders(held []string) {
 		if e.users--; e.users > 0 {
 			continue
 		}
-		delete(b.placeholders, p)
-		if e.layer != nil {
-			for _, d := range e.made {
-				removeEmptyDirBeneath(e.layer, d)
-			}
+		// A placeholder in a layer goes with the session's layer.
+		if e.layer != nil || b.linger <= 0 {
+			b.removePlaceholderLocked(p, e)
 			continue
 		}
-		for _, d := range e.made {
-			removeEmptyDirNoFollow(d)
+		e.idleSince = time.Now()
+		if e.timer == nil {
+			e.timer = time.AfterFunc(b.linger, func() { b.expirePlaceholder(p, e) })
+		} else {
+			e.timer.Reset(b.linger)
 		}
-		b.journal.forget(e.entry)
 	}
+}
+
+// expirePlaceholder removes placeholder e, known as key, once no session
+// has held it for PlaceholderLinger. The timer may have fired as a
+// session took it, or before a later release reset it: then it waits on.
+func (b *backend) expirePlaceholder(key string, e *placeholder) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.placeholders[key] != e || e.users > 0 {
+		return
+	}
+	if wait := b.linger - time.Since(e.idleSince); wait > 0 {
+		e.timer.Reset(wait)
+		return
+	}
+	b.removePlaceholderLocked(key, e)
+}
+
+// removePlaceholderLocked removes placeholder e, known as key, if it is
+// still empty; b.mu is held, and no session uses it.
+func (b *backend) removePlaceholderLocked(key string, e *placeholder) {
+	delete(b.placeholders, key)
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	if e.layer != nil {
+		for _, d := range e.made {
+			removeEmptyDirBeneath(e.layer, d)
+		}
+		return
+	}
+	for _, d := range e.made {
+		removeEmptyDirNoFollow(d)
+	}
+	b.journal.forget(e.entry)
 }
 
 // removeEmptyDirBeneath removes the directory rel beneath root if it is

@@ -13,13 +13,6 @@ func (p *process) NotifyExit(f func()) error {
 		go f()
 		return nil
 	}
-	rc, err := p.reportFile.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var werr error
-	if err := rc.Control(func(fd uintptr) { _, werr = fdwait.AddOnce(int(fd), f) }); err != nil {
-		return err
-	}
-	return werr
+	_, err := fdwait.AddOnce(p.reportFile, f)
+	return err
 }

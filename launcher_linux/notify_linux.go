@@ -105,15 +105,12 @@ type supervisor struct {
 	// it runs: not the receive loop, no connect being answered.
 	drained chan struct{}
 
-	// wait is the listener's registration in the shared waiter, nil
-	// where the receive loop keeps a goroutine for the sandbox's life.
-	wait *fdwait.Wait
+	// idle hands the listener between the receive loop and the shared
+	// waiter, where a quiet listener waits without a goroutine.
+	idle fdwait.Idle
 
-	mu      sync.Mutex
-	stopped bool
-	// idle: the receive loop has no goroutine; the waiter starts one when
-	// a notification is pending.
-	idle     bool
+	mu       sync.Mutex
+	stopped  bool
 	inFlight map[int]bool
 	// running counts the receive loop and the connects being answered.
 	// A counter rather than a WaitGroup: stop would need a goroutine to
@@ -162,12 +159,13 @@ func supervise(listener, root, diag, init int, sv *Supervision, writes *WriteMod
 		return nil, fmt.Errorf("seccomp listener: %w", err)
 	}
 	s.rc = rc
+	s.idle.Init(s.listener, notifyLinger, s.lingering)
 	// Wake each side on the CPU the other ran on: the round trip is the
 	// cost of every notified call (Linux 6.6; older kernels refuse the
 	// flag and wake the usual way).
 	unix.Syscall(unix.SYS_IOCTL, uintptr(listener), unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	if sv.Emulate == nil {
-		if !s.waitIdle() {
+		if !s.idle.Rest() {
 			go s.receive(false)
 		}
 		return s, nil
@@ -216,9 +214,8 @@ func (s *supervisor) stop() {
 	if !s.stopped {
 		s.stopped = true
 		close(s.done)
-		if s.idle {
+		if s.idle.Stop() {
 			// The receive loop ends here, without having run again.
-			s.idle = false
 			s.running--
 		}
 		if s.running == 0 {
@@ -226,10 +223,7 @@ func (s *supervisor) stop() {
 		}
 	}
 	s.mu.Unlock()
-	if s.wait != nil {
-		// While the listener is open: the registration is of its fd.
-		s.wait.Cancel()
-	}
+	s.idle.Done()
 	s.listener.Close()
 	// A shutdown before a connect has begun does nothing, and a connect
 	// registered just now may not have: shut down again until every
@@ -280,59 +274,15 @@ func (s *supervisor) exit() {
 // calls keeps its loop running, an idle one holds no goroutine.
 const notifyLinger = 250 * time.Millisecond
 
-// waitIdle registers the listener with the waiter, which may start wake
-// at once: it finds the loop idle.
-func (s *supervisor) waitIdle() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rc.Control(func(fd uintptr) { s.wait, _ = fdwait.Add(int(fd), s.wake) })
-	s.idle = s.wait != nil
-	return s.idle
-}
-
-// wake is the waiter's: a notification is pending, or the sandbox is gone.
-func (s *supervisor) wake() {
-	s.mu.Lock()
-	if !s.idle {
-		// Stopped meanwhile.
-		s.mu.Unlock()
-		return
-	}
-	s.idle = false
-	s.mu.Unlock()
-	s.receive(true)
-}
-
-// rest hands a quiet listener back to the waiter; false when the loop
-// must go on instead: stop is closing the listener, whose end the loop
-// must see, or the waiter cannot take it.
-func (s *supervisor) rest() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return false
-	}
-	if err := s.wait.Rearm(); err != nil {
-		s.listener.SetReadDeadline(time.Time{})
-		return false
-	}
-	s.idle = true
-	return true
-}
+func (s *supervisor) lingering() { s.receive(true) }
 
 // receive answers notifications until the sandbox is gone or stop, or,
 // with linger, until none has come for notifyLinger and the waiter takes
 // the listener back.
 func (s *supervisor) receive(linger bool) {
-	// last is when the loop last had a notification: the deadline is
-	// moved on from it, so that only notifyLinger of quiet hands the
-	// listener back.
-	last := time.Now()
-	if linger && s.listener.SetReadDeadline(last.Add(notifyLinger)) != nil {
-		linger = false
-	}
+	linger = linger && s.idle.Linger()
 	for {
-		rest, ok := s.receiveOne(&linger, &last)
+		rest, ok := s.receiveOne(&linger)
 		if rest {
 			return
 		}
@@ -343,16 +293,14 @@ func (s *supervisor) receive(linger bool) {
 	// Whatever ends the loop, nothing answers afterwards: with the
 	// listener closed, a call still waiting fails (ENOSYS) instead of
 	// waiting forever.
-	if s.wait != nil {
-		s.wait.Cancel()
-	}
+	s.idle.Done()
 	s.listener.Close()
 	s.exit()
 }
 
 // receiveOne receives and answers one notification; rest says the loop
 // has handed the listener back to the waiter, !ok that it has ended.
-func (s *supervisor) receiveOne(linger *bool, last *time.Time) (rest, ok bool) {
+func (s *supervisor) receiveOne(linger *bool) (rest, ok bool) {
 	var n seccompNotif
 	var recvErr error
 	err := s.rc.Read(func(fd uintptr) bool {
@@ -381,14 +329,8 @@ func (s *supervisor) receiveOne(linger *bool, last *time.Time) (rest, ok bool) {
 	})
 	switch {
 	case *linger && errors.Is(err, os.ErrDeadlineExceeded):
-		if next := last.Add(notifyLinger); time.Now().Before(next) && s.listener.SetReadDeadline(next) == nil {
-			return false, true
-		}
-		if s.rest() {
-			return true, true
-		}
-		*linger = false
-		return false, true
+		rest, *linger = s.idle.Quiet()
+		return rest, true
 	case err != nil, errors.Is(recvErr, errSandboxGone):
 		return false, false
 	case errors.Is(recvErr, unix.ENOENT), errors.Is(recvErr, unix.EINTR):
@@ -399,7 +341,9 @@ func (s *supervisor) receiveOne(linger *bool, last *time.Time) (rest, ok bool) {
 		return false, false
 	}
 	at := time.Now()
-	*last = at
+	if *linger {
+		s.idle.Active()
+	}
 	if n.Data.Nr != nrConnect {
 		// Answered at once, on this thread: refusals and the
 		// judgement of a write take microseconds, and a goroutine

@@ -9,7 +9,9 @@
 // epoll instance, which the runtime's poller waits on in turn through the
 // one goroutine that dispatches its events; a registration that becomes
 // readable starts its function on a goroutine of its own and is then
-// disarmed until its owner rearms it.
+// disarmed until its owner rearms it. Idle is the hand-off between such a
+// descriptor's reader and the waiter that the daemon's readers share: a
+// descriptor enters the set only once it has been quiet for a while.
 //
 // Only Linux has it; elsewhere Add returns ErrUnsupported, and the caller
 // waits with a goroutine as before.

@@ -19,11 +19,23 @@ var errCancelled = errors.New("fdwait: registration cancelled")
 
 // Wait is one descriptor's registration.
 type Wait struct {
-	fd    int
+	// rc is the registered file's: the descriptor is named to the kernel
+	// only through it, so that once the file is closed its number, which
+	// may name another file by then, is never used.
+	rc    syscall.RawConn
+	w     *waiter
 	token uint64
 	fn    func()
 	// once registrations are removed as they fire.
 	once bool
+
+	// ctl applies op with ev to the descriptor and sets err, under w.mu;
+	// made once per registration, so that rearming and removing it
+	// allocate nothing.
+	ctl func(fd uintptr)
+	op  int
+	ev  unix.EpollEvent
+	err error
 }
 
 // waiter is the process's one epoll instance and what is registered in it.
@@ -36,51 +48,92 @@ type waiter struct {
 	regs map[uint64]*Wait
 }
 
-var theWaiter = sync.OnceValues(func() (*waiter, error) {
+var (
+	waiterMu sync.Mutex
+	// theWaiter is made by the first registration, or by Ready; a
+	// failure to make it is returned, not kept, so that a process that
+	// was out of descriptors for a moment tries again with the next.
+	theWaiter *waiter
+)
+
+// Ready makes the process's waiter if it has none yet, and says why it
+// cannot. A caller that relies on the waiter calls it where it can still
+// refuse the work it would wait for.
+func Ready() error {
+	_, err := get()
+	return err
+}
+
+func get() (*waiter, error) {
+	waiterMu.Lock()
+	defer waiterMu.Unlock()
+	if theWaiter != nil {
+		return theWaiter, nil
+	}
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
-		return nil, fmt.Errorf("epoll_create1: %w", err)
+		return nil, fmt.Errorf("fdwait: epoll_create1: %w", err)
 	}
 	if err := unix.SetNonblock(epfd, true); err != nil {
 		unix.Close(epfd)
-		return nil, fmt.Errorf("epoll: set non-blocking: %w", err)
+		return nil, fmt.Errorf("fdwait: epoll: set non-blocking: %w", err)
 	}
 	// An epoll instance is itself readable while it has events ready:
 	// the runtime's poller waits on it like on a socket. Never closed.
 	rc, err := os.NewFile(uintptr(epfd), "fdwait").SyscallConn()
 	if err != nil {
-		return nil, fmt.Errorf("epoll: %w", err)
+		return nil, fmt.Errorf("fdwait: epoll: %w", err)
 	}
-	w := &waiter{epfd: epfd, rc: rc, regs: map[uint64]*Wait{}}
-	go w.dispatch()
-	return w, nil
-})
+	theWaiter = &waiter{epfd: epfd, rc: rc, regs: map[uint64]*Wait{}}
+	go theWaiter.dispatch()
+	return theWaiter, nil
+}
 
-// Add registers fd: once it is readable (or hung up, or in error), fn is
+// Add registers f: once it is readable (or hung up, or in error), fn is
 // started on a goroutine of its own, and the registration is disarmed
-// until Rearm. fd must stay open until Cancel has returned.
-func Add(fd int, fn func()) (*Wait, error) { return add(fd, fn, false) }
+// until Rearm. Closing f before Cancel is safe: the kernel drops a
+// closed file from the set, and Cancel then only forgets fn.
+func Add(f syscall.Conn, fn func()) (*Wait, error) { return add(f, fn, false) }
 
-// AddOnce registers fd to start fn the first time it is readable, after
-// which the registration is gone. fd must stay open until fn has started
-// or Cancel has returned.
-func AddOnce(fd int, fn func()) (*Wait, error) { return add(fd, fn, true) }
+// AddOnce registers f to start fn the first time it is readable, after
+// which the registration is gone.
+func AddOnce(f syscall.Conn, fn func()) (*Wait, error) { return add(f, fn, true) }
 
-func add(fd int, fn func(), once bool) (*Wait, error) {
-	w, err := theWaiter()
+func add(f syscall.Conn, fn func(), once bool) (*Wait, error) {
+	w, err := get()
 	if err != nil {
 		return nil, err
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("fdwait: %w", err)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.next++
-	r := &Wait{fd: fd, token: w.next, fn: fn, once: once}
-	ev := r.event()
-	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-		return nil, fmt.Errorf("epoll_ctl add fd %d: %w", fd, err)
+	r := &Wait{rc: rc, w: w, token: w.next, fn: fn, once: once}
+	r.ctl = func(fd uintptr) {
+		if r.err = unix.EpollCtl(r.w.epfd, r.op, int(fd), &r.ev); r.err != nil {
+			r.err = fmt.Errorf("fdwait: epoll_ctl %s fd %d: %w", ctlNames[r.op], fd, r.err)
+		}
+	}
+	if err := r.control(unix.EPOLL_CTL_ADD); err != nil {
+		return nil, err
 	}
 	w.regs[r.token] = r
 	return r, nil
+}
+
+var ctlNames = map[int]string{unix.EPOLL_CTL_ADD: "add", unix.EPOLL_CTL_MOD: "rearm", unix.EPOLL_CTL_DEL: "remove"}
+
+// control applies op to r's descriptor, while its file is open; w.mu is
+// held.
+func (r *Wait) control(op int) error {
+	r.op, r.ev, r.err = op, r.event(), nil
+	if err := r.rc.Control(r.ctl); err != nil {
+		return fmt.Errorf("fdwait: %w", err)
+	}
+	return r.err
 }
 
 // event is what the kernel hands back when r is ready: its token, not a
@@ -95,33 +148,30 @@ func (r *Wait) event() unix.EpollEvent {
 	}
 }
 
-// Rearm starts fn again the next time fd is readable, which may be at
-// once: the kernel checks the descriptor as it rearms it.
+// Rearm starts fn again the next time the file is readable, which may be
+// at once: the kernel checks the descriptor as it rearms it.
 func (r *Wait) Rearm() error {
-	w, _ := theWaiter()
+	w := r.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.regs[r.token] != r {
 		return errCancelled
 	}
-	ev := r.event()
-	if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_MOD, r.fd, &ev); err != nil {
-		return fmt.Errorf("epoll_ctl rearm fd %d: %w", r.fd, err)
-	}
-	return nil
+	return r.control(unix.EPOLL_CTL_MOD)
 }
 
 // Cancel removes the registration: fn is not started for it again, though
 // one started before may still be running. Calling it again does nothing.
 func (r *Wait) Cancel() {
-	w, _ := theWaiter()
+	w := r.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.regs[r.token] != r {
 		return
 	}
 	delete(w.regs, r.token)
-	unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, r.fd, nil)
+	// A closed file has left the set by itself.
+	r.control(unix.EPOLL_CTL_DEL)
 }
 
 // dispatch starts the function of each registration that is ready. It
@@ -154,7 +204,7 @@ func (w *waiter) dispatch() {
 			r := w.regs[token]
 			if r != nil && r.once {
 				delete(w.regs, token)
-				unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, r.fd, nil)
+				r.control(unix.EPOLL_CTL_DEL)
 			}
 			w.mu.Unlock()
 			if r != nil {

@@ -1,7 +1,10 @@
 package fdwait
 
 import (
+	"errors"
 	"os"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -15,17 +18,6 @@ func pipe(t *testing.T) (r, w *os.File) {
 	return r, w
 }
 
-func fd(t *testing.T, f *os.File) int {
-	t.Helper()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int
-	rc.Control(func(fd uintptr) { n = int(fd) })
-	return n
-}
-
 // settle waits until the dispatcher has handled every event up to now: a
 // registration made after them, readable at once, has fired.
 func settle(t *testing.T) {
@@ -33,7 +25,7 @@ func settle(t *testing.T) {
 	r, w := pipe(t)
 	w.Write([]byte{0})
 	fired := make(chan struct{})
-	if _, err := AddOnce(fd(t, r), func() { close(fired) }); err != nil {
+	if _, err := AddOnce(r, func() { close(fired) }); err != nil {
 		t.Fatal(err)
 	}
 	<-fired
@@ -42,7 +34,7 @@ func settle(t *testing.T) {
 func TestFnStartsOncePerReadinessUntilRearmed(t *testing.T) {
 	r, w := pipe(t)
 	fired := make(chan struct{}, 8)
-	reg, err := Add(fd(t, r), func() { fired <- struct{}{} })
+	reg, err := Add(r, func() { fired <- struct{}{} })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +57,7 @@ func TestFnStartsOncePerReadinessUntilRearmed(t *testing.T) {
 func TestHangUpStartsFn(t *testing.T) {
 	r, w := pipe(t)
 	fired := make(chan struct{})
-	reg, err := Add(fd(t, r), func() { close(fired) })
+	reg, err := Add(r, func() { close(fired) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +69,7 @@ func TestHangUpStartsFn(t *testing.T) {
 func TestCancelledFnIsNotStarted(t *testing.T) {
 	r, w := pipe(t)
 	fired := make(chan struct{}, 1)
-	reg, err := Add(fd(t, r), func() { fired <- struct{}{} })
+	reg, err := Add(r, func() { fired <- struct{}{} })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +88,7 @@ func TestCancelledFnIsNotStarted(t *testing.T) {
 func TestOnceIsGoneAfterItFired(t *testing.T) {
 	r, w := pipe(t)
 	fired := make(chan struct{}, 2)
-	reg, err := AddOnce(fd(t, r), func() { fired <- struct{}{} })
+	reg, err := AddOnce(r, func() { fired <- struct{}{} })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +100,75 @@ func TestOnceIsGoneAfterItFired(t *testing.T) {
 	// The descriptor can be registered again: the first is out of the
 	// epoll set.
 	again := make(chan struct{})
-	reg2, err := Add(fd(t, r), func() { close(again) })
+	reg2, err := Add(r, func() { close(again) })
 	if err != nil {
 		t.Fatalf("register again after a one-time registration fired: %v", err)
 	}
 	defer reg2.Cancel()
 	<-again
+}
+
+// A registration cancelled after its file was closed, once the file's
+// number names another registered file, leaves that one alone: Cancel
+// names the descriptor only while the file is open.
+func TestCancelAfterCloseSparesTheNumbersNextFile(t *testing.T) {
+	r1, _ := pipe(t)
+	reg1, err := Add(r1, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := r1.Fd()
+	r1.Close()
+	r2, w2 := pipe(t)
+	if r2.Fd() != n {
+		t.Skipf("the next pipe got fd %d, not the closed %d", r2.Fd(), n)
+	}
+	fired := make(chan struct{})
+	reg2, err := Add(r2, func() { close(fired) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg2.Cancel()
+	reg1.Cancel()
+	w2.Write([]byte("x"))
+	<-fired
+}
+
+// A process out of descriptors cannot make the waiter: Ready says so, and
+// tries again once it can, rather than keeping the failure.
+func TestReadyReportsAndRetriesAFailedEpollCreate(t *testing.T) {
+	waiterMu.Lock()
+	saved := theWaiter
+	theWaiter = nil
+	waiterMu.Unlock()
+	t.Cleanup(func() {
+		waiterMu.Lock()
+		theWaiter = saved
+		waiterMu.Unlock()
+	})
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	// The lowest free descriptor, as the limit: nothing more can open.
+	r, _ := pipe(t)
+	low := lim
+	low.Cur = uint64(r.Fd())
+	r.Close()
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	err := Ready()
+	if rerr := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if !errors.Is(err, syscall.EMFILE) || !strings.Contains(err.Error(), "epoll_create1") {
+		t.Fatalf("Ready out of descriptors: %v, want epoll_create1's EMFILE", err)
+	}
+	if _, err := Add(r, func() {}); err == nil {
+		t.Fatal("Add of a closed file succeeded")
+	}
+	if err := Ready(); err != nil {
+		t.Fatalf("Ready once descriptors are free again: %v", err)
+	}
 }

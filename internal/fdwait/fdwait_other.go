@@ -2,7 +2,10 @@
 
 package fdwait
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // ErrUnsupported: this OS has no waiter.
 var ErrUnsupported = errors.New("fdwait: not supported on this OS")
@@ -10,11 +13,14 @@ var ErrUnsupported = errors.New("fdwait: not supported on this OS")
 // Wait is one descriptor's registration.
 type Wait struct{}
 
+// Ready returns ErrUnsupported.
+func Ready() error { return ErrUnsupported }
+
 // Add returns ErrUnsupported.
-func Add(fd int, fn func()) (*Wait, error) { return nil, ErrUnsupported }
+func Add(f syscall.Conn, fn func()) (*Wait, error) { return nil, ErrUnsupported }
 
 // AddOnce returns ErrUnsupported.
-func AddOnce(fd int, fn func()) (*Wait, error) { return nil, ErrUnsupported }
+func AddOnce(f syscall.Conn, fn func()) (*Wait, error) { return nil, ErrUnsupported }
 
 // Rearm does nothing.
 func (w *Wait) Rearm() error { return ErrUnsupported }

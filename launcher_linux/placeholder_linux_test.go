@@ -1,0 +1,97 @@
+package launcherlinux
+
+import (
+	"context"
+	"io"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/launcher"
+)
+
+// With PlaceholderLinger, the placeholder the last session left stays
+// for the next session, which covers it as it is instead of making it
+// again, and is still as unwritable to it; Close removes it once no
+// session uses it.
+func TestPlaceholderLingersForTheNextSession(t *testing.T) {
+	w := hostDir(t, 0o777)
+	b, session := lingering(t, w, time.Hour)
+	inode := func() uint64 {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(w+"/.git", &st); err != nil {
+			t.Fatalf("placeholder after the session: %v", err)
+		}
+		return st.Ino
+	}
+	if out := session(); out != "denied\n" {
+		t.Fatalf("first session: %q", out)
+	}
+	first := inode()
+	if out := session(); out != "denied\n" {
+		t.Fatalf("session on the lingering placeholder: %q", out)
+	}
+	if inode() != first {
+		t.Error("the placeholder was made again for the second session")
+	}
+	b.(interface{ Close() error }).Close()
+	if _, err := os.Lstat(w + "/.git"); err == nil {
+		t.Errorf("placeholder %s/.git left behind by Close", w)
+	}
+}
+
+// Once no session has held it for PlaceholderLinger, the placeholder goes.
+func TestPlaceholderLingerEnds(t *testing.T) {
+	w := hostDir(t, 0o777)
+	b, session := lingering(t, w, time.Millisecond)
+	defer b.(interface{ Close() error }).Close()
+	for range 3 {
+		if out := session(); out != "denied\n" {
+			t.Fatalf("session: %q", out)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Lstat(w + "/.git"); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("placeholder %s/.git still there 30 s after its linger", w)
+		}
+	}
+}
+
+// lingering is a backend of its own with PlaceholderLinger d, and a
+// session under it that tries to write beneath the carve-out w/.git.
+func lingering(t *testing.T, w string, d time.Duration) (launcher.Backend, func() string) {
+	t.Helper()
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, ReadOnly: []string{w + "/.git"}}}
+	uid, gid := sandboxIdentity()
+	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, InitPath: initBinaryPath(t), PlaceholderLinger: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := func() string {
+		t.Helper()
+		spec := testSpec(t, pol, "/bin/sh", "-c", "mkdir "+w+"/.git/hooks 2>/dev/null && echo WROTE || echo denied")
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer outR.Close()
+		spec.Stdio.Stdout = outW
+		p, err := b.Start(context.Background(), spec)
+		outW.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(outR)
+		if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
+			t.Fatalf("status %+v, %v", st, err)
+		}
+		return string(out)
+	}
+	return b, session
+}
