@@ -20,15 +20,20 @@ export GOFLAGS := $(strip $(GOFLAGS) -tags=$(GO_TAGS))
 
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+# The version of github.com/planetscale/vtprotobuf that go.mod requires, so
+# that the generated code and its helpers match.
+PROTOC_GEN_GO_VTPROTO_VERSION := v0.6.1-0.20240319094008-0393e58bdf10
 STATICCHECK_VERSION := v0.8.2
 
 PROTOS := $(wildcard proto/sandboxd/v1/*.proto)
 PROTOC_FLAGS = -I proto -I /usr/include \
 	--go_out=$(1) --go_opt=module=$(MODULE) \
-	--go-grpc_out=$(1) --go-grpc_opt=module=$(MODULE)
+	--go-grpc_out=$(1) --go-grpc_opt=module=$(MODULE) \
+	--go-vtproto_out=$(1) --go-vtproto_opt=module=$(MODULE),features=marshal+unmarshal+size+clone
 
 TOOLS := $(GOBIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION) \
 	$(GOBIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION) \
+	$(GOBIN)/.protoc-gen-go-vtproto-$(PROTOC_GEN_GO_VTPROTO_VERSION) \
 	$(GOBIN)/.staticcheck-$(STATICCHECK_VERSION)
 
 .PHONY: build run deps proto proto-check lint cross arm64 unit conformance-rootless conformance-mechanisms test bench init-binary plan-harness
@@ -119,6 +124,10 @@ $(GOBIN)/.protoc-gen-go-$(PROTOC_GEN_GO_VERSION):
 
 $(GOBIN)/.protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION):
 	GOBIN=$(GOBIN) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	touch $@
+
+$(GOBIN)/.protoc-gen-go-vtproto-$(PROTOC_GEN_GO_VTPROTO_VERSION):
+	GOBIN=$(GOBIN) $(GO) install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@$(PROTOC_GEN_GO_VTPROTO_VERSION)
 	touch $@
 
 $(GOBIN)/.staticcheck-$(STATICCHECK_VERSION):

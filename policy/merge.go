@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
@@ -19,7 +19,7 @@ import (
 func Merge(base, extra *sandboxdv1.Policy) *sandboxdv1.Policy {
 	out := &sandboxdv1.Policy{}
 	if base != nil {
-		out = proto.CloneOf(base)
+		out = base.CloneVT()
 	}
 	if efs := extra.GetFilesystem(); efs != nil {
 		fs := out.GetFilesystem()
@@ -52,7 +52,7 @@ func Merge(base, extra *sandboxdv1.Policy) *sandboxdv1.Policy {
 			n.Mode = en.GetMode()
 		}
 		for _, a := range en.GetAllow() {
-			n.Allow = append(n.Allow, proto.CloneOf(a))
+			n.Allow = append(n.Allow, a.CloneVT())
 		}
 	}
 	if el := extra.GetLimits(); el != nil {
@@ -62,7 +62,7 @@ func Merge(base, extra *sandboxdv1.Policy) *sandboxdv1.Policy {
 			out.Limits = l
 		}
 		if t := el.GetTimeout(); t.GetSeconds() != 0 || t.GetNanos() != 0 {
-			l.Timeout = proto.CloneOf(t)
+			l.Timeout = &durationpb.Duration{Seconds: t.GetSeconds(), Nanos: t.GetNanos()}
 		}
 		l.MemoryBytes = cmp.Or(el.GetMemoryBytes(), l.MemoryBytes)
 		l.Pids = cmp.Or(el.GetPids(), l.Pids)

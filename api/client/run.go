@@ -220,7 +220,6 @@ func (c *Client) sessionOnce(ctx context.Context, sc sessionCall) (_ *Result, an
 	s := &sender{stream: stream}
 	// A failed Send means the stream is already over; Recv below reports why.
 	_ = s.send(sc.first)
-	prepareResponseTypes()
 
 	// Closed, before the stream is cancelled, when Stdin asked to detach,
 	// so that the cancelled Recv is read as leaving rather than failing.

@@ -127,6 +127,19 @@ func TestSandboxctlExitCodes(t *testing.T) {
 	}
 }
 
+// TestSandboxctlArgumentNotUTF8: an argument that is not UTF-8 reaches
+// the daemon, which refuses the session naming that argument (exit 125),
+// rather than sandboxctl failing to encode its request and waiting for a
+// session that was never asked for.
+func TestSandboxctlArgumentNotUTF8(t *testing.T) {
+	outcomeHere(t)
+	f := newFixture(t)
+	r := sandboxctl(t, f.dir, "run", "--", "echo", "a\xffb")
+	if r.code != client.ExitDaemonFailed || !strings.Contains(r.stderr, "command.argv[1]") {
+		t.Errorf("sandboxctl run -- echo a\\xffb: exit %d, stderr %q; want %d and command.argv[1] named", r.code, r.stderr, client.ExitDaemonFailed)
+	}
+}
+
 type cliResult struct {
 	code           int
 	stdout, stderr string

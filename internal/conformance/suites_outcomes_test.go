@@ -52,6 +52,11 @@ var suiteOutcomes = map[string]outcomes{
 		darwin:  "enforced",
 		windows: "not applicable: the POSIX exit codes of TestExitCodes, through sandboxctl on the unix socket of a daemon the suite starts itself; on Windows the daemon is the installed service",
 	},
+	"TestSandboxctlArgumentNotUTF8": {
+		linux:   "enforced",
+		darwin:  "enforced",
+		windows: "not applicable: it runs sandboxctl on the unix socket of a daemon the suite starts itself; on Windows the daemon is the installed service",
+	},
 	"TestSandboxctlLimits": {
 		linux:   "enforced",
 		darwin:  "enforced",
