@@ -133,6 +133,9 @@ func (s *stdio) closeChild() {
 	s.child.Stdin.Close()
 	s.child.Stdout.Close()
 	s.child.Stderr.Close()
+	// An idle session keeps its stdio for as long as it lasts; the closed
+	// files are garbage.
+	s.child.Stdin, s.child.Stdout, s.child.Stderr = nil, nil, nil
 }
 
 func (s *stdio) closeAll() {
