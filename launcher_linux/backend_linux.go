@@ -321,6 +321,8 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			return nil, fmt.Errorf("sandbox init started: %w", passErr)
 		}
 		started = true
+		// From here on the report carries the exit message alone.
+		shrinkPipe(ip.report)
 		if cg != nil {
 			cg.watch(func() { p.Kill() })
 		}
