@@ -1,13 +1,10 @@
 package launcherlinux
 
 import (
-	"runtime"
-	"sync"
-	"weak"
-
 	"google.golang.org/protobuf/proto"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/share"
 )
 
 // reports holds each enforcement report that some session still shows,
@@ -15,32 +12,14 @@ import (
 // one: with its denial sources, the workspace-write preset's report is
 // about 1.1 KiB of the daemon's heap, which every idle session held a
 // copy of. Nothing changes a report once its session runs.
-var reports = struct {
-	sync.Mutex
-	m map[string]weak.Pointer[sandboxdv1.EnforcementReport]
-}{m: map[string]weak.Pointer[sandboxdv1.EnforcementReport]{}}
+var reports share.Table[sandboxdv1.EnforcementReport]
 
 // sharedReport returns the report equal to r that is in use already, or
 // r, which it keeps for the next.
 func sharedReport(r *sandboxdv1.EnforcementReport) *sandboxdv1.EnforcementReport {
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
+	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
 	if err != nil {
 		return r
 	}
-	key := string(b)
-	reports.Lock()
-	defer reports.Unlock()
-	if have := reports.m[key].Value(); have != nil {
-		return have
-	}
-	wp := weak.Make(r)
-	reports.m[key] = wp
-	runtime.AddCleanup(r, func(key string) {
-		reports.Lock()
-		defer reports.Unlock()
-		if reports.m[key] == wp {
-			delete(reports.m, key)
-		}
-	}, key)
-	return r
+	return reports.Get(string(key), r)
 }

@@ -2,11 +2,10 @@ package launcherlinux
 
 import (
 	"path"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"weak"
+
+	"github.com/sandboxd/sandboxd/internal/share"
 )
 
 // WriteModel is the sandbox's filesystem as the plan builds it, reduced to
@@ -130,31 +129,17 @@ func buildWriteModel(steps []MountStep, ll LandlockPlan, readOnly, deny []string
 // share one: a model of the workspace-write preset's view is about 2 KiB
 // of the daemon's heap, which a thousand idle sessions held a thousand
 // times. A model is never changed once built (withTerminal copies).
-var models = struct {
-	sync.Mutex
-	m map[string]weak.Pointer[WriteModel]
-}{m: map[string]weak.Pointer[WriteModel]{}}
+var models share.Table[WriteModel]
 
 // sharedModel returns the model equal to m that is in use already, or m,
 // which it keeps for the next, in a copy of its mounts without the room
 // that building them left.
 func sharedModel(m *WriteModel) *WriteModel {
 	key := m.key()
-	models.Lock()
-	defer models.Unlock()
-	if have := models.m[key].Value(); have != nil {
+	if have := models.Get(key, m); have != m {
 		return have
 	}
 	m.Mounts = append([]ModelMount(nil), m.Mounts...)
-	wp := weak.Make(m)
-	models.m[key] = wp
-	runtime.AddCleanup(m, func(key string) {
-		models.Lock()
-		defer models.Unlock()
-		if models.m[key] == wp {
-			delete(models.m, key)
-		}
-	}, key)
 	return m
 }
 
