@@ -321,8 +321,12 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			return nil, fmt.Errorf("sandbox init started: %w", passErr)
 		}
 		started = true
-		// From here on the report carries the exit message alone.
+		// From here on the report carries the exit message alone, which
+		// finds a reader made for it: an idle session keeps none.
 		shrinkPipe(ip.report)
+		if p.report.Buffered() == 0 {
+			p.report = nil
+		}
 		if cg != nil {
 			cg.watch(func() { p.Kill() })
 		}
@@ -629,7 +633,9 @@ func removeEmptyDirNoFollow(path string) {
 }
 
 type process struct {
-	proc        *initHandle
+	proc *initHandle
+	// report reads reportFile; nil while the command runs, until the
+	// exit message comes.
 	report      *bufio.Reader
 	reportFile  *os.File
 	cleanup     func()
@@ -651,9 +657,9 @@ type process struct {
 	status   launcher.Status
 }
 
-// A session's report reader is small, as every idle session keeps one
-// for its exit message; a longer line, a setup error's, is gathered in
-// pieces up to maxReportLine.
+// A session's report reader is small, made twice a session (for the setup
+// and for the exit message); a longer line, a setup error's, is gathered
+// in pieces up to maxReportLine.
 const (
 	reportBuffer  = 256
 	maxReportLine = 64 << 10
@@ -662,6 +668,9 @@ const (
 func (p *process) next() (sandboxinit.Message, error) {
 	var m sandboxinit.Message
 	var line []byte
+	if p.report == nil {
+		p.report = bufio.NewReaderSize(p.reportFile, reportBuffer)
+	}
 	for {
 		chunk, err := p.report.ReadSlice('\n')
 		line = append(line, chunk...)
