@@ -220,9 +220,24 @@ func (p *pump) waitIdle() bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.resize(true)
 	rc.Control(func(fd uintptr) { p.wait, _ = fdwait.Add(int(fd), p.wake) })
 	p.idle = p.wait != nil
+	if !p.idle {
+		p.resize(false)
+	}
 	return p.idle
+}
+
+// resize makes an output pipe short while no reader reads it and of the
+// usual length while one does (resizePipe); a terminal stays as it is.
+func (p *pump) resize(idle bool) {
+	if p.s.tty {
+		return
+	}
+	if rc, err := p.o.file.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { resizePipe(fd, idle) })
+	}
 }
 
 func (s *stdio) waitPumps() { s.pumping.Wait() }
@@ -236,6 +251,7 @@ func (p *pump) wake() {
 		return
 	}
 	p.idle = false
+	p.resize(false)
 	p.mu.Unlock()
 	p.run(true)
 }
@@ -295,7 +311,9 @@ func (p *pump) rest() bool {
 	if p.s.draining.Load() {
 		return false
 	}
+	p.resize(true)
 	if err := p.wait.Rearm(); err != nil {
+		p.resize(false)
 		p.o.file.SetReadDeadline(time.Time{})
 		return false
 	}
