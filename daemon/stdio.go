@@ -196,6 +196,8 @@ type pump struct {
 	// idle: no goroutine reads the output; the waiter starts one when
 	// there is something to read.
 	idle bool
+	// long: the output pipe is of the usual length, not a page (resize).
+	long bool
 }
 
 // startPumps starts publishing every output; waitPumps returns once each
@@ -220,23 +222,25 @@ func (p *pump) waitIdle() bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.resize(true)
+	p.long = true
+	p.resize(false)
 	rc.Control(func(fd uintptr) { p.wait, _ = fdwait.Add(int(fd), p.wake) })
 	p.idle = p.wait != nil
-	if !p.idle {
-		p.resize(false)
-	}
 	return p.idle
 }
 
-// resize makes an output pipe short while no reader reads it and of the
-// usual length while one does (resizePipe); a terminal stays as it is.
-func (p *pump) resize(idle bool) {
-	if p.s.tty {
+// resize makes an output pipe a page long, or of the usual length once a
+// read has filled a page (resizePipe): an idle session's pipes stay short,
+// and so do those of a command that writes little, whose reads then cost
+// no resizing; a terminal stays as it is. Only the output's one reader
+// calls it, or startPumps before there is one.
+func (p *pump) resize(long bool) {
+	if p.s.tty || p.long == long {
 		return
 	}
+	p.long = long
 	if rc, err := p.o.file.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { resizePipe(fd, idle) })
+		rc.Control(func(fd uintptr) { resizePipe(fd, long) })
 	}
 }
 
@@ -251,7 +255,6 @@ func (p *pump) wake() {
 		return
 	}
 	p.idle = false
-	p.resize(false)
 	p.mu.Unlock()
 	p.run(true)
 }
@@ -272,6 +275,9 @@ func (p *pump) run(linger bool) {
 			p.s.bound(f)
 		}
 		data, err := p.read()
+		if len(data) >= pipePage {
+			p.resize(true)
+		}
 		if len(data) > 0 {
 			// The scrollback and every viewer share data.
 			p.publish(&sandboxdv1.Output{Stream: p.o.stream, Data: data})
@@ -311,9 +317,8 @@ func (p *pump) rest() bool {
 	if p.s.draining.Load() {
 		return false
 	}
-	p.resize(true)
+	p.resize(false)
 	if err := p.wait.Rearm(); err != nil {
-		p.resize(false)
 		p.o.file.SetReadDeadline(time.Time{})
 		return false
 	}

@@ -41,18 +41,20 @@ func stdioPipe(sandboxReads bool) (daemonEnd, sandboxEnd *os.File, err error) {
 	return os.NewFile(uintptr(d), "|daemon"), os.NewFile(uintptr(sb), "|sandbox"), nil
 }
 
-// resizePipe makes an output pipe one page long while it waits for output
-// (idle) and of the default length, sixteen pages, while a reader reads it:
-// the kernel keeps a ring of a buffer slot per page of a pipe's length, a
-// 1 KiB allocation of unreclaimable memory at the default length, for as
-// long as an idle session lasts (about 0.8 KiB more per pipe than at a
-// page). A sandbox that writes more than a page at once waits for the
-// reader the waiter starts, as it waits for one when the pipe is full. A
-// pipe that cannot change (more than a page unread, or a daemon over its
-// user's pipe quota) stays as it is.
-func resizePipe(fd uintptr, idle bool) {
-	n := os.Getpagesize()
-	if !idle {
+// pipePage is the length of a short pipe (resizePipe).
+var pipePage = os.Getpagesize()
+
+// resizePipe makes an output pipe one page long, or of the default
+// length, sixteen pages (long): the kernel keeps a ring of a buffer slot
+// per page of a pipe's length, a 1 KiB allocation of unreclaimable memory
+// at the default length, for as long as an idle session lasts (about
+// 0.8 KiB more per pipe than at a page). A sandbox that writes more than a
+// page at once waits for the daemon to read the first, as it waits when a
+// pipe is full. A pipe that cannot change (more than a page unread, or a
+// daemon over its user's pipe quota) stays as it is.
+func resizePipe(fd uintptr, long bool) {
+	n := pipePage
+	if long {
 		n *= 16
 	}
 	unix.FcntlInt(fd, unix.F_SETPIPE_SZ, n)
