@@ -82,6 +82,8 @@ static void __attribute__((noreturn)) child(const struct spawn_request *rq, cons
 			goto fail;
 	}
 	out[0] = SPAWN_STAGE_START;
+	if (setsid() < 0)
+		goto fail;
 	if (prctl(PR_SET_PDEATHSIG, rq->pdeathsig, 0, 0, 0))
 		goto fail;
 	/* The spawner may have gone between the clone and the prctl; in a new
@@ -227,13 +229,6 @@ int run_spawner(void)
 	/* Nothing of the daemon's reaches the spawner's inits or commands;
 	 * each init closes the spawner's own. */
 	if (syscall(SYS_close_range, 4U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) || fcntl(SOCK_FD, F_SETFD, FD_CLOEXEC))
-		return 1;
-	/* The inits run in this session, away from the daemon's terminal and
-	 * process group, rather than in one each: with the scheduler's
-	 * autogroups, each session is a task group of the kernel's, about
-	 * 2 KiB of unreclaimable memory on two CPUs, and an idle sandbox's
-	 * command has its own session already. */
-	if (setsid() < 0)
 		return 1;
 	/* The inits are reaped as they end, between requests: an init that
 	 * has ended stays no zombie until the next launch. */
