@@ -133,6 +133,9 @@ func (s *stdio) closeChild() {
 	s.child.Stdin.Close()
 	s.child.Stdout.Close()
 	s.child.Stderr.Close()
+	// An idle session keeps its stdio for as long as it lasts; the closed
+	// files are garbage.
+	s.child.Stdin, s.child.Stdout, s.child.Stderr = nil, nil, nil
 }
 
 func (s *stdio) closeAll() {
@@ -187,6 +190,8 @@ type pump struct {
 	read    func() ([]byte, error)
 	// idle hands the output between its reader and the waiter.
 	idle fdwait.Idle
+	// long: the output pipe is of the usual length, not a page (resize).
+	long bool
 }
 
 // startPumps starts publishing every output; waitPumps returns once each
@@ -198,6 +203,8 @@ func (s *stdio) startPumps(publish func(*sandboxdv1.Output)) {
 	for _, o := range s.outputs {
 		p := &pump{s: s, o: o, publish: publish, read: outputReader(o.file)}
 		p.idle.Init(o.file, outputLinger, p.lingering)
+		p.idle.OnRest = p.shorten
+		p.long = true
 		s.pumps = append(s.pumps, p)
 		s.pumping.Add(1)
 		if !p.idle.Rest() {
@@ -210,6 +217,24 @@ func (s *stdio) waitPumps() { s.pumping.Wait() }
 
 func (p *pump) lingering() { p.run(true) }
 
+// shorten makes the pipe a page long as the output rests (resize).
+func (p *pump) shorten() { p.resize(false) }
+
+// resize makes an output pipe a page long, or of the usual length once a
+// read has filled a page (resizePipe): an idle session's pipes stay short,
+// and so do those of a command that writes little, whose reads then cost
+// no resizing; a terminal stays as it is. Only the output's one reader
+// calls it, or startPumps before there is one.
+func (p *pump) resize(long bool) {
+	if p.s.tty || p.long == long {
+		return
+	}
+	p.long = long
+	if rc, err := p.o.file.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { resizePipe(fd, long) })
+	}
+}
+
 // run reads and publishes until the output ends, or, with linger, until
 // it has been quiet for outputLinger and the waiter takes it back.
 func (p *pump) run(linger bool) {
@@ -221,6 +246,9 @@ func (p *pump) run(linger bool) {
 			p.s.bound(f)
 		}
 		data, err := p.read()
+		if len(data) >= pipePage {
+			p.resize(true)
+		}
 		if len(data) > 0 {
 			// The scrollback and every viewer share data.
 			p.publish(&sandboxdv1.Output{Stream: p.o.stream, Data: data})

@@ -28,6 +28,34 @@ func stdioPipe(sandboxReads bool) (daemonEnd, sandboxEnd *os.File, err error) {
 		unix.Close(sb)
 		return nil, nil, fmt.Errorf("pipe: set non-blocking: %w", err)
 	}
+	if sandboxReads {
+		// Input arrives in keystrokes and pastes, and most sessions get
+		// none: a pipe of one page holds one buffer slot where one of the
+		// default length keeps sixteen, a 1 KiB allocation of unreclaimable
+		// memory (about 0.8 KiB less per pipe). Writes stay atomic up to
+		// PIPE_BUF; a longer paste waits on the poller for the command to
+		// read. Left as it is, the pipe only costs more.
+		unix.FcntlInt(uintptr(d), unix.F_SETPIPE_SZ, os.Getpagesize())
+	}
 	// NewFile makes a non-blocking descriptor pollable.
 	return os.NewFile(uintptr(d), "|daemon"), os.NewFile(uintptr(sb), "|sandbox"), nil
+}
+
+// pipePage is the length of a short pipe (resizePipe).
+var pipePage = os.Getpagesize()
+
+// resizePipe makes an output pipe one page long, or of the default
+// length, sixteen pages (long): the kernel keeps a ring of a buffer slot
+// per page of a pipe's length, a 1 KiB allocation of unreclaimable memory
+// at the default length, for as long as an idle session lasts (about
+// 0.8 KiB more per pipe than at a page). A sandbox that writes more than a
+// page at once waits for the daemon to read the first, as it waits when a
+// pipe is full. A pipe that cannot change (more than a page unread, or a
+// daemon over its user's pipe quota) stays as it is.
+func resizePipe(fd uintptr, long bool) {
+	n := pipePage
+	if long {
+		n *= 16
+	}
+	unix.FcntlInt(fd, unix.F_SETPIPE_SZ, n)
 }

@@ -249,7 +249,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	proc := ip.proc
 	defer ip.pass.Close()
 	p := &process{proc: proc, report: bufio.NewReaderSize(ip.report, reportBuffer), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
-		enforcement: &sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources}}
+		enforcement: sharedReport(&sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources})}
 	pass, err := ip.pass.SyscallConn()
 	if err != nil {
 		ip.plan.Close()
@@ -344,6 +344,12 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			return nil, fmt.Errorf("sandbox init started: %w", passErr)
 		}
 		started = true
+		// From here on the report carries the exit message alone, which
+		// finds a reader made for it: an idle session keeps none.
+		shrinkPipe(ip.report)
+		if p.report.Buffered() == 0 {
+			p.report = nil
+		}
 		if cg != nil {
 			cg.watch(func() { p.Kill() })
 		}
@@ -694,7 +700,9 @@ func removeEmptyDirNoFollow(path string) {
 }
 
 type process struct {
-	proc        *initHandle
+	proc *initHandle
+	// report reads reportFile; nil while the command runs, until the
+	// exit message comes.
 	report      *bufio.Reader
 	reportFile  *os.File
 	cleanup     func()
@@ -716,9 +724,9 @@ type process struct {
 	status   launcher.Status
 }
 
-// A session's report reader is small, as every idle session keeps one
-// for its exit message; a longer line, a setup error's, is gathered in
-// pieces up to maxReportLine.
+// A session's report reader is small, made twice a session (for the setup
+// and for the exit message); a longer line, a setup error's, is gathered
+// in pieces up to maxReportLine.
 const (
 	reportBuffer  = 256
 	maxReportLine = 64 << 10
@@ -727,6 +735,9 @@ const (
 func (p *process) next() (sandboxinit.Message, error) {
 	var m sandboxinit.Message
 	var line []byte
+	if p.report == nil {
+		p.report = bufio.NewReaderSize(p.reportFile, reportBuffer)
+	}
 	for {
 		chunk, err := p.report.ReadSlice('\n')
 		line = append(line, chunk...)

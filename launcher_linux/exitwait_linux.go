@@ -8,7 +8,7 @@ import (
 // report pipe, or closed it by dying, with the pipe waiting in the shared
 // waiter meanwhile rather than a goroutine in Wait (launcher.ExitNotifier).
 func (p *process) NotifyExit(f func()) error {
-	if p.report.Buffered() > 0 {
+	if p.report != nil {
 		// Read along with the init's "started": the command ended at once.
 		go f()
 		return nil

@@ -2,6 +2,10 @@ package launcherlinux
 
 import (
 	"path"
+	"strconv"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/internal/share"
 )
 
 // WriteModel is the sandbox's filesystem as the plan builds it, reduced to
@@ -117,7 +121,56 @@ func buildWriteModel(steps []MountStep, ll LandlockPlan, readOnly, deny []string
 			m.clone(s.Target, m.at(s.Target).ReadOnly, field)
 		}
 	}
+	return sharedModel(m)
+}
+
+// models holds the write model of each sandbox view that some session
+// still judges against, so that sessions started under the same policy
+// share one: a model of the workspace-write preset's view is about 2 KiB
+// of the daemon's heap, which a thousand idle sessions held a thousand
+// times. A model is never changed once built (withTerminal copies).
+var models share.Table[WriteModel]
+
+// sharedModel returns the model equal to m that is in use already, or m,
+// which it keeps for the next, in a copy of its mounts without the room
+// that building them left.
+func sharedModel(m *WriteModel) *WriteModel {
+	key := m.key()
+	if have := models.Get(key, m); have != m {
+		return have
+	}
+	m.Mounts = append([]ModelMount(nil), m.Mounts...)
 	return m
+}
+
+// key spells out every field of the model, each string with its length,
+// so that two models have the same key only when they are equal.
+func (m *WriteModel) key() string {
+	var b strings.Builder
+	str := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	for _, o := range m.Mounts {
+		str(o.Path)
+		str(o.Mask)
+		str(o.Field)
+		b.WriteString(strconv.FormatBool(o.ReadOnly))
+	}
+	b.WriteString("|" + strconv.FormatUint(m.HandledFS, 16) + "|")
+	for _, r := range m.Rules {
+		str(r.Path)
+		b.WriteString(strconv.FormatUint(r.Access, 16) + ",")
+	}
+	for _, l := range [][]string{m.ReadOnly, m.Deny} {
+		b.WriteString("|" + strconv.Itoa(len(l)) + "|")
+		for _, p := range l {
+			str(p)
+		}
+	}
+	str(m.Terminal)
+	return b.String()
 }
 
 // mount stacks mm: what was mounted at or beneath its path is hidden.

@@ -142,3 +142,26 @@ func TestWriteModelOfLandlockSet(t *testing.T) {
 		}
 	}
 }
+
+// Sessions under one policy judge against one model, kept while some
+// session uses it; a policy that differs in any path gets its own.
+func TestWriteModelSharedBetweenEqualViews(t *testing.T) {
+	host := fakeHost(7, []string{"/work", "/work/.git", "/w2"}, nil)
+	pol := func(root string) *sandboxdv1.Policy {
+		return &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{root}, ReadOnly: []string{"/work/.git"}}}
+	}
+	a, b := modelOf(t, pol("/work"), host), modelOf(t, pol("/work"), host)
+	if a != b {
+		t.Errorf("two sessions of one policy hold two write models")
+	}
+	c := modelOf(t, pol("/w2"), host)
+	if c == a {
+		t.Fatalf("a policy writing /w2 shares the model of one writing /work")
+	}
+	if got := judged(c, open(0x1|0x40, missing("/work/x"))); got != "filesystem.write EROFS /work/x" {
+		t.Errorf("under the /w2 policy, creating /work/x: got %q, want it refused", got)
+	}
+	if got := judged(a, open(0x1|0x40, missing("/work/x"))); got != "" {
+		t.Errorf("under the /work policy, creating /work/x: got %q, want it allowed", got)
+	}
+}

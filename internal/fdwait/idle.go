@@ -20,6 +20,10 @@ type Idle struct {
 	f      *os.File
 	linger time.Duration
 	run    func()
+	// OnRest, when set, runs each time f is about to rest, before the
+	// waiter may start a reader again: the owner's last word as the
+	// reader that was.
+	OnRest func()
 	// last is when the reader last had data: the deadline is moved on
 	// from it, so that only linger of quiet hands the file back. Only the
 	// reader uses it.
@@ -73,6 +77,9 @@ func (i *Idle) rest() bool {
 	defer i.mu.Unlock()
 	if i.stopped {
 		return false
+	}
+	if i.OnRest != nil {
+		i.OnRest()
 	}
 	var err error
 	if i.wait == nil {

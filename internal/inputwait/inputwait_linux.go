@@ -78,7 +78,18 @@ type Probe struct {
 	// backoff, is when that backoff is over at the latest.
 	networkSeen, backoffDue time.Time
 
-	// State of one walk.
+	// tasks is the evidence, collected by Explain only.
+	tasks *[]Task
+
+	// A check borrows the state of its walk from walkStates: a daemon
+	// keeps a probe per session, and sessions spend most of their life
+	// between checks.
+	*walkState
+}
+
+// walkState is the state of one walk, and buffers a check reuses so that
+// it does not allocate.
+type walkState struct {
 	fg     int     // the terminal's foreground group, 0 for none or a pipe
 	fgProc bool    // the process being walked may read the input
 	pid    int     // the process being walked
@@ -93,10 +104,8 @@ type Probe struct {
 	soonest           time.Duration
 	// datagram: the task being classified waits on a UDP socket.
 	datagram bool
-	tasks    *[]Task // the evidence, collected by Explain only
-	cur      *Task   // the task being classified, when collecting
+	cur      *Task // the task being classified, when collecting
 
-	// Reused across checks so that a check does not allocate.
 	path   []byte // NUL-terminated, relative to procfd, of the file being read
 	link   []byte // same, of the /proc/PID/task/TID/fd/N being stat'ed
 	buf    []byte // borrowed from readBuffers for one walk
@@ -107,6 +116,21 @@ type Probe struct {
 	st     unix.Stat_t
 	local  [1]unix.Iovec
 	remote [1]unix.RemoteIovec
+}
+
+var walkStates = sync.Pool{New: func() any { return &walkState{pidfd: -1} }}
+
+// borrowWalk gives p a walk state until returnWalk; p.mu is held, or p
+// is not shared yet.
+func (p *Probe) borrowWalk() {
+	p.walkState = walkStates.Get().(*walkState)
+}
+
+func (p *Probe) returnWalk() {
+	p.closePidfd()
+	p.cur = nil
+	walkStates.Put(p.walkState)
+	p.walkState = nil
 }
 
 // ForTerminal returns a probe for a terminal session. root is the host pid of
@@ -189,7 +213,9 @@ func newProbe(root int, dev, ino uint64) (*Probe, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open /proc: %w", err)
 	}
-	p := &Probe{procfd: procfd, pidfd: -1, root: root, dev: dev, ino: ino}
+	p := &Probe{procfd: procfd, root: root, dev: dev, ino: ino}
+	p.borrowWalk()
+	defer p.returnWalk()
 	// Fail here rather than on the first check when the kernel lacks
 	// CONFIG_PROC_CHILDREN. Whether the caller may read it is another
 	// matter: a sandbox's init is not dumpable, and a daemon without
@@ -241,6 +267,8 @@ func (p *Probe) Close() error {
 func (p *Probe) Check() (State, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.borrowWalk()
+	defer p.returnWalk()
 	p.tasks = nil
 	v, timer, err := p.walk()
 	if err != nil {
@@ -309,6 +337,8 @@ func (p *Probe) timerConfirmed(now time.Time) bool {
 func (p *Probe) Explain() (State, []Task, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.borrowWalk()
+	defer p.returnWalk()
 	tasks := []Task{}
 	p.tasks = &tasks
 	defer func() { p.tasks = nil }()
