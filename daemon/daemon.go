@@ -157,6 +157,8 @@ type Service struct {
 	inputWatches atomic.Int64
 	// layers keeps the sessions' copy-on-write layers (layers.go).
 	layers *layerStore
+	// trim hands unused heap back once launches are quiet (heaptrim.go).
+	trim *heapTrim
 }
 
 // New returns a Service starting sandboxes with cfg.Backend.
@@ -211,7 +213,7 @@ func New(cfg Config) (*Service, error) {
 		}
 		cfg.SessionSocketDir = abs
 	}
-	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), children: make(map[string][]*session), ended: make(map[string][]endedSession), socketInSandbox: func(h string) string { return h }, quotas: newQuotas(cfg.Quotas), health: newHealth()}
+	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), children: make(map[string][]*session), ended: make(map[string][]endedSession), socketInSandbox: func(h string) string { return h }, quotas: newQuotas(cfg.Quotas), health: newHealth(), trim: newHeapTrim()}
 
 	if p, ok := cfg.Backend.(launcher.SessionSocketPlacer); ok {
 		s.socketInSandbox = p.SessionSocketPath
@@ -316,6 +318,7 @@ func (s *Service) add(sess *session) error {
 		s.children[sess.parentID] = append(s.children[sess.parentID], sess)
 	}
 	s.live.Add(1)
+	s.trim.touch()
 	// Under s.mu, so that a watch starting now either finds the session
 	// in the registry with this event reflected, or gets the event.
 	sess.announce()
@@ -380,6 +383,7 @@ func (s *Service) done(sess *session) {
 		s.ended[key] = l[len(l)-s.cfg.RetainEnded:]
 	}
 	s.expireLocked()
+	s.trim.touch()
 	s.live.Done()
 }
 
@@ -521,6 +525,7 @@ func (s *Service) Shutdown(ctx context.Context) error {
 // holds for all sessions when it says so (io.Closer). Call it once the
 // Service serves no more.
 func (s *Service) Close() error {
+	s.trim.stop()
 	if c, ok := s.cfg.Backend.(io.Closer); ok {
 		c.Close()
 	}
