@@ -46,6 +46,9 @@ struct builder {
 	/* skipped counts the optional steps passed over for a missing
 	 * target. */
 	int skipped;
+	/* root_bound says a bind covers the read-only clone of the host's
+	 * root, which stays mounted beneath it. */
+	int root_bound;
 };
 
 static int open_in(int root, const char *name, uint64_t resolve)
@@ -445,11 +448,13 @@ static int apply(struct builder *b, const struct mount_step *s)
 		}
 		/* Writable is not a way to run setuid programs or reach devices. */
 		r = attach_clone(src, target, s->kind == MK_DEVICE ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC : MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-		if (!r && strcmp(s->target, "/") == 0)
+		if (!r && strcmp(s->target, "/") == 0) {
+			b->root_bound = 1;
 			/* Lookups from a directory fd do not cross a mount stacked
 			 * on that directory itself: later steps start from the
 			 * new top. */
 			r = reopen_new_root(b);
+		}
 		break;
 	case MK_REBIND_RO:
 		r = attach_clone(target, target, ATTR_READ_ONLY);
@@ -785,10 +790,26 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		fail_errno(errno);
 		FAIL("umount", OLD_ROOT);
 	}
+	int base = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (base < 0) {
+		fail_errno(errno);
+		FAIL("open", "/");
+	}
 	if (syscall(SYS_move_mount, nr, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH)) {
 		fail_errno(errno);
+		close(base);
 		FAIL("move_mount", NEW_ROOT);
 	}
+	/* The move takes the top mount only: beneath a bind at "/", the
+	 * read-only clone of the host's tree would stay in the namespace,
+	 * unseen but held, with its every mount, for the session's life.
+	 * Found from the init's tmpfs, which the new root now covers. */
+	if (b.root_bound && (fchdir(base) || umount2(NEW_ROOT + 1, MNT_DETACH))) {
+		fail_errno(errno);
+		close(base);
+		FAIL("umount", NEW_ROOT);
+	}
+	close(base);
 	if (fchdir(nr)) {
 		fail_errno(errno);
 		FAIL("fchdir", NEW_ROOT);
