@@ -593,6 +593,9 @@ func (b *backend) holdPlaceholders(plan *Plan, carveOuts []string, layers map[st
 			if e.users == 0 && e.timer != nil {
 				e.timer.Stop()
 			}
+			if planned[p] && !inLayer {
+				b.replanPlaceholderLocked(p, e)
+			}
 		case planned[p] && inLayer:
 			e = &placeholder{layer: root}
 			exists := existsIn(layers)
@@ -604,13 +607,7 @@ func (b *backend) holdPlaceholders(plan *Plan, carveOuts []string, layers map[st
 			}
 			b.placeholders[key] = e
 		case planned[p]:
-			e = &placeholder{}
-			for d := p; d != "/"; d = filepath.Dir(d) {
-				if _, err := os.Lstat(d); err == nil {
-					break
-				}
-				e.made = append(e.made, d)
-			}
+			e = &placeholder{made: missingDirs(p)}
 			e.entry = b.journal.record(entryPlaceholder, e.made)
 			b.placeholders[key] = e
 		default:
@@ -620,6 +617,35 @@ func (b *backend) holdPlaceholders(plan *Plan, carveOuts []string, layers map[st
 		held = append(held, key)
 	}
 	return held
+}
+
+// missingDirs are p and those of its parents that do not exist, deepest
+// first: the directories making placeholder p makes.
+func missingDirs(p string) []string {
+	var made []string
+	for d := p; d != "/"; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		}
+		made = append(made, d)
+	}
+	return made
+}
+
+// replanPlaceholderLocked brings lingering placeholder p up to a plan that
+// makes it again: someone removed it, and maybe parents of it, since. The
+// directories the init makes now are the daemon's to remove too, and its
+// journal entry must name them; b.mu is held.
+func (b *backend) replanPlaceholderLocked(p string, e *placeholder) {
+	made := missingDirs(p)
+	// Both lists run up from p: the longer holds the other.
+	if len(made) <= len(e.made) {
+		return
+	}
+	// The new entry first: a crash in between leaves one naming them.
+	entry := b.journal.record(entryPlaceholder, made)
+	b.journal.forget(e.entry)
+	e.made, e.entry = made, entry
 }
 
 func (b *backend) releasePlaceholders(held []string) {

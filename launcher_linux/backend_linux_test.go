@@ -261,6 +261,9 @@ func TestHostMountAfterLaunchStaysOutside(t *testing.T) {
 	if err := unix.Mount("", dir, "", unix.MS_SHARED, ""); err != nil {
 		t.Fatal(err)
 	}
+	// Made first: run alone, the test would otherwise build the init
+	// within those 300 ms, and launch after the host's mount.
+	b := newBackend(t)
 	mounted := make(chan error, 1)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
@@ -270,7 +273,7 @@ func TestHostMountAfterLaunchStaysOutside(t *testing.T) {
 		}
 		mounted <- err
 	}()
-	out, serr, st := run(t, nil, "/bin/sh", "-c", "sleep 1; cat "+sub+"/marker 2>&1 || echo not-seen")
+	out, serr, st := runWith(t, b, nil, "/bin/sh", "-c", "sleep 1; cat "+sub+"/marker 2>&1 || echo not-seen")
 	if err := <-mounted; err != nil {
 		t.Fatal(err)
 	}

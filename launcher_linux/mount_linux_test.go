@@ -1,8 +1,15 @@
 package launcherlinux
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"unsafe"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"golang.org/x/sys/unix"
 )
 
 // The sandbox's /dev, /dev/shm and /tmp are directories of the init's one
@@ -48,4 +55,57 @@ echo y > /dev/shm/b && echo shm-written
 			t.Errorf("missing %q", want)
 		}
 	}
+}
+
+// Under a write root at "/", the bind of "/" covers the read-only clone of
+// the host's tree the root starts as. That clone, with a mount for each of
+// the host's, must not stay in the session's namespace beneath it: every
+// mount there but the init's own tmpfs, the namespace's root, is one the
+// sandbox's root reaches.
+func TestWriteRootAtSlashLeavesNoHiddenMounts(t *testing.T) {
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{"/"}}}
+	p, err := newBackend(t).Start(context.Background(), testSpec(t, pol, "/bin/sleep", "60"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		p.Kill()
+		p.Wait()
+	}()
+	// The init's root is the sandbox's, once it has set it up: its
+	// mountinfo lists what the sandbox reaches.
+	mountinfo, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", p.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached := strings.Count(string(mountinfo), "\n")
+	all := namespaceMounts(t, p.Pid())
+	if all != reached+1 {
+		t.Errorf("%d mounts in the session's namespace, %d reached from its root: want one more (the init's tmpfs)\n%s", all, reached, mountinfo)
+	}
+}
+
+// namespaceMounts counts every mount in the mount namespace of pid, those
+// its root does not reach too, with listmount(2).
+func namespaceMounts(t *testing.T, pid int) int {
+	t.Helper()
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	var id uint64
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, ns.Fd(), unix.NS_GET_MNTNS_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
+		t.Fatalf("NS_GET_MNTNS_ID: %v", e)
+	}
+	req := struct {
+		size, spare        uint32
+		mntID, param, nsID uint64
+	}{size: unix.MNT_ID_REQ_SIZE_VER1, mntID: ^uint64(0), nsID: id}
+	ids := make([]uint64, 4096)
+	n, _, e := unix.Syscall6(unix.SYS_LISTMOUNT, uintptr(unsafe.Pointer(&req)), uintptr(unsafe.Pointer(&ids[0])), uintptr(len(ids)), 0, 0, 0)
+	if e != 0 {
+		t.Fatalf("listmount: %v", e)
+	}
+	return int(n)
 }

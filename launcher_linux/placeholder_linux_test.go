@@ -18,7 +18,7 @@ import (
 // session uses it.
 func TestPlaceholderLingersForTheNextSession(t *testing.T) {
 	w := hostDir(t, 0o777)
-	b, session := lingering(t, w, time.Hour)
+	b, session := lingering(t, w, w+"/.git", time.Hour)
 	inode := func() uint64 {
 		t.Helper()
 		var st syscall.Stat_t
@@ -46,7 +46,7 @@ func TestPlaceholderLingersForTheNextSession(t *testing.T) {
 // Once no session has held it for PlaceholderLinger, the placeholder goes.
 func TestPlaceholderLingerEnds(t *testing.T) {
 	w := hostDir(t, 0o777)
-	b, session := lingering(t, w, time.Millisecond)
+	b, session := lingering(t, w, w+"/.git", time.Millisecond)
 	defer b.(interface{ Close() error }).Close()
 	for range 3 {
 		if out := session(); out != "denied\n" {
@@ -63,11 +63,44 @@ func TestPlaceholderLingerEnds(t *testing.T) {
 	}
 }
 
+// A placeholder removed during its linger, with a parent the daemon did
+// not make, is made again by the next session with that parent: the
+// daemon removes the parent with it, as it would have had the first
+// session made both.
+func TestPlaceholderRemovedDuringLingerIsReplanned(t *testing.T) {
+	w := hostDir(t, 0o777)
+	// Writable to the sandbox: else it could not make .git either, and
+	// there would be no placeholder to make.
+	if err := os.Mkdir(w+"/sub", 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(w+"/sub", 0o777); err != nil {
+		t.Fatal(err)
+	}
+	b, session := lingering(t, w, w+"/sub/.git", time.Hour)
+	if out := session(); out != "denied\n" {
+		t.Fatalf("first session: %q", out)
+	}
+	if err := os.Remove(w + "/sub/.git"); err != nil {
+		t.Fatalf("removing the lingering placeholder: %v", err)
+	}
+	if err := os.Remove(w + "/sub"); err != nil {
+		t.Fatal(err)
+	}
+	if out := session(); out != "denied\n" {
+		t.Fatalf("session after the removal: %q", out)
+	}
+	b.(interface{ Close() error }).Close()
+	if _, err := os.Lstat(w + "/sub"); err == nil {
+		t.Errorf("%s/sub, made for the second session's placeholder, left behind by Close", w)
+	}
+}
+
 // lingering is a backend of its own with PlaceholderLinger d, and a
-// session under it that tries to write beneath the carve-out w/.git.
-func lingering(t *testing.T, w string, d time.Duration) (launcher.Backend, func() string) {
+// session under it that tries to write beneath the carve-out carve.
+func lingering(t *testing.T, w, carve string, d time.Duration) (launcher.Backend, func() string) {
 	t.Helper()
-	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, ReadOnly: []string{w + "/.git"}}}
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, ReadOnly: []string{carve}}}
 	uid, gid := sandboxIdentity()
 	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, InitPath: initBinaryPath(t), PlaceholderLinger: d})
 	if err != nil {
@@ -75,7 +108,7 @@ func lingering(t *testing.T, w string, d time.Duration) (launcher.Backend, func(
 	}
 	session := func() string {
 		t.Helper()
-		spec := testSpec(t, pol, "/bin/sh", "-c", "mkdir "+w+"/.git/hooks 2>/dev/null && echo WROTE || echo denied")
+		spec := testSpec(t, pol, "/bin/sh", "-c", "mkdir "+carve+"/hooks 2>/dev/null && echo WROTE || echo denied")
 		outR, outW, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)

@@ -43,6 +43,12 @@ struct builder {
 	/* files and dirs count the file steps and the writable directory
 	 * steps applied, to name their files and directories. */
 	int files, dirs;
+	/* skipped counts the optional steps passed over for a missing
+	 * target. */
+	int skipped;
+	/* root_bound says a bind covers the read-only clone of the host's
+	 * root, which stays mounted beneath it. */
+	int root_bound;
 };
 
 static int open_in(int root, const char *name, uint64_t resolve)
@@ -417,8 +423,10 @@ static int apply(struct builder *b, const struct mount_step *s)
 	}
 	int target = open_target(b, s);
 	if (target < 0) {
-		if (s->optional && err.no == ENOENT)
+		if (s->optional && err.no == ENOENT) {
+			b->skipped++;
 			return 0;
+		}
 		if (err.no == EACCES && protects(s) && unreachable(b, s->target))
 			return 0;
 		return wrap("open target");
@@ -440,11 +448,13 @@ static int apply(struct builder *b, const struct mount_step *s)
 		}
 		/* Writable is not a way to run setuid programs or reach devices. */
 		r = attach_clone(src, target, s->kind == MK_DEVICE ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC : MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-		if (!r && strcmp(s->target, "/") == 0)
+		if (!r && strcmp(s->target, "/") == 0) {
+			b->root_bound = 1;
 			/* Lookups from a directory fd do not cross a mount stacked
 			 * on that directory itself: later steps start from the
 			 * new top. */
 			r = reopen_new_root(b);
+		}
 		break;
 	case MK_REBIND_RO:
 		r = attach_clone(target, target, ATTR_READ_ONLY);
@@ -552,16 +562,23 @@ static const struct mount_step dev_steps[] = {
 };
 #undef STEP
 
+#define MAX_STAGED_STEPS 16
 static struct stage {
 	const struct mount_step *steps;
 	size_t n;
 	/* fd is the staged tree's top mount, -1 when there is none (not
 	 * staged, or taken). */
 	int fd;
+	/* skipped[j] says step j was optional and its target missing when
+	 * staged: a /proc entry may appear since (a module loaded, say), and
+	 * then the staged tree lacks a mask the plan's steps would apply. */
+	unsigned char skipped[MAX_STAGED_STEPS];
 } stages[] = {
-	{proc_steps, sizeof proc_steps / sizeof proc_steps[0], -1},
-	{dev_steps, sizeof dev_steps / sizeof dev_steps[0], -1},
+	{.steps = proc_steps, .n = sizeof proc_steps / sizeof proc_steps[0], .fd = -1},
+	{.steps = dev_steps, .n = sizeof dev_steps / sizeof dev_steps[0], .fd = -1},
 };
+_Static_assert(sizeof proc_steps / sizeof proc_steps[0] <= MAX_STAGED_STEPS, "a stage's skipped steps must fit");
+_Static_assert(sizeof dev_steps / sizeof dev_steps[0] <= MAX_STAGED_STEPS, "a stage's skipped steps must fit");
 
 /* staged_dirs and staged_files are the names of the init's tmpfs the
  * staging used, which the plan's own steps do not use again. */
@@ -577,8 +594,12 @@ void stage_system(int old_root)
 	for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
 		struct stage *st = &stages[i];
 		size_t j = 0;
-		while (j < st->n && apply(&b, &st->steps[j]) == 0)
-			j++;
+		for (; j < st->n; j++) {
+			int before = b.skipped;
+			if (apply(&b, &st->steps[j]))
+				break;
+			st->skipped[j] = b.skipped != before;
+		}
 		if (j == st->n)
 			st->fd = open_in(root, st->steps[0].target, IN_ROOT);
 		else if (j > 0)
@@ -603,6 +624,20 @@ static int same_step(const struct mount_step *a, const struct mount_step *b)
 	       same_string(a->content, b->content) && same_string(a->field, b->field) && same_string(a->via, b->via);
 }
 
+/* appeared_since says whether the target of a step staging skipped exists
+ * now, in which case the plan's steps are applied one by one instead: they
+ * cover it. Taking the tree and applying the one step would be quicker,
+ * but an entry that comes and goes is too rare to be worth a second way
+ * of building /proc. */
+static int appeared_since(const struct stage *st)
+{
+	struct stat sb;
+	for (size_t j = 0; j < st->n; j++)
+		if (st->skipped[j] && (fstatat(AT_FDCWD, st->steps[j].target, &sb, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT))
+			return 1;
+	return 0;
+}
+
 /* take_staged moves a staged tree into the new root when the plan's steps
  * from i on are those it was staged from, and returns how many steps it
  * took: 0 for none, -1 on failure with err set. */
@@ -615,7 +650,7 @@ static long take_staged(struct builder *b, const struct plan *p, size_t i)
 		size_t j = 0;
 		while (j < st->n && same_step(&p->mounts[i + j], &st->steps[j]))
 			j++;
-		if (j < st->n)
+		if (j < st->n || appeared_since(st))
 			continue;
 		int target = open_target(b, &p->mounts[i]);
 		if (target < 0)
@@ -755,10 +790,26 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		fail_errno(errno);
 		FAIL("umount", OLD_ROOT);
 	}
+	int base = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (base < 0) {
+		fail_errno(errno);
+		FAIL("open", "/");
+	}
 	if (syscall(SYS_move_mount, nr, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH)) {
 		fail_errno(errno);
+		close(base);
 		FAIL("move_mount", NEW_ROOT);
 	}
+	/* The move takes the top mount only: beneath a bind at "/", the
+	 * read-only clone of the host's tree would stay in the namespace,
+	 * unseen but held, with its every mount, for the session's life.
+	 * Found from the init's tmpfs, which the new root now covers. */
+	if (b.root_bound && (fchdir(base) || umount2(NEW_ROOT + 1, MNT_DETACH))) {
+		fail_errno(errno);
+		close(base);
+		FAIL("umount", NEW_ROOT);
+	}
+	close(base);
 	if (fchdir(nr)) {
 		fail_errno(errno);
 		FAIL("fchdir", NEW_ROOT);

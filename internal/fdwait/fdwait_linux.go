@@ -91,8 +91,11 @@ func get() (*waiter, error) {
 
 // Add registers f: once it is readable (or hung up, or in error), fn is
 // started on a goroutine of its own, and the registration is disarmed
-// until Rearm. Closing f before Cancel is safe: the kernel drops a
-// closed file from the set, and Cancel then only forgets fn.
+// until Rearm. Closing f before Cancel is safe: Cancel then only forgets
+// fn. The kernel drops a file from the set once all its descriptors are
+// closed; until then (a dup, a child's copy) its entry stays, but being
+// one-shot it fires at most once more, and its token, never reused, finds
+// no registration, so nothing is started.
 func Add(f syscall.Conn, fn func()) (*Wait, error) { return add(f, fn, false) }
 
 // AddOnce registers f to start fn the first time it is readable, after
@@ -170,7 +173,8 @@ func (r *Wait) Cancel() {
 		return
 	}
 	delete(w.regs, r.token)
-	// A closed file has left the set by itself.
+	// After Close this fails and does nothing: the file's entry leaves
+	// the set with its last descriptor, and is harmless till then (Add).
 	r.control(unix.EPOLL_CTL_DEL)
 }
 
