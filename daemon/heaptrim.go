@@ -7,8 +7,13 @@ import (
 )
 
 // heapTrimAfter is how long sessions must neither start nor end before
-// the daemon hands its unused heap back to the OS.
-const heapTrimAfter = time.Second
+// the daemon hands its unused heap back to the OS; heapTrimEvery is the
+// least time between two trims, so that launches a little more than
+// heapTrimAfter apart do not each cost a collection of the whole heap.
+const (
+	heapTrimAfter = time.Second
+	heapTrimEvery = 30 * time.Second
+)
 
 // heapTrim returns the heap that a burst of launches left unused once
 // launches have gone quiet. The runtime's scavenger keeps free heap up to
@@ -18,16 +23,34 @@ const heapTrimAfter = time.Second
 // scavenge per quiet spell costs a few milliseconds and never happens
 // while launches keep coming.
 type heapTrim struct {
-	after time.Duration
-	free  func()
+	after, every time.Duration
+	free         func()
 
 	mu      sync.Mutex
 	timer   *time.Timer
 	stopped bool
+	last    time.Time // of the latest trim
 }
 
 func newHeapTrim() *heapTrim {
-	return &heapTrim{after: heapTrimAfter, free: debug.FreeOSMemory}
+	return &heapTrim{after: heapTrimAfter, every: heapTrimEvery, free: debug.FreeOSMemory}
+}
+
+// fire trims, or waits until heapTrimEvery has passed since the last.
+func (t *heapTrim) fire() {
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return
+	}
+	if wait := t.every - time.Since(t.last); !t.last.IsZero() && wait > 0 {
+		t.timer.Reset(wait)
+		t.mu.Unlock()
+		return
+	}
+	t.last = time.Now()
+	t.mu.Unlock()
+	t.free()
 }
 
 // touch notes a session starting or ending: the quiet spell starts again.
@@ -37,7 +60,7 @@ func (t *heapTrim) touch() {
 	switch {
 	case t.stopped:
 	case t.timer == nil:
-		t.timer = time.AfterFunc(t.after, t.free)
+		t.timer = time.AfterFunc(t.after, t.fire)
 	default:
 		t.timer.Reset(t.after)
 	}

@@ -11,7 +11,7 @@ import (
 // trim between them.
 func TestHeapTrimWaitsForQuiet(t *testing.T) {
 	freed := make(chan time.Time, 10)
-	tr := &heapTrim{after: time.Second, free: func() { freed <- time.Now() }}
+	tr := &heapTrim{after: time.Second, every: time.Second, free: func() { freed <- time.Now() }}
 	start := time.Now()
 	var last time.Time
 	for time.Since(start) < 1500*time.Millisecond {
@@ -26,6 +26,14 @@ func TestHeapTrimWaitsForQuiet(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no trim after the launches went quiet")
+	}
+	// Another quiet spell right after: its trim waits for every.
+	tr.every = time.Hour
+	tr.touch()
+	select {
+	case <-freed:
+		t.Fatal("trimmed twice within heapTrim.every")
+	case <-time.After(1500 * time.Millisecond):
 	}
 	tr.touch()
 	tr.stop()

@@ -28,11 +28,14 @@ const eot = 0x04
 // stdio is the daemon's side of a session's standard streams: either three
 // pipes or one pseudo-terminal.
 type stdio struct {
-	tty     bool
-	child   launcher.Stdio // handed to the backend, closed here after Start
-	stdin   *os.File       // pipe write end, or the PTY master
-	outputs []output
-	closers []*os.File // every daemon-side file
+	tty   bool
+	child launcher.Stdio // handed to the backend, closed here after Start
+	stdin *os.File       // pipe write end, or the PTY master
+	// stdinGrown: the stdin pipe, a page long while the session gets no
+	// input (stdioPipe), has the usual length since its first write.
+	stdinGrown sync.Once
+	outputs    []output
+	closers    []*os.File // every daemon-side file
 
 	// grace bounds how long output readers wait for more data once the
 	// sandbox has been reaped: the only writers left then are processes
@@ -145,6 +148,16 @@ func (s *stdio) closeAll() {
 }
 
 func (s *stdio) write(p []byte) error {
+	if !s.tty {
+		// A session that gets input at all gets room for it: with a page,
+		// input the command has not read yet would hold back the signals
+		// and resizes that come after it on the same stream.
+		s.stdinGrown.Do(func() {
+			if rc, err := s.stdin.SyscallConn(); err == nil {
+				rc.Control(func(fd uintptr) { resizePipe(fd, true) })
+			}
+		})
+	}
 	if _, err := s.stdin.Write(p); err != nil {
 		return fmt.Errorf("write stdin: %w", err)
 	}

@@ -150,3 +150,93 @@ func TestQuietOutputHoldsNoGoroutine(t *testing.T) {
 		t.Fatalf("%d readers left after the outputs ended", n)
 	}
 }
+
+// pipeLength is f's length, or -1 with an error reported (t.Error: the
+// watcher below calls it on a goroutine of its own).
+func pipeLength(t *testing.T, f *os.File) int {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Error(err)
+		return -1
+	}
+	n := -1
+	rc.Control(func(fd uintptr) { n, err = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0) })
+	if err != nil {
+		t.Error(err)
+		return -1
+	}
+	return n
+}
+
+// An idle session's pipes are a page long; stdin gets the usual length
+// with its first input, an output while a reader reads a page at a time,
+// and a page again once it rests.
+func TestPipesArePageLongWhileIdle(t *testing.T) {
+	sio, err := openStdio(false, nil, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sio.closeAll()
+	page := os.Getpagesize()
+	if n := pipeLength(t, sio.stdin); n != page {
+		t.Fatalf("stdin before input: %d bytes long, want a page (%d)", n, page)
+	}
+	if err := sio.write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n := pipeLength(t, sio.stdin); n != 16*page {
+		t.Fatalf("stdin after input: %d bytes long, want %d", n, 16*page)
+	}
+
+	var mu sync.Mutex
+	var got int
+	sio.startPumps(func(o *sandboxdv1.Output) {
+		mu.Lock()
+		defer mu.Unlock()
+		got += len(o.GetData())
+	})
+	stdout := sio.outputs[0].file
+	if n := pipeLength(t, stdout); n != page {
+		t.Fatalf("stdout at start: %d bytes long, want a page", n)
+	}
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal(what)
+			}
+		}
+	}
+	// More than a page at once: the sandbox's write waits for the reader,
+	// whose full page makes the pipe long.
+	// A watcher from before the write sees the length the reader gives it,
+	// which it keeps for outputLinger after the last read.
+	grew := make(chan bool)
+	go func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if pipeLength(t, stdout) == 16*page {
+				grew <- true
+				return
+			}
+		}
+		grew <- false
+	}()
+	big := bytes.Repeat([]byte("y"), 8*page)
+	if _, err := sio.child.Stdout.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	if !<-grew {
+		t.Fatal("stdout never grew while read a page at a time")
+	}
+	eventually("stdout never rested at a page", func() bool { return pipeLength(t, stdout) == page })
+	mu.Lock()
+	n := got
+	mu.Unlock()
+	if n != len(big) {
+		t.Fatalf("read %d bytes of stdout, want %d", n, len(big))
+	}
+	sio.closeChild()
+	sio.drain()
+	sio.waitPumps()
+}

@@ -32,9 +32,8 @@ func stdioPipe(sandboxReads bool) (daemonEnd, sandboxEnd *os.File, err error) {
 		// Input arrives in keystrokes and pastes, and most sessions get
 		// none: a pipe of one page holds one buffer slot where one of the
 		// default length keeps sixteen, a 1 KiB allocation of unreclaimable
-		// memory (about 0.8 KiB less per pipe). Writes stay atomic up to
-		// PIPE_BUF; a longer paste waits on the poller for the command to
-		// read. Left as it is, the pipe only costs more.
+		// memory (about 0.8 KiB less per pipe). The first write gives it
+		// the usual length (stdio.write).
 		unix.FcntlInt(uintptr(d), unix.F_SETPIPE_SZ, os.Getpagesize())
 	}
 	// NewFile makes a non-blocking descriptor pollable.

@@ -135,12 +135,10 @@ var models share.Table[WriteModel]
 // which it keeps for the next, in a copy of its mounts without the room
 // that building them left.
 func sharedModel(m *WriteModel) *WriteModel {
-	key := m.key()
-	if have := models.Get(key, m); have != m {
-		return have
-	}
+	// Trimmed before it is in the table: another launch may have it from
+	// there at once, and what is in the table is never changed.
 	m.Mounts = append([]ModelMount(nil), m.Mounts...)
-	return m
+	return models.Get(m.key(), m)
 }
 
 // key spells out every field of the model, each string with its length,
