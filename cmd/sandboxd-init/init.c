@@ -880,6 +880,7 @@ static void release_setup(void)
 	}
 	madvise(&setup, sizeof setup, MADV_DONTNEED);
 	madvise(&err, sizeof err, MADV_DONTNEED);
+	release_staging();
 }
 
 static void __attribute__((noreturn)) idle_main(int pid, int sfd, int ns)

@@ -63,6 +63,9 @@ int prepare_root(const char **op, const char **path);
  * /proc and /dev that every plan with namespaces has, for setup_root to
  * take if the plan has them. Failing, it leaves the plan to apply them. */
 void stage_system(int old_root);
+/* release_staging gives back the page staging wrote, once the command
+ * runs: nothing reads it after. */
+void release_staging(void);
 /* setup_root builds the sandbox's root from old_root, prepare_root's, and
  * enters it. On failure it returns -1 with *field, *op and *path
  * naming the step. */

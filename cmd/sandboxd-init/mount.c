@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -563,7 +564,7 @@ static const struct mount_step dev_steps[] = {
 #undef STEP
 
 #define MAX_STAGED_STEPS 16
-static struct stage {
+struct stage {
 	const struct mount_step *steps;
 	size_t n;
 	/* fd is the staged tree's top mount, -1 when there is none (not
@@ -573,16 +574,34 @@ static struct stage {
 	 * staged: a /proc entry may appear since (a module loaded, say), and
 	 * then the staged tree lacks a mask the plan's steps would apply. */
 	unsigned char skipped[MAX_STAGED_STEPS];
-} stages[] = {
-	{.steps = proc_steps, .n = sizeof proc_steps / sizeof proc_steps[0], .fd = -1},
-	{.steps = dev_steps, .n = sizeof dev_steps / sizeof dev_steps[0], .fd = -1},
 };
 _Static_assert(sizeof proc_steps / sizeof proc_steps[0] <= MAX_STAGED_STEPS, "a stage's skipped steps must fit");
 _Static_assert(sizeof dev_steps / sizeof dev_steps[0] <= MAX_STAGED_STEPS, "a stage's skipped steps must fit");
 
-/* staged_dirs and staged_files are the names of the init's tmpfs the
- * staging used, which the plan's own steps do not use again. */
-static int staged_dirs, staged_files;
+/*
+ * What staging leaves for the launch, in a page of its own (the
+ * alignment makes the block a whole page): written before the plan
+ * comes, it would otherwise keep dirty the C library's page it shared,
+ * for as long as the idle init lasts; release_staging gives it back.
+ * dirs and files are the names of the init's tmpfs the staging used,
+ * which the plan's own steps do not use again.
+ */
+static struct __attribute__((aligned(4096))) {
+	struct stage stages[2];
+	int dirs, files;
+} staging = {
+	.stages = {
+		{.steps = proc_steps, .n = sizeof proc_steps / sizeof proc_steps[0], .fd = -1},
+		{.steps = dev_steps, .n = sizeof dev_steps / sizeof dev_steps[0], .fd = -1},
+	},
+};
+_Static_assert(sizeof staging == 4096, "staging fills one page");
+#define stages (staging.stages)
+
+void release_staging(void)
+{
+	madvise(&staging, sizeof staging, MADV_DONTNEED);
+}
 
 void stage_system(int old_root)
 {
@@ -607,8 +626,8 @@ void stage_system(int old_root)
 			 * own. */
 			umount2(st->steps[0].target, MNT_DETACH);
 	}
-	staged_dirs = b.dirs;
-	staged_files = b.files;
+	staging.dirs = b.dirs;
+	staging.files = b.files;
 	close(root);
 }
 
@@ -740,7 +759,7 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		*path = (pth);                                                                                        \
 		return -1;                                                                                            \
 	} while (0)
-	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1, .files = staged_files, .dirs = staged_dirs};
+	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1, .files = staging.files, .dirs = staging.dirs};
 	b.mapped = setup_alloc((p->n_mounts + 1) * sizeof *b.mapped);
 	b.uncreatable = setup_alloc((p->n_mounts + 1) * sizeof *b.uncreatable);
 	if (!b.mapped || !b.uncreatable) {
