@@ -659,8 +659,13 @@ func (p *Probe) fd(pid, tid int, fd int32, events uint64) (Verdict, error) {
 	if err := p.stat(p.link); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			// Closed, or the task exited, since its system call was read:
-			// either way it does not wait on it.
-			return Idle, nil
+			// the task has moved on, and what this check read of it is
+			// half of two states. Taken as busy, the check tells nothing
+			// of it; taken as idle, the end of a network attempt (its
+			// socket closed, its poll's timeout nearly over) would pass
+			// for a backoff due at once, and the real backoff after it,
+			// seen once that is over, for a wait for input.
+			return Busy, nil
 		}
 		return Idle, err
 	}
