@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -122,11 +121,7 @@ var policies share.Table[sandboxdv1.Policy]
 // sharedPolicy returns the policy equal to pol that a session holds
 // already, or pol, which it keeps for the next.
 func sharedPolicy(pol *sandboxdv1.Policy) *sandboxdv1.Policy {
-	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(pol)
-	if err != nil {
-		return pol
-	}
-	return policies.Get(string(key), pol)
+	return share.Message(&policies, pol)
 }
 
 func (s *session) info() *sandboxdv1.SessionInfo {

@@ -1,8 +1,6 @@
 package launcherlinux
 
 import (
-	"google.golang.org/protobuf/proto"
-
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/share"
 )
@@ -17,9 +15,5 @@ var reports share.Table[sandboxdv1.EnforcementReport]
 // sharedReport returns the report equal to r that is in use already, or
 // r, which it keeps for the next.
 func sharedReport(r *sandboxdv1.EnforcementReport) *sandboxdv1.EnforcementReport {
-	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(r)
-	if err != nil {
-		return r
-	}
-	return reports.Get(string(key), r)
+	return share.Message(&reports, r)
 }

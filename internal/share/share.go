@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"sync"
 	"weak"
+
+	"google.golang.org/protobuf/proto"
 )
 
 // Table maps a key that spells out a value to the value in use. The
@@ -58,4 +60,18 @@ func (t *Table[T]) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.m)
+}
+
+// Message is Get for a protocol buffer message, keyed by its
+// deterministic encoding (unknown fields included): m itself when it
+// cannot be encoded, which then goes unshared.
+func Message[T any, M interface {
+	*T
+	proto.Message
+}](t *Table[T], m M) M {
+	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return m
+	}
+	return t.Get(string(key), m)
 }
