@@ -134,9 +134,11 @@ func TestSandboxctlExitCodes(t *testing.T) {
 func TestSandboxctlArgumentNotUTF8(t *testing.T) {
 	outcomeHere(t)
 	f := newFixture(t)
-	r := sandboxctl(t, f.dir, "run", "--", "echo", "a\xffb")
-	if r.code != client.ExitDaemonFailed || !strings.Contains(r.stderr, "command.argv[1]") {
-		t.Errorf("sandboxctl run -- echo a\\xffb: exit %d, stderr %q; want %d and command.argv[1] named", r.code, r.stderr, client.ExitDaemonFailed)
+	for _, path := range [][]string{{"run"}, {"run", "--tty"}} {
+		r := sandboxctl(t, f.dir, append(path, "--", "echo", "a\xffb")...)
+		if r.code != client.ExitDaemonFailed || !strings.Contains(r.stderr, "command.argv[1]") {
+			t.Errorf("sandboxctl %s -- echo a\\xffb: exit %d, stderr %q; want %d and command.argv[1] named", strings.Join(path, " "), r.code, r.stderr, client.ExitDaemonFailed)
+		}
 	}
 }
 
