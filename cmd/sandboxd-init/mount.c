@@ -828,6 +828,11 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		close(base);
 		FAIL("umount", NEW_ROOT);
 	}
+	/* Empty now, the two directories would each keep an inode of the
+	 * init's tmpfs for the session's life; unseen, their going changes
+	 * nothing the sandbox sees. */
+	unlinkat(base, OLD_ROOT + 1, AT_REMOVEDIR);
+	unlinkat(base, NEW_ROOT + 1, AT_REMOVEDIR);
 	close(base);
 	if (fchdir(nr)) {
 		fail_errno(errno);
