@@ -582,7 +582,8 @@ func (c *cli) session(ctx context.Context, dial *pendingDial, signals *pendingSi
 		signals = forwardSignalsAhead(runSignals...)
 		defer signals.release()
 	}
-	opts.Signals = signals.wait()
+	opts.Signals = signals.ch
+	opts.OnStarted = func(string) { signals.wait() }
 	return dial.run(ctx, opts)
 }
 

@@ -17,8 +17,9 @@ import (
 // process while sandboxctl run runs in it, as a user pressing ctrl-c, a
 // supervisor stopping it or a closed terminal would: each reaches the
 // session (the Kill RPC), and run exits as the command did, here 128+N.
-// Forwarding is installed while run reads its command line; the Start goes
-// out only once it is.
+// Forwarding is installed while run reads its command line and dials, and
+// is in place once run has taken the session's Started, which it answers
+// with the EOF of its stdin (/dev/null here): the signal is raised then.
 func TestRunForwardsSignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -33,6 +34,9 @@ func TestRunForwardsSignals(t *testing.T) {
 				}
 				if err := s.Send(startedMsg("r1")); err != nil {
 					return err
+				}
+				if req, err := s.Recv(); err != nil || !req.GetStdin().GetEof() {
+					return fmt.Errorf("after Started: %v, %v; want the EOF of stdin", req, err)
 				}
 				if err := syscall.Kill(os.Getpid(), sig); err != nil {
 					return err

@@ -73,8 +73,11 @@ func forwardSignals(out chan<- int32, sigs ...os.Signal) (stop func()) {
 // first signal.Notify starts two threads (one that receives signals, one
 // that updates signal masks) and waits for the second once per signal,
 // and stopping waits for it again. run installs while it reads its
-// command line and dials, and waits for it only before it sends the
-// Start, so that a signal from then on reaches the session as before.
+// command line and dials, sends the Start without waiting for it, and
+// waits for it once the session has started, so that a signal from then
+// on reaches the command. A launch takes milliseconds, so that wait is
+// over at once; a signal before it ends sandboxctl, whose leaving kills
+// the sandbox being launched before its command could be told.
 type pendingSignals struct {
 	done chan struct{}
 	ch   chan int32
@@ -91,11 +94,8 @@ func forwardSignalsAhead(sigs ...os.Signal) *pendingSignals {
 	return p
 }
 
-// wait returns the forwarded signals once forwarding is installed.
-func (p *pendingSignals) wait() <-chan int32 {
-	<-p.done
-	return p.ch
-}
+// wait returns once forwarding is installed.
+func (p *pendingSignals) wait() { <-p.done }
 
 // release stops forwarding without waiting for the runtime, which a
 // sandboxctl that is about to exit has no need to.
