@@ -160,6 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *selfTest {
 		return selfTestOnly(ctx, svc, stdout)
 	}
+	daemon.KeepGCFloor(daemon.GCFloor)
 	if err := svc.ListenAndServe(ctx); err != nil {
 		logger.Printf("%v", err)
 		return 1
