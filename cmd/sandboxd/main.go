@@ -32,6 +32,7 @@ func main() {
 	// probe must not parse flags or start a server; neither returns then.
 	runInitIfRequested()
 	selftest.RunProbeIfRequested()
+	keepSysmonAwake()
 	if code, ok := runService(os.Args[1:]); ok {
 		os.Exit(code)
 	}
