@@ -32,6 +32,7 @@ func main() {
 	// probe must not parse flags or start a server; neither returns then.
 	runInitIfRequested()
 	selftest.RunProbeIfRequested()
+	keepSysmonAwake()
 	if code, ok := runService(os.Args[1:]); ok {
 		os.Exit(code)
 	}
@@ -160,6 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *selfTest {
 		return selfTestOnly(ctx, svc, stdout)
 	}
+	daemon.KeepGCFloor(daemon.GCFloor)
 	if err := svc.ListenAndServe(ctx); err != nil {
 		logger.Printf("%v", err)
 		return 1

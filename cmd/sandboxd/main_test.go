@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -12,10 +13,19 @@ import (
 	"github.com/sandboxd/sandboxd/selftest"
 )
 
+// sysmonChild makes TestMain run keepSysmonAwake and print its pid and
+// GODEBUG.
+const sysmonChild = "SANDBOXD_TEST_SYSMON_CHILD"
+
 func TestMain(m *testing.M) {
 	// --self-test starts sandboxes whose init and probe are this binary.
 	runInitIfRequested()
 	selftest.RunProbeIfRequested()
+	if os.Getenv(sysmonChild) != "" {
+		keepSysmonAwake()
+		fmt.Println(os.Getpid(), os.Getenv("GODEBUG"))
+		os.Exit(0)
+	}
 	code := m.Run()
 	initbuild.RemoveShared()
 	os.Exit(code)

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"syscall"
+)
+
+// sysmonAwake is the GODEBUG setting under which the daemon runs. The Go
+// runtime's monitor thread (sysmon) sleeps deeply while every processor is
+// idle, and the first system call after that wakes it and sets it polling
+// every 20 us for at least a millisecond. A daemon that launches hundreds
+// of sandboxes a second goes idle and wakes up between the steps of each
+// launch, so its monitor polled nearly all the time: a fifth of the
+// daemon's CPU per launch went to that thread's sleeps and wake-ups. With
+// schedtrace set the monitor never sleeps deeply: it backs off to polling
+// every 10 ms whenever it has found nothing to do. The interval is the
+// largest the runtime takes (24.8 days), so the scheduler summary it
+// prints at that interval (and once at start on a host up for longer)
+// stays a rare line in the daemon's log.
+const sysmonAwake = "schedtrace=2147483647"
+
+// keepSysmonAwake executes the daemon again with sysmonAwake added to
+// GODEBUG, which the runtime reads only as it starts; the process keeps
+// its pid, its open files (a socket systemd passed) and the rest of its
+// environment. An operator's own schedtrace is left as it is, and a
+// daemon that cannot be executed again runs on as it is.
+func keepSysmonAwake() {
+	godebug, _ := os.LookupEnv("GODEBUG")
+	for _, s := range strings.Split(godebug, ",") {
+		if strings.HasPrefix(s, "schedtrace=") {
+			return
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	env := make([]string, 0, len(os.Environ())+1)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GODEBUG=") {
+			env = append(env, kv)
+		}
+	}
+	if godebug != "" {
+		godebug += ","
+	}
+	env = append(env, "GODEBUG="+godebug+sysmonAwake)
+	syscall.Exec(exe, os.Args, env)
+}

@@ -1,0 +1,61 @@
+package daemon
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	rtmetrics "runtime/metrics"
+)
+
+// GCFloor is the least room the collector gives the heap to grow between
+// two collections. A launch leaves some 80 KiB of garbage in a heap of
+// which a few MiB live, so at the runtime's default (room as large as the
+// live heap, 4 MiB at least) a daemon launching hundreds of sandboxes a
+// second collected every 30 or so launches, and each collection's fixed
+// part (waking a worker on every processor, scanning every goroutine's
+// stack) cost more than the launches' own marking: about a tenth of the
+// daemon's CPU per launch. Once the live heap is larger than the floor
+// (a daemon holding thousands of sessions) the default applies unchanged,
+// and heapTrim hands back what a burst left unused once launches stop.
+const GCFloor = 8 << 20
+
+// KeepGCFloor makes every collection leave the heap at least floor bytes
+// of room before the next, unless the operator set GOGC. It runs for the
+// rest of the process, looking again at the live heap after each
+// collection.
+func KeepGCFloor(floor uint64) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return
+	}
+	t := &gcFloor{floor: floor, percent: 100, live: []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t.arm()
+}
+
+type gcFloor struct {
+	floor   uint64
+	percent int
+	live    []rtmetrics.Sample
+}
+
+// gcCycle is unreachable as soon as it is made: its cleanup runs once the
+// next collection has found that, and makes the next one.
+type gcCycle struct{ _ *byte }
+
+func (t *gcFloor) arm() {
+	runtime.AddCleanup(new(gcCycle), func(t *gcFloor) { t.adjust(); t.arm() }, t)
+}
+
+// adjust sets the room after the collection that just ended: GOGC's
+// percentage of the live heap, raised until it is floor.
+func (t *gcFloor) adjust() {
+	rtmetrics.Read(t.live)
+	percent := 100
+	if live := t.live[0].Value.Uint64(); live > 0 && live < t.floor {
+		percent = int(min(t.floor*100/live, 10000))
+	}
+	// A change of less than a quarter is not worth the heap lock.
+	if percent*4 < t.percent*3 || percent*4 > t.percent*5 {
+		debug.SetGCPercent(percent)
+		t.percent = percent
+	}
+}
