@@ -19,39 +19,54 @@ import (
 // and heapTrim hands back what a burst left unused once launches stop.
 const GCFloor = 8 << 20
 
-// KeepGCFloor makes every collection leave the heap at least floor bytes
-// of room before the next, unless the operator set GOGC. It runs for the
-// rest of the process, looking again at the live heap after each
-// collection.
+// KeepGCFloor makes every collection leave the heap about floor bytes of
+// room before the next while the live heap is smaller than floor, unless
+// the operator set GOGC. It runs for the rest of the process, looking again
+// at the live heap after each collection.
 func KeepGCFloor(floor uint64) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return
 	}
-	t := &gcFloor{floor: floor, percent: 100, live: []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t := &gcFloor{floor: floor, percent: 100, sample: []rtmetrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/scan/stack:bytes"},
+		{Name: "/gc/scan/globals:bytes"},
+	}}
 	t.arm()
 }
 
 type gcFloor struct {
 	floor   uint64
 	percent int
-	live    []rtmetrics.Sample
+	sample  []rtmetrics.Sample
 }
 
 // gcCycle is unreachable as soon as it is made: its cleanup runs once the
-// next collection has found that, and makes the next one.
+// next collection has found that, and makes the next one. The pointer
+// field is there because a zero-size or small pointer-free object may be
+// the runtime's shared zero object or share a tiny block with others, and
+// then its cleanup never runs.
 type gcCycle struct{ _ *byte }
 
 func (t *gcFloor) arm() {
 	runtime.AddCleanup(new(gcCycle), func(t *gcFloor) { t.adjust(); t.arm() }, t)
 }
 
-// adjust sets the room after the collection that just ended: GOGC's
-// percentage of the live heap, raised until it is floor.
+// heapMinimum is the runtime's least heap goal at GOGC=100; it scales with
+// the percentage like the room does.
+const heapMinimum = 4 << 20
+
+// adjust sets the room after the collection that just ended. The runtime's
+// goal is the live heap plus percent of what it scans (the live heap,
+// stacks and globals), and at least heapMinimum scaled by percent, so the
+// percentage that gives a room of floor is the smaller of the two that
+// each put the goal at live+floor.
 func (t *gcFloor) adjust() {
-	rtmetrics.Read(t.live)
+	rtmetrics.Read(t.sample)
 	percent := 100
-	if live := t.live[0].Value.Uint64(); live > 0 && live < t.floor {
-		percent = int(min(t.floor*100/live, 10000))
+	live := t.sample[0].Value.Uint64()
+	if scanned := live + t.sample[1].Value.Uint64() + t.sample[2].Value.Uint64(); live > 0 && live < t.floor {
+		percent = int(max(100, min(t.floor*100/scanned, (live+t.floor)*100/heapMinimum)))
 	}
 	// A change of less than a quarter is not worth the heap lock.
 	if percent*4 < t.percent*3 || percent*4 > t.percent*5 {

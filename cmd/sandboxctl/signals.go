@@ -76,8 +76,9 @@ func forwardSignals(out chan<- int32, sigs ...os.Signal) (stop func()) {
 // command line and dials, sends the Start without waiting for it, and
 // waits for it once the session has started, so that a signal from then
 // on reaches the command. A launch takes milliseconds, so that wait is
-// over at once; a signal before it ends sandboxctl, whose leaving kills
-// the sandbox being launched before its command could be told.
+// over at once. A signal before the install ends sandboxctl, whose leaving
+// kills the sandbox being launched before its command could be told; one
+// after it waits in ch for the session's start and is forwarded then.
 type pendingSignals struct {
 	done chan struct{}
 	ch   chan int32
