@@ -24,7 +24,9 @@ func socketPeer(fd int) (Caller, error) {
 
 // peerGroups reads SO_PEERGROUPS (Linux 4.13): the peer's supplementary
 // groups at connect time, so membership of the operators group is the
-// kernel's word too.
+// kernel's word too. What it returns is a copy of the groups alone: a
+// session keeps its caller's for as long as it lasts, and the buffer the
+// kernel filled is a quarter of a KiB however few the groups are.
 func peerGroups(fd int) ([]uint32, error) {
 	n := 64
 	for {
@@ -33,7 +35,7 @@ func peerGroups(fd int) ([]uint32, error) {
 		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_PEERGROUPS, uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&size)), 0)
 		switch {
 		case errno == 0:
-			return buf[:size/4], nil
+			return append([]uint32(nil), buf[:size/4]...), nil
 		case errors.Is(errno, unix.ERANGE) && int(size/4) > n:
 			n = int(size / 4)
 		default:
