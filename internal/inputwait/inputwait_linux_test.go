@@ -328,8 +328,21 @@ var starts = []struct {
 // again each time it falls due: the first is the backoff of a program
 // retrying a call that failed, the ones after it timers of its own. With
 // "retry" it makes an attempt of 0.5 s again after each backoff of 1.5 s,
-// as a program retrying does. With neither, its timer is its own.
+// as a program retrying does, while another thread sleeps 250 ms after
+// each attempt, as a Go runtime's monitor thread sleeps microseconds to
+// milliseconds at a time once a system call returns: that is not the
+// backoff. With neither, its timer is its own.
 func backoffHelper(mode string) error {
+	// The attempt and the backoff on one thread, as in an event loop: Go
+	// could move the goroutine between them.
+	runtime.LockOSThread()
+	attempted := func() error { return nil }
+	if mode == "retry" {
+		var err error
+		if attempted, err = startNapper(); err != nil {
+			return err
+		}
+	}
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return err
@@ -352,7 +365,7 @@ func backoffHelper(mode string) error {
 				return err
 			}
 		}
-		return nil
+		return attempted()
 	}
 	wait := 3000
 	switch mode {
@@ -383,6 +396,44 @@ func backoffHelper(mode string) error {
 	}
 	time.Sleep(time.Hour)
 	return nil
+}
+
+// startNapper starts a thread that sleeps 250 ms each time the returned
+// function is called, and otherwise waits on a pipe. It returns once the
+// thread waits there: a thread of the session that can run makes it
+// running, which the test's first checks would see.
+func startNapper() (func() error, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, err
+	}
+	tid := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		tid <- unix.Gettid()
+		b := make([]byte, 1)
+		nap := unix.NsecToTimespec((250 * time.Millisecond).Nanoseconds())
+		for {
+			if _, err := unix.Read(p[0], b); err != nil && err != unix.EINTR {
+				return
+			}
+			unix.Nanosleep(&nap, nil)
+		}
+	}()
+	syscallFile := fmt.Sprintf("/proc/self/task/%d/syscall", <-tid)
+	for {
+		b, err := os.ReadFile(syscallFile)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.HasPrefix(b, []byte(strconv.Itoa(unix.SYS_READ)+" ")) {
+			break
+		}
+	}
+	return func() error {
+		_, err := unix.Write(p[1], []byte{0})
+		return err
+	}, nil
 }
 
 // keepaliveHelper reads its input while another thread waits on a futex
@@ -439,6 +490,9 @@ func (s *session) checkUntil(t testing.TB, want State) {
 // attempt before it: it waits for input.
 func TestBackoffIsNotWaitingForInput(t *testing.T) {
 	for _, st := range starts {
+		// Another thread's short sleep as the backoff begins is not the
+		// backoff: the next attempt comes from the thread that made the
+		// last.
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
 			s := st.start(t, helperCmd("backoff", "retry"))
