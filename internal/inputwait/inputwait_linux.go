@@ -316,14 +316,17 @@ func (p *Probe) Check() (State, error) {
 		// timer; another thread's says nothing of when the attempt comes
 		// (right after a system call returns, a Go runtime's monitor
 		// thread sleeps 20 us to 10 ms at a time: taken for the backoff,
-		// it ended the backoff as it began). When that task waits on no
-		// timer (a runtime moved the program's work to another thread),
-		// the soonest timer is taken.
-		due := p.soonest
-		if p.retryTimer >= 0 {
-			due = p.retryTimer
+		// it ended the backoff as it began). That task may wait a moment
+		// on something else first (a processor for its goroutine, a
+		// lock), so only once it has waited on no timer for TimerConfirm
+		// since the network is the soonest timer of any task taken: its
+		// runtime may have moved its work to another thread.
+		switch {
+		case p.retryTimer >= 0:
+			p.backoffDue = now.Add(p.retryTimer)
+		case now.Sub(p.networkSeen) >= TimerConfirm:
+			p.backoffDue = now.Add(p.soonest)
 		}
-		p.backoffDue = now.Add(due)
 	}
 	return v.state(), nil
 }

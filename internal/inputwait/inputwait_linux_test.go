@@ -331,17 +331,42 @@ var starts = []struct {
 // as a program retrying does, while another thread sleeps 250 ms after
 // each attempt, as a Go runtime's monitor thread sleeps microseconds to
 // milliseconds at a time once a system call returns: that is not the
-// backoff. With neither, its timer is its own.
+// backoff. With "retry-held", the thread that retries also waits 100 ms
+// on a pipe before each backoff, as a goroutine waits for a processor,
+// until a third thread that slept as long writes to it. With neither, its
+// timer is its own.
 func backoffHelper(mode string) error {
 	// The attempt and the backoff on one thread, as in an event loop: Go
 	// could move the goroutine between them.
 	runtime.LockOSThread()
 	attempted := func() error { return nil }
-	if mode == "retry" {
+	if mode == "retry" || mode == "retry-held" {
 		var err error
-		if attempted, err = startNapper(); err != nil {
+		if attempted, err = startNapper(250*time.Millisecond, -1); err != nil {
 			return err
 		}
+	}
+	if mode == "retry-held" {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			return err
+		}
+		napped := attempted
+		wake, err := startNapper(100*time.Millisecond, p[1])
+		if err != nil {
+			return err
+		}
+		attempted = func() error {
+			if err := napped(); err != nil {
+				return err
+			}
+			if err := wake(); err != nil {
+				return err
+			}
+			_, err := unix.Read(p[0], make([]byte, 1))
+			return err
+		}
+		mode = "retry"
 	}
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
@@ -398,11 +423,12 @@ func backoffHelper(mode string) error {
 	return nil
 }
 
-// startNapper starts a thread that sleeps 250 ms each time the returned
-// function is called, and otherwise waits on a pipe. It returns once the
-// thread waits there: a thread of the session that can run makes it
-// running, which the test's first checks would see.
-func startNapper() (func() error, error) {
+// startNapper starts a thread that sleeps for nap each time the returned
+// function is called, then writes a byte to done unless it is -1, and
+// otherwise waits on a pipe. It returns once the thread waits there: a
+// thread of the session that can run makes it running, which the test's
+// first checks would see.
+func startNapper(nap time.Duration, done int) (func() error, error) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return nil, err
@@ -412,12 +438,15 @@ func startNapper() (func() error, error) {
 		runtime.LockOSThread()
 		tid <- unix.Gettid()
 		b := make([]byte, 1)
-		nap := unix.NsecToTimespec((250 * time.Millisecond).Nanoseconds())
+		ts := unix.NsecToTimespec(nap.Nanoseconds())
 		for {
 			if _, err := unix.Read(p[0], b); err != nil && err != unix.EINTR {
 				return
 			}
-			unix.Nanosleep(&nap, nil)
+			unix.Nanosleep(&ts, nil)
+			if done >= 0 {
+				unix.Write(done, b)
+			}
 		}
 	}()
 	syscallFile := fmt.Sprintf("/proc/self/task/%d/syscall", <-tid)
@@ -493,18 +522,26 @@ func TestBackoffIsNotWaitingForInput(t *testing.T) {
 		// Another thread's short sleep as the backoff begins is not the
 		// backoff: the next attempt comes from the thread that made the
 		// last.
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			s := st.start(t, helperCmd("backoff", "retry"))
-			s.checkUntil(t, WaitingForNetwork)
-			for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				if got, err := s.probe.Check(); err != nil || got == WaitingForInput {
-					t.Fatalf("Check = %v, %v while it retries", got, err)
-				}
+		// Nor is it when the thread that retries waits a moment on
+		// something else before its backoff.
+		for _, mode := range []string{"retry", "retry-held"} {
+			name := st.name
+			if mode != "retry" {
+				name += "/" + mode
 			}
-			s.write(t, "hello\n")
-			s.waitFor(t, false)
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				s := st.start(t, helperCmd("backoff", mode))
+				s.checkUntil(t, WaitingForNetwork)
+				for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					if got, err := s.probe.Check(); err != nil || got == WaitingForInput {
+						t.Fatalf("Check = %v, %v while it retries", got, err)
+					}
+				}
+				s.write(t, "hello\n")
+				s.waitFor(t, false)
+			})
+		}
 		t.Run(st.name+"/once", func(t *testing.T) {
 			t.Parallel()
 			s := st.start(t, helperCmd("backoff", "once"))
