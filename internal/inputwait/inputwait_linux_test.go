@@ -511,6 +511,23 @@ func (s *session) checkUntil(t testing.TB, want State) {
 	}
 }
 
+// checkSees polls Check until it tells want, for up to a few seconds.
+func (s *session) checkSees(t testing.TB, want State) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got, err := s.probe.Check()
+		if err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Check told %v for 5s, want %v", got, want)
+		}
+	}
+}
+
 // TestBackoffIsNotWaitingForInput: a program that reads its terminal while
 // it waits out the backoff of seconds after a failed attempt on the
 // network goes on by itself when the backoff ends: it waits, but not for
@@ -532,7 +549,10 @@ func TestBackoffIsNotWaitingForInput(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				s := st.start(t, helperCmd("backoff", mode))
-				s.checkUntil(t, WaitingForNetwork)
+				// An attempt lasts 0.5 s, less than checkUntil's 31
+				// checks can take on a loaded host; the once case holds
+				// the network for longer.
+				s.checkSees(t, WaitingForNetwork)
 				for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 					if got, err := s.probe.Check(); err != nil || got == WaitingForInput {
 						t.Fatalf("Check = %v, %v while it retries", got, err)
