@@ -74,9 +74,11 @@ type Probe struct {
 	// when one last did (see Check).
 	timerSince, timerSeen time.Time
 	// networkSeen is when a check last found the session waiting on the
-	// network (see Backoff); backoffDue, once a check after it saw a
-	// backoff, is when that backoff is over at the latest.
+	// network (see Backoff), and networkTid the task it found waiting on
+	// it; backoffDue, once a check after it saw a backoff, is when that
+	// backoff is over at the latest.
 	networkSeen, backoffDue time.Time
+	networkTid              int
 
 	// tasks is the evidence, collected by Explain only.
 	tasks *[]Task
@@ -99,9 +101,12 @@ type walkState struct {
 	// retrying: the session waited on the network within Backoff, and
 	// no backoff seen since is over, so that a timer of an event loop or
 	// a sleep due within Backoff is a retry's, which backoff says was
-	// seen; soonest is the one due first.
-	retrying, backoff bool
-	soonest           time.Duration
+	// seen; soonest is the one due first, and retryTimer the one of the
+	// task that last waited on the network, -1 if it waits on none.
+	retrying, backoff   bool
+	soonest, retryTimer time.Duration
+	// networkWaiter: the first task this walk found waiting on the network.
+	networkWaiter int
 	// datagram: the task being classified waits on a UDP socket.
 	datagram bool
 	cur      *Task // the task being classified, when collecting
@@ -301,13 +306,27 @@ func (p *Probe) Check() (State, error) {
 	}
 	switch {
 	case v == Network:
-		p.networkSeen, p.backoffDue = now, time.Time{}
+		p.networkSeen, p.networkTid, p.backoffDue = now, p.networkWaiter, time.Time{}
 	case p.backoff && p.backoffDue.IsZero():
 		// A backoff ends in the next attempt, on the network. A timer
 		// that falls due without one was the program's own (an idle
 		// prompt's housekeeping after its last request): from then on
-		// its timers are taken as such again.
-		p.backoffDue = now.Add(p.soonest)
+		// its timers are taken as such again. The next attempt is made
+		// by the task that made the last one, so the backoff is its
+		// timer; another thread's says nothing of when the attempt comes
+		// (right after a system call returns, a Go runtime's monitor
+		// thread sleeps 20 us to 10 ms at a time: taken for the backoff,
+		// it ended the backoff as it began). That task may wait a moment
+		// on something else first (a processor for its goroutine, a
+		// lock), so only once it has waited on no timer for TimerConfirm
+		// since the network is the soonest timer of any task taken: its
+		// runtime may have moved its work to another thread.
+		switch {
+		case p.retryTimer >= 0:
+			p.backoffDue = now.Add(p.retryTimer)
+		case now.Sub(p.networkSeen) >= TimerConfirm:
+			p.backoffDue = now.Add(p.soonest)
+		}
 	}
 	return v.state(), nil
 }
@@ -383,7 +402,8 @@ func (p *Probe) walk() (Verdict, bool, error) {
 		// has nobody reading it: fg stays 0 and no task counts as input.
 		p.fg = max(p.pgrp, 0)
 	}
-	p.best, p.timer, p.backoff, p.soonest = Idle, false, false, Backoff
+	p.best, p.timer, p.backoff, p.soonest, p.retryTimer = Idle, false, false, Backoff, -1
+	p.networkWaiter = 0
 	now := time.Now()
 	p.retrying = !p.networkSeen.IsZero() && now.Sub(p.networkSeen) <= Backoff &&
 		(p.backoffDue.IsZero() || !now.After(p.backoffDue.Add(TimerConfirm)))
@@ -526,6 +546,12 @@ func (p *Probe) task(pid, tid int) error {
 	p.backoff = p.backoff || backoff
 	if backoff {
 		p.soonest = min(p.soonest, timeout)
+		if tid == p.networkTid {
+			p.retryTimer = timeout
+		}
+	}
+	if v == Network && p.networkWaiter == 0 {
+		p.networkWaiter = tid
 	}
 	return nil
 }

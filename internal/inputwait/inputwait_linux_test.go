@@ -328,8 +328,46 @@ var starts = []struct {
 // again each time it falls due: the first is the backoff of a program
 // retrying a call that failed, the ones after it timers of its own. With
 // "retry" it makes an attempt of 0.5 s again after each backoff of 1.5 s,
-// as a program retrying does. With neither, its timer is its own.
+// as a program retrying does, while another thread sleeps 250 ms after
+// each attempt, as a Go runtime's monitor thread sleeps microseconds to
+// milliseconds at a time once a system call returns: that is not the
+// backoff. With "retry-held", the thread that retries also waits 100 ms
+// on a pipe before each backoff, as a goroutine waits for a processor,
+// until a third thread that slept as long writes to it. With neither, its
+// timer is its own.
 func backoffHelper(mode string) error {
+	// The attempt and the backoff on one thread, as in an event loop: Go
+	// could move the goroutine between them.
+	runtime.LockOSThread()
+	attempted := func() error { return nil }
+	if mode == "retry" || mode == "retry-held" {
+		var err error
+		if attempted, err = startNapper(250*time.Millisecond, -1); err != nil {
+			return err
+		}
+	}
+	if mode == "retry-held" {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			return err
+		}
+		napped := attempted
+		wake, err := startNapper(100*time.Millisecond, p[1])
+		if err != nil {
+			return err
+		}
+		attempted = func() error {
+			if err := napped(); err != nil {
+				return err
+			}
+			if err := wake(); err != nil {
+				return err
+			}
+			_, err := unix.Read(p[0], make([]byte, 1))
+			return err
+		}
+		mode = "retry"
+	}
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return err
@@ -352,7 +390,7 @@ func backoffHelper(mode string) error {
 				return err
 			}
 		}
-		return nil
+		return attempted()
 	}
 	wait := 3000
 	switch mode {
@@ -385,6 +423,48 @@ func backoffHelper(mode string) error {
 	return nil
 }
 
+// startNapper starts a thread that sleeps for nap each time the returned
+// function is called, then writes a byte to done unless it is -1, and
+// otherwise waits on a pipe. It returns once the thread waits there: a
+// thread of the session that can run makes it running, which the test's
+// first checks would see.
+func startNapper(nap time.Duration, done int) (func() error, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, err
+	}
+	tid := make(chan int, 1)
+	go func() {
+		runtime.LockOSThread()
+		tid <- unix.Gettid()
+		b := make([]byte, 1)
+		ts := unix.NsecToTimespec(nap.Nanoseconds())
+		for {
+			if _, err := unix.Read(p[0], b); err != nil && err != unix.EINTR {
+				return
+			}
+			unix.Nanosleep(&ts, nil)
+			if done >= 0 {
+				unix.Write(done, b)
+			}
+		}
+	}()
+	syscallFile := fmt.Sprintf("/proc/self/task/%d/syscall", <-tid)
+	for {
+		b, err := os.ReadFile(syscallFile)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.HasPrefix(b, []byte(strconv.Itoa(unix.SYS_READ)+" ")) {
+			break
+		}
+	}
+	return func() error {
+		_, err := unix.Write(p[1], []byte{0})
+		return err
+	}, nil
+}
+
 // keepaliveHelper reads its input while another thread waits on a futex
 // with a timeout of 10 s, as an idle worker of a thread pool (tokio's
 // blocking pool) waits to retire.
@@ -406,28 +486,45 @@ func keepaliveHelper() error {
 
 // checkUntil polls Check until it tells want, for up to a few seconds,
 // then checks that it keeps telling it for a while longer than
-// TimerConfirm.
+// TimerConfirm. A check that finds a task that can run starts that over:
+// a helper's Go runtime still starts threads for a while after its main
+// one began to wait, longer on a loaded host, and such a session is
+// running whatever that one waits on.
 func (s *session) checkUntil(t testing.TB, want State) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for {
+	for held := 0; held <= 30; time.Sleep(10 * time.Millisecond) {
+		got, err := s.probe.Check()
+		switch {
+		case err != nil:
+			t.Fatalf("Check: %v", err)
+		case got == want:
+			held++
+		case held > 0 && got != Running:
+			t.Fatalf("Check = %v after %d checks told %v", got, held, want)
+		default:
+			held = 0
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Check told %v last, and not %v 30 times in a row, in 5s", got, want)
+		}
+	}
+}
+
+// checkSees polls Check until it tells want, for up to a few seconds.
+func (s *session) checkSees(t testing.TB, want State) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		got, err := s.probe.Check()
 		if err != nil {
 			t.Fatalf("Check: %v", err)
 		}
 		if got == want {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("Check told %v for 5s, want %v", got, want)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	for range 30 {
-		if got, err := s.probe.Check(); err != nil || got != want {
-			t.Fatalf("Check = %v, %v; want %v", got, err, want)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -439,18 +536,32 @@ func (s *session) checkUntil(t testing.TB, want State) {
 // attempt before it: it waits for input.
 func TestBackoffIsNotWaitingForInput(t *testing.T) {
 	for _, st := range starts {
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			s := st.start(t, helperCmd("backoff", "retry"))
-			s.checkUntil(t, WaitingForNetwork)
-			for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				if got, err := s.probe.Check(); err != nil || got == WaitingForInput {
-					t.Fatalf("Check = %v, %v while it retries", got, err)
-				}
+		// Another thread's short sleep as the backoff begins is not the
+		// backoff: the next attempt comes from the thread that made the
+		// last.
+		// Nor is it when the thread that retries waits a moment on
+		// something else before its backoff.
+		for _, mode := range []string{"retry", "retry-held"} {
+			name := st.name
+			if mode != "retry" {
+				name += "/" + mode
 			}
-			s.write(t, "hello\n")
-			s.waitFor(t, false)
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				s := st.start(t, helperCmd("backoff", mode))
+				// An attempt lasts 0.5 s, less than checkUntil's 31
+				// checks can take on a loaded host; the once case holds
+				// the network for longer.
+				s.checkSees(t, WaitingForNetwork)
+				for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					if got, err := s.probe.Check(); err != nil || got == WaitingForInput {
+						t.Fatalf("Check = %v, %v while it retries", got, err)
+					}
+				}
+				s.write(t, "hello\n")
+				s.waitFor(t, false)
+			})
+		}
 		t.Run(st.name+"/once", func(t *testing.T) {
 			t.Parallel()
 			s := st.start(t, helperCmd("backoff", "once"))
