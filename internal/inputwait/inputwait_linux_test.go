@@ -485,13 +485,19 @@ func keepaliveHelper() error {
 }
 
 // checkUntil polls Check until it tells want, for up to a few seconds,
-// then checks that it keeps telling it for a while longer than
-// TimerConfirm. A check that finds a task that can run starts that over:
-// a helper's Go runtime still starts threads for a while after its main
-// one began to wait, longer on a loaded host, and such a session is
-// running whatever that one waits on.
+// then checks that it keeps telling it for 31 checks in a row, longer
+// than TimerConfirm. A check that tells running once want was seen starts
+// that over only if Explain, right after it, finds a task of the helper
+// that can run: a helper's Go runtime still starts threads for a while
+// after its main one began to wait, longer on a loaded host, and such a
+// session is running whatever that one waits on. Running also means that
+// every task is idle, which a misread wait would tell; since the task that
+// could run may have blocked again before Explain looks, that is allowed
+// maxUnexplained times, and fails after.
 func (s *session) checkUntil(t testing.TB, want State) {
 	t.Helper()
+	const maxUnexplained = 3
+	unexplained := 0
 	deadline := time.Now().Add(5 * time.Second)
 	for held := 0; held <= 30; time.Sleep(10 * time.Millisecond) {
 		got, err := s.probe.Check()
@@ -502,13 +508,33 @@ func (s *session) checkUntil(t testing.TB, want State) {
 			held++
 		case held > 0 && got != Running:
 			t.Fatalf("Check = %v after %d checks told %v", got, held, want)
-		default:
+		case held > 0:
+			if st, tasks, runnable := s.runnable(t); !runnable {
+				if unexplained++; unexplained > maxUnexplained {
+					t.Fatalf("Check = %v after %d checks told %v, the %dth time with no task that can run; Explain = %v: %+v", got, held, want, unexplained, st, tasks)
+				}
+			}
 			held = 0
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Check told %v last, and not %v 30 times in a row, in 5s", got, want)
+			t.Fatalf("Check told %v last, and not %v 31 times in a row, in 5s", got, want)
 		}
 	}
+}
+
+// runnable says whether Explain finds a task of the session that can run.
+func (s *session) runnable(t testing.TB) (State, []Task, bool) {
+	t.Helper()
+	st, tasks, err := s.probe.Explain()
+	if err != nil {
+		t.Fatalf("Explain: %v", err)
+	}
+	for _, task := range tasks {
+		if task.Verdict == Busy {
+			return st, tasks, true
+		}
+	}
+	return st, tasks, false
 }
 
 // checkSees polls Check until it tells want, for up to a few seconds.
