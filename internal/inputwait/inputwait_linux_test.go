@@ -578,11 +578,20 @@ func TestBackoffIsNotWaitingForInput(t *testing.T) {
 				// An attempt lasts 0.5 s, less than checkUntil's 31
 				// checks can take on a loaded host; the once case holds
 				// the network for longer.
+				// Within 4 s comes a backoff, then the next attempt: a
+				// run that never saw them proves nothing of the backoff.
 				s.checkSees(t, WaitingForNetwork)
+				backedOff, retried := false, false
 				for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-					if got, err := s.probe.Check(); err != nil || got == WaitingForInput {
+					got, err := s.probe.Check()
+					if err != nil || got == WaitingForInput {
 						t.Fatalf("Check = %v, %v while it retries", got, err)
 					}
+					backedOff = backedOff || got == Waiting
+					retried = retried || backedOff && got == WaitingForNetwork
+				}
+				if !retried {
+					t.Fatalf("in 4 s of checks after the first attempt: backoff seen %v, the next attempt after it not", backedOff)
 				}
 				s.write(t, "hello\n")
 				s.waitFor(t, false)
