@@ -333,8 +333,11 @@ var starts = []struct {
 // milliseconds at a time once a system call returns: that is not the
 // backoff. With "retry-held", the thread that retries also waits 100 ms
 // on a pipe before each backoff, as a goroutine waits for a processor,
-// until a third thread that slept as long writes to it. With neither, its
-// timer is its own.
+// until a third thread that slept as long writes to it. With "moved" the
+// thread that waited 2 s on the network then waits on a channel, with no
+// timeout, while the event loop of "once" runs on another thread, as a
+// runtime moves a goroutine: that loop's first timer is the backoff. With
+// none of these, its timer is its own.
 func backoffHelper(mode string) error {
 	// The attempt and the backoff on one thread, as in an event loop: Go
 	// could move the goroutine between them.
@@ -392,19 +395,45 @@ func backoffHelper(mode string) error {
 		}
 		return attempted()
 	}
-	wait := 3000
 	switch mode {
 	case "once":
 		if err := attempt(2 * time.Second); err != nil {
 			return err
 		}
 	case "retry":
-		wait = 1500
+		return awaitInput(epfd, 1500, func() error { return attempt(500 * time.Millisecond) })
+	case "moved":
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			return err
+		}
+		loop := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread()
+			if _, err := unix.Read(p[0], make([]byte, 1)); err != nil {
+				loop <- err
+				return
+			}
+			loop <- awaitInput(epfd, 3000, nil)
+		}()
+		if err := attempt(2 * time.Second); err != nil {
+			return err
+		}
+		if _, err := unix.Write(p[1], []byte{0}); err != nil {
+			return err
+		}
+		return <-loop
 	}
+	return awaitInput(epfd, 3000, nil)
+}
+
+// awaitInput waits on epfd, which holds the input, wait ms at a time,
+// calling retry first each time unless it is nil, then reads the input.
+func awaitInput(epfd, wait int, retry func() error) error {
 	var ev [1]unix.EpollEvent
 	for {
-		if mode == "retry" {
-			if err := attempt(500 * time.Millisecond); err != nil {
+		if retry != nil {
+			if err := retry(); err != nil {
 				return err
 			}
 		}
@@ -600,6 +629,18 @@ func TestBackoffIsNotWaitingForInput(t *testing.T) {
 		t.Run(st.name+"/once", func(t *testing.T) {
 			t.Parallel()
 			s := st.start(t, helperCmd("backoff", "once"))
+			s.checkUntil(t, WaitingForNetwork)
+			s.checkUntil(t, Waiting)
+			s.checkUntil(t, WaitingForInput)
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+		})
+		// The task that waited on the network waits on no timer after
+		// it: once it has not for TimerConfirm, the soonest timer of any
+		// task is the backoff's end.
+		t.Run(st.name+"/moved", func(t *testing.T) {
+			t.Parallel()
+			s := st.start(t, helperCmd("backoff", "moved"))
 			s.checkUntil(t, WaitingForNetwork)
 			s.checkUntil(t, Waiting)
 			s.checkUntil(t, WaitingForInput)
