@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,11 +75,11 @@ type Probe struct {
 	// when one last did (see Check).
 	timerSince, timerSeen time.Time
 	// networkSeen is when a check last found the session waiting on the
-	// network (see Backoff), and networkTid the task it found waiting on
+	// network (see Backoff), and networkTids the tasks it found waiting on
 	// it; backoffDue, once a check after it saw a backoff, is when that
 	// backoff is over at the latest.
 	networkSeen, backoffDue time.Time
-	networkTid              int
+	networkTids             []int
 
 	// tasks is the evidence, collected by Explain only.
 	tasks *[]Task
@@ -101,12 +102,12 @@ type walkState struct {
 	// retrying: the session waited on the network within Backoff, and
 	// no backoff seen since is over, so that a timer of an event loop or
 	// a sleep due within Backoff is a retry's, which backoff says was
-	// seen; soonest is the one due first, and retryTimer the one of the
-	// task that last waited on the network, -1 if it waits on none.
+	// seen; soonest is the one due first, and retryTimer the soonest of
+	// the tasks that last waited on the network, -1 if they wait on none.
 	retrying, backoff   bool
 	soonest, retryTimer time.Duration
-	// networkWaiter: the first task this walk found waiting on the network.
-	networkWaiter int
+	// networkWaiters: the tasks this walk found waiting on the network.
+	networkWaiters []int
 	// datagram: the task being classified waits on a UDP socket.
 	datagram bool
 	cur      *Task // the task being classified, when collecting
@@ -306,21 +307,23 @@ func (p *Probe) Check() (State, error) {
 	}
 	switch {
 	case v == Network:
-		p.networkSeen, p.networkTid, p.backoffDue = now, p.networkWaiter, time.Time{}
+		p.networkSeen, p.backoffDue = now, time.Time{}
+		p.networkTids = append(p.networkTids[:0], p.networkWaiters...)
 	case p.backoff && p.backoffDue.IsZero():
 		// A backoff ends in the next attempt, on the network. A timer
 		// that falls due without one was the program's own (an idle
 		// prompt's housekeeping after its last request): from then on
 		// its timers are taken as such again. The next attempt is made
-		// by the task that made the last one, so the backoff is its
-		// timer; another thread's says nothing of when the attempt comes
-		// (right after a system call returns, a Go runtime's monitor
-		// thread sleeps 20 us to 10 ms at a time: taken for the backoff,
-		// it ended the backoff as it began). That task may wait a moment
-		// on something else first (a processor for its goroutine, a
-		// lock), so only once it has waited on no timer for TimerConfirm
-		// since the network is the soonest timer of any task taken: its
-		// runtime may have moved its work to another thread.
+		// by a task that made the last one, so the backoff is the
+		// soonest timer of those; another thread's says nothing of when
+		// the attempt comes (right after a system call returns, a Go
+		// runtime's monitor thread sleeps 20 us to 10 ms at a time: taken
+		// for the backoff, it ended the backoff as it began). They may
+		// wait a moment on something else first (a processor for a
+		// goroutine, a lock), so only once they have waited on no timer
+		// for TimerConfirm since the network is the soonest timer of any
+		// task taken: their runtime may have moved the work to another
+		// thread.
 		switch {
 		case p.retryTimer >= 0:
 			p.backoffDue = now.Add(p.retryTimer)
@@ -403,7 +406,7 @@ func (p *Probe) walk() (Verdict, bool, error) {
 		p.fg = max(p.pgrp, 0)
 	}
 	p.best, p.timer, p.backoff, p.soonest, p.retryTimer = Idle, false, false, Backoff, -1
-	p.networkWaiter = 0
+	p.networkWaiters = p.networkWaiters[:0]
 	now := time.Now()
 	p.retrying = !p.networkSeen.IsZero() && now.Sub(p.networkSeen) <= Backoff &&
 		(p.backoffDue.IsZero() || !now.After(p.backoffDue.Add(TimerConfirm)))
@@ -546,12 +549,12 @@ func (p *Probe) task(pid, tid int) error {
 	p.backoff = p.backoff || backoff
 	if backoff {
 		p.soonest = min(p.soonest, timeout)
-		if tid == p.networkTid {
+		if (p.retryTimer < 0 || timeout < p.retryTimer) && slices.Contains(p.networkTids, tid) {
 			p.retryTimer = timeout
 		}
 	}
-	if v == Network && p.networkWaiter == 0 {
-		p.networkWaiter = tid
+	if v == Network {
+		p.networkWaiters = append(p.networkWaiters, tid)
 	}
 	return nil
 }

@@ -337,7 +337,10 @@ var starts = []struct {
 // thread that waited 2 s on the network then waits on a channel, with no
 // timeout, while the event loop of "once" runs on another thread, as a
 // runtime moves a goroutine: that loop's first timer is the backoff. With
-// none of these, its timer is its own.
+// "retry-pair" two threads wait on one socket in each attempt, and one
+// datagram ends both: then the first waits on a pipe with no timeout,
+// while the other retries after a backoff of 3 s and the thread that sent
+// the datagram sleeps 600 ms. With none of these, its timer is its own.
 func backoffHelper(mode string) error {
 	// The attempt and the backoff on one thread, as in an event loop: Go
 	// could move the goroutine between them.
@@ -402,6 +405,8 @@ func backoffHelper(mode string) error {
 		}
 	case "retry":
 		return awaitInput(epfd, 1500, func() error { return attempt(500 * time.Millisecond) })
+	case "retry-pair":
+		return pairBackoff(epfd)
 	case "moved":
 		var p [2]int
 		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
@@ -425,6 +430,100 @@ func backoffHelper(mode string) error {
 		return <-loop
 	}
 	return awaitInput(epfd, 3000, nil)
+}
+
+// pairBackoff is backoffHelper's "retry-pair": this thread and the one
+// that backs off wait on the network together, and the walk finds this
+// one first.
+func pairBackoff(epfd int) error {
+	sock, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	if err := unix.Bind(sock, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return err
+	}
+	addr, err := unix.Getsockname(sock)
+	if err != nil {
+		return err
+	}
+	var start, done, reply [2]int
+	for _, p := range []*[2]int{&start, &done, &reply} {
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			return err
+		}
+	}
+	// Both wait until the datagram comes: it wakes both at once, so that
+	// a check that finds one of them waiting on the network finds both.
+	awaitReply := func() error {
+		pfd := []unix.PollFd{{Fd: int32(sock), Events: unix.POLLIN}}
+		for {
+			n, err := unix.Poll(pfd, 2000)
+			if err != nil && err != unix.EINTR {
+				return err
+			}
+			if n != 0 {
+				return nil
+			}
+		}
+	}
+	go func() {
+		runtime.LockOSThread()
+		b := make([]byte, 1)
+		first, after := unix.NsecToTimespec((500 * time.Millisecond).Nanoseconds()), unix.NsecToTimespec((600 * time.Millisecond).Nanoseconds())
+		for {
+			if _, err := unix.Read(reply[0], b); err != nil && err != unix.EINTR {
+				return
+			}
+			unix.Nanosleep(&first, nil)
+			if err := unix.Sendto(sock, b, 0, addr); err != nil {
+				return
+			}
+			unix.Nanosleep(&after, nil)
+		}
+	}()
+	loop := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		b := make([]byte, 1)
+		err := awaitInput(epfd, 3000, func() error {
+			if _, err := unix.Write(start[1], b); err != nil {
+				return err
+			}
+			if _, err := unix.Write(reply[1], b); err != nil {
+				return err
+			}
+			if err := awaitReply(); err != nil {
+				return err
+			}
+			// The datagram stays until the other thread saw it: taken
+			// before, its poll would wait on.
+			if _, err := unix.Read(done[0], b); err != nil {
+				return err
+			}
+			_, _, err := unix.Recvfrom(sock, b, unix.MSG_DONTWAIT)
+			return err
+		})
+		// Ends this thread's wait to start.
+		unix.Close(start[1])
+		loop <- err
+	}()
+	b := make([]byte, 1)
+	for {
+		n, err := unix.Read(start[0], b)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return <-loop
+		}
+		if err := awaitReply(); err != nil {
+			return err
+		}
+		if _, err := unix.Write(done[1], b); err != nil {
+			return err
+		}
+	}
 }
 
 // awaitInput waits on epfd, which holds the input, wait ms at a time,
@@ -596,10 +695,17 @@ func TestBackoffIsNotWaitingForInput(t *testing.T) {
 		// last.
 		// Nor is it when the thread that retries waits a moment on
 		// something else before its backoff.
-		for _, mode := range []string{"retry", "retry-held"} {
+		// Nor when another thread waited on the network with it and
+		// waits on no timer after.
+		for _, mode := range []string{"retry", "retry-held", "retry-pair"} {
 			name := st.name
 			if mode != "retry" {
 				name += "/" + mode
+			}
+			// An attempt and its backoff take 2 s, and 3.5 s in the pair.
+			checks := 4 * time.Second
+			if mode == "retry-pair" {
+				checks = 6 * time.Second
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -607,11 +713,11 @@ func TestBackoffIsNotWaitingForInput(t *testing.T) {
 				// An attempt lasts 0.5 s, less than checkUntil's 31
 				// checks can take on a loaded host; the once case holds
 				// the network for longer.
-				// Within 4 s comes a backoff, then the next attempt: a
+				// Within checks come a backoff, then the next attempt: a
 				// run that never saw them proves nothing of the backoff.
 				s.checkSees(t, WaitingForNetwork)
 				backedOff, retried := false, false
-				for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				for deadline := time.Now().Add(checks); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 					got, err := s.probe.Check()
 					if err != nil || got == WaitingForInput {
 						t.Fatalf("Check = %v, %v while it retries", got, err)
@@ -620,7 +726,7 @@ func TestBackoffIsNotWaitingForInput(t *testing.T) {
 					retried = retried || backedOff && got == WaitingForNetwork
 				}
 				if !retried {
-					t.Fatalf("in 4 s of checks after the first attempt: backoff seen %v, the next attempt after it not", backedOff)
+					t.Fatalf("in %v of checks after the first attempt: backoff seen %v, the next attempt after it not", checks, backedOff)
 				}
 				s.write(t, "hello\n")
 				s.waitFor(t, false)

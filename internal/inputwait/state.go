@@ -57,13 +57,14 @@ const TimerConfirm = 300 * time.Millisecond
 // lets its task go on by itself: the backoff of a program retrying a call
 // that failed, seconds that grow with each attempt (an agent CLI whose
 // model is out of reach: codex's ran up to 9 s). It counts until the first
-// such timer seen after that wait is due, the one of the task that waited
-// on the network if it waits on one, else, once that task has waited on
-// none for TimerConfirm since the network, the soonest: a backoff ends in
-// the next attempt, on the network, and a timer that falls due without one
-// was the program's own. Such timers, seconds off, an idle prompt keeps too
-// (codex's, 2 to 8 s off, over and over), and without a wait on the
-// network before them they are taken as the program's own.
+// such timer seen after that wait is due, the soonest of the tasks that
+// waited on the network if one of them waits on one, else, once they have
+// waited on none for TimerConfirm since the network, the soonest of any
+// task: a backoff ends in the next attempt, on the network, and a timer
+// that falls due without one was the program's own. Such timers, seconds
+// off, an idle prompt keeps too (codex's, 2 to 8 s off, over and over),
+// and without a wait on the network before them they are taken as the
+// program's own.
 const Backoff = 30 * time.Second
 
 func (v Verdict) String() string {
