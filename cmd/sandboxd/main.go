@@ -27,6 +27,11 @@ import (
 	"github.com/sandboxd/sandboxd/selftest"
 )
 
+// sysmonAwakeErr is why keepSysmonAwake could not run the daemon with its
+// runtime monitor awake, for the log: the daemon works without it, at more
+// CPU per launch.
+var sysmonAwakeErr error
+
 func main() {
 	// A re-exec of this binary as a sandbox's init or as the self-test's
 	// probe must not parse flags or start a server; neither returns then.
@@ -120,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmd(args[:len(args)-fs.NArg()], *stateDir, stdout, stderr)
 	}
 	logger := log.New(stderr, "sandboxd: ", log.LstdFlags)
+	if sysmonAwakeErr != nil {
+		logger.Printf("%v", sysmonAwakeErr)
+	}
 	// The backend's state is the host's (on Windows the sandbox users
 	// that install made), which the self-test needs too.
 	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism, StateDir: *stateDir, SelfTest: *selfTest, InitPath: *initPath})

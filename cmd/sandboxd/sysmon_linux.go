@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -24,7 +25,8 @@ const sysmonAwake = "schedtrace=2147483647"
 // GODEBUG, which the runtime reads only as it starts; the process keeps
 // its pid, its open files (a socket systemd passed) and the rest of its
 // environment. An operator's own schedtrace is left as it is, and a
-// daemon that cannot be executed again runs on as it is.
+// daemon that cannot be executed again runs on as it is, saying why once
+// its log is open (sysmonAwakeErr).
 func keepSysmonAwake() {
 	godebug, _ := os.LookupEnv("GODEBUG")
 	for _, s := range strings.Split(godebug, ",") {
@@ -34,6 +36,7 @@ func keepSysmonAwake() {
 	}
 	exe, err := os.Executable()
 	if err != nil {
+		sysmonAwakeErr = fmt.Errorf("find the daemon's binary to run it with GODEBUG=%s: %w", sysmonAwake, err)
 		return
 	}
 	env := make([]string, 0, len(os.Environ())+1)
@@ -46,5 +49,6 @@ func keepSysmonAwake() {
 		godebug += ","
 	}
 	env = append(env, "GODEBUG="+godebug+sysmonAwake)
-	syscall.Exec(exe, os.Args, env)
+	err = syscall.Exec(exe, os.Args, env)
+	sysmonAwakeErr = fmt.Errorf("run %s again with GODEBUG=%s: %w", exe, sysmonAwake, err)
 }
