@@ -552,6 +552,26 @@ func baseCases() []conformanceCase {
 					},
 				}
 			}},
+		{name: "masks and deny paths hold with write to /", landlockRefuses: "filesystem.deny",
+			linuxOnly: "the /proc masks and knobs are Linux's; deny paths under a write root are covered on macOS by the deny cases",
+			setup: func(f *fixture) spec {
+				secret := f.file("secret", "s")
+				return spec{
+					// Under a write root of "/" the masks and the deny path
+					// are made over the bind of "/": they must hold in the
+					// tree the sandbox sees, not in the one the bind covers.
+					policy: &sandboxdv1.Policy{
+						Filesystem: &sandboxdv1.Filesystem{Write: list("/"), Deny: list(secret)},
+						Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
+					},
+					steps: []step{
+						deny("read", "/proc/keys"),
+						deny("write-knob", "/proc/sys/kernel/hostname"),
+						deny("read", secret),
+						allow("write", f.path("other")),
+					},
+				}
+			}},
 		{name: "cannot signal host process", setup: func(f *fixture) spec {
 			sleep := hostSleep(f.t)
 			pid := strconv.Itoa(sleep.Process.Pid)
