@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
+	"sync/atomic"
 )
 
 // GCFloor is the least room the collector gives the heap to grow between
@@ -21,11 +22,11 @@ const GCFloor = 8 << 20
 
 // KeepGCFloor makes every collection leave the heap about floor bytes of
 // room before the next while the live heap is smaller than floor, unless
-// the operator set GOGC. It runs for the rest of the process, looking again
-// at the live heap after each collection.
-func KeepGCFloor(floor uint64) {
+// the operator set GOGC. It runs, looking again at the live heap after each
+// collection, until stop is called: the daemon never does.
+func KeepGCFloor(floor uint64) (stop func()) {
 	if _, set := os.LookupEnv("GOGC"); set {
-		return
+		return func() {}
 	}
 	t := &gcFloor{floor: floor, percent: 100, sample: []rtmetrics.Sample{
 		{Name: "/gc/heap/live:bytes"},
@@ -33,12 +34,14 @@ func KeepGCFloor(floor uint64) {
 		{Name: "/gc/scan/globals:bytes"},
 	}}
 	t.arm()
+	return func() { t.stopped.Store(true) }
 }
 
 type gcFloor struct {
 	floor   uint64
 	percent int
 	sample  []rtmetrics.Sample
+	stopped atomic.Bool
 }
 
 // gcCycle is unreachable as soon as it is made: its cleanup runs once the
@@ -49,7 +52,12 @@ type gcFloor struct {
 type gcCycle struct{ _ *byte }
 
 func (t *gcFloor) arm() {
-	runtime.AddCleanup(new(gcCycle), func(t *gcFloor) { t.adjust(); t.arm() }, t)
+	runtime.AddCleanup(new(gcCycle), func(t *gcFloor) {
+		if !t.stopped.Load() {
+			t.adjust()
+			t.arm()
+		}
+	}, t)
 }
 
 // heapMinimum is the runtime's least heap goal at GOGC=100; it scales with

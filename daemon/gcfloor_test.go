@@ -35,9 +35,10 @@ func TestGCFloorGivesASmallHeapTheFloorsRoom(t *testing.T) {
 			t.Errorf("floor %d MiB over a live heap of %d KiB: room %d KiB, want about the floor", floor>>20, live>>10, room>>10)
 		}
 	}
-	// A floor below the live heap leaves GOGC's default.
-	debug.SetGCPercent(100)
-	f := &gcFloor{floor: live / 2, percent: 100, sample: []rtmetrics.Sample{
+	// A floor below the live heap gives GOGC's default back, from a
+	// percentage a smaller heap had raised.
+	debug.SetGCPercent(400)
+	f := &gcFloor{floor: live / 2, percent: 400, sample: []rtmetrics.Sample{
 		{Name: "/gc/heap/live:bytes"},
 		{Name: "/gc/scan/stack:bytes"},
 		{Name: "/gc/scan/globals:bytes"},
@@ -55,7 +56,10 @@ func TestGCFloorAdjustsAfterEachCollection(t *testing.T) {
 	// puts back what was there.
 	t.Setenv("GOGC", "")
 	os.Unsetenv("GOGC")
-	KeepGCFloor(64 << 20)
+	stop := KeepGCFloor(64 << 20)
+	// Stopped before the deferred SetGCPercent, so that no later
+	// collection of this test binary sets it again.
+	defer stop()
 	deadline := time.Now().Add(10 * time.Second)
 	for readMetric("/gc/gogc:percent") == 100 {
 		if time.Now().After(deadline) {
