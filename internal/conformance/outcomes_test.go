@@ -121,6 +121,11 @@ var caseOutcomes = map[string]outcomes{
 		darwin:  "not applicable: /proc and /dev/kmsg, /dev/mem are Linux's; on macOS process visibility is covered by 'cannot read host process arguments or environment'",
 		windows: "not applicable: /proc, /dev/kmsg and /dev/mem are Linux's; process isolation is 'cannot signal host process'",
 	},
+	"masks and deny paths hold with write to /": {
+		linux:   "enforced: the landlock set refuses filesystem.deny",
+		darwin:  "not applicable: the /proc masks and knobs are Linux's; deny paths under a write root are covered on macOS by the deny cases",
+		windows: "not applicable: the /proc masks and knobs are Linux's; deny paths under a write root are covered by the deny cases",
+	},
 	"cannot signal host process": {
 		linux:   "enforced",
 		darwin:  "enforced",
