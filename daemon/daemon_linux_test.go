@@ -206,6 +206,36 @@ func sh(script string) *sandboxdv1.Start {
 	return cmd("/bin/sh", "-c", script)
 }
 
+// The daemon computes a policy's digest once and keeps it with the
+// shared policy: each launch must still get the digest of its own
+// policy, the same value every time, whichever policies came before.
+func TestEachLaunchHasItsPolicysDigest(t *testing.T) {
+	h := startDaemon(t)
+	preset, err := policy.Preset("workspace-write", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The digest of the default policy, pinned as policy's tests pin it.
+	const defaultDigest = "sha256:b7f0bb9315577a3ee3c74391586753a70b64576ad31b06d5323f9bc39d8ac6b6"
+	presetDigest := policy.Digest(preset)
+	for i, c := range []struct {
+		pol  *sandboxdv1.Policy
+		want string
+	}{{nil, defaultDigest}, {preset, presetDigest}, {nil, defaultDigest}, {preset, presetDigest}} {
+		start := cmd("/bin/true")
+		start.Policy = c.pol
+		s := h.open(start).finish()
+		wantExit(t, s, sandboxdv1.State_EXITED, 0, 0, "")
+		env, _ := envOf(h.backend.lastSpec().Env, envDigest)
+		if got := s.started.GetPolicyDigest(); got != c.want || env != c.want {
+			t.Errorf("launch %d: Started digest %q, %s %q; want %q", i, got, envDigest, env, c.want)
+		}
+	}
+	if presetDigest == defaultDigest {
+		t.Fatal("the preset's digest is the default policy's")
+	}
+}
+
 func wantExit(t *testing.T, s *clientSession, state sandboxdv1.State, code, sig int32, reason string) {
 	t.Helper()
 	if s.err != nil {

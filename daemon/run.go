@@ -225,8 +225,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 			groups = append([]uint32{caller.GID}, caller.Groups...)
 		}
 	}
-	pol = sharedPolicy(pol)
-	digest := policy.Digest(pol)
+	pol, digest := sharedPolicy(pol)
 	cmd := start.GetCommand()
 	if err := checkCommand(cmd.GetArgv(), cmd.GetCwd()); err != nil {
 		return nil, launcher.Spec{}, err

@@ -20,6 +20,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/vterm"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/netproxy"
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // Why the daemon ended a session, as reported in Exit and SessionInfo.
@@ -113,15 +114,16 @@ type session struct {
 }
 
 // policies holds each normalized policy that some session still runs
-// under, so that sessions started under the same policy share one (about
-// 0.6 KiB of heap for the workspace-write preset's). Nothing changes a
-// session's policy.
+// under, with its digest, so that sessions started under the same policy
+// share one (about 0.6 KiB of heap for the workspace-write preset's) and
+// its digest is computed once rather than at every launch. Nothing
+// changes a session's policy.
 var policies share.Table[sandboxdv1.Policy]
 
 // sharedPolicy returns the policy equal to pol that a session holds
-// already, or pol, which it keeps for the next.
-func sharedPolicy(pol *sandboxdv1.Policy) *sandboxdv1.Policy {
-	return share.Message(&policies, pol)
+// already, or pol, which it keeps for the next, with its policy.Digest.
+func sharedPolicy(pol *sandboxdv1.Policy) (*sandboxdv1.Policy, string) {
+	return share.Message(&policies, pol, policy.Digest)
 }
 
 func (s *session) info() *sandboxdv1.SessionInfo {

@@ -65,6 +65,11 @@ type Config struct {
 // entering the new root (chroot, once it is stacked on the namespace's).
 var initCapabilities = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE, unix.CAP_SYS_CHROOT}
 
+// planBuffers hold encoded plans: one is written to the init's pipe and
+// not needed after, and at some 6 KiB for the workspace-write preset it
+// was the largest of a launch's allocations.
+var planBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
 type backend struct {
 	host   *HostProbe
 	forced MechanismSet
@@ -309,13 +314,18 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 			return nil, fmt.Errorf("send cgroup files to sandbox init: %w", err)
 		}
 	}
-	encoded, err := plan.Plan.MarshalBinary()
+	buf := planBuffers.Get().(*[]byte)
+	encoded, err := plan.Plan.AppendBinary((*buf)[:0])
 	if err != nil {
+		planBuffers.Put(buf)
 		ip.plan.Close()
 		p.abort()
 		return nil, fmt.Errorf("encode plan for sandbox init: %w", err)
 	}
-	if _, err := ip.plan.Write(encoded); err != nil {
+	_, err = ip.plan.Write(encoded)
+	*buf = encoded
+	planBuffers.Put(buf)
+	if err != nil {
 		ip.plan.Close()
 		p.abort()
 		return nil, fmt.Errorf("send plan to sandbox init: %w", err)

@@ -109,7 +109,9 @@ func (s MechanismSet) needs(p *sandboxdv1.Policy, h *HostProbe, children bool) (
 		fsField = "filesystem.write"
 	}
 	none := p.GetNetwork().GetMode() != sandboxdv1.Network_HOST
-	var ns []need
+	// Room for the most a set lists with every limit: the list was grown
+	// four times over at each launch.
+	ns := make([]need, 0, 16)
 	root := h.EUID == 0
 	switch s {
 	case SetNamespaces:

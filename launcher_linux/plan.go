@@ -122,6 +122,11 @@ var (
 	procMasked   = []string{"/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/kmsg"}
 	procMaskDirs = []string{"/proc/acpi", "/proc/scsi"}
 	devNodes     = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+	// fixedMountSteps is at most how many mount steps a plan has whatever
+	// its paths: the root, /etc/passwd and /etc/group, /proc and its
+	// hidden parts, /dev with its nodes, devpts, shm and five links, the
+	// session socket and /tmp.
+	fixedMountSteps = 14 + len(procReadOnly) + len(procMasked) + len(procMaskDirs) + len(devNodes)
 )
 
 // BuildPlan turns the request in, whose policy is normalized, into the plan
@@ -165,6 +170,12 @@ func BuildPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 		}
 		plan.LoopbackForwards = fwd
 	}
+	// Room for the steps every plan has and about those a policy's paths
+	// add (a placeholder and a bind, rebind or mask each; ancestors
+	// pinned are rarer), made once: a step is over a hundred bytes, and
+	// growing the list step by step copied it over again several times.
+	plan.Mounts = make([]MountStep, 0, fixedMountSteps+len(fs.GetWrite())+len(fs.GetLayer())+
+		2*(len(fs.GetReadOnly())+len(fs.GetDeny()))+len(in.HideSockets))
 	add := func(s MountStep) { plan.Mounts = append(plan.Mounts, s) }
 
 	add(MountStep{Kind: MountRootReadOnly, Source: "/", Target: "/", Field: "filesystem.read"})

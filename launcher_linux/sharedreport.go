@@ -15,5 +15,6 @@ var reports share.Table[sandboxdv1.EnforcementReport]
 // sharedReport returns the report equal to r that is in use already, or
 // r, which it keeps for the next.
 func sharedReport(r *sandboxdv1.EnforcementReport) *sandboxdv1.EnforcementReport {
-	return share.Message(&reports, r)
+	shared, _ := share.Message(&reports, r, nil)
+	return shared
 }

@@ -3,7 +3,7 @@ package launcherlinux
 import (
 	"path"
 	"strconv"
-	"strings"
+	"sync"
 
 	"github.com/sandboxd/sandboxd/internal/share"
 )
@@ -80,7 +80,9 @@ const (
 // buildWriteModel derives the model from the plan's mount steps (none for
 // the landlock set) and its Landlock layer.
 func buildWriteModel(steps []MountStep, ll LandlockPlan, readOnly, deny []string) *WriteModel {
-	m := &WriteModel{HandledFS: ll.HandledFS, ReadOnly: readOnly, Deny: deny}
+	// Each step stacks at most one mount, and most stay: room for them all
+	// up front rather than growing the list as the steps go.
+	m := &WriteModel{HandledFS: ll.HandledFS, ReadOnly: readOnly, Deny: deny, Mounts: make([]ModelMount, 0, len(steps))}
 	for _, r := range ll.Rules {
 		// Only rules with a write right can make a write succeed.
 		if r.Access&^uint64(llReadFile|llReadDir|llExecute) != 0 {
@@ -135,40 +137,55 @@ var models share.Table[WriteModel]
 // which it keeps for the next, in a copy of its mounts without the room
 // that building them left.
 func sharedModel(m *WriteModel) *WriteModel {
-	// Trimmed before it is in the table: another launch may have it from
-	// there at once, and what is in the table is never changed.
-	m.Mounts = append([]ModelMount(nil), m.Mounts...)
-	return models.Get(m.key(), m)
+	buf := modelKeys.Get().(*[]byte)
+	defer modelKeys.Put(buf)
+	*buf = m.appendKey((*buf)[:0])
+	shared, _ := models.Get(*buf, func() (*WriteModel, string) {
+		// Trimmed before it is in the table: another launch may have it
+		// from there at once, and what is in the table is never changed.
+		m.Mounts = append([]ModelMount(nil), m.Mounts...)
+		return m, ""
+	})
+	return shared
 }
 
-// key spells out every field of the model, each string with its length,
-// so that two models have the same key only when they are equal.
-func (m *WriteModel) key() string {
-	var b strings.Builder
+// modelKeys hold the keys of models being looked up: one is about 2 KiB
+// for the workspace-write preset's view, and only a new model's is kept.
+var modelKeys = sync.Pool{New: func() any { return new([]byte) }}
+
+// appendKey appends to b what spells out every field of the model, each
+// string with its length, so that two models have the same key only when
+// they are equal.
+func (m *WriteModel) appendKey(b []byte) []byte {
 	str := func(s string) {
-		b.WriteString(strconv.Itoa(len(s)))
-		b.WriteByte(':')
-		b.WriteString(s)
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
 	}
 	for _, o := range m.Mounts {
 		str(o.Path)
 		str(o.Mask)
 		str(o.Field)
-		b.WriteString(strconv.FormatBool(o.ReadOnly))
+		b = strconv.AppendBool(b, o.ReadOnly)
 	}
-	b.WriteString("|" + strconv.FormatUint(m.HandledFS, 16) + "|")
+	b = append(b, '|')
+	b = strconv.AppendUint(b, m.HandledFS, 16)
+	b = append(b, '|')
 	for _, r := range m.Rules {
 		str(r.Path)
-		b.WriteString(strconv.FormatUint(r.Access, 16) + ",")
+		b = strconv.AppendUint(b, r.Access, 16)
+		b = append(b, ',')
 	}
 	for _, l := range [][]string{m.ReadOnly, m.Deny} {
-		b.WriteString("|" + strconv.Itoa(len(l)) + "|")
+		b = append(b, '|')
+		b = strconv.AppendInt(b, int64(len(l)), 10)
+		b = append(b, '|')
 		for _, p := range l {
 			str(p)
 		}
 	}
 	str(m.Terminal)
-	return b.String()
+	return b
 }
 
 // mount stacks mm: what was mounted at or beneath its path is hidden.

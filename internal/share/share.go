@@ -13,30 +13,43 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Table maps a key that spells out a value to the value in use. The
-// values are shared: nobody changes one once it is in the table. The
-// zero Table is ready to use.
+// Table maps a key that spells out a value to the value in use, with a
+// note derived from it once. The values are shared: nobody changes one
+// once it is in the table. The zero Table is ready to use.
 type Table[T any] struct {
 	mu sync.Mutex
-	m  map[string]weak.Pointer[T]
+	m  map[string]slot[T]
 }
 
-// Get returns the value in use for key, or v, which it keeps for the
-// next caller with that key until no one uses it any more. Equal values
-// must have equal keys, and different values different keys.
-func (t *Table[T]) Get(key string, v *T) *T {
+type slot[T any] struct {
+	wp   weak.Pointer[T]
+	note string
+}
+
+// Get returns the value in use for key and its note, or the value and
+// note that add makes, which it keeps for the next caller with that key
+// until no one uses the value any more. Equal values must have equal
+// keys, and different values different keys. Every launch asks, and most
+// find the value in use: finding it copies nothing and calls nothing, so
+// the key can be a reused buffer and add can do what only a value that
+// is kept needs.
+func (t *Table[T]) Get(key []byte, add func() (*T, string)) (*T, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if have := t.m[key].Value(); have != nil {
-		return have
+	if s, ok := t.m[string(key)]; ok {
+		if have := s.wp.Value(); have != nil {
+			return have, s.note
+		}
 	}
 	if t.m == nil {
-		t.m = map[string]weak.Pointer[T]{}
+		t.m = map[string]slot[T]{}
 	}
+	v, note := add()
+	k := string(key)
 	wp := weak.Make(v)
-	t.m[key] = wp
-	runtime.AddCleanup(v, t.forget, entry[T]{key, wp})
-	return v
+	t.m[k] = slot[T]{wp, note}
+	runtime.AddCleanup(v, t.forget, entry[T]{k, wp})
+	return v, note
 }
 
 type entry[T any] struct {
@@ -49,7 +62,7 @@ type entry[T any] struct {
 func (t *Table[T]) forget(e entry[T]) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.m[e.key] == e.wp {
+	if t.m[e.key].wp == e.wp {
 		delete(t.m, e.key)
 	}
 }
@@ -62,16 +75,31 @@ func (t *Table[T]) Len() int {
 	return len(t.m)
 }
 
+// keyBuffers hold the encodings that key messages: one is about as large
+// as a policy or a report, and only a new value's key is kept.
+var keyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
 // Message is Get for a protocol buffer message, keyed by its
-// deterministic encoding (unknown fields included): m itself when it
-// cannot be encoded, which then goes unshared.
+// deterministic encoding (unknown fields included), with note(m) as the
+// note of an m that is kept (nil: no note): m itself, and note(m), when
+// it cannot be encoded, which then goes unshared.
 func Message[T any, M interface {
 	*T
 	proto.Message
-}](t *Table[T], m M) M {
-	key, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		return m
+}](t *Table[T], m M, note func(M) string) (M, string) {
+	noteOf := func(m M) string {
+		if note == nil {
+			return ""
+		}
+		return note(m)
 	}
-	return t.Get(string(key), m)
+	buf := keyBuffers.Get().(*[]byte)
+	defer keyBuffers.Put(buf)
+	key, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend((*buf)[:0], m)
+	if err != nil {
+		return m, noteOf(m)
+	}
+	*buf = key
+	v, n := t.Get(key, func() (*T, string) { return m, noteOf(m) })
+	return M(v), n
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -110,6 +111,12 @@ func (e *encoder) str(tag byte, what, s string) {
 
 // MarshalBinary encodes the plan for the C init.
 func (p *Plan) MarshalBinary() ([]byte, error) {
+	return p.AppendBinary(nil)
+}
+
+// AppendBinary appends the plan's encoding for the C init to b, so that a
+// daemon can encode each launch's plan into a buffer it reuses.
+func (p *Plan) AppendBinary(b []byte) ([]byte, error) {
 	x := &p.Exec
 	size := len(planMagic) + 64 + 8*len(x.Seccomp)
 	for _, s := range p.Mounts {
@@ -123,7 +130,7 @@ func (p *Plan) MarshalBinary() ([]byte, error) {
 	for _, r := range x.Landlock.Rules {
 		size += 14 + len(r.Path)
 	}
-	e := &encoder{b: append(make([]byte, 0, size+256), planMagic...)}
+	e := &encoder{b: append(slices.Grow(b, size+256), planMagic...)}
 	var flags uint32
 	for _, f := range []struct {
 		on  bool

@@ -2,6 +2,7 @@ package sandboxinit
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -227,4 +228,22 @@ func FuzzPlanDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		decodeInC(t, b)
 	})
+}
+
+// A plan appended to a buffer is the plan's encoding after what the
+// buffer held: the daemon encodes into a buffer it reuses, and the
+// records' lengths must not count what came before.
+func TestAppendBinaryAppends(t *testing.T) {
+	want, err := fullPlan().MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := []byte("reused")
+	got, err := fullPlan().AppendBinary(append(make([]byte, 0, 8), prefix...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
+		t.Fatalf("appended to %q:\n%q\nwant the prefix, then\n%q", prefix, got, want)
+	}
 }
