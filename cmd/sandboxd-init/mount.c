@@ -449,7 +449,7 @@ static int apply(struct builder *b, const struct mount_step *s)
 		}
 		/* Writable is not a way to run setuid programs or reach devices. */
 		r = attach_clone(src, target, s->kind == MK_DEVICE ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC : MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-		if (!r && strcmp(s->target, "/") == 0) {
+		if (!r && names_root(s->target)) {
 			b->root_bound = 1;
 			/* Lookups from a directory fd do not cross a mount stacked
 			 * on that directory itself: later steps start from the
