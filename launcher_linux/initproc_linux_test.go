@@ -574,8 +574,8 @@ func TestIdleInitStackHasAGuardPage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { p.Kill(); p.Wait() }()
-			// The init drops its vDSO as it goes idle, right after it
-			// reports the start.
+			// The init drops its vDSO as it goes idle, once its command
+			// has run for a moment.
 			var maps []byte
 			deadline := time.Now().Add(10 * time.Second)
 			for {

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sched.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -32,6 +33,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include <linux/netlink.h>
@@ -775,10 +777,32 @@ static void kill_descendants(void)
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
 
+static void release_setup(void);
+
+/*
+ * How long the command runs before the init gives back what its setup
+ * used: the host's tree (release_host_tree) and its memory (release_setup:
+ * reading its own maps, five munmaps and three madvises, 95 to 190 us of
+ * CPU). That is worth it for a session that stays, and only cost for one
+ * whose command ends at once, as most launches' do: the namespace's end
+ * takes the tree with it, and the process's end its memory.
+ */
+enum { RELEASE_AFTER_MS = 50 };
+
+static long long monotonic_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 /* reap_until forwards signals to the command's process group and reaps
  * every child until the command itself has exited. */
 static int reap_until(pid_t pid, int sfd)
 {
+	/* Signals forwarded meanwhile do not put it off. */
+	long long release_at = monotonic_ms() + RELEASE_AFTER_MS;
+	int released = 0;
 	for (;;) {
 		int st;
 		pid_t w;
@@ -787,6 +811,19 @@ static int reap_until(pid_t pid, int sfd)
 				return st;
 		if (w < 0 && errno == ECHILD)
 			return 0;
+		if (!released) {
+			long long left = release_at - monotonic_ms();
+			struct pollfd pf = {.fd = sfd, .events = POLLIN};
+			int n = left > 0 ? poll(&pf, 1, (int)left) : 0;
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				release_host_tree();
+				/* The clock's vDSO goes with it. */
+				release_setup();
+				released = 1;
+			}
+		}
 		struct signalfd_siginfo si;
 		ssize_t r = read(sfd, &si, sizeof si);
 		if (r != (ssize_t)sizeof si)
@@ -885,7 +922,6 @@ static void release_setup(void)
 
 static void __attribute__((noreturn)) idle_main(int pid, int sfd, int ns)
 {
-	release_setup();
 	int st = reap_until(pid, sfd);
 	if (!ns)
 		kill_descendants();

@@ -449,7 +449,7 @@ static int apply(struct builder *b, const struct mount_step *s)
 		}
 		/* Writable is not a way to run setuid programs or reach devices. */
 		r = attach_clone(src, target, s->kind == MK_DEVICE ? MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC : MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-		if (!r && strcmp(s->target, "/") == 0) {
+		if (!r && names_root(s->target)) {
 			b->root_bound = 1;
 			/* Lookups from a directory fd do not cross a mount stacked
 			 * on that directory itself: later steps start from the
@@ -701,6 +701,34 @@ static void drop_staged(void)
 	}
 }
 
+/* host_tree_base is the init's tmpfs, which holds the host's tree from
+ * setup_root's end until release_host_tree; -1 when it holds none. */
+static int host_tree_base = -1;
+
+/*
+ * release_host_tree detaches the host's tree, which nothing needs once the
+ * sandbox's root is in place, and which would hold its every mount for
+ * the session's life. Detaching it waits for an expedited RCU grace
+ * period: done by setup_root, that was on every launch's path, and a
+ * command that ends at once leaves it to go with the namespace, in the
+ * grace period the namespace's end waits for anyway.
+ */
+void release_host_tree(void)
+{
+	if (host_tree_base < 0)
+		return;
+	/* Found from the init's tmpfs, which the new root covers: lookups
+	 * from a directory do not cross a mount stacked on it. */
+	if (fchdir(host_tree_base) == 0 && umount2(OLD_ROOT + 1, MNT_DETACH) == 0)
+		/* Empty now, it would keep an inode of the init's tmpfs. */
+		unlinkat(host_tree_base, OLD_ROOT + 1, AT_REMOVEDIR);
+	/* Back within the sandbox's root. */
+	if (chdir("/"))
+		fail_errno(errno);
+	close(host_tree_base);
+	host_tree_base = -1;
+}
+
 int prepare_root(const char **op, const char **path)
 {
 #define FAIL(o, pth)                                                                                                  \
@@ -798,16 +826,13 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 	 * namespace's root, and paths read from it as from a pivoted root.
 	 * pivot_root would do the same, but it visits every task on the host
 	 * to move those whose root it changes, and it ran on every launch's
-	 * path. The host's tree goes first: nothing needs it from here.
+	 * path. The host's tree stays where it is, beneath, out of the
+	 * sandbox's reach and sight, until release_host_tree.
 	 */
 	int nr = open(NEW_ROOT, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (nr < 0) {
 		fail_errno(errno);
 		FAIL("open", NEW_ROOT);
-	}
-	if (umount2(OLD_ROOT, MNT_DETACH)) {
-		fail_errno(errno);
-		FAIL("umount", OLD_ROOT);
 	}
 	int base = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (base < 0) {
@@ -828,12 +853,11 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		close(base);
 		FAIL("umount", NEW_ROOT);
 	}
-	/* Empty now, the two directories would each keep an inode of the
-	 * init's tmpfs for the session's life; unseen, their going changes
-	 * nothing the sandbox sees. */
-	unlinkat(base, OLD_ROOT + 1, AT_REMOVEDIR);
+	/* Empty now, the directory would keep an inode of the init's tmpfs
+	 * for the session's life; unseen, its going changes nothing the
+	 * sandbox sees. */
 	unlinkat(base, NEW_ROOT + 1, AT_REMOVEDIR);
-	close(base);
+	host_tree_base = base;
 	if (fchdir(nr)) {
 		fail_errno(errno);
 		FAIL("fchdir", NEW_ROOT);

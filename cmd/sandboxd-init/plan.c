@@ -72,8 +72,25 @@ static int mount_string(char *rec, size_t n, size_t *off, const char **out, size
 	return 0;
 }
 
-static int decode_mount(char *rec, size_t n, struct mount_step *m)
+int names_root(const char *path)
 {
+	size_t depth = 0;
+	while (*path) {
+		while (*path == '/')
+			path++;
+		size_t l = strcspn(path, "/");
+		if (l == 2 && path[0] == '.' && path[1] == '.')
+			depth -= depth > 0;
+		else if (l > 0 && !(l == 1 && path[0] == '.'))
+			depth++;
+		path += l;
+	}
+	return depth == 0;
+}
+
+static int decode_mount(char *rec, size_t n, struct mount_step *m, const char **err)
+{
+	*err = "bad mount record";
 	if (n < 6)
 		return -1;
 	m->kind = (enum mount_kind)(unsigned char)rec[0];
@@ -91,7 +108,16 @@ static int decode_mount(char *rec, size_t n, struct mount_step *m)
 	    mount_string(rec, n, &off, &m->content, &m->content_len) || mount_string(rec, n, &off, &m->field, NULL) ||
 	    mount_string(rec, n, &off, &m->via, NULL))
 		return -1;
-	return off == n ? 0 : -1;
+	if (off != n)
+		return -1;
+	/* Stacked on the new root's top directory, an ID-mapped clone would
+	 * leave the steps after it applied beneath it, out of the sandbox's
+	 * sight, masks and all. */
+	if (m->idmapped && names_root(m->target)) {
+		*err = "an ID-mapped mount step targets the sandbox's root";
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -169,10 +195,8 @@ static int walk(char *buf, size_t len, struct plan *p, struct counts *c, int fil
 			break;
 		case TAG_MOUNT: {
 			struct mount_step m;
-			if (decode_mount(rec, n, &m)) {
-				*err = "bad mount record";
+			if (decode_mount(rec, n, &m, err))
 				return -1;
-			}
 			if (fill)
 				p->mounts[c->mounts] = m;
 			c->mounts++;

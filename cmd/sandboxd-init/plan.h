@@ -120,6 +120,10 @@ struct plan {
 int plan_decode(char *buf, size_t len, struct plan *p, const char **err);
 void plan_free(struct plan *p);
 
+/* names_root says whether path, resolved from the sandbox's root with ".."
+ * staying there, is that root itself ("/", "", "/.", "/a/..", ...). */
+int names_root(const char *path);
+
 /*
  * The program using the decoder provides its allocator, with calloc's and
  * free's contracts: the init takes the arrays from its setup memory, which

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"path"
 	"slices"
 	"strings"
 )
@@ -14,8 +15,9 @@ import (
 // bytes and a terminating NUL, which the decoder checks, so that it can
 // use them in place; a string holding a NUL cannot be encoded, as no
 // path, argument or variable the kernel takes can hold one. The decoder
-// (plan.c) refuses unknown tags, records of the wrong size and plans
-// missing a required record. FormatPlan is the text both sides print for
+// (plan.c) refuses unknown tags, records of the wrong size, plans
+// missing a required record and, as the encoder does, an ID-mapped mount
+// step whose target is the sandbox's root. FormatPlan is the text both sides print for
 // a plan, which the tests compare.
 
 // planMagic starts every encoded plan; its last byte is the version.
@@ -164,6 +166,11 @@ func (p *Plan) AppendBinary(b []byte) ([]byte, error) {
 		kind, ok := mountKindNumber(s.Kind)
 		if !ok {
 			return nil, fmt.Errorf("unknown mount step %q", s.Kind)
+		}
+		if s.Idmapped && path.Clean("/"+s.Target) == "/" {
+			// Stacked on the sandbox's root, the clone would hide every
+			// step after it; the decoder refuses it too.
+			return nil, fmt.Errorf("ID-mapped mount step of %q targets the sandbox's root", s.Source)
 		}
 		var mf byte
 		for _, f := range []struct {

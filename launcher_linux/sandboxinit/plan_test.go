@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	pathpkg "path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -133,6 +134,8 @@ func TestPlanEncoderRefusesWhatCannotTravel(t *testing.T) {
 		"no command":         {Exec: ExecPlan{Cwd: "/"}},
 		"unknown mount kind": {Mounts: []MountStep{{Kind: "overlay"}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
 		"IPv6 proxy":         {ProxyListen: "[::1]:3128", Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
+		"ID-mapped root":     {Mounts: []MountStep{{Kind: MountBind, Source: "/w", Target: "/", Idmapped: true}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
+		"ID-mapped /a/..":    {Mounts: []MountStep{{Kind: MountBind, Source: "/w", Target: "/a/..", Idmapped: true}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
 	} {
 		if b, err := p.MarshalBinary(); err == nil {
 			t.Errorf("%s: encoded to %q", name, b)
@@ -170,6 +173,43 @@ func TestPlanDecoderRefusesBrokenPlans(t *testing.T) {
 	}
 }
 
+// An ID-mapped bind stacked on the sandbox's root would leave every later
+// step beneath it, unseen: the decoder refuses one whose target names the
+// root, however spelled, and takes one beneath it.
+func TestPlanDecoderRefusesAnIDMappedRoot(t *testing.T) {
+	for target, refused := range map[string]bool{
+		"/": true, "": true, "//": true, "/.": true, "/..": true, "/a/..": true, "a/../..": true, "/./": true,
+		"/a": false, "/a/../b": false, "/..a": false, "/...": false,
+	} {
+		p := &Plan{Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}}
+		p.Mounts = []MountStep{{Kind: MountBind, Source: "/s", Target: "/t", Idmapped: true}}
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The encoder refuses the same targets: the decoder is tested on
+		// its own, on the plan with its mount record's target swapped.
+		old := "\x03\x00\x00\x00/t\x00"
+		i := strings.Index(string(b), old)
+		str := append(binary.LittleEndian.AppendUint32(nil, uint32(len(target)+1)), target+"\x00"...)
+		b = append(append(append([]byte(nil), b[:i]...), str...), b[i+len(old):]...)
+		// The record starts before its kind, flags, mode and source.
+		rec := i - 5 - 6 - len("\x03\x00\x00\x00/s\x00")
+		if b[rec] != tagMount {
+			t.Fatalf("no mount record at %d of %q", rec, b)
+		}
+		binary.LittleEndian.PutUint32(b[rec+1:], binary.LittleEndian.Uint32(b[rec+1:])+uint32(len(str)-len(old)))
+		got := decodeInC(t, b)
+		if refused != (got == "error: an ID-mapped mount step targets the sandbox's root\n") || !refused && strings.HasPrefix(got, "error: ") {
+			t.Errorf("target %q: decoded to\n%s", target, got)
+		}
+		p.Mounts[0].Target = target
+		if _, err := p.MarshalBinary(); (err != nil) != refused {
+			t.Errorf("target %q: the encoder gave %v", target, err)
+		}
+	}
+}
+
 // FuzzPlanRoundTrip builds plans from the fuzzer's values: whatever the
 // encoder takes, the C decoder must read back as it was.
 func FuzzPlanRoundTrip(f *testing.F) {
@@ -203,8 +243,9 @@ func FuzzPlanRoundTrip(f *testing.F) {
 		}
 		b, err := p.MarshalBinary()
 		if err != nil {
-			// Only a NUL stops the encoder here.
-			if !strings.Contains(arg+env+path+field+string(prog), "\x00") {
+			// Only a NUL stops the encoder here, or an ID-mapped step on
+			// the root.
+			if !strings.Contains(arg+env+path+field+string(prog), "\x00") && !(flag && pathpkg.Clean("/"+arg) == "/") {
 				t.Fatalf("encoder refused %+v: %v", p, err)
 			}
 			return
