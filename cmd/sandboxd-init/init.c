@@ -780,12 +780,11 @@ static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUS
 static void release_setup(void);
 
 /*
- * How long the command runs before the init gives back what its setup
- * used: the host's tree (release_host_tree) and its memory (release_setup:
- * reading its own maps, five munmaps and three madvises, 95 to 190 us of
- * CPU). That is worth it for a session that stays, and only cost for one
- * whose command ends at once, as most launches' do: the namespace's end
- * takes the tree with it, and the process's end its memory.
+ * How long the command runs before the init gives back the memory its
+ * setup used (release_setup: reading its own maps, five munmaps and three
+ * madvises, 95 to 190 us of CPU). That is worth it for a session that
+ * stays, and only cost for one whose command ends at once, as most
+ * launches' do: the process's end gives it back.
  */
 enum { RELEASE_AFTER_MS = 50 };
 
@@ -818,7 +817,6 @@ static int reap_until(pid_t pid, int sfd)
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0) {
-				release_host_tree();
 				/* The clock's vDSO goes with it. */
 				release_setup();
 				released = 1;

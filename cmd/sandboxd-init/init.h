@@ -70,9 +70,6 @@ void release_staging(void);
  * enters it. On failure it returns -1 with *field, *op and *path
  * naming the step. */
 int setup_root(const struct plan *p, int old_root, const char **field, const char **op, const char **path);
-/* release_host_tree detaches the host's tree, which setup_root leaves
- * beneath the sandbox's root, out of the launch's path. */
-void release_host_tree(void);
 
 int loopback_up(void);
 /* run_init is the sandbox init, from reading its plan to its exit, which
