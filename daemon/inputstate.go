@@ -55,7 +55,10 @@ func (s *Service) watchInput(sess *session, sio *stdio) (stop func()) {
 	var probe *inputwait.Probe
 	var err error
 	if sio.tty {
-		probe, err = inputwait.ForTerminal(sess.pidOf(), sio.stdin)
+		var master *os.File
+		if master, err = sio.stdin.File(); err == nil {
+			probe, err = inputwait.ForTerminal(sess.pidOf(), master)
+		}
 	} else {
 		probe, err = inputwait.ForPipe(sess.pidOf(), sio.stdin)
 	}

@@ -4,14 +4,14 @@ package daemon
 
 import (
 	"fmt"
-	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // writeNoWait writes p to f in one non-blocking write: what does not fit
 // now is dropped.
-func writeNoWait(f *os.File, p []byte) error {
+func writeNoWait(f syscall.Conn, p []byte) error {
 	raw, err := f.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("write: %w", err)

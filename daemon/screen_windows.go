@@ -2,11 +2,11 @@ package daemon
 
 import (
 	"errors"
-	"os"
+	"syscall"
 )
 
 // writeNoWait does not answer on Windows: ConPTY stands between the program
 // and the daemon and answers its terminal's queries itself.
-func writeNoWait(*os.File, []byte) error {
+func writeNoWait(syscall.Conn, []byte) error {
 	return errors.ErrUnsupported
 }

@@ -30,12 +30,15 @@ const eot = 0x04
 type stdio struct {
 	tty   bool
 	child launcher.Stdio // handed to the backend, closed here after Start
-	stdin *os.File       // pipe write end, or the PTY master
+	// stdin is the pipe's write end, or the PTY master. A pipe session's
+	// ends stay out of the runtime's poller until they are first read or
+	// written (fdwait.Lazy): an idle session's never are.
+	stdin *fdwait.Lazy
 	// stdinGrown: the stdin pipe, a page long while the session gets no
 	// input (stdioPipe), has the usual length since its first write.
 	stdinGrown sync.Once
 	outputs    []output
-	closers    []*os.File // every daemon-side file
+	closers    []*fdwait.Lazy // every daemon-side file
 
 	// grace bounds how long output readers wait for more data once the
 	// sandbox has been reaped: the only writers left then are processes
@@ -51,7 +54,7 @@ type stdio struct {
 
 type output struct {
 	stream sandboxdv1.Output_Stream
-	file   *os.File
+	file   *fdwait.Lazy
 }
 
 func openStdio(tty bool, win *sandboxdv1.WindowSize, grace time.Duration) (*stdio, error) {
@@ -93,36 +96,36 @@ func (s *stdio) adoptTerminal(master *os.File) error {
 	if master == nil {
 		return errors.New("backend started a terminal session without a terminal")
 	}
-	s.stdin = master
-	s.outputs = []output{{sandboxdv1.Output_STDOUT, master}}
-	s.closers = []*os.File{master}
+	m := fdwait.Opened(master)
+	s.stdin = m
+	s.outputs = []output{{sandboxdv1.Output_STDOUT, m}}
+	s.closers = []*fdwait.Lazy{m}
 	return nil
 }
 
 func openPipes() (_ *stdio, err error) {
-	var in, out, errp [2]*os.File // the daemon's end, the sandbox's end
+	var ours [3]*fdwait.Lazy
+	var theirs [3]*os.File
 	defer func() {
 		if err != nil {
-			for _, f := range []*os.File{in[0], in[1], out[0], out[1], errp[0], errp[1]} {
-				if f != nil {
-					f.Close()
+			for i := range ours {
+				if ours[i] != nil {
+					ours[i].Close()
+					theirs[i].Close()
 				}
 			}
 		}
 	}()
-	if in[0], in[1], err = stdioPipe(true); err == nil {
-		if out[0], out[1], err = stdioPipe(false); err == nil {
-			errp[0], errp[1], err = stdioPipe(false)
+	for i := range ours {
+		if ours[i], theirs[i], err = stdioPipe(i == 0); err != nil {
+			return nil, fmt.Errorf("stdio pipe: %w", err)
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("stdio pipe: %w", err)
-	}
 	return &stdio{
-		child:   launcher.Stdio{Stdin: in[1], Stdout: out[1], Stderr: errp[1]},
-		stdin:   in[0],
-		outputs: []output{{sandboxdv1.Output_STDOUT, out[0]}, {sandboxdv1.Output_STDERR, errp[0]}},
-		closers: []*os.File{in[0], out[0], errp[0]},
+		child:   launcher.Stdio{Stdin: theirs[0], Stdout: theirs[1], Stderr: theirs[2]},
+		stdin:   ours[0],
+		outputs: []output{{sandboxdv1.Output_STDOUT, ours[1]}, {sandboxdv1.Output_STDERR, ours[2]}},
+		closers: ours[:],
 	}, nil
 }
 
@@ -158,7 +161,11 @@ func (s *stdio) write(p []byte) error {
 			}
 		})
 	}
-	if _, err := s.stdin.Write(p); err != nil {
+	f, err := s.stdin.File()
+	if err != nil {
+		return fmt.Errorf("write stdin: %w", err)
+	}
+	if _, err := f.Write(p); err != nil {
 		return fmt.Errorf("write stdin: %w", err)
 	}
 	return nil
@@ -183,7 +190,11 @@ func (s *stdio) resize(win *sandboxdv1.WindowSize) error {
 	if s.screen != nil && win.GetRows() > 0 && win.GetCols() > 0 {
 		s.screen.Resize(int(win.GetRows()), int(win.GetCols()))
 	}
-	return resize(s.stdin, win)
+	master, err := s.stdin.File()
+	if err != nil {
+		return fmt.Errorf("resize: %w", err)
+	}
+	return resize(master, win)
 }
 
 // outputLinger is how long an output's reader waits for more once the
@@ -200,7 +211,9 @@ type pump struct {
 	s       *stdio
 	o       output
 	publish func(*sandboxdv1.Output)
-	read    func() ([]byte, error)
+	// read reads the output; made by the first reader, which makes the
+	// output's file.
+	read func() ([]byte, error)
 	// idle hands the output between its reader and the waiter.
 	idle fdwait.Idle
 	// long: the output pipe is of the usual length, not a page (resize).
@@ -214,7 +227,7 @@ type pump struct {
 // registration.
 func (s *stdio) startPumps(publish func(*sandboxdv1.Output)) {
 	for _, o := range s.outputs {
-		p := &pump{s: s, o: o, publish: publish, read: outputReader(o.file)}
+		p := &pump{s: s, o: o, publish: publish}
 		p.idle.Init(o.file, outputLinger, p.lingering)
 		p.idle.OnRest = p.shorten
 		p.long = true
@@ -252,6 +265,16 @@ func (p *pump) resize(long bool) {
 // it has been quiet for outputLinger and the waiter takes it back.
 func (p *pump) run(linger bool) {
 	f := p.o.file
+	if p.read == nil {
+		file, err := f.File()
+		if err != nil {
+			// Closed: the session is over before its output was read.
+			p.idle.Done()
+			p.s.pumping.Done()
+			return
+		}
+		p.read = outputReader(file)
+	}
 	linger = linger && p.idle.Linger()
 	for {
 		bounded := p.s.draining.Load()
@@ -302,7 +325,7 @@ func (s *stdio) drain() {
 	}
 }
 
-func (s *stdio) bound(f *os.File) {
+func (s *stdio) bound(f *fdwait.Lazy) {
 	// Files that cannot take a deadline (a blocking PTY master outside
 	// Linux) are left to end on their own.
 	_ = f.SetReadDeadline(time.Now().Add(s.grace))

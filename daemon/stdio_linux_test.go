@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,7 +155,7 @@ func TestQuietOutputHoldsNoGoroutine(t *testing.T) {
 
 // pipeLength is f's length, or -1 with an error reported (t.Error: the
 // watcher below calls it on a goroutine of its own).
-func pipeLength(t *testing.T, f *os.File) int {
+func pipeLength(t *testing.T, f syscall.Conn) int {
 	t.Helper()
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -235,6 +237,80 @@ func TestPipesArePageLongWhileIdle(t *testing.T) {
 	mu.Unlock()
 	if n != len(big) {
 		t.Fatalf("read %d bytes of stdout, want %d", n, len(big))
+	}
+	sio.closeChild()
+	sio.drain()
+	sio.waitPumps()
+}
+
+// epollsHolding counts the process's epoll instances that fd is in.
+func epollsHolding(t *testing.T, fd int) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || target != "anon_inode:[eventpoll]" {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func fdOf(t *testing.T, c syscall.Conn) int {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := -1
+	if err := rc.Control(func(u uintptr) { fd = int(u) }); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// An idle pipe session's ends are not in the runtime's poller, which keeps
+// 512 bytes for each descriptor it has ever held at once: its outputs wait
+// in the shared waiter only, and stdin in none. A first write puts stdin
+// in the poller; output that comes is read.
+func TestIdlePipesStayOutOfTheRuntimesPoller(t *testing.T) {
+	sio, err := openStdio(false, nil, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sio.closeAll()
+	got := make(chan string, 8)
+	sio.startPumps(func(o *sandboxdv1.Output) { got <- string(o.GetData()) })
+	in, out := fdOf(t, sio.stdin), fdOf(t, sio.outputs[0].file)
+	if n := epollsHolding(t, in); n != 0 {
+		t.Fatalf("stdin before input is in %d epoll instances, want none", n)
+	}
+	if n := epollsHolding(t, out); n != 1 {
+		t.Fatalf("quiet stdout is in %d epoll instances, want 1 (the waiter's)", n)
+	}
+	if err := sio.write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n := epollsHolding(t, in); n != 1 {
+		t.Fatalf("stdin after input is in %d epoll instances, want 1 (the runtime's)", n)
+	}
+	if _, err := sio.child.Stdout.Write([]byte("out")); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != "out" {
+		t.Fatalf("read %q from stdout, want %q", s, "out")
 	}
 	sio.closeChild()
 	sio.drain()

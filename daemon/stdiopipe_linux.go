@@ -4,17 +4,19 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/sandboxd/sandboxd/internal/fdwait"
 	"golang.org/x/sys/unix"
 )
 
 // stdioPipe makes one pipe of a session's standard streams: the daemon's
-// end pollable (its reads and writes wait in the runtime's poller and take
-// deadlines), the sandbox's end a plain blocking file. The backend only
+// end non-blocking, entering the runtime's poller (where its reads and
+// writes wait and take deadlines) only once it is first read or written,
+// the sandbox's end a plain blocking file. The backend only
 // passes the sandbox's end on and the daemon closes it right after Start;
 // os.Pipe would register it with the poller and make it non-blocking, only
 // for Fd to make it blocking again and Close to unregister it, a third of
 // the cost of opening a session's pipes.
-func stdioPipe(sandboxReads bool) (daemonEnd, sandboxEnd *os.File, err error) {
+func stdioPipe(sandboxReads bool) (daemonEnd *fdwait.Lazy, sandboxEnd *os.File, err error) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return nil, nil, fmt.Errorf("pipe2: %w", err)
@@ -36,8 +38,7 @@ func stdioPipe(sandboxReads bool) (daemonEnd, sandboxEnd *os.File, err error) {
 		// the usual length (stdio.write).
 		unix.FcntlInt(uintptr(d), unix.F_SETPIPE_SZ, os.Getpagesize())
 	}
-	// NewFile makes a non-blocking descriptor pollable.
-	return os.NewFile(uintptr(d), "|daemon"), os.NewFile(uintptr(sb), "|sandbox"), nil
+	return fdwait.NewLazy(d, "|daemon"), os.NewFile(uintptr(sb), "|sandbox"), nil
 }
 
 // pipePage is the length of a short pipe (resizePipe).

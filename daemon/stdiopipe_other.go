@@ -2,19 +2,23 @@
 
 package daemon
 
-import "os"
+import (
+	"os"
+
+	"github.com/sandboxd/sandboxd/internal/fdwait"
+)
 
 // stdioPipe makes one pipe of a session's standard streams and returns the
 // daemon's end and the sandbox's.
-func stdioPipe(sandboxReads bool) (daemonEnd, sandboxEnd *os.File, err error) {
+func stdioPipe(sandboxReads bool) (daemonEnd *fdwait.Lazy, sandboxEnd *os.File, err error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
 	}
 	if sandboxReads {
-		return w, r, nil
+		return fdwait.Opened(w), r, nil
 	}
-	return r, w, nil
+	return fdwait.Opened(r), w, nil
 }
 
 // pipePage is the length of a short pipe, where pipes have one.

@@ -3,7 +3,11 @@ package launcherlinux
 import (
 	"bytes"
 	"context"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,4 +54,74 @@ func TestIdleSandboxHoldsNoGoroutine(t *testing.T) {
 		t.Fatalf("Wait after the end = %+v, %v; want killed", st, err)
 	}
 	noSupervisorLeft(t)
+}
+
+// An idle sandbox's pidfd and seccomp listener stay out of the runtime's
+// poller, which keeps 512 bytes for every file it has held at once: the
+// listener waits in the shared waiter only, the pidfd nowhere until the
+// wait for the end.
+func TestIdleSandboxStaysOutOfThePoller(t *testing.T) {
+	spec := testSpec(t, &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}}, "sleep", "1000")
+	p, err := newBackend(t).Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		p.Kill()
+		p.Wait()
+		noSupervisorLeft(t)
+	}()
+	sv := p.(*process).supervisor
+	if sv == nil {
+		t.Skip("no seccomp supervision on this host")
+	}
+	pidfd, listener := fdOf(t, p.(*process).proc.pidfd), fdOf(t, sv.listener)
+	// The receive loop may still run for what the sandbox's start was
+	// notified of; once it rests, the listener is the waiter's alone.
+	for deadline := time.Now().Add(30 * time.Second); epollsHolding(t, listener) != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle sandbox's seccomp listener is in %d epoll instances after 30s, want 1 (the waiter's)", epollsHolding(t, listener))
+		}
+	}
+	if n := epollsHolding(t, pidfd); n != 0 {
+		t.Fatalf("the idle sandbox's pidfd is in %d epoll instances, want none", n)
+	}
+}
+
+// epollsHolding counts the process's epoll instances that fd is in.
+func epollsHolding(t *testing.T, fd int) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || target != "anon_inode:[eventpoll]" {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func fdOf(t *testing.T, c syscall.Conn) int {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := -1
+	if err := rc.Control(func(u uintptr) { fd = int(u) }); err != nil {
+		t.Fatal(err)
+	}
+	return fd
 }

@@ -70,7 +70,9 @@ var errSandboxGone = errors.New("no process left under the seccomp filter")
 
 // supervisor answers the notifications of one sandbox's seccomp listener.
 type supervisor struct {
-	listener *os.File
+	// listener enters the runtime's poller with its first notification
+	// (fdwait.Lazy): a quiet listener waits in the shared waiter only.
+	listener *fdwait.Lazy
 	rc       syscall.RawConn
 	// connect says the daemon performs connect(); hostSocket is where
 	// SessionSocketPath leads, "" when the sandbox has no session socket.
@@ -132,7 +134,7 @@ func supervise(listener, root, diag, init int, sv *Supervision, writes *WriteMod
 		return nil, fmt.Errorf("seccomp listener: %w", err)
 	}
 	s := &supervisor{
-		listener:     os.NewFile(uintptr(listener), "seccomp-listener"),
+		listener:     fdwait.NewLazy(listener, "seccomp-listener"),
 		connect:      sv.Connect,
 		hostSocket:   hostSocket,
 		writes:       writes,

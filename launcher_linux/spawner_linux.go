@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/sandboxd/sandboxd/internal/fdwait"
 	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"golang.org/x/sys/unix"
 )
@@ -193,14 +194,17 @@ func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
 // daemon signals it and learns of its end through its pidfd.
 type initHandle struct {
 	pid   int
-	pidfd *os.File
+	pidfd *fdwait.Lazy
 	rc    syscall.RawConn
 }
 
-// newInitHandle takes pidfd, opened non-blocking, into the runtime's
-// poller, so that waiting for an init's end takes no thread.
+// newInitHandle takes pidfd, opened non-blocking, to wait for the init's
+// end in the runtime's poller, so that waiting takes no thread. It enters
+// the poller only when the wait starts (fdwait.Lazy): until then an idle
+// session's pidfd costs the runtime no poll descriptor of 512 bytes, nor
+// the kernel an epoll entry; signals need no file.
 func newInitHandle(pid, pidfd int) (*initHandle, error) {
-	f := os.NewFile(uintptr(pidfd), "pidfd")
+	f := fdwait.NewLazy(pidfd, "pidfd")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()

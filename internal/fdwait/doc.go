@@ -12,6 +12,9 @@
 // disarmed until its owner rearms it. Idle is the hand-off between such a
 // descriptor's reader and the waiter that the daemon's readers share: a
 // descriptor enters the set only once it has been quiet for a while.
+// Lazy keeps such a descriptor out of the runtime's poller, which holds
+// 512 bytes for every file it has held at once, until it is first read,
+// written or waited on.
 //
 // Only Linux has it; elsewhere Add returns ErrUnsupported, and the caller
 // waits with a goroutine as before.

@@ -217,3 +217,9 @@ func (w *waiter) dispatch() {
 		}
 	}
 }
+
+// NewLazy takes fd, a non-blocking descriptor, which it closes, as a Lazy
+// named name.
+func NewLazy(fd int, name string) *Lazy { return &Lazy{fd: fd, name: name} }
+
+func closeFd(fd int) error { return unix.Close(fd) }

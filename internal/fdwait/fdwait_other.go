@@ -27,3 +27,6 @@ func (w *Wait) Rearm() error { return ErrUnsupported }
 
 // Cancel does nothing.
 func (w *Wait) Cancel() {}
+
+// closeFd is never called here: every Lazy is Opened.
+func closeFd(fd int) error { return ErrUnsupported }

@@ -1,10 +1,17 @@
 package fdwait
 
 import (
-	"os"
 	"sync"
+	"syscall"
 	"time"
 )
+
+// File is what an Idle hands on: an *os.File, or a Lazy, whose file is
+// made only once a reader first runs.
+type File interface {
+	syscall.Conn
+	SetReadDeadline(t time.Time) error
+}
 
 // Idle hands a file between the goroutine that reads it and the waiter.
 // The reader reads with a deadline of linger: once the file has been
@@ -17,7 +24,7 @@ import (
 // once the reader has finished with the file, removes it from the
 // waiter. A file never rested is never in the waiter's set.
 type Idle struct {
-	f      *os.File
+	f      File
 	linger time.Duration
 	run    func()
 	// OnRest, when set, runs each time f is about to rest, before the
@@ -40,7 +47,7 @@ type Idle struct {
 // a goroutine of its own when f is readable after it rested. run calls
 // Linger first. An Idle is part of its owner's record, so as not to be an
 // allocation of its own with every launch; it is not copied once in use.
-func (i *Idle) Init(f *os.File, linger time.Duration, run func()) {
+func (i *Idle) Init(f File, linger time.Duration, run func()) {
 	i.f, i.linger, i.run = f, linger, run
 }
 

@@ -182,16 +182,22 @@ func statReplica(master int, st *unix.Stat_t) error {
 }
 
 // ForPipe returns a probe for a pipe session. root is as for ForTerminal;
-// stdin is the daemon's write end of the session's stdin pipe. The probe only
-// remembers which pipe it is and does not hold it open.
-func ForPipe(root int, stdin *os.File) (*Probe, error) {
-	fi, err := stdin.Stat()
+// stdin is the daemon's write end of the session's stdin pipe, which is
+// only stat'ed: a daemon keeps an idle session's end out of the runtime's
+// poller (fdwait.Lazy). The probe only remembers which pipe it is and does
+// not hold it open.
+func ForPipe(root int, stdin syscall.Conn) (*Probe, error) {
+	raw, err := stdin.SyscallConn()
 	if err != nil {
 		return nil, fmt.Errorf("stdin pipe: %w", err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil, fmt.Errorf("stdin pipe: stat gave %T", fi.Sys())
+	var st unix.Stat_t
+	var statErr error
+	if err := raw.Control(func(fd uintptr) { statErr = unix.Fstat(int(fd), &st) }); err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	if statErr != nil {
+		return nil, fmt.Errorf("stdin pipe: fstat: %w", statErr)
 	}
 	return newProbe(root, st.Dev, st.Ino)
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"syscall"
 )
 
 // Probe tells what one session's processes wait on. Nothing can
@@ -20,7 +21,7 @@ func ForTerminal(root int, master *os.File) (*Probe, error) {
 }
 
 // ForPipe is not implemented on this platform.
-func ForPipe(root int, stdin *os.File) (*Probe, error) {
+func ForPipe(root int, stdin syscall.Conn) (*Probe, error) {
 	return nil, unsupported()
 }
 
