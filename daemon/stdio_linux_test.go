@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/fdwait/fdwaittest"
 )
 
 func TestDrainKeepsOutputForASlowClient(t *testing.T) {
@@ -243,44 +243,6 @@ func TestPipesArePageLongWhileIdle(t *testing.T) {
 	sio.waitPumps()
 }
 
-// epollsHolding counts the process's epoll instances that fd is in.
-func epollsHolding(t *testing.T, fd int) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || target != "anon_inode:[eventpoll]" {
-			continue
-		}
-		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(info), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-func fdOf(t *testing.T, c syscall.Conn) int {
-	t.Helper()
-	rc, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd := -1
-	if err := rc.Control(func(u uintptr) { fd = int(u) }); err != nil {
-		t.Fatal(err)
-	}
-	return fd
-}
-
 // An idle pipe session's ends are not in the runtime's poller, which keeps
 // 512 bytes for each descriptor it has ever held at once: its outputs wait
 // in the shared waiter only, and stdin in none. A first write puts stdin
@@ -293,17 +255,17 @@ func TestIdlePipesStayOutOfTheRuntimesPoller(t *testing.T) {
 	defer sio.closeAll()
 	got := make(chan string, 8)
 	sio.startPumps(func(o *sandboxdv1.Output) { got <- string(o.GetData()) })
-	in, out := fdOf(t, sio.stdin), fdOf(t, sio.outputs[0].file)
-	if n := epollsHolding(t, in); n != 0 {
+	in, out := fdwaittest.FD(t, sio.stdin), fdwaittest.FD(t, sio.outputs[0].file)
+	if n := fdwaittest.EpollsHolding(t, in); n != 0 {
 		t.Fatalf("stdin before input is in %d epoll instances, want none", n)
 	}
-	if n := epollsHolding(t, out); n != 1 {
+	if n := fdwaittest.EpollsHolding(t, out); n != 1 {
 		t.Fatalf("quiet stdout is in %d epoll instances, want 1 (the waiter's)", n)
 	}
 	if err := sio.write([]byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	if n := epollsHolding(t, in); n != 1 {
+	if n := fdwaittest.EpollsHolding(t, in); n != 1 {
 		t.Fatalf("stdin after input is in %d epoll instances, want 1 (the runtime's)", n)
 	}
 	if _, err := sio.child.Stdout.Write([]byte("out")); err != nil {

@@ -3,15 +3,12 @@ package launcherlinux
 import (
 	"bytes"
 	"context"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
+	"github.com/sandboxd/sandboxd/internal/fdwait/fdwaittest"
 	"github.com/sandboxd/sandboxd/launcher"
 )
 
@@ -75,53 +72,15 @@ func TestIdleSandboxStaysOutOfThePoller(t *testing.T) {
 	if sv == nil {
 		t.Skip("no seccomp supervision on this host")
 	}
-	pidfd, listener := fdOf(t, p.(*process).proc.pidfd), fdOf(t, sv.listener)
+	pidfd, listener := fdwaittest.FD(t, p.(*process).proc.pidfd), fdwaittest.FD(t, sv.listener)
 	// The receive loop may still run for what the sandbox's start was
 	// notified of; once it rests, the listener is the waiter's alone.
-	for deadline := time.Now().Add(30 * time.Second); epollsHolding(t, listener) != 1; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); fdwaittest.EpollsHolding(t, listener) != 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the idle sandbox's seccomp listener is in %d epoll instances after 30s, want 1 (the waiter's)", epollsHolding(t, listener))
+			t.Fatalf("the idle sandbox's seccomp listener is in %d epoll instances after 30s, want 1 (the waiter's)", fdwaittest.EpollsHolding(t, listener))
 		}
 	}
-	if n := epollsHolding(t, pidfd); n != 0 {
+	if n := fdwaittest.EpollsHolding(t, pidfd); n != 0 {
 		t.Fatalf("the idle sandbox's pidfd is in %d epoll instances, want none", n)
 	}
-}
-
-// epollsHolding counts the process's epoll instances that fd is in.
-func epollsHolding(t *testing.T, fd int) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || target != "anon_inode:[eventpoll]" {
-			continue
-		}
-		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(info), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "tfd:" && f[1] == strconv.Itoa(fd) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-func fdOf(t *testing.T, c syscall.Conn) int {
-	t.Helper()
-	rc, err := c.SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd := -1
-	if err := rc.Control(func(u uintptr) { fd = int(u) }); err != nil {
-		t.Fatal(err)
-	}
-	return fd
 }

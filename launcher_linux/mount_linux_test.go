@@ -57,38 +57,32 @@ echo y > /dev/shm/b && echo shm-written
 	}
 }
 
-// Under a write root at "/", the bind of "/" covers the read-only clone of
-// the host's tree the root starts as. That clone, with a mount for each of
-// the host's, must not stay in the session's namespace beneath it: every
-// mount there but the init's own tmpfs, the namespace's root, is one the
-// sandbox's root reaches.
-func TestWriteRootAtSlashLeavesNoHiddenMounts(t *testing.T) {
-	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{"/"}}}
-	p, err := newBackend(t).Start(context.Background(), testSpec(t, pol, "/bin/sleep", "60"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		p.Kill()
-		p.Wait()
-	}()
-	noHiddenMounts(t, p.Pid())
-}
-
 // The init detaches the host's tree it built the sandbox's root from
 // before the command runs: beneath the root, the tree would hold a mount
 // for each of the host's for the session's life, and a copy of the whole
-// host beside untrusted code.
-func TestIdleSessionLeavesNoHiddenMounts(t *testing.T) {
-	p, err := newBackend(t).Start(context.Background(), testSpec(t, nil, "/bin/sleep", "60"))
-	if err != nil {
-		t.Fatal(err)
+// host beside untrusted code. Under a write root at "/", the bind of "/"
+// also covers the read-only clone of the host's tree the root starts as,
+// which must not stay beneath it either.
+func TestSessionLeavesNoHiddenMounts(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		pol  *sandboxdv1.Policy
+	}{
+		{"default", nil},
+		{"write root at /", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{"/"}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := newBackend(t).Start(context.Background(), testSpec(t, c.pol, "/bin/sleep", "60"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				p.Kill()
+				p.Wait()
+			}()
+			noHiddenMounts(t, p.Pid())
+		})
 	}
-	defer func() {
-		p.Kill()
-		p.Wait()
-	}()
-	noHiddenMounts(t, p.Pid())
 }
 
 // noHiddenMounts checks, as soon as the start is reported, that every
