@@ -271,8 +271,13 @@ func TestIdlePipesStayOutOfTheRuntimesPoller(t *testing.T) {
 	if _, err := sio.child.Stdout.Write([]byte("out")); err != nil {
 		t.Fatal(err)
 	}
-	if s := <-got; s != "out" {
-		t.Fatalf("read %q from stdout, want %q", s, "out")
+	select {
+	case s := <-got:
+		if s != "out" {
+			t.Fatalf("read %q from stdout, want %q", s, "out")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("stdout's output did not come within 10s")
 	}
 	sio.closeChild()
 	sio.drain()
