@@ -32,7 +32,9 @@ type slot[T any] struct {
 // keys, and different values different keys. Every launch asks, and most
 // find the value in use: finding it copies nothing and calls nothing, so
 // the key can be a reused buffer and add can do what only a value that
-// is kept needs.
+// is kept needs. add runs under the table's lock, so that two callers
+// with a new key make one value: it must not use the table, and its cost
+// holds up every other caller's Get meanwhile.
 func (t *Table[T]) Get(key []byte, add func() (*T, string)) (*T, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
