@@ -117,6 +117,13 @@ static int decode_mount(char *rec, size_t n, struct mount_step *m, const char **
 		*err = "an ID-mapped mount step targets the sandbox's root";
 		return -1;
 	}
+	/* A filesystem field's target is opened without following symlinks
+	 * (open_target): another field's may follow one to the root, which
+	 * the check above reads only the spelling of. */
+	if (m->idmapped && strncmp(m->field, "filesystem.", 11) != 0) {
+		*err = "an ID-mapped mount step serves no filesystem field";
+		return -1;
+	}
 	return 0;
 }
 

@@ -172,6 +172,11 @@ func (p *Plan) AppendBinary(b []byte) ([]byte, error) {
 			// step after it; the decoder refuses it too.
 			return nil, fmt.Errorf("ID-mapped mount step of %q targets the sandbox's root", s.Source)
 		}
+		if s.Idmapped && !strings.HasPrefix(s.Field, "filesystem.") {
+			// Only a filesystem field's target is opened without
+			// following symlinks, which might lead to the root.
+			return nil, fmt.Errorf("ID-mapped mount step of %q serves %q, no filesystem field; the decoder refuses it too", s.Source, s.Field)
+		}
 		var mf byte
 		for _, f := range []struct {
 			on  bool

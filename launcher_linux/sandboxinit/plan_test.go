@@ -182,24 +182,14 @@ func TestPlanDecoderRefusesAnIDMappedRoot(t *testing.T) {
 		"/a": false, "/a/../b": false, "/..a": false, "/...": false,
 	} {
 		p := &Plan{Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}}
-		p.Mounts = []MountStep{{Kind: MountBind, Source: "/s", Target: "/t", Idmapped: true}}
+		p.Mounts = []MountStep{{Kind: MountBind, Source: "/s", Target: "/t", Field: "filesystem.write", Idmapped: true}}
 		b, err := p.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The encoder refuses the same targets: the decoder is tested on
 		// its own, on the plan with its mount record's target swapped.
-		old := "\x03\x00\x00\x00/t\x00"
-		i := strings.Index(string(b), old)
-		str := append(binary.LittleEndian.AppendUint32(nil, uint32(len(target)+1)), target+"\x00"...)
-		b = append(append(append([]byte(nil), b[:i]...), str...), b[i+len(old):]...)
-		// The record starts before its kind, flags, mode and source.
-		rec := i - 5 - 6 - len("\x03\x00\x00\x00/s\x00")
-		if b[rec] != tagMount {
-			t.Fatalf("no mount record at %d of %q", rec, b)
-		}
-		binary.LittleEndian.PutUint32(b[rec+1:], binary.LittleEndian.Uint32(b[rec+1:])+uint32(len(str)-len(old)))
-		got := decodeInC(t, b)
+		got := decodeInC(t, swapMountString(t, b, "/t", target))
 		if refused != (got == "error: an ID-mapped mount step targets the sandbox's root\n") || !refused && strings.HasPrefix(got, "error: ") {
 			t.Errorf("target %q: decoded to\n%s", target, got)
 		}
@@ -208,6 +198,58 @@ func TestPlanDecoderRefusesAnIDMappedRoot(t *testing.T) {
 			t.Errorf("target %q: the encoder gave %v", target, err)
 		}
 	}
+}
+
+// Only a filesystem field's target is opened without following symlinks,
+// so an ID-mapped step serving any other field could follow one to the
+// root: both sides refuse it.
+func TestPlanDecoderRefusesAnIDMappedStepOfAnotherField(t *testing.T) {
+	for field, refused := range map[string]bool{
+		"filesystem.write": false, "filesystem.layer": false,
+		"process": true, "": true, "filesystem": true, "network.mode": true,
+	} {
+		p := &Plan{Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}}
+		p.Mounts = []MountStep{{Kind: MountBind, Source: "/s", Target: "/t", Field: "filesystem.write", Idmapped: true}}
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := decodeInC(t, swapMountString(t, b, "filesystem.write", field))
+		if refused != (got == "error: an ID-mapped mount step serves no filesystem field\n") || !refused && strings.HasPrefix(got, "error: ") {
+			t.Errorf("field %q: decoded to\n%s", field, got)
+		}
+		p.Mounts[0].Field = field
+		if _, err := p.MarshalBinary(); (err != nil) != refused {
+			t.Errorf("field %q: the encoder gave %v", field, err)
+		}
+	}
+}
+
+// swapMountString replaces the string old of the encoded plan's only mount
+// record with s, and the record's length with it.
+func swapMountString(t *testing.T, b []byte, old, s string) []byte {
+	t.Helper()
+	enc := func(v string) string {
+		return string(binary.LittleEndian.AppendUint32(nil, uint32(len(v)+1))) + v + "\x00"
+	}
+	i := strings.Index(string(b), enc(old))
+	if i < 0 {
+		t.Fatalf("no string %q in %q", old, b)
+	}
+	out := append(append(append([]byte(nil), b[:i]...), enc(s)...), b[i+len(enc(old)):]...)
+	for rec := len(planMagic); rec+5 <= len(b); {
+		n := int(binary.LittleEndian.Uint32(b[rec+1:]))
+		if rec+5 <= i && i < rec+5+n {
+			if b[rec] != tagMount {
+				t.Fatalf("%q is in a record of tag %d, not a mount", old, b[rec])
+			}
+			binary.LittleEndian.PutUint32(out[rec+1:], uint32(n+len(s)-len(old)))
+			return out
+		}
+		rec += 5 + n
+	}
+	t.Fatalf("no record holds %q", old)
+	return nil
 }
 
 // FuzzPlanRoundTrip builds plans from the fuzzer's values: whatever the
@@ -244,8 +286,9 @@ func FuzzPlanRoundTrip(f *testing.F) {
 		b, err := p.MarshalBinary()
 		if err != nil {
 			// Only a NUL stops the encoder here, or an ID-mapped step on
-			// the root.
-			if !strings.Contains(arg+env+path+field+string(prog), "\x00") && !(flag && pathpkg.Clean("/"+arg) == "/") {
+			// the root or of no filesystem field.
+			if !strings.Contains(arg+env+path+field+string(prog), "\x00") &&
+				!(flag && (pathpkg.Clean("/"+arg) == "/" || !strings.HasPrefix(field, "filesystem."))) {
 				t.Fatalf("encoder refused %+v: %v", p, err)
 			}
 			return
