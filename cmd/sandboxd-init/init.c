@@ -790,7 +790,8 @@ enum { RELEASE_AFTER_MS = 50 };
 
 static long long monotonic_ms(void)
 {
-	struct timespec t;
+	/* Zero if the clock fails: the release then comes at once. */
+	struct timespec t = {0};
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }

@@ -837,7 +837,7 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 	 * strength of that alone. Found from the init's tmpfs: lookups from
 	 * a directory do not cross a mount stacked on it.
 	 */
-	if (fchdir(base) || umount2(OLD_ROOT + 1, MNT_DETACH)) {
+	if (fchdir(base) || umount2(OLD_ROOT + 1, MNT_DETACH | UMOUNT_NOFOLLOW)) {
 		fail_errno(errno);
 		close(base);
 		FAIL("umount", OLD_ROOT);
