@@ -23,11 +23,25 @@ type Lazy struct {
 	fd   int // -1 once closed
 	name string
 	f    *os.File
+	// rc is f's, kept: the seccomp listener's every notification goes
+	// through Control and Read, and f.SyscallConn allocates each time.
+	rc syscall.RawConn
 }
 
 // Opened makes f, a file made already, a Lazy: for code that handles
 // lazy and made files alike.
-func Opened(f *os.File) *Lazy { return &Lazy{fd: -1, name: f.Name(), f: f} }
+func Opened(f *os.File) *Lazy {
+	l := &Lazy{fd: -1, name: f.Name()}
+	l.setFile(f)
+	return l
+}
+
+// setFile makes f the Lazy's file.
+func (l *Lazy) setFile(f *os.File) {
+	l.f = f
+	// An *os.File's SyscallConn fails only on a nil file.
+	l.rc, _ = f.SyscallConn()
+}
 
 // File returns the file, made the first time; os.ErrClosed once closed.
 func (l *Lazy) File() (*os.File, error) {
@@ -37,7 +51,7 @@ func (l *Lazy) File() (*os.File, error) {
 		if l.fd < 0 {
 			return nil, fmt.Errorf("%s: %w", l.name, os.ErrClosed)
 		}
-		l.f = os.NewFile(uintptr(l.fd), l.name)
+		l.setFile(os.NewFile(uintptr(l.fd), l.name))
 	}
 	return l.f, nil
 }
@@ -93,11 +107,7 @@ type lazyConn struct{ l *Lazy }
 func (c lazyConn) Control(fn func(fd uintptr)) error {
 	l := c.l
 	if f := l.made(); f != nil {
-		rc, err := f.SyscallConn()
-		if err != nil {
-			return err
-		}
-		return rc.Control(fn)
+		return l.rc.Control(fn)
 	}
 	defer l.mu.Unlock()
 	if l.fd < 0 {
@@ -124,9 +134,8 @@ func (c lazyConn) Write(fn func(fd uintptr) bool) error {
 }
 
 func (c lazyConn) fileConn() (syscall.RawConn, error) {
-	f, err := c.l.File()
-	if err != nil {
+	if _, err := c.l.File(); err != nil {
 		return nil, err
 	}
-	return f.SyscallConn()
+	return c.l.rc, nil
 }
