@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envDenialProbe); mode != "" {
 		denialProbe(mode)
 	}
+	if dir := os.Getenv(envDirentProbe); dir != "" {
+		direntProbe(dir)
+	}
 	code := m.Run()
 	initbuild.RemoveShared()
 	os.Exit(code)

@@ -2,6 +2,7 @@ package launcherlinux
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strings"
@@ -53,6 +54,70 @@ echo y > /dev/shm/b && echo shm-written
 	for _, want := range []string{"both-empty", "tmp-parent-is-root", "tmp-written", "link-refused", "shm-written"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q", want)
+		}
+	}
+}
+
+// envDirentProbe names a directory whose entries the test binary, run in
+// a sandbox, lists with direntProbe.
+const envDirentProbe = "SANDBOXD_TEST_DIRENT_PROBE"
+
+// direntProbe prints a line "NAME DIRENT-INO STAT-DEV:STAT-INO" for each
+// entry of dir and exits: the inode the directory itself names, beneath
+// any mount on the name, and the one a lookup of the name reaches.
+func direntProbe(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		fmt.Println("open:", err)
+		os.Exit(1)
+	}
+	buf := make([]byte, 8192)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			fmt.Println("getdents:", err)
+			os.Exit(1)
+		}
+		if n == 0 {
+			os.Exit(0)
+		}
+		// struct linux_dirent64: ino, off, reclen, type, name.
+		for b := buf[:n]; len(b) >= 19; {
+			ino, reclen := binary.NativeEndian.Uint64(b), int(binary.NativeEndian.Uint16(b[16:]))
+			name := string(b[19:reclen])
+			name = name[:strings.IndexByte(name, 0)]
+			var st unix.Stat_t
+			if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+				fmt.Printf("%s %d %d:%d\n", name, ino, st.Dev, st.Ino)
+			}
+			b = b[reclen:]
+		}
+	}
+}
+
+// A device node of the sandbox's /dev is the host's, bound onto a name in
+// the init's tmpfs. The names are links of one inode there, which the
+// binds hide, not an inode apiece kept for the session's life.
+func TestDeviceMountPointsShareOneInode(t *testing.T) {
+	out, serr, st := run(t, nil, "/usr/bin/env", envDirentProbe+"=/dev", probeBinary(t), "-test.run=^$")
+	if st.ExitCode != 0 {
+		t.Fatalf("status %+v\nstdout:\n%s\nstderr:\n%s", st, out, serr)
+	}
+	under, reached := map[string]string{}, map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(l); len(f) == 3 {
+			under[f[0]], reached[f[0]] = f[1], f[2]
+		}
+	}
+	dev := func(n string) string { return strings.Split(reached[n], ":")[0] }
+	for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		if reached[n] == "" || dev(n) == dev(".") {
+			t.Errorf("/dev/%s: no mount on the name (reached %q, /dev is device %s)\n%s", n, reached[n], dev("."), out)
+		}
+	}
+	for _, n := range []string{"zero", "full", "random", "urandom", "tty"} {
+		if under[n] == "" || under[n] != under["null"] {
+			t.Errorf("/dev/%s is over inode %q of the init's tmpfs, /dev/null over %q: want one inode\n%s", n, under[n], under["null"], out)
 		}
 	}
 }

@@ -47,6 +47,10 @@ struct builder {
 	/* skipped counts the optional steps passed over for a missing
 	 * target. */
 	int skipped;
+	/* mount_point is a file this builder made as a mount point in the
+	 * init's tmpfs, whose device is own_dev; -1 before the first. */
+	int mount_point;
+	dev_t own_dev;
 	/* root_bound says a bind covers the read-only clone of the host's
 	 * root, which stays mounted beneath it. */
 	int root_bound;
@@ -277,6 +281,42 @@ static void dir_and_base(const char *path, char *dir, size_t dl, const char **ba
 	*base = slash ? slash + 1 : path;
 }
 
+/* own_tmpfs is the device of the init's tmpfs, its root since
+ * prepare_root; 0, which no filesystem has, if it cannot tell. */
+static dev_t own_tmpfs(void)
+{
+	struct stat st;
+	return stat("/", &st) == 0 ? st.st_dev : 0;
+}
+
+/*
+ * make_file_mount_point makes the file base in pdir for a mount to cover.
+ * In the init's tmpfs a mount point is no more than a name, whose inode the
+ * mount hides for the session's life: there, every one after the first is
+ * a link to the first (the device nodes of /dev are six), which spares the
+ * session an inode apiece. Anywhere else, a write root on the host's disk
+ * say, each is a file of its own, as files left behind must be; so too
+ * where a link cannot be made (another mount of the tmpfs, or a kernel
+ * that links from an fd only for CAP_DAC_READ_SEARCH in the host's user
+ * namespace, as those before 6.10 do).
+ */
+static int make_file_mount_point(struct builder *b, int pdir, const char *base)
+{
+	struct stat st;
+	int own = fstat(pdir, &st) == 0 && st.st_dev == b->own_dev;
+	if (own && b->mount_point >= 0 && linkat(b->mount_point, "", pdir, base, AT_EMPTY_PATH) == 0)
+		return 0;
+	int fd = openat(pdir, base, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (!own)
+		return close(fd);
+	if (b->mount_point >= 0)
+		close(b->mount_point);
+	b->mount_point = fd;
+	return 0;
+}
+
 /* open_target opens the mount point inside the new root, creating it when
  * it is missing and its parent is a tmpfs of ours (a write root under the
  * private /tmp, say). */
@@ -315,14 +355,7 @@ static int open_target(struct builder *b, const struct mount_step *s)
 	close(parent);
 	if (pdir < 0)
 		return fail_errno(e);
-	int r;
-	if (dir) {
-		r = mkdirat(pdir, base, 0755);
-	} else {
-		r = openat(pdir, base, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-		if (r >= 0)
-			r = close(r);
-	}
+	int r = dir ? mkdirat(pdir, base, 0755) : make_file_mount_point(b, pdir, base);
 	e = errno;
 	close(pdir);
 	if (r)
@@ -609,7 +642,7 @@ void stage_system(int old_root)
 	if (root < 0)
 		return;
 	/* Their targets are the same paths beneath the init's tmpfs. */
-	struct builder b = {.old_root = old_root, .new_root = root};
+	struct builder b = {.old_root = old_root, .new_root = root, .mount_point = -1, .own_dev = own_tmpfs()};
 	for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
 		struct stage *st = &stages[i];
 		size_t j = 0;
@@ -628,6 +661,8 @@ void stage_system(int old_root)
 	}
 	staging.dirs = b.dirs;
 	staging.files = b.files;
+	if (b.mount_point >= 0)
+		close(b.mount_point);
 	close(root);
 }
 
@@ -759,7 +794,7 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		*path = (pth);                                                                                        \
 		return -1;                                                                                            \
 	} while (0)
-	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1, .files = staging.files, .dirs = staging.dirs};
+	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1, .files = staging.files, .dirs = staging.dirs, .mount_point = -1, .own_dev = own_tmpfs()};
 	b.mapped = setup_alloc((p->n_mounts + 1) * sizeof *b.mapped);
 	b.uncreatable = setup_alloc((p->n_mounts + 1) * sizeof *b.uncreatable);
 	if (!b.mapped || !b.uncreatable) {
@@ -788,6 +823,8 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		}
 	}
 	drop_staged();
+	if (b.mount_point >= 0)
+		close(b.mount_point);
 	for (size_t i = 0; i < p->n_mounts; i++)
 		if (b.mapped[i] >= 0)
 			close(b.mapped[i]);
