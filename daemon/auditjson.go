@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"weak"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sandboxd/sandboxd/api/record"
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
 // The audit log takes a line per event, three for the shortest session, and
@@ -237,8 +239,17 @@ func appendFloat(b []byte, f float64) []byte {
 // and marshalling one to JSON costs far more than to the wire. The key is
 // exact (equal encodings are equal messages of one type, so equal JSON);
 // the cache is only a shortcut. It is used under the event bus's lock.
+//
+// A message recorded before is found by identity first, without encoding
+// it: the sessions under one policy share one policy and one report
+// (share.Table), so that each event would otherwise encode the same
+// message again only to find its key. Identity is exact too: what an event
+// records is what Inspect and the watchers show, unlocked, so nothing
+// changes it once it is published, and a weak pointer names one object,
+// never another that later takes its address.
 type protoJSONCache struct {
-	m map[string]json.RawMessage
+	m        map[string]json.RawMessage
+	byObject map[any]json.RawMessage
 }
 
 // protoJSONCacheSize bounds the cache; a daemon seeing more distinct
@@ -252,28 +263,59 @@ func (c *protoJSONCache) get(m proto.Message) (json.RawMessage, error) {
 	if m == nil || !m.ProtoReflect().IsValid() {
 		return nil, nil
 	}
+	id := objectID(m)
+	if j, ok := c.byObject[id]; ok && id != nil {
+		return j, nil
+	}
 	// A message that cannot be encoded (a string that is not UTF-8) is
 	// not cached; protojson decides what becomes of it.
 	key, keyErr := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if j, ok := c.m[string(key)]; ok && keyErr == nil {
-		return j, nil
+	if keyErr != nil {
+		return compactProtoJSON(m)
 	}
+	j, ok := c.m[string(key)]
+	if !ok {
+		var err error
+		if j, err = compactProtoJSON(m); err != nil || j == nil {
+			return j, err
+		}
+		if c.m == nil || len(c.m) >= protoJSONCacheSize {
+			c.m = make(map[string]json.RawMessage)
+		}
+		c.m[string(key)] = j
+	}
+	if id != nil {
+		if c.byObject == nil || len(c.byObject) >= protoJSONCacheSize {
+			c.byObject = make(map[any]json.RawMessage)
+		}
+		c.byObject[id] = j
+	}
+	return j, nil
+}
+
+// compactProtoJSON is m's protojson, compacted: protojson varies its
+// whitespace from build to build on purpose, and encoding/json compacted
+// it as it wrote the line.
+func compactProtoJSON(m proto.Message) (json.RawMessage, error) {
 	j := protoJSON(m)
 	if j == nil {
 		return nil, nil
 	}
-	// protojson varies its whitespace from build to build on purpose;
-	// encoding/json compacted it as it wrote the line, and so must this.
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, j); err != nil {
 		return j, err
 	}
-	if keyErr != nil {
-		return buf.Bytes(), nil
-	}
-	if c.m == nil || len(c.m) >= protoJSONCacheSize {
-		c.m = make(map[string]json.RawMessage)
-	}
-	c.m[string(key)] = buf.Bytes()
 	return buf.Bytes(), nil
+}
+
+// objectID names the one message object m, for the types events record;
+// nil for others.
+func objectID(m proto.Message) any {
+	switch m := m.(type) {
+	case *sandboxdv1.Policy:
+		return weak.Make(m)
+	case *sandboxdv1.EnforcementReport:
+		return weak.Make(m)
+	}
+	return nil
 }

@@ -244,3 +244,27 @@ func BenchmarkAuditSink(b *testing.B) {
 		}
 	}
 }
+
+// A policy or report the audit log recorded before is found again without
+// being encoded, and an equal copy of it, another object, gets the same
+// JSON.
+func TestProtoJSONCacheFindsARecordedMessageWithoutEncodingIt(t *testing.T) {
+	pol, err := policy.Preset("workspace-write", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cache protoJSONCache
+	for _, m := range []proto.Message{pol, testEnforcement()} {
+		first, err := cache.get(m)
+		if err != nil || first == nil {
+			t.Fatalf("%T: %s, %v", m, first, err)
+		}
+		if n := testing.AllocsPerRun(100, func() { cache.get(m) }); n != 0 {
+			t.Errorf("%T recorded before: %v allocations to find its JSON again", m, n)
+		}
+		again, err := cache.get(proto.Clone(m))
+		if err != nil || !bytes.Equal(again, first) {
+			t.Errorf("%T: an equal copy got %s (%v), the first %s", m, again, err, first)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -1056,5 +1057,25 @@ func benchWaiting(b *testing.B, s *session, want bool) {
 		if got != want {
 			b.Fatalf("Waiting = %v, want %v", got, want)
 		}
+	}
+}
+
+// Once a probe has found the kernel's children files, the next is made
+// without looking its root up in /proc (a walk down to the task, for each
+// launch): a root gone by then is running to the checks, as before its
+// end was noticed, or gone (fs.ErrNotExist), never waiting.
+func TestProbeOfAGoneRootEndsAtItsFirstCheck(t *testing.T) {
+	s := startPipe(t, exec.Command("sh", "-c", "read x"))
+	s.waitFor(t, true)
+	pid := s.cmd.Process.Pid
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	p, err := ForPipe(pid, s.input)
+	if err != nil {
+		t.Fatalf("ForPipe of a gone root after a probe found the children files: %v", err)
+	}
+	defer p.Close()
+	if st, err := p.Check(); err != nil && !errors.Is(err, fs.ErrNotExist) || err == nil && st != Running {
+		t.Fatalf("Check of a gone root: %v, %v; want Running, or fs.ErrNotExist", st, err)
 	}
 }
