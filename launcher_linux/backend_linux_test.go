@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -451,4 +455,102 @@ func TestIdentityFilesFollowTheHostsFiles(t *testing.T) {
 	if _, g5 := identityFilesAt(&c, passwd, group, 1000, 1002); !strings.Contains(g5, ":1002:") {
 		t.Errorf("gid 1002 got %q, no entry of its own", g5)
 	}
+}
+
+// The spawner, and each init as a clone of it, runs without address-space
+// randomization (spawner.c); the command must not: its execve comes with
+// the personality the init restores, on both exec paths.
+func TestCommandKeepsAddressRandomization(t *testing.T) {
+	const probe = "/bin/cat"
+	out, serr, st := run(t, nil, probe, "/proc/self/personality")
+	if st.ExitCode != 0 {
+		t.Fatalf("status %+v: %s", st, serr)
+	}
+	wantRandomized(t, "exec", out)
+
+	spec := testSpec(t, nil, probe, "/proc/self/personality")
+	spec.Stdio = launcher.Stdio{Terminal: true, Rows: 24, Cols: 80}
+	p, err := newBackend(t).Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tty bytes.Buffer
+	// The replica's last close shows as EIO on the master.
+	io.Copy(&tty, p.Terminal())
+	p.Terminal().Close()
+	if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
+		t.Fatalf("%+v, %v\n%s", st, err, &tty)
+	}
+	wantRandomized(t, "terminal", tty.String())
+}
+
+// addrNoRandomize is ADDR_NO_RANDOMIZE of <linux/personality.h>.
+const addrNoRandomize = 0x0040000
+
+func wantRandomized(t *testing.T, path, personality string) {
+	t.Helper()
+	v, err := strconv.ParseUint(strings.TrimSpace(personality), 16, 32)
+	if err != nil {
+		t.Fatalf("%s: /proc/self/personality read %q: %v", path, personality, err)
+	}
+	if v&addrNoRandomize != 0 {
+		t.Errorf("%s: the command runs with personality %#x, ADDR_NO_RANDOMIZE set", path, v)
+	}
+}
+
+// An idle init's address space is its text, data and .bss and a heap right
+// after them, all in one 2 MiB: the PUD, PMD and one PTE page. A heap at a
+// random distance, where a randomized spawner would put it, takes a fourth.
+func TestIdleInitHasThreePageTablePages(t *testing.T) {
+	// Where the personality may not be set, the spawner runs on
+	// randomized. The probe's thread ends with its goroutine.
+	settable := make(chan bool)
+	go func() {
+		runtime.LockOSThread()
+		old, _, errno := unix.RawSyscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0)
+		if errno == 0 {
+			_, _, errno = unix.RawSyscall(unix.SYS_PERSONALITY, old|addrNoRandomize, 0, 0)
+		}
+		settable <- errno == 0
+	}()
+	if !<-settable {
+		t.Skip("this host does not let a process set ADDR_NO_RANDOMIZE")
+	}
+	p, err := newBackend(t).Start(context.Background(), testSpec(t, nil, "/bin/sleep", "1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Wait()
+	defer p.Kill()
+	// The init gives back its setup's memory, the main stack first, once
+	// the command has run for a while, and then waits (sleeps) until it
+	// ends. Its status, unlike its maps, a rootless caller may read.
+	var pte int
+	for idle := false; !idle; {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := string(b)
+		pte = statusKB(status, "VmPTE:")
+		if idle = statusKB(status, "VmStk:") == 0 && strings.Contains(status, "\nState:\tS"); !idle {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if pte <= 0 || pte > 12 {
+		maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", p.Pid()))
+		t.Errorf("idle init's VmPTE %d kB, want at most 12 kB; its maps:\n%s", pte, maps)
+	}
+}
+
+// statusKB is the figure of field in /proc/PID/status, -1 if it has none.
+func statusKB(status, field string) int {
+	for _, l := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(l, field); ok {
+			if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB")); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }

@@ -26,6 +26,7 @@
 #include <sched.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -565,6 +566,15 @@ static void __attribute__((noreturn)) run_command(const struct plan *p, const in
 	}
 	if (drop_capabilities(!ns, setup.bounding_dropped))
 		child_fail("setup-error", "process", "drop capabilities", NULL, NULL);
+	/* The spawner runs without address-space randomization (spawner.c);
+	 * the command gets it back, with the rest of the personality the
+	 * spawner was started with. Before the seccomp filter, which may
+	 * deny personality. */
+	int persona = personality(0xffffffff);
+	if (persona < 0 || ((persona & ADDR_NO_RANDOMIZE) && personality((unsigned long)persona & ~(unsigned long)ADDR_NO_RANDOMIZE) < 0)) {
+		fail_errno(errno);
+		child_fail("setup-error", "process", "personality", NULL, NULL);
+	}
 	char blocker[PATH_MAX];
 	/* Checked as the command will be: without capabilities. */
 	for (size_t i = 0; i < p->n_write_roots; i++)
@@ -1136,7 +1146,7 @@ int main(int argc, char **argv)
 	if (argc > 0 && strcmp(argv[0], USERNS_ARG0) == 0)
 		return hold_userns();
 	if (argc > 0 && strcmp(argv[0], SPAWNER_ARG0) == 0)
-		return run_spawner();
+		return run_spawner(argv);
 	fprintf(stderr, "%s is started by sandboxd as the init of each sandbox (argv[0] \"%s\"); it is not run by hand\n",
 		argc > 0 ? argv[0] : "sandboxd-init", INIT_ARG0);
 	return 2;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -224,8 +225,41 @@ fail:
 	close(errp[0]);
 }
 
-int run_spawner(void)
+/*
+ * without_randomization re-executes the spawner, once, with the
+ * ADDR_NO_RANDOMIZE personality. Each idle init is a clone of this process,
+ * and its address space is what the spawner's was: the text, data and .bss
+ * of a non-PIE binary at fixed addresses, and the heap, which the kernel
+ * otherwise starts up to 32 MiB past the .bss, in a 2 MiB of its own that
+ * costs every idle init a page-table page. Without randomization the heap
+ * starts right after the .bss, in the text's 2 MiB. Nothing is given away:
+ * the text is at a fixed address anyway, the idle init runs on a stack in
+ * its .bss, and the init clears ADDR_NO_RANDOMIZE again before the
+ * command's execve (run_command), so the command is randomized as before.
+ * Where the personality may not be set (a container's seccomp profile
+ * allows only a few), the spawner runs on randomized; so it does, its
+ * personality put back, when the execve fails, rather than end: its stderr
+ * reaches no one, and the daemon would see every launch fail.
+ */
+static void without_randomization(char **argv)
 {
+	int persona = personality(0xffffffff);
+	if (persona < 0 || (persona & ADDR_NO_RANDOMIZE))
+		return;
+	if (personality((unsigned long)persona | ADDR_NO_RANDOMIZE) < 0)
+		return;
+	/* A kernel that took the call but not the flag would start the new
+	 * image here again, and again. */
+	int now = personality(0xffffffff);
+	if (now < 0 || !(now & ADDR_NO_RANDOMIZE))
+		return;
+	execve("/proc/self/exe", argv, environ);
+	personality((unsigned long)persona);
+}
+
+int run_spawner(char **argv)
+{
+	without_randomization(argv);
 	/* Nothing of the daemon's reaches the spawner's inits or commands;
 	 * each init closes the spawner's own. */
 	if (syscall(SYS_close_range, 4U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) || fcntl(SOCK_FD, F_SETFD, FD_CLOEXEC))
