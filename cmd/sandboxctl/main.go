@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/sandboxd/sandboxd/api/client"
+	_ "github.com/sandboxd/sandboxd/cmd/sandboxctl/internal/mainstack"
 	_ "github.com/sandboxd/sandboxd/cmd/sandboxctl/internal/oneproc"
 )
 
