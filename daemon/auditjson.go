@@ -235,9 +235,10 @@ func appendFloat(b []byte, f float64) []byte {
 
 // protoJSONCache keeps the compact protojson of the policies and
 // enforcement reports the audit log has recorded lately, keyed by their
-// deterministic wire encoding: sessions run under a handful of policies,
-// and marshalling one to JSON costs far more than to the wire. The key is
-// exact (equal encodings are equal messages of one type, so equal JSON);
+// type's name and deterministic wire encoding: sessions run under a
+// handful of policies, and marshalling one to JSON costs far more than to
+// the wire. The key is exact (equal keys are equal messages of one type,
+// so equal JSON);
 // the cache is only a shortcut. It is used under the event bus's lock.
 //
 // A message recorded before is found by identity first, without encoding
@@ -269,7 +270,9 @@ func (c *protoJSONCache) get(m proto.Message) (json.RawMessage, error) {
 	}
 	// A message that cannot be encoded (a string that is not UTF-8) is
 	// not cached; protojson decides what becomes of it.
-	key, keyErr := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	name := m.ProtoReflect().Descriptor().FullName()
+	buf := append(make([]byte, 0, 256), name...)
+	key, keyErr := proto.MarshalOptions{Deterministic: true}.MarshalAppend(append(buf, 0), m)
 	if keyErr != nil {
 		return compactProtoJSON(m)
 	}

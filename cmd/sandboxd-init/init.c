@@ -1146,7 +1146,7 @@ int main(int argc, char **argv)
 	if (argc > 0 && strcmp(argv[0], USERNS_ARG0) == 0)
 		return hold_userns();
 	if (argc > 0 && strcmp(argv[0], SPAWNER_ARG0) == 0)
-		return run_spawner(argv);
+		return run_spawner(argc, argv);
 	fprintf(stderr, "%s is started by sandboxd as the init of each sandbox (argv[0] \"%s\"); it is not run by hand\n",
 		argc > 0 ? argv[0] : "sandboxd-init", INIT_ARG0);
 	return 2;

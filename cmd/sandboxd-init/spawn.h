@@ -31,6 +31,6 @@ struct spawn_reply {
 	int32_t err, stage, pid, pad;
 };
 
-int run_spawner(char **argv);
+int run_spawner(int argc, char **argv);
 
 #endif

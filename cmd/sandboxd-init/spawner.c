@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,36 +231,56 @@ fail:
  * ADDR_NO_RANDOMIZE personality. Each idle init is a clone of this process,
  * and its address space is what the spawner's was: the text, data and .bss
  * of a non-PIE binary at fixed addresses, and the heap, which the kernel
- * otherwise starts up to 32 MiB past the .bss, in a 2 MiB of its own that
- * costs every idle init a page-table page. Without randomization the heap
- * starts right after the .bss, in the text's 2 MiB. Nothing is given away:
- * the text is at a fixed address anyway, the idle init runs on a stack in
- * its .bss, and the init clears ADDR_NO_RANDOMIZE again before the
- * command's execve (run_command), so the command is randomized as before.
+ * otherwise starts at a random distance past the .bss (up to 32 MiB on
+ * x86-64), in a 2 MiB of its own that costs every idle init a page-table
+ * page. Without randomization the heap starts right after the .bss, in the
+ * text's 2 MiB. The text of a non-PIE binary is at a fixed address anyway,
+ * and the idle init runs on a stack in its .bss; what loses its random
+ * place is the setup's stack, heap and mappings. A position-independent
+ * build (static-pie) would lose its text's, so it is left randomized. The
+ * init clears ADDR_NO_RANDOMIZE again before the command's execve
+ * (run_command), so the command is randomized as before.
+ *
+ * The re-executed image gets the process's name as argv[1], which marks
+ * it: an execve that gains privileges (a set-ID or file-capability init, a
+ * security label that changes) clears the flag each time, and the spawner
+ * must not re-execute again and again. The name is set back because the
+ * kernel names a process after what it executes, here "exe", and every
+ * init would show so in ps and to the sandbox.
+ *
  * Where the personality may not be set (a container's seccomp profile
  * allows only a few), the spawner runs on randomized; so it does, its
  * personality put back, when the execve fails, rather than end: its stderr
  * reaches no one, and the daemon would see every launch fail.
  */
-static void without_randomization(char **argv)
+static void without_randomization(int argc, char **argv)
 {
+	extern const ElfW(Ehdr) __ehdr_start;
+	if (argc > 1) {
+		prctl(PR_SET_NAME, argv[1], 0, 0, 0);
+		return;
+	}
+	if (__ehdr_start.e_type != ET_EXEC)
+		return;
 	int persona = personality(0xffffffff);
 	if (persona < 0 || (persona & ADDR_NO_RANDOMIZE))
 		return;
+	char name[17] = {0};
+	if (prctl(PR_GET_NAME, name, 0, 0, 0) < 0)
+		return;
 	if (personality((unsigned long)persona | ADDR_NO_RANDOMIZE) < 0)
 		return;
-	/* A kernel that took the call but not the flag would start the new
-	 * image here again, and again. */
 	int now = personality(0xffffffff);
 	if (now < 0 || !(now & ADDR_NO_RANDOMIZE))
 		return;
-	execve("/proc/self/exe", argv, environ);
+	char *args[] = {argv[0], name, NULL};
+	execve("/proc/self/exe", args, environ);
 	personality((unsigned long)persona);
 }
 
-int run_spawner(char **argv)
+int run_spawner(int argc, char **argv)
 {
-	without_randomization(argv);
+	without_randomization(argc, argv);
 	/* Nothing of the daemon's reaches the spawner's inits or commands;
 	 * each init closes the spawner's own. */
 	if (syscall(SYS_close_range, 4U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) || fcntl(SOCK_FD, F_SETFD, FD_CLOEXEC))
