@@ -976,10 +976,10 @@ func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.
 func receiveFd(sock syscall.RawConn, tag byte) (int, error) {
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4))
-	var n, oobn int
+	var n, oobn, flags int
 	var rerr error
 	err := sock.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, flags, _, rerr = unix.Recvmsg(int(fd), buf, oob, unix.MSG_CMSG_CLOEXEC)
 		return rerr != unix.EAGAIN
 	})
 	if err = cmp.Or(err, rerr); err != nil {
@@ -987,6 +987,10 @@ func receiveFd(sock syscall.RawConn, tag byte) (int, error) {
 	}
 	if n == 0 {
 		return -1, errors.New("init closed the socket")
+	}
+	if flags&unix.MSG_CTRUNC != 0 {
+		closeRights(oob[:oobn])
+		return -1, fdsDropped(fmt.Sprintf("the init's fd %q", tag))
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {
@@ -1004,6 +1008,31 @@ func receiveFd(sock syscall.RawConn, tag byte) (int, error) {
 		return -1, fmt.Errorf("fd tagged %q, want %q", buf[0], tag)
 	}
 	return fds[0], nil
+}
+
+// fdsDropped is the error of a message whose fds the kernel dropped, which
+// it says with MSG_CTRUNC: it installs none when the receiver has no
+// descriptor free, that is when the daemon is at its RLIMIT_NOFILE. It is
+// no malformed message, and "bad control message" sent operators after the
+// init rather than the daemon's limit.
+func fdsDropped(what string) error {
+	var lim unix.Rlimit
+	limit := "its RLIMIT_NOFILE"
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
+		limit = fmt.Sprintf("its RLIMIT_NOFILE of %d", lim.Cur)
+	}
+	return fmt.Errorf("%s did not arrive: the kernel dropped it (MSG_CTRUNC), as it does when the daemon has no descriptor free under %s (raise the daemon's LimitNOFILE, or end sessions): %w", what, limit, launcher.ErrHostResources)
+}
+
+// closeRights closes the fds that did arrive in the control messages oob.
+func closeRights(oob []byte) {
+	msgs, _ := unix.ParseSocketControlMessage(oob)
+	for i := range msgs {
+		fds, _ := unix.ParseUnixRights(&msgs[i])
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
 }
 
 func (p *process) Pid() int { return p.proc.pid }

@@ -138,7 +138,7 @@ func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
 	defer s.mu.Unlock()
 	reply := make([]byte, spawnReplySize)
 	oob := make([]byte, unix.CmsgSpace(4))
-	var n, oobn int
+	var n, oobn, recvflags int
 	var err error
 	// A spawner that has gone is started again, once.
 	for attempt := 0; attempt < 2; attempt++ {
@@ -154,7 +154,7 @@ func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
 		})
 		if err = cmp.Or(err, serr); err == nil {
 			err = s.rc.Read(func(fd uintptr) bool {
-				n, oobn, _, _, serr = unix.Recvmsg(int(fd), reply, oob, unix.MSG_CMSG_CLOEXEC)
+				n, oobn, recvflags, _, serr = unix.Recvmsg(int(fd), reply, oob, unix.MSG_CMSG_CLOEXEC)
 				return serr != unix.EAGAIN
 			})
 			if err = cmp.Or(err, serr); err == nil && n == 0 {
@@ -176,6 +176,10 @@ func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
 		return nil, &spawnError{stage: int(binary.LittleEndian.Uint32(reply[4:])), errno: syscall.Errno(e)}
 	}
 	pid := int(binary.LittleEndian.Uint32(reply[8:]))
+	if recvflags&unix.MSG_CTRUNC != 0 {
+		closeRights(oob[:oobn])
+		return nil, fmt.Errorf("sandbox init spawner: %w", fdsDropped(fmt.Sprintf("the pidfd of init %d", pid)))
+	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {
 		return nil, fmt.Errorf("sandbox init spawner: no pidfd with init %d: %v", pid, err)
