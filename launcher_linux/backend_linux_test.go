@@ -477,9 +477,15 @@ func TestCommandKeepsAddressRandomization(t *testing.T) {
 		t.Log("this host cannot run the landlock set: its exec path is not checked")
 	}
 
-	spec := testSpec(t, nil, probe, "/proc/self/personality")
+	wantRandomized(t, "terminal", runTerminal(t, newBackend(t), testSpec(t, nil, probe, "/proc/self/personality")))
+}
+
+// runTerminal runs spec on b with a terminal of 80x24, and returns what the
+// terminal showed once the command exited 0.
+func runTerminal(t *testing.T, b launcher.Backend, spec launcher.Spec) string {
+	t.Helper()
 	spec.Stdio = launcher.Stdio{Terminal: true, Rows: 24, Cols: 80}
-	p, err := newBackend(t).Start(context.Background(), spec)
+	p, err := b.Start(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +496,7 @@ func TestCommandKeepsAddressRandomization(t *testing.T) {
 	if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
 		t.Fatalf("%+v, %v\n%s", st, err, &tty)
 	}
-	wantRandomized(t, "terminal", tty.String())
+	return tty.String()
 }
 
 // addrNoRandomize is ADDR_NO_RANDOMIZE of <linux/personality.h>.

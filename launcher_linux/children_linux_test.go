@@ -512,20 +512,8 @@ func holdFd(initPid int, fd string) (int, error) {
 
 func TestSessionSocketInATerminalSession(t *testing.T) {
 	f := newSessionFixture(t)
-	spec := f.spec(t, sandboxdv1.Network_NONE, "all")
-	spec.Stdio = launcher.Stdio{Terminal: true, Rows: 24, Cols: 80}
-	p, err := newBackend(t).Start(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	// The replica's last close shows as EIO on the master.
-	io.Copy(&out, p.Terminal())
-	p.Terminal().Close()
-	if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
-		t.Fatalf("%+v, %v\n%s", st, err, &out)
-	}
-	got := probeLines(strings.ReplaceAll(out.String(), "\r", ""))
+	out := runTerminal(t, newBackend(t), f.spec(t, sandboxdv1.Network_NONE, "all"))
+	got := probeLines(strings.ReplaceAll(out, "\r", ""))
 	wantProbe(t, got, map[string]string{"session-dial": "ok", "other-unix": "ECONNREFUSED"})
 }
 

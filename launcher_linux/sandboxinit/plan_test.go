@@ -177,50 +177,42 @@ func TestPlanDecoderRefusesBrokenPlans(t *testing.T) {
 // step beneath it, unseen: the decoder refuses one whose target names the
 // root, however spelled, and takes one beneath it.
 func TestPlanDecoderRefusesAnIDMappedRoot(t *testing.T) {
-	for target, refused := range map[string]bool{
+	refusesIDMapped(t, "/t", "an ID-mapped mount step targets the sandbox's root", map[string]bool{
 		"/": true, "": true, "//": true, "/.": true, "/..": true, "/a/..": true, "a/../..": true, "/./": true,
 		"/a": false, "/a/../b": false, "/..a": false, "/...": false,
-	} {
-		p := &Plan{Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}}
-		p.Mounts = []MountStep{{Kind: MountBind, Source: "/s", Target: "/t", Field: "filesystem.write", Idmapped: true}}
-		b, err := p.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The encoder refuses the same targets: the decoder is tested on
-		// its own, on the plan with its mount record's target swapped.
-		got := decodeInC(t, swapMountString(t, b, "/t", target))
-		if refused != (got == "error: an ID-mapped mount step targets the sandbox's root\n") || !refused && strings.HasPrefix(got, "error: ") {
-			t.Errorf("target %q: decoded to\n%s", target, got)
-		}
-		p.Mounts[0].Target = target
-		if _, err := p.MarshalBinary(); (err != nil) != refused {
-			t.Errorf("target %q: the encoder gave %v", target, err)
-		}
-	}
+	}, func(m *MountStep, v string) { m.Target = v })
 }
 
 // Only a filesystem field's target is opened without following symlinks,
 // so an ID-mapped step serving any other field could follow one to the
 // root: both sides refuse it.
 func TestPlanDecoderRefusesAnIDMappedStepOfAnotherField(t *testing.T) {
-	for field, refused := range map[string]bool{
+	refusesIDMapped(t, "filesystem.write", "an ID-mapped mount step serves no filesystem field", map[string]bool{
 		"filesystem.write": false, "filesystem.layer": false,
 		"process": true, "": true, "filesystem": true, "network.mode": true,
-	} {
+	}, func(m *MountStep, v string) { m.Field = v })
+}
+
+// refusesIDMapped checks, for each value, that the decoder refuses (with
+// want) or takes an ID-mapped bind whose string old is swapped for value,
+// and that the encoder, given the value through set, does the same. The
+// decoder is tested on its own, on a plan the encoder made with old.
+func refusesIDMapped(t *testing.T, old, want string, values map[string]bool, set func(*MountStep, string)) {
+	t.Helper()
+	for v, refused := range values {
 		p := &Plan{Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}}
 		p.Mounts = []MountStep{{Kind: MountBind, Source: "/s", Target: "/t", Field: "filesystem.write", Idmapped: true}}
 		b, err := p.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := decodeInC(t, swapMountString(t, b, "filesystem.write", field))
-		if refused != (got == "error: an ID-mapped mount step serves no filesystem field\n") || !refused && strings.HasPrefix(got, "error: ") {
-			t.Errorf("field %q: decoded to\n%s", field, got)
+		got := decodeInC(t, swapMountString(t, b, old, v))
+		if refused != (got == "error: "+want+"\n") || !refused && strings.HasPrefix(got, "error: ") {
+			t.Errorf("%q: decoded to\n%s", v, got)
 		}
-		p.Mounts[0].Field = field
+		set(&p.Mounts[0], v)
 		if _, err := p.MarshalBinary(); (err != nil) != refused {
-			t.Errorf("field %q: the encoder gave %v", field, err)
+			t.Errorf("%q: the encoder gave %v", v, err)
 		}
 	}
 }
