@@ -45,9 +45,11 @@ const terminalName = "sandboxd"
 // colours, version, keyboard protocol). The escape sequences are parsed by
 // github.com/charmbracelet/x/vt.
 //
-// Feed never blocks and costs the output path only an append: the emulator
-// runs on its own goroutine, started on the first output, so a terminal
-// session that prints nothing costs nothing.
+// Feed never blocks. Until the program sends something the terminal would
+// answer, or prints more than a few KiB, the screen only records the output
+// (see record): a terminal session that prints a prompt and waits costs
+// about a KiB, not an emulator. From then on Feed costs the output path only
+// an append, and the emulator runs on its own goroutine.
 type Screen struct {
 	answer func([]byte)
 
@@ -55,6 +57,9 @@ type Screen struct {
 	pending [][]byte
 	size    int
 	skipped bool
+	// rec is the output before the emulator started; nil once the emulator
+	// has replayed it, or the screen is closed.
+	rec     *record
 	started bool
 	closed  bool
 	wake    chan struct{}
@@ -79,7 +84,7 @@ func NewScreen(rows, cols int, answer func([]byte)) *Screen {
 	if cols <= 0 {
 		cols = 80
 	}
-	return &Screen{answer: answer, rows: rows, cols: cols, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	return &Screen{answer: answer, rows: rows, cols: cols, rec: newRecord(rows, cols), wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // Feed hands the screen output the program wrote. p must not be changed
@@ -89,7 +94,7 @@ func (s *Screen) Feed(p []byte) {
 		return
 	}
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || !s.started && s.rec.add(p) {
 		s.mu.Unlock()
 		return
 	}
@@ -105,7 +110,7 @@ func (s *Screen) Feed(p []byte) {
 	s.started = true
 	s.mu.Unlock()
 	if start {
-		s.start()
+		go s.run()
 	}
 	select {
 	case s.wake <- struct{}{}:
@@ -113,20 +118,35 @@ func (s *Screen) Feed(p []byte) {
 	}
 }
 
-func (s *Screen) start() {
-	s.emu.Lock()
-	s.e = s.newEmulator()
-	s.emu.Unlock()
+// emulatorLocked returns the emulator, starting it on the record if the
+// output needs it and it has not started; nil while the screen only
+// records. s.emu is held.
+func (s *Screen) emulatorLocked() *vt.Emulator {
+	if s.e != nil {
+		return s.e
+	}
+	s.mu.Lock()
+	var rec *record
+	if s.started {
+		rec, s.rec = s.rec, nil
+	}
+	s.mu.Unlock()
+	if rec == nil {
+		return nil
+	}
+	s.e = newEmulator(rec.rows, rec.cols, &s.title)
 	go s.relayAnswers(s.e)
-	go s.run()
+	rec.replay(s.e)
+	return s.e
 }
 
-func (s *Screen) newEmulator() *vt.Emulator {
-	e := vt.NewEmulator(s.cols, s.rows)
+// newEmulator returns an emulator of rows by cols that sets *title.
+func newEmulator(rows, cols int, title *string) *vt.Emulator {
+	e := vt.NewEmulator(cols, rows)
 	// The session's scrollback is kept elsewhere; one line is the least the
 	// emulator takes, and each one it keeps is a copy per line scrolled.
 	e.SetScrollbackSize(1)
-	e.SetCallbacks(vt.Callbacks{Title: func(t string) { s.title = t }})
+	e.SetCallbacks(vt.Callbacks{Title: func(t string) { *title = t }})
 	in := e.InputPipe()
 	e.RegisterCsiHandler(ansi.Command('>', 0, 'q'), func(params ansi.Params) bool {
 		if n, _, _ := params.Param(0, 0); n != 0 {
@@ -217,7 +237,12 @@ func (s *Screen) run() {
 func (s *Screen) catchUp() bool {
 	s.emu.Lock()
 	defer s.emu.Unlock()
-	if s.e == nil {
+	return s.catchUpLocked()
+}
+
+// catchUpLocked is catchUp with s.emu held.
+func (s *Screen) catchUpLocked() bool {
+	if s.emulatorLocked() == nil {
 		return false
 	}
 	s.mu.Lock()
@@ -241,15 +266,24 @@ func (s *Screen) Resize(rows, cols int) {
 	s.emu.Lock()
 	defer s.emu.Unlock()
 	s.rows, s.cols = rows, cols
-	if s.e != nil {
-		s.e.Resize(cols, rows)
+	if e := s.emulatorLocked(); e != nil {
+		// What was written before the resize is drawn at the old size,
+		// as a terminal would, not at the new one.
+		s.catchUpLocked()
+		e.Resize(cols, rows)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rec != nil {
+		s.rec.resize(rows, cols)
 	}
 }
 
 // Close stops the screen; its last content stays readable. The emulator
-// goes: an ended session is kept for a day, and its emulator would keep
-// two screens of cells and the 4 MiB its parser allocates for escape
-// sequences, where the last content is a few lines of text.
+// and the record go: an ended session is kept for a day, and its emulator
+// would keep two screens of cells and the 4 MiB its parser allocates for
+// escape sequences, where the last content is a few lines of text.
 func (s *Screen) Close() {
 	s.mu.Lock()
 	if s.closed {
@@ -263,17 +297,25 @@ func (s *Screen) Close() {
 	s.catchUp()
 	s.emu.Lock()
 	defer s.emu.Unlock()
-	if s.e != nil {
-		sn := s.snapshotLocked()
-		s.final = &sn
-		// Closing the pipe of answers ends relayAnswers. Not e.Close: it
-		// sets a flag that e.Read, under way in relayAnswers, reads
-		// without a lock.
-		if c, ok := s.e.InputPipe().(io.Closer); ok {
-			_ = c.Close()
+	if s.e == nil {
+		s.mu.Lock()
+		rec := s.rec
+		s.rec = nil
+		s.mu.Unlock()
+		if rec != nil && !rec.empty() {
+			sn := recordedSnapshot(rec)
+			s.final = &sn
 		}
-		s.e = nil
+		return
 	}
+	sn := snapshotOf(s.e, s.title)
+	s.final = &sn
+	// Closing the pipe of answers ends relayAnswers. Not e.Close: it sets a
+	// flag that e.Read, under way in relayAnswers, reads without a lock.
+	if c, ok := s.e.InputPipe().(io.Closer); ok {
+		_ = c.Close()
+	}
+	s.e = nil
 }
 
 // Snapshot is what a screen shows at one moment.
@@ -313,16 +355,38 @@ func (s *Screen) Snapshot() Snapshot {
 		sn.Lines = slices.Clone(sn.Lines)
 		return sn
 	}
-	return s.snapshotLocked()
-}
-
-// snapshotLocked is Snapshot of the emulator as it is; s.emu is held.
-func (s *Screen) snapshotLocked() Snapshot {
-	e := s.e
-	if e == nil {
+	if s.e != nil {
+		return snapshotOf(s.e, s.title)
+	}
+	s.mu.Lock()
+	var rec record
+	if s.rec != nil {
+		rec = s.rec.view()
+	}
+	s.mu.Unlock()
+	if rec.empty() {
 		return Snapshot{Rows: s.rows, Cols: s.cols, Lines: make([]string, s.rows), CursorVisible: true}
 	}
-	sn := Snapshot{Rows: e.Height(), Cols: e.Width(), CursorVisible: !e.CursorHidden(), AltScreen: e.IsAltScreen(), Title: s.title}
+	return recordedSnapshot(&rec)
+}
+
+// recordedSnapshot is what an emulator fed rec shows. The emulator is
+// dropped after: a screen looked at now and then stays a record.
+func recordedSnapshot(rec *record) Snapshot {
+	var title string
+	e := newEmulator(rec.rows, rec.cols, &title)
+	// Nothing reads its answers: should it give one, the write fails
+	// rather than waits.
+	if c, ok := e.InputPipe().(io.Closer); ok {
+		_ = c.Close()
+	}
+	rec.replay(e)
+	return snapshotOf(e, title)
+}
+
+// snapshotOf is what e shows.
+func snapshotOf(e *vt.Emulator, title string) Snapshot {
+	sn := Snapshot{Rows: e.Height(), Cols: e.Width(), CursorVisible: !e.CursorHidden(), AltScreen: e.IsAltScreen(), Title: title}
 	pos := e.CursorPosition()
 	sn.CursorRow, sn.CursorCol = pos.Y, pos.X
 	var b strings.Builder

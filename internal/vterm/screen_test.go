@@ -139,8 +139,11 @@ func TestClosedScreenKeepsItsLastContentNotTheEmulator(t *testing.T) {
 	s.emu.Lock()
 	e := s.e
 	s.emu.Unlock()
-	if e != nil {
-		t.Error("a closed screen still holds its emulator")
+	s.mu.Lock()
+	rec := s.rec
+	s.mu.Unlock()
+	if e != nil || rec != nil {
+		t.Error("a closed screen still holds its emulator or its record")
 	}
 	s.Feed([]byte("\r\nafter the close"))
 	got := s.Snapshot()

@@ -1,0 +1,147 @@
+package vterm
+
+import (
+	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// prompt is what an interactive shell prints before it waits: a title,
+// bracketed paste on, a coloured prompt.
+const prompt = "\x1b]0;user@host: ~\x07\x1b[?2004h\x1b[01;32muser@host\x1b[00m:\x1b[01;34m~\x1b[00m$ "
+
+// A terminal session that printed a prompt and waits costs the daemon less
+// than a byte per cell of its screen: it has no emulator (which costs more
+// than 200 bytes per cell) until one is needed.
+func TestScreenThatPrintedAPromptIsSmall(t *testing.T) {
+	const n, rows, cols = 200, 24, 80
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	screens := make([]*Screen, n)
+	for i := range screens {
+		screens[i] = NewScreen(rows, cols, func([]byte) {})
+		screens[i].Feed([]byte(fmt.Sprintf("session %d\r\n", i)))
+		screens[i].Feed([]byte(prompt))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n; per >= rows*cols {
+		t.Errorf("a screen that printed a prompt holds %d bytes of heap, want less than %d (a byte per cell)", per, rows*cols)
+	}
+	if got, want := screens[7].Snapshot().Text(), "session 7\nuser@host:~$\n"; got != want {
+		t.Errorf("screen text %q, want %q", got, want)
+	}
+	for _, s := range screens {
+		s.Close()
+	}
+}
+
+// step is one thing a screen is told: output, or a resize when out is
+// empty.
+type step struct {
+	out        string
+	rows, cols int
+}
+
+// What a screen shows does not depend on when its emulator started: from
+// the first output (a query first), after some output (a query later, or
+// more output than is recorded), or never (a snapshot of the record). The
+// writes stay apart: a combining mark in a write of its own is not joined
+// to the letter before it.
+func TestScreenShowsTheSameWhenEverItsEmulatorStarted(t *testing.T) {
+	scripts := map[string][]step{
+		"prompt and lines": {{out: prompt}, {out: "ls\r\n"}, {out: "a  b  c\r\n"}, {out: prompt}},
+		"writes apart":     {{out: "e"}, {out: "\u0301x"}, {out: "\U0001F1E9"}, {out: "\U0001F1EA|"}},
+		"resized between": {
+			{out: strings.Repeat("0123456789", 9)}, {rows: 10, cols: 40}, {out: "\r\nafter\x1b[3;5Hhere"},
+			{rows: 5, cols: 100}, {rows: 6, cols: 30}, {out: "\x1b]2;title\x1b\\end"},
+		},
+		"alternate screen": {{out: "main\r\n"}, {out: "\x1b[?1049h\x1b[?25l\x1b[2J\x1b[Hfull screen"}, {rows: 12, cols: 50}},
+		"resized first":    {{rows: 8, cols: 20}, {out: "wraps at twenty columns"}},
+	}
+	for name, script := range scripts {
+		t.Run(name, func(t *testing.T) {
+			recorded := NewScreen(24, 80, nil)
+			fromStart := NewScreen(24, 80, nil)
+			fromStart.Feed([]byte("\x1b[5n"))
+			midway := NewScreen(24, 80, nil)
+			overBudget := NewScreen(24, 80, nil)
+			for i, st := range script {
+				for _, s := range []*Screen{recorded, fromStart, midway, overBudget} {
+					if st.out == "" {
+						s.Resize(st.rows, st.cols)
+					} else {
+						s.Feed([]byte(st.out))
+					}
+				}
+				if i == len(script)/2 {
+					midway.Feed([]byte("\x1b[c"))
+					overBudget.Feed([]byte(strings.Repeat("\x1b[m", recordBudget/3)))
+				}
+			}
+			want := recorded.Snapshot()
+			if !started(fromStart) || !started(midway) || !started(overBudget) || started(recorded) {
+				t.Fatal("the screens' emulators did not start where the test wants them to")
+			}
+			for which, s := range map[string]*Screen{"from the first output": fromStart, "midway": midway, "after the record's budget": overBudget} {
+				if got := s.Snapshot(); !reflect.DeepEqual(got, want) {
+					t.Errorf("emulator started %s:\n%+v\nrecorded:\n%+v", which, got, want)
+				}
+			}
+			for _, s := range []*Screen{recorded, fromStart, midway, overBudget} {
+				s.Close()
+				if got := s.Snapshot(); !reflect.DeepEqual(got, want) {
+					t.Errorf("a screen once closed:\n%+v\nbefore:\n%+v", got, want)
+				}
+			}
+		})
+	}
+}
+
+// started says whether s's emulator runs or is about to.
+func started(s *Screen) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started
+}
+
+// Whatever the terminal answers is answered when it comes first, after a
+// recorded prompt, and when it comes in pieces.
+func TestRecordingScreenAnswersEveryQuery(t *testing.T) {
+	queries := []struct{ query, answer string }{
+		{"\x1b[c", "\x1b[?62;1;6;22c"},
+		{"\x1b[>c", "\x1b[>1;10;0c"},
+		{"\x1b[5n", "\x1b[0n"},
+		{"\x1b[6n", "\x1b[1;"},
+		{"\x1b[?6n", "\x1b[?1;"},
+		{"\x1b[?25$p", "\x1b[?25;1$y"},
+		{"\x1b[4$p", "\x1b[4;"},
+		{"\x1b[?2048h", "\x1b[48;24;80;0;0t"},
+		{"\x1b]10;?\x1b\\", "\x1b]10;rgb:ffff/ffff/ffff"},
+		{"\x1b]11;?\x07", "\x1b]11;rgb:0000/0000/0000"},
+		{"\x1b]12;?\x07", "\x1b]12;rgb:"},
+		{"\x1b]4;1;?\x1b\\", "\x1b]4;1;rgb:"},
+		{"\x1b[>q", "\x1bP>|" + terminalName + "\x1b\\"},
+		{"\x1b[?u", "\x1b[?0u"},
+	}
+	for _, q := range queries {
+		for _, before := range []string{"", prompt} {
+			for _, split := range []int{0, 1, len(q.query) - 1} {
+				a := newAnswers()
+				s := NewScreen(24, 80, a.add)
+				if before != "" {
+					s.Feed([]byte(before))
+				}
+				if split > 0 {
+					s.Feed([]byte(q.query[:split]))
+				}
+				s.Feed([]byte(q.query[split:]))
+				a.waitFor(t, q.answer)
+				s.Close()
+			}
+		}
+	}
+}
