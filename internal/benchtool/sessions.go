@@ -34,12 +34,15 @@ import (
 var idleArgv = []string{"sleep", "3600"}
 
 // idleTerminalArgv is an idle terminal session: a prompt, as a shell
-// prints, and then nothing. The prompt is what makes the daemon follow
-// the terminal's screen.
+// prints, and then nothing. The prompt is what the daemon's screen of the
+// session keeps (a record of the output: a prompt asks the terminal
+// nothing, so no emulator runs).
 var idleTerminalArgv = []string{"sh", "-c", "printf '$ '; exec sleep 3600"}
 
 // terminalSessions is how many idle terminal sessions the memory figure
-// starts at most: each costs the daemon megabytes (see the figure's note).
+// starts at most: they are there to show what a terminal adds to a
+// session, which was half a MiB of the daemon's while its screen ran an
+// emulator from the first output (see the figure's note).
 const terminalSessions = 100
 
 func live(s sandboxdv1.State) bool {
@@ -567,7 +570,7 @@ func (b *bench) memory() error {
 	if more := bw.mountsBefore - sd.mountsBefore; more > n {
 		b.note("memory: WARNING: %d more mounts were alive when the bwrap sandboxes started than when the sessions did: other load inflated the counterpart; run again on a quieter host", more)
 	}
-	b.note("memory, sandboxd terminal sessions (%q with a terminal; the prompt starts the daemon's screen of the session): %s",
+	b.note("memory, sandboxd terminal sessions (%q with a terminal; the daemon's screen of the session records the prompt): %s",
 		idleTerminalArgv, term.acct.breakdown())
 	b.reproduce(fmt.Sprintf("memory and tasks (%d idle sandboxes, each side in turn: PSS of their processes and of the daemon's tree, deltas of /proc/meminfo, /proc/slabinfo and /proc/vmallocinfo, MemAvailable as a cross-check; threads of the sessions' processes, of each bwrap's):", n),
 		b.benchtoolLine("memory", "--sessions", fmt.Sprint(n), "--clients", fmt.Sprint(b.cfg.clients)),
