@@ -77,8 +77,7 @@ func (r *record) need(b bool) {
 // emulator must run from p on.
 func (r *record) add(p []byte) bool {
 	r.scan.Parse(p)
-	cost := len(r.out) + len(p) + 4*(len(r.ends)+1) + 24*len(r.resizes)
-	if r.needed || cost > recordBudget {
+	if r.needed || r.cost(len(p), 1, 0) > recordBudget {
 		return false
 	}
 	r.out = append(r.out, p...)
@@ -86,13 +85,24 @@ func (r *record) add(p []byte) bool {
 	return true
 }
 
-// resize records a resize to rows by cols.
-func (r *record) resize(rows, cols int) {
+// resize records a resize to rows by cols and says whether it did; it does
+// not when the record would outgrow its budget. Resizes are not merged: a
+// resize to fewer columns and back loses what the columns held.
+func (r *record) resize(rows, cols int) bool {
 	if len(r.ends) == 0 {
 		r.rows, r.cols = rows, cols
-		return
+		return true
+	}
+	if r.cost(0, 0, 1) > recordBudget {
+		return false
 	}
 	r.resizes = append(r.resizes, resize{writes: len(r.ends), rows: rows, cols: cols})
+	return true
+}
+
+// cost is the record's size with bytes, writes and resizes more.
+func (r *record) cost(bytes, writes, resizes int) int {
+	return len(r.out) + bytes + 4*(len(r.ends)+writes) + 24*(len(r.resizes)+resizes)
 }
 
 // view is the record as it is now, for reading while writes go on: they

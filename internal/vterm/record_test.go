@@ -101,6 +101,29 @@ func TestScreenShowsTheSameWhenEverItsEmulatorStarted(t *testing.T) {
 	}
 }
 
+// Resizes are recorded one by one, as far as the budget goes; past it the
+// emulator starts, and the screen shows what it would have.
+func TestScreenResizedBeyondTheRecordStartsTheEmulator(t *testing.T) {
+	recorded := NewScreen(24, 80, nil)
+	fromStart := NewScreen(24, 80, nil)
+	fromStart.Feed([]byte("\x1b[5n"))
+	for _, s := range []*Screen{recorded, fromStart} {
+		s.Feed([]byte(strings.Repeat("a line of text\r\n", 20)))
+		for i := range recordBudget / 24 {
+			s.Resize(10+i%7, 20+i%13)
+		}
+		s.Feed([]byte("end"))
+	}
+	if !started(recorded) {
+		t.Error("the emulator did not start past the record's budget")
+	}
+	if got, want := recorded.Snapshot(), fromStart.Snapshot(); !reflect.DeepEqual(got, want) {
+		t.Errorf("resized past the budget:\n%+v\nwith the emulator from the start:\n%+v", got, want)
+	}
+	recorded.Close()
+	fromStart.Close()
+}
+
 // started says whether s's emulator runs or is about to.
 func started(s *Screen) bool {
 	s.mu.Lock()

@@ -266,17 +266,18 @@ func (s *Screen) Resize(rows, cols int) {
 	s.emu.Lock()
 	defer s.emu.Unlock()
 	s.rows, s.cols = rows, cols
+	s.mu.Lock()
+	start := !s.started && s.rec != nil && !s.rec.resize(rows, cols)
+	s.started = s.started || start
+	s.mu.Unlock()
+	if start {
+		go s.run()
+	}
 	if e := s.emulatorLocked(); e != nil {
 		// What was written before the resize is drawn at the old size,
 		// as a terminal would, not at the new one.
 		s.catchUpLocked()
 		e.Resize(cols, rows)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.rec != nil {
-		s.rec.resize(rows, cols)
 	}
 }
 
