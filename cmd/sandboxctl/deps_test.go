@@ -18,7 +18,9 @@ import (
 // beyond its codes and status (api/client speaks the protocol itself), nor
 // net/http and golang.org/x/net/http2, which grpc-go would bring, nor
 // x/net's HPACK, whose initialiser builds maps of its static table (the
-// client's transport has an HPACK of its own).
+// client's transport has an HPACK of its own), nor genproto's errdetails,
+// whose initialiser registers a dozen message types (the client reads the
+// RetryInfo it needs from its encoding).
 func TestLinksOnlyWhatAClientNeeds(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -60,6 +62,7 @@ func TestLinksOnlyWhatAClientNeeds(t *testing.T) {
 		"golang.org/x/net/trace",
 		"golang.org/x/net/http2",
 		"golang.org/x/net/http2/hpack",
+		"google.golang.org/genproto/googleapis/rpc/errdetails",
 		"net/http",
 		"crypto/tls",
 		"html/template",
