@@ -2,12 +2,18 @@ package grpcconn
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
 	"math/rand/v2"
+	"net"
 	"reflect"
 	"strings"
 	"testing"
 
 	"golang.org/x/net/http2/hpack"
+
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
 
 // The client's HPACK is checked against golang.org/x/net/http2/hpack,
@@ -182,4 +188,62 @@ func FuzzHPACKDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHeaderTableLimitIsAcknowledgedOnce: once the server limits the
+// client's table below HTTP/2's starting size, the client's next header
+// block begins with a table size update to 0, and no later one does.
+func TestHeaderTableLimitIsAcknowledgedOnce(t *testing.T) {
+	client, srv := net.Pipe()
+	defer srv.Close()
+	started := make(chan *Conn)
+	go func() { started <- Start(client, Options{Window: 1 << 20}) }()
+	if _, err := io.ReadFull(srv, make([]byte, len(clientPreface))); err != nil {
+		t.Fatal(err)
+	}
+	settings := appendFrameHeader(nil, 6, frameSettings, 0, 0)
+	settings = binary.BigEndian.AppendUint16(settings, settingHeaderTableSize)
+	settings = binary.BigEndian.AppendUint32(settings, 0)
+	go srv.Write(settings)
+	fr := &frameReader{r: srv}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var c *Conn
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	call := func() {
+		if c == nil {
+			c = <-started
+		}
+		go c.Invoke(ctx, "/sandboxd.v1.Sandboxd/Inspect", &sandboxdv1.InspectRequest{}, &sandboxdv1.SessionInfo{})
+	}
+	var blocks [][]byte
+	for len(blocks) < 2 {
+		h, p, err := fr.next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case h.typ == frameSettings && h.flags&flagAck != 0:
+			call()
+		case h.typ == frameHeaders:
+			blocks = append(blocks, append([]byte(nil), p...))
+			if len(blocks) == 1 {
+				call()
+			}
+		}
+	}
+	if blocks[0][0] != headerTableUpdate || blocks[1][0] == headerTableUpdate {
+		t.Errorf("blocks begin %#x and %#x; want a table size update to 0 in the first only", blocks[0][0], blocks[1][0])
+	}
+	d := newXNetDecoder()
+	d.SetAllowedMaxDynamicTableSize(0)
+	for i, b := range blocks {
+		if _, err := xnetDecode(t, d, b); err != nil {
+			t.Errorf("block %d: x/net: %v", i, err)
+		}
+	}
 }
