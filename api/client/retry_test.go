@@ -7,8 +7,12 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -94,5 +98,57 @@ func TestBackoffGrowsWithJitter(t *testing.T) {
 	b = backoff{n: 10}
 	if b.wait(ctx, status.Convert(busyFor(2*time.Hour))) {
 		t.Errorf("a wait longer than ctx's deadline was begun")
+	}
+}
+
+// TestRetryHintReadsRetryInfoAsProtoDoes: the hint read from the
+// RetryInfo's encoding is what decoding it as errdetails.RetryInfo (what
+// st.Details() gives a program linking errdetails) would make of it.
+func TestRetryHintReadsRetryInfoAsProtoDoes(t *testing.T) {
+	enc := func(ri *errdetails.RetryInfo) []byte {
+		b, err := proto.Marshal(ri)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	d := func(s int64, n int32) *durationpb.Duration { return &durationpb.Duration{Seconds: s, Nanos: n} }
+	second := enc(&errdetails.RetryInfo{RetryDelay: d(2, 0)})
+	merged := append(enc(&errdetails.RetryInfo{RetryDelay: d(1, 5)}), enc(&errdetails.RetryInfo{RetryDelay: d(0, 7)})...)
+	unknown := protowire.AppendVarint(protowire.AppendTag(enc(&errdetails.RetryInfo{RetryDelay: d(0, 3e6)}), 9, protowire.VarintType), 4)
+	wrongType := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 4)
+	for _, c := range []struct {
+		name string
+		code codes.Code
+		url  string
+		val  []byte
+	}{
+		{"a delay", codes.ResourceExhausted, "type.googleapis.com/google.rpc.RetryInfo", second},
+		{"no delay", codes.ResourceExhausted, "type.googleapis.com/google.rpc.RetryInfo", nil},
+		{"another prefix", codes.ResourceExhausted, "example.com/x/google.rpc.RetryInfo", second},
+		{"no prefix", codes.ResourceExhausted, "google.rpc.RetryInfo", second},
+		{"merged", codes.ResourceExhausted, "type.googleapis.com/google.rpc.RetryInfo", merged},
+		{"an unknown field", codes.ResourceExhausted, "type.googleapis.com/google.rpc.RetryInfo", unknown},
+		{"the field as a varint", codes.ResourceExhausted, "type.googleapis.com/google.rpc.RetryInfo", wrongType},
+		{"huge", codes.ResourceExhausted, "type.googleapis.com/google.rpc.RetryInfo", enc(&errdetails.RetryInfo{RetryDelay: d(1<<62, 999999999)})},
+		{"negative", codes.ResourceExhausted, "type.googleapis.com/google.rpc.RetryInfo", enc(&errdetails.RetryInfo{RetryDelay: d(-3, 0)})},
+		{"truncated", codes.ResourceExhausted, "type.googleapis.com/google.rpc.RetryInfo", second[:len(second)-1]},
+		{"field 0", codes.ResourceExhausted, "type.googleapis.com/google.rpc.RetryInfo", []byte{0x00, 0x01}},
+		{"another type", codes.ResourceExhausted, "type.googleapis.com/google.rpc.DebugInfo", second},
+		{"another code", codes.Unavailable, "type.googleapis.com/google.rpc.RetryInfo", second},
+	} {
+		st := status.FromProto(&spb.Status{Code: int32(c.code), Message: "busy", Details: []*anypb.Any{{TypeUrl: c.url, Value: c.val}}})
+		var want time.Duration
+		if c.code == codes.ResourceExhausted {
+			for _, det := range st.Details() {
+				if ri, ok := det.(*errdetails.RetryInfo); ok {
+					want = max(ri.GetRetryDelay().AsDuration(), time.Millisecond)
+					break
+				}
+			}
+		}
+		if got := retryHint(st); got != want {
+			t.Errorf("%s: hint %v, want %v", c.name, got, want)
+		}
 	}
 }

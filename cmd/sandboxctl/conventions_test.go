@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +53,27 @@ func TestHelpGoesToStdoutAndExits0(t *testing.T) {
 	for _, name := range verbNames() {
 		if !strings.Contains(stdout, "\n  "+name+" ") {
 			t.Errorf("--help does not list %s:\n%s", name, stdout)
+		}
+	}
+}
+
+// TestUsageIsWrittenOnceForHelp: the flag package runs a FlagSet's Usage
+// itself on --help and on a mistake, before parseFlags prints the help or
+// words the mistake; a usage written into nothing there was half of what
+// sandboxctl --help did.
+func TestUsageIsWrittenOnceForHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{{[]string{"--help"}, 1}, {[]string{"-h"}, 1}, {[]string{"--nope"}, 0}, {[]string{"-n"}, 0}, {nil, 0}} {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs.Int("n", 0, "a number")
+		calls := 0
+		fs.Usage = func() { calls++ }
+		c := &cli{stdout: io.Discard, stderr: io.Discard}
+		c.parseFlags(fs, tc.args)
+		if calls != tc.want {
+			t.Errorf("%q: Usage ran %d times, want %d", tc.args, calls, tc.want)
 		}
 	}
 }

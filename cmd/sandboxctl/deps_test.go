@@ -16,7 +16,11 @@ import (
 // bigger binary starts slower, so sandboxctl as make builds it must not
 // link the daemon's side (its terminal emulator among it), nor grpc-go
 // beyond its codes and status (api/client speaks the protocol itself), nor
-// net/http and golang.org/x/net/http2, which grpc-go would bring.
+// net/http and golang.org/x/net/http2, which grpc-go would bring, nor
+// x/net's HPACK, whose initialiser builds maps of its static table (the
+// client's transport has an HPACK of its own), nor genproto's errdetails,
+// whose initialiser registers a dozen message types (the client reads the
+// RetryInfo it needs from its encoding).
 func TestLinksOnlyWhatAClientNeeds(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -57,6 +61,8 @@ func TestLinksOnlyWhatAClientNeeds(t *testing.T) {
 	for _, heavy := range []string{
 		"golang.org/x/net/trace",
 		"golang.org/x/net/http2",
+		"golang.org/x/net/http2/hpack",
+		"google.golang.org/genproto/googleapis/rpc/errdetails",
 		"net/http",
 		"crypto/tls",
 		"html/template",

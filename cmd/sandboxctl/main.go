@@ -15,7 +15,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/api/client"
 	_ "github.com/sandboxd/sandboxd/cmd/sandboxctl/internal/mainstack"
-	_ "github.com/sandboxd/sandboxd/cmd/sandboxctl/internal/oneproc"
+	"github.com/sandboxd/sandboxd/cmd/sandboxctl/internal/oneproc"
 )
 
 // Exit codes of sandboxctl itself. run and attach use client.ExitCode
@@ -61,6 +61,12 @@ var verbs = map[string]verb{
 	"commit":     {"apply what a --layer session changed to its paths", commitVerb},
 	"discard":    {"drop what a --layer session changed", discardVerb},
 	"layers":     {"list the layers of --layer sessions not yet committed or discarded", layersVerb},
+}
+
+// $GOMAXPROCS, which oneproc's initialiser runs too early to read, wins
+// over its one processor as it would over the runtime's default.
+func init() {
+	oneproc.Honour(os.LookupEnv("GOMAXPROCS"))
 }
 
 func main() {

@@ -72,12 +72,17 @@ func (c *cli) parseVerb(fs *flag.FlagSet, args []string, nargs int) (_ []string,
 }
 
 // parseQuietly parses args into fs with the flag package printing
-// nothing, and returns its error reworded (see flagError).
+// nothing, and returns its error reworded (see flagError). The flag
+// package writes the usage on --help and on a mistake; it is not run at
+// all rather than run into nothing, since --help prints it afterwards and
+// it is most of what sandboxctl --help does.
 func parseQuietly(fs *flag.FlagSet, args []string) error {
-	out := fs.Output()
+	out, usage := fs.Output(), fs.Usage
 	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	err := fs.Parse(args)
 	fs.SetOutput(out)
+	fs.Usage = usage
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return err
 	}

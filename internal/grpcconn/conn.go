@@ -8,7 +8,6 @@ package grpcconn
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -18,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -56,11 +54,15 @@ type Conn struct {
 
 	// wmu orders writes: a frame is written whole, and a stream's id is
 	// given out in the order its HEADERS are written, as HTTP/2 requires.
-	wmu  sync.Mutex
-	bw   *bufio.Writer
-	henc *hpack.Encoder
-	hbuf bytes.Buffer
-	wbuf []byte
+	wmu sync.Mutex
+	bw  *bufio.Writer
+	// hblock is a HEADERS' block being written. tableUpdate is set when
+	// the next one is to begin with headerTableUpdate, tableEmptied once
+	// one has.
+	hblock       []byte
+	tableUpdate  bool
+	tableEmptied bool
+	wbuf         []byte
 
 	// first is closed once the server's first frame header is read, or
 	// reading it failed (firstErr).
@@ -89,7 +91,7 @@ type Conn struct {
 	recvUnacked uint32
 
 	// Read by the reading goroutine alone.
-	hdec      *hpack.Decoder
+	hdec      *hpackDecoder
 	hdrStream uint32
 	hdrBlock  []byte
 	hdrEnd    bool
@@ -119,9 +121,7 @@ func Start(nc net.Conn, opts Options) *Conn {
 		peerWindow: defaultWindow,
 		peerFrame:  defaultMaxFrame,
 	}
-	c.henc = hpack.NewEncoder(&c.hbuf)
-	c.hdec = hpack.NewDecoder(4096, nil)
-	c.hdec.SetMaxStringLength(1 << 20)
+	c.hdec = newHPACKDecoder()
 
 	b := append([]byte(nil), clientPreface...)
 	settings := [][2]uint32{{settingEnablePush, 0}, {settingInitialWindowSize, opts.Window}}
@@ -287,7 +287,7 @@ func (c *Conn) handle(h frameHeader, p []byte) error {
 
 func (c *Conn) headerBlockDone() error {
 	c.inHeaders = false
-	fields, err := c.hdec.DecodeFull(c.hdrBlock)
+	fields, err := c.hdec.decode(c.hdrBlock)
 	if err != nil {
 		return &connError{code: codeCompression, msg: err.Error()}
 	}
@@ -325,9 +325,9 @@ func (c *Conn) creditConn(n uint32) {
 
 func (c *Conn) applySettings(settings [][2]uint32) error {
 	for _, s := range settings {
-		if s[0] == settingHeaderTableSize {
+		if s[0] == settingHeaderTableSize && s[1] < headerTableSize {
 			c.wmu.Lock()
-			c.henc.SetMaxDynamicTableSizeLimit(s[1])
+			c.tableUpdate = !c.tableEmptied
 			c.wmu.Unlock()
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/net/http2/hpack"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,7 +15,7 @@ import (
 // replyHeadersStatus checks a reply's first header block: nil if it is a
 // gRPC reply, or the status of the call if not, from the HTTP status as
 // gRPC's HTTP/2 protocol maps it.
-func replyHeadersStatus(fields []hpack.HeaderField) *status.Status {
+func replyHeadersStatus(fields []headerField) *status.Status {
 	var httpStatus, contentType string
 	for _, f := range fields {
 		switch f.Name {
@@ -54,7 +53,7 @@ func isGRPCContentType(ct string) bool {
 
 // trailerStatus is the call's status from its trailers: grpc-status,
 // grpc-message, and the details of grpc-status-details-bin.
-func trailerStatus(fields []hpack.HeaderField) *status.Status {
+func trailerStatus(fields []headerField) *status.Status {
 	code, msg, details := "", "", ""
 	for _, f := range fields {
 		switch f.Name {

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -259,9 +258,13 @@ func (s *Stream) openLocked() error {
 	c.mu.Unlock()
 	s.opened.Store(true)
 
-	c.hbuf.Reset()
+	c.hblock = c.hblock[:0]
+	if c.tableUpdate {
+		c.hblock = append(c.hblock, headerTableUpdate)
+		c.tableUpdate, c.tableEmptied = false, true
+	}
 	field := func(name, value string) {
-		_ = c.henc.WriteField(hpack.HeaderField{Name: name, Value: value})
+		c.hblock = appendHeaderField(c.hblock, name, value)
 	}
 	field(":method", "POST")
 	field(":scheme", "http")
@@ -272,7 +275,7 @@ func (s *Stream) openLocked() error {
 	if dl, ok := s.ctx.Deadline(); ok {
 		field("grpc-timeout", encodeTimeout(time.Until(dl)))
 	}
-	block := c.hbuf.Bytes()
+	block := c.hblock
 	typ := uint8(frameHeaders)
 	for {
 		n := min(len(block), maxFrame)
@@ -429,7 +432,7 @@ func (s *Stream) onData(f dataFrame) error {
 // onHeaders takes a header block for s, in the reading goroutine: the
 // reply's headers, then its trailers, or both in one (a call answered
 // with its status alone).
-func (s *Stream) onHeaders(fields []hpack.HeaderField, end bool) {
+func (s *Stream) onHeaders(fields []headerField, end bool) {
 	s.mu.Lock()
 	first := !s.gotHeaders
 	s.gotHeaders = true
