@@ -42,8 +42,11 @@ cp bin/* "$work/"
 # 200`; 379 page faults against 424, each dearer), and run 0.4 ms more.
 # bwrap and true are dropped as well, so that both sides start alike
 # whatever their last use left.
+# The floor of the help figure: a Go program that only exits, static as
+# sandboxctl is.
+CGO_ENABLED=0 go build -o "$work/gofloor" ./internal/benchtool/gofloor
 sync
-for f in "$work/sandboxctl" "$work/sandboxd" "$work/sandboxd-init" "$(command -v bwrap)" "$(readlink -f /bin/true)"; do
+for f in "$work/sandboxctl" "$work/gofloor" "$work/sandboxd" "$work/sandboxd-init" "$(command -v bwrap)" "$(readlink -f /bin/true)"; do
 	dd if="$f" iflag=nocache count=0 status=none
 done
 go build -o "$work/benchtool" ./internal/benchtool
@@ -86,7 +89,7 @@ done
 
 echo "daemon: (ulimit -n $(ulimit -n); ${daemon_cmd[*]})   # built from $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- 2>/dev/null || echo ' with local changes')"
 status=0
-"$work/benchtool" --socket "$sock" --workspace "$ws" --sandboxctl "$work/sandboxctl" --unit "$unit" "$@" || status=$?
+"$work/benchtool" --socket "$sock" --workspace "$ws" --sandboxctl "$work/sandboxctl" --go-floor "$work/gofloor" --unit "$unit" "$@" || status=$?
 if [ "$status" -ne 0 ]; then
 	echo "bench.sh: benchtool exited $status; the daemon's log:" >&2
 	tail -n 20 "$work/sandboxd.log" >&2

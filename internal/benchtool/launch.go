@@ -192,11 +192,16 @@ func (b *bench) sandboxctlFigure() error {
 func (b *bench) helpFigure() error {
 	ctl := []string{b.cfg.sandboxctl, "--help"}
 	tru := []string{"/bin/true"}
+	floor := []string{b.cfg.goFloor}
 	n := b.cfg.nCtl
-	d, err := b.alternate(n,
+	sides := []func() error{
 		func() error { return b.runCommand(b.ctx, ctl) },
 		func() error { return b.runCommand(b.ctx, tru) },
-	)
+	}
+	if b.cfg.goFloor != "" {
+		sides = append(sides, func() error { return b.runCommand(b.ctx, floor) })
+	}
+	d, err := b.alternate(n, sides...)
 	if err != nil {
 		return err
 	}
@@ -209,10 +214,34 @@ func (b *bench) helpFigure() error {
 		target:      "<= 2.00x /bin/true",
 		verdict:     verdict(v <= 2*c),
 	})
-	b.reproduce("sandboxctl --help (it and /bin/true alternate; GODEBUG=inittrace=1 shows its package initialisation):",
+	lines := []string{
 		b.benchtoolLine("help", "--n-sandboxctl", fmt.Sprint(n), "--warmup", fmt.Sprint(b.cfg.warmup)),
-		shellJoin(ctl)+" >/dev/null",
-		"GODEBUG=inittrace=1 "+shellJoin(ctl)+" 2>&1 >/dev/null | sort -k5 -rn | head")
+		shellJoin(ctl) + " >/dev/null",
+		"GODEBUG=inittrace=1 " + shellJoin(ctl) + " 2>&1 >/dev/null | sort -k5 -rn | head",
+	}
+	if b.cfg.goFloor != "" {
+		// The floor is what the runtime's start costs any Go program here:
+		// the part of the figure that only a client not in Go could avoid.
+		f := d[2].percentile(50)
+		b.add(row{
+			figure:      fmt.Sprintf("  Go program that only exits p50 (n=%d)", n),
+			value:       ms(f),
+			counterpart: "/bin/true " + ms(c),
+			ratio:       ratio(float64(f), float64(c)),
+			target:      "-",
+			verdict:     "-",
+		})
+		b.add(row{
+			figure:      "  sandboxctl --help beyond that Go floor",
+			value:       ms(v - f),
+			counterpart: "floor " + ms(f),
+			ratio:       ratio(float64(v), float64(f)),
+			target:      "-",
+			verdict:     "-",
+		})
+		lines = append(lines, shellJoin(floor)+"   # built from internal/benchtool/gofloor as sandboxctl is: CGO_ENABLED=0")
+	}
+	b.reproduce("sandboxctl --help (it, /bin/true and a Go program that only exits alternate; GODEBUG=inittrace=1 shows its package initialisation):", lines...)
 	return nil
 }
 

@@ -35,6 +35,7 @@ type config struct {
 	socket     string
 	workspace  string
 	sandboxctl string
+	goFloor    string
 	bwrap      string
 	unit       string
 	only       []string
@@ -65,6 +66,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.socket, "socket", "", "`PATH` of the daemon's socket (default: the client's default)")
 	fs.StringVar(&c.workspace, "workspace", "", "workspace `DIR` for the workspace-write preset, writable by the sandbox uid (required)")
 	fs.StringVar(&c.sandboxctl, "sandboxctl", "sandboxctl", "`PATH` of the sandboxctl binary, for the sandboxctl figure")
+	fs.StringVar(&c.goFloor, "go-floor", "", "`PATH` of a static Go program that only exits (internal/benchtool/gofloor), timed beside sandboxctl --help as the start no Go client avoids; none when empty")
 	fs.StringVar(&c.bwrap, "bwrap", "bwrap", "`PATH` of bubblewrap, the counterpart of the launch figures")
 	fs.StringVar(&c.unit, "unit", "", "systemd unit `FILE` of the daemon (deploy/sandboxd.service), whose resource limits the hold figure checks one by one")
 	fs.StringVar(&only, "only", strings.Join(allFigures, ","), "comma-separated `FIGURES` to run: "+strings.Join(allFigures, ","))
@@ -123,6 +125,11 @@ func parseFlags(args []string) (*config, error) {
 	// Paths are resolved now so that the reproduction lines name what ran.
 	if c.sandboxctl, err = resolveBinary(c.sandboxctl, c.wants("sandboxctl") || c.wants("help")); err != nil {
 		return nil, fmt.Errorf("--sandboxctl: %w", err)
+	}
+	if c.goFloor != "" {
+		if c.goFloor, err = resolveBinary(c.goFloor, c.wants("help")); err != nil {
+			return nil, fmt.Errorf("--go-floor: %w", err)
+		}
 	}
 	needBwrap := c.wants("latency") || c.wants("sandboxctl") || c.wants("throughput") || c.wants("memory")
 	if c.bwrap, err = resolveBinary(c.bwrap, needBwrap); err != nil {
