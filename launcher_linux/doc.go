@@ -11,12 +11,12 @@
 // sandbox uid, the only uid of its user namespace, holding just the
 // capabilities it needs to build the root; the command's process drops
 // every capability and restricts itself with no_new_privs, Landlock and
-// seccomp before its execve. The inits are cloned by one spawner process,
-// the same binary started once by the daemon (spawner_linux.go), so that no
-// launch forks the large daemon, and run on in their clones without an
-// execve of their own; an init started ahead of its launch (initPool) has
-// its namespaces, its mount namespace on a tmpfs of its own and its
-// loopback up before the plan comes.
+// seccomp before its execve. The inits are cloned by spawner processes (one
+// per processor, up to four), the same binary started by the daemon
+// (spawner_linux.go), so that no launch forks the large daemon, and run on
+// in their clones without an execve of their own; an init started ahead of
+// its launch (initPool) has its namespaces, its mount namespace on a tmpfs
+// of its own and its loopback up before the plan comes.
 //
 // Where the host has seccomp user notification, the init hands the
 // listener of the command's filter to the daemon (notify_linux.go), which
@@ -96,7 +96,7 @@
 //
 // Process tree inside the sandbox:
 //
-//	sandboxd-spawner (outside, the daemon's uid: one per daemon, clones the inits)
+//	sandboxd-spawner (outside, the daemon's uid: one per processor, up to four, clones the inits)
 //	└── sandboxd-init (pid 1, the sandbox uid, setup capabilities, not dumpable)
 //	└── command (the sandbox uid, no capabilities, restricted)
 package launcherlinux

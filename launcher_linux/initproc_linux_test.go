@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -329,12 +330,61 @@ func TestInitsEndWithTheSpawner(t *testing.T) {
 	if err := ip.proc.signal(0); err != nil {
 		t.Fatalf("init %d not running: %v", ip.proc.pid, err)
 	}
-	sp.mu.Lock()
-	sp.stop()
-	sp.mu.Unlock()
+	for _, l := range sp.lanes {
+		l.mu.Lock()
+		if l.sock != nil {
+			l.stop()
+		}
+		l.mu.Unlock()
+	}
 	// Returns only once the init is gone; the test's timeout catches one
 	// that stays.
 	ip.proc.wait()
+}
+
+// A request made while a spawner is busy goes to another one (a host with
+// more than one processor has several): launches from several clients
+// queued behind one spawner's clones while the other processors idled.
+func TestABusySpawnerLeavesTheRequestToAnother(t *testing.T) {
+	uid, gid := sandboxIdentity()
+	sp := newSpawner(initBinaryPath(t))
+	if len(sp.lanes) < 2 {
+		t.Skipf("one spawner on a host with %d processors", runtime.NumCPU())
+	}
+	key := initKey{uid: uid, gid: gid}
+	first, err := startInit(sp, key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.discard()
+	// The first request went to the first spawner, which is free; held
+	// now, it stands for one in the middle of a clone.
+	busy := sp.lanes[0]
+	busy.mu.Lock()
+	second, err := startInit(sp, key, 0)
+	busy.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.discard()
+	if a, b := parentOf(t, first.proc.pid), parentOf(t, second.proc.pid); a == b {
+		t.Errorf("both inits were cloned by spawner %d", a)
+	}
+}
+
+// parentOf is the parent pid of process pid.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^PPid:\s*(\d+)$`).FindSubmatch(status)
+	if m == nil {
+		t.Fatalf("no PPid in %s", status)
+	}
+	ppid, _ := strconv.Atoi(string(m[1]))
+	return ppid
 }
 
 // The inits run on in the spawner's clones, never executing the binary as

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/internal/fdwait"
@@ -15,24 +17,57 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// spawner is the daemon's side of the process that clones the sandbox
+// spawner is the daemon's side of the processes that clone the sandbox
 // inits (spawner.c in cmd/sandboxd-init), which run on in their clones
 // without an execve: cloning one from the daemon with CLONE_NEWUSER is a
 // full fork of a large Go program, copying its page tables on every launch;
-// the spawner is a few pages. It is started on first use and again if it
-// has gone. Requests are serialized: the spawner serves one at a time.
-// The daemon's end of its socket is in the runtime's poller, so that the
-// wait for a clone (a few hundred microseconds with new namespaces) parks
-// the goroutine rather than blocking a thread.
+// a spawner is a few pages. A spawner serves one request at a time, and
+// holds it for the clone (most of it the new network namespace) and until
+// the clone has taken its identity, so there is one per processor (up to
+// maxSpawners), each started on first use and again if it has gone: with
+// one, launches from several clients queued behind its clones while
+// processors idled. The daemon's ends of their sockets are in the
+// runtime's poller, so that the wait for a clone parks the goroutine
+// rather than blocking a thread.
 type spawner struct {
 	initPath string
+	lanes    []*spawnLane
+	next     atomic.Uint32
+}
 
+// spawnLane is one spawner process and the daemon's end of its socket.
+type spawnLane struct {
 	mu   sync.Mutex
 	sock *os.File // nil until started
 	rc   syscall.RawConn
 }
 
-func newSpawner(initPath string) *spawner { return &spawner{initPath: initPath} }
+func newSpawner(initPath string) *spawner {
+	s := &spawner{initPath: initPath, lanes: make([]*spawnLane, max(1, min(runtime.NumCPU(), maxSpawners)))}
+	for i := range s.lanes {
+		s.lanes[i] = &spawnLane{}
+	}
+	return s
+}
+
+// maxSpawners bounds the spawners a large host keeps: clones in parallel
+// still meet on the kernel's locks for the namespaces they copy (mounts,
+// network devices), and each spawner is a process kept for the daemon's
+// life.
+const maxSpawners = 4
+
+// lane returns a spawner that serves no request now, or, when every one
+// does, the next in turn, locked.
+func (s *spawner) lane() *spawnLane {
+	for _, l := range s.lanes {
+		if l.mu.TryLock() {
+			return l
+		}
+	}
+	l := s.lanes[s.next.Add(1)%uint32(len(s.lanes))]
+	l.mu.Lock()
+	return l
+}
 
 // The layout of struct spawn_request and struct spawn_reply (spawn.h).
 const (
@@ -45,8 +80,8 @@ const (
 	spawnReplySize   = 16
 )
 
-// start starts the spawner; s.mu is held.
-func (s *spawner) start() error {
+// start starts l's spawner; l.mu is held.
+func (l *spawnLane) start(initPath string) error {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("spawner socketpair: %w", err)
@@ -66,21 +101,21 @@ func (s *spawner) start() error {
 		sock.Close()
 		return fmt.Errorf("spawner socket: %w", err)
 	}
-	cmd := &exec.Cmd{Path: s.initPath, Args: []string{sandboxinit.SpawnerArg0}, Env: []string{}, ExtraFiles: []*os.File{child}}
+	cmd := &exec.Cmd{Path: initPath, Args: []string{sandboxinit.SpawnerArg0}, Env: []string{}, ExtraFiles: []*os.File{child}}
 	if err := cmd.Start(); err != nil {
 		sock.Close()
-		return fmt.Errorf("start sandbox init spawner %s: %w", s.initPath, err)
+		return fmt.Errorf("start sandbox init spawner %s: %w", initPath, err)
 	}
 	go cmd.Wait()
-	s.sock, s.rc = sock, rc
+	l.sock, l.rc = sock, rc
 	return nil
 }
 
-// stop closes the daemon's end of the spawner's socket, on which the
-// spawner exits; s.mu is held.
-func (s *spawner) stop() {
-	s.sock.Close()
-	s.sock, s.rc = nil, nil
+// stop closes the daemon's end of l's socket, on which its spawner exits;
+// l.mu is held.
+func (l *spawnLane) stop() {
+	l.sock.Close()
+	l.sock, l.rc = nil, nil
 }
 
 // spawnError is a failed spawn: the stage of spawn.h that failed, and its
@@ -134,26 +169,26 @@ func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
 	binary.LittleEndian.PutUint32(req[12:], uint32(pdeathsig))
 	binary.LittleEndian.PutUint64(req[16:], caps)
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	l := s.lane()
+	defer l.mu.Unlock()
 	reply := make([]byte, spawnReplySize)
 	oob := make([]byte, unix.CmsgSpace(4))
 	var n, oobn, recvflags int
 	var err error
 	// A spawner that has gone is started again, once.
 	for attempt := 0; attempt < 2; attempt++ {
-		if s.sock == nil {
-			if err := s.start(); err != nil {
+		if l.sock == nil {
+			if err := l.start(s.initPath); err != nil {
 				return nil, err
 			}
 		}
 		var serr error
-		err = s.rc.Write(func(fd uintptr) bool {
+		err = l.rc.Write(func(fd uintptr) bool {
 			serr = unix.Sendmsg(int(fd), req, unix.UnixRights(fds[:]...), nil, 0)
 			return serr != unix.EAGAIN
 		})
 		if err = cmp.Or(err, serr); err == nil {
-			err = s.rc.Read(func(fd uintptr) bool {
+			err = l.rc.Read(func(fd uintptr) bool {
 				n, oobn, recvflags, _, serr = unix.Recvmsg(int(fd), reply, oob, unix.MSG_CMSG_CLOEXEC)
 				return serr != unix.EAGAIN
 			})
@@ -164,7 +199,7 @@ func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
 		if err == nil {
 			break
 		}
-		s.stop()
+		l.stop()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox init spawner: %w", err)
