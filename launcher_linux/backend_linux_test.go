@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -539,25 +540,7 @@ func TestIdleInitHasThreePageTablePages(t *testing.T) {
 	}
 	defer p.Wait()
 	defer p.Kill()
-	// The init gives back its setup's memory, the main stack first, once
-	// the command has run for a while, and then waits (sleeps) until it
-	// ends. Its status, unlike its maps, a rootless caller may read.
-	var pte int
-	deadline := time.Now().Add(10 * time.Second)
-	for idle := false; !idle; {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		status := string(b)
-		pte = statusKB(status, "VmPTE:")
-		if idle = statusKB(status, "VmStk:") == 0 && strings.Contains(status, "\nState:\tS"); !idle {
-			if time.Now().After(deadline) {
-				t.Fatalf("the init did not go idle (no main stack, sleeping) in 10 s; its status:\n%s", status)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	pte := statusKB(idleStatus(t, p.Pid()), "VmPTE:")
 	if want := 3 * os.Getpagesize() / 1024; pte <= 0 || pte > want {
 		maps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", p.Pid()))
 		t.Errorf("idle init's VmPTE %d kB, want at most %d kB; its maps:\n%s", pte, want, maps)
@@ -572,6 +555,64 @@ func TestIdleInitHasThreePageTablePages(t *testing.T) {
 	}
 	if got := strings.TrimSpace(string(comm)); got != name {
 		t.Errorf("the init is named %q, want %q (the binary's name)", got, name)
+	}
+}
+
+// idleStatus waits until the init pid is idle and returns its status. The
+// init gives back its setup's memory, the main stack first, once the
+// command has run for a while, and then waits (sleeps) until it ends. Its
+// status, unlike its maps, a rootless caller may read.
+func idleStatus(t *testing.T, pid int) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := string(b)
+		if statusKB(status, "VmStk:") == 0 && strings.Contains(status, "\nState:\tS") {
+			return status
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the init did not go idle (no main stack, sleeping) in 10 s; its status:\n%s", status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// An idle init holds its stdio and the pipe it reports the command's end
+// on, nothing more: it takes the signals it forwards with sigtimedwait,
+// where a signalfd would be a file kept open for the session's life.
+func TestIdleInitHoldsOnlyItsStdioAndReport(t *testing.T) {
+	p, err := newBackend(t).Start(context.Background(), testSpec(t, nil, "/bin/sleep", "1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Wait()
+	defer p.Kill()
+	idleStatus(t, p.Pid())
+	fdDir := fmt.Sprintf("/proc/%d/fd/", p.Pid())
+	ents, err := os.ReadDir(fdDir)
+	if errors.Is(err, fs.ErrPermission) {
+		t.Skip("the init's fds are not this user's to read: it is not dumpable")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held, beyond []string
+	for _, e := range ents {
+		l, err := os.Readlink(fdDir + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, e.Name()+" -> "+l)
+		if n, _ := strconv.Atoi(e.Name()); n > 2 {
+			beyond = append(beyond, l)
+		}
+	}
+	if len(beyond) != 1 || !strings.HasPrefix(beyond[0], "pipe:") {
+		t.Errorf("the idle init holds %s; want stdio and its report pipe", strings.Join(held, ", "))
 	}
 }
 

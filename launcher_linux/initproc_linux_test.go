@@ -451,6 +451,45 @@ func TestInitsRunInTheSpawnersClones(t *testing.T) {
 	}
 }
 
+// A clone copies an fd table as large as the highest fd its parent has
+// open: an init would keep one of 256 entries for as long as its session
+// lasts if the spawner kept the fds the daemon was started with (a shell's
+// 251, say). The spawner closes them.
+func TestInitsKeepASmallFdTable(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	// Without close-on-exec, as a daemon inherits it, and above the 64
+	// fds a process's own table holds.
+	high, err := unix.FcntlInt(uintptr(p[1]), unix.F_DUPFD, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(high)
+	uid, gid := sandboxIdentity()
+	sp := newSpawner(initBinaryPath(t))
+	defer func() {
+		sp.mu.Lock()
+		sp.stop()
+		sp.mu.Unlock()
+	}()
+	ip, err := startInit(sp, initKey{uid: uid, gid: gid, namespaces: true}, 0)
+	if err != nil {
+		t.Skipf("this host cannot start a namespaced init: %v", err)
+	}
+	defer ip.discard()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", ip.proc.pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := statusKB(string(status), "FDSize:"); n <= 0 || n > strconv.IntSize {
+		t.Errorf("the init's fd table has %d entries, want the %d of its own block", n, strconv.IntSize)
+	}
+}
+
 // An init that ends is reaped by the spawner then, not at its next
 // request: no zombie is left while the daemon launches nothing.
 func TestSpawnerReapsInitsAsTheyEnd(t *testing.T) {

@@ -24,11 +24,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sched.h>
-#include <poll.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -787,6 +785,19 @@ static void kill_descendants(void)
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
 
+/* handled_signals are those the init waits for: the forwarded ones, its
+ * own and SIGCHLD. They are blocked from the start, and the init takes
+ * them with sigtimedwait, not through a signalfd, which every idle init
+ * would keep open (a file and its security blob) for nothing. */
+static void handled_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+		sigaddset(set, forwarded[i]);
+	sigaddset(set, SIG_KILL_ALL);
+	sigaddset(set, SIGCHLD);
+}
+
 static void release_setup(void);
 
 /*
@@ -808,8 +819,10 @@ static long long monotonic_ms(void)
 
 /* reap_until forwards signals to the command's process group and reaps
  * every child until the command itself has exited. */
-static int reap_until(pid_t pid, int sfd)
+static int reap_until(pid_t pid)
 {
+	sigset_t handled;
+	handled_signals(&handled);
 	/* Signals forwarded meanwhile do not put it off. */
 	long long release_at = monotonic_ms() + RELEASE_AFTER_MS;
 	int released = 0;
@@ -821,24 +834,23 @@ static int reap_until(pid_t pid, int sfd)
 				return st;
 		if (w < 0 && errno == ECHILD)
 			return 0;
+		siginfo_t si;
+		int sig;
 		if (!released) {
 			long long left = release_at - monotonic_ms();
-			struct pollfd pf = {.fd = sfd, .events = POLLIN};
-			int n = left > 0 ? poll(&pf, 1, (int)left) : 0;
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
+			if (left < 0)
+				left = 0;
+			struct timespec ts = {.tv_sec = left / 1000, .tv_nsec = left % 1000 * 1000000};
+			sig = sigtimedwait(&handled, &si, &ts);
+			if (sig < 0 && errno == EAGAIN) {
 				/* The clock's vDSO goes with it. */
 				release_setup();
 				released = 1;
 			}
+		} else {
+			sig = sigwaitinfo(&handled, &si);
 		}
-		struct signalfd_siginfo si;
-		ssize_t r = read(sfd, &si, sizeof si);
-		if (r != (ssize_t)sizeof si)
-			continue;
-		int sig = (int)si.ssi_signo;
-		if (sig == SIGCHLD)
+		if (sig < 0 || sig == SIGCHLD)
 			continue;
 		if (sig == SIG_KILL_ALL) {
 			kill_tree();
@@ -929,9 +941,9 @@ static void release_setup(void)
 	release_staging();
 }
 
-static void __attribute__((noreturn)) idle_main(int pid, int sfd, int ns)
+static void __attribute__((noreturn)) idle_main(int pid, int ns)
 {
-	int st = reap_until(pid, sfd);
+	int st = reap_until(pid);
 	if (!ns)
 		kill_descendants();
 	struct message m = {.type = "exit"};
@@ -945,17 +957,17 @@ static void __attribute__((noreturn)) idle_main(int pid, int sfd, int ns)
 
 /* go_idle continues on the idle stack, above its guard; should it not get
  * there, it stays on this one. */
-static void __attribute__((noreturn)) go_idle(pid_t pid, int sfd, int ns)
+static void __attribute__((noreturn)) go_idle(pid_t pid, int ns)
 {
 	ucontext_t uc;
 	if (mprotect(idle_stack, GUARD, PROT_NONE) == 0 && getcontext(&uc) == 0) {
 		uc.uc_stack.ss_sp = idle_stack + GUARD;
 		uc.uc_stack.ss_size = sizeof idle_stack - GUARD;
 		uc.uc_link = NULL;
-		makecontext(&uc, (void (*)(void))idle_main, 3, (int)pid, sfd, ns);
+		makecontext(&uc, (void (*)(void))idle_main, 2, (int)pid, ns);
 		setcontext(&uc);
 	}
-	idle_main(pid, sfd, ns);
+	idle_main(pid, ns);
 }
 
 int run_init(uint32_t spawn_flags)
@@ -964,13 +976,8 @@ int run_init(uint32_t spawn_flags)
 	 * is still being built waits for the command instead of ending the
 	 * init by its default action. SIGPIPE stays blocked so that a report
 	 * to a daemon gone is an error, not the init's end. */
-	sigset_t handled, blocked;
-	sigemptyset(&handled);
-	for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-		sigaddset(&handled, forwarded[i]);
-	sigaddset(&handled, SIG_KILL_ALL);
-	sigaddset(&handled, SIGCHLD);
-	blocked = handled;
+	sigset_t blocked;
+	handled_signals(&blocked);
 	sigaddset(&blocked, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &blocked, NULL);
 	/* No fd of the init reaches the command but its stdio: the report
@@ -1113,15 +1120,9 @@ int run_init(uint32_t spawn_flags)
 		}
 	}
 	close(PASS_FD);
-	int sfd = signalfd(-1, &handled, SFD_CLOEXEC);
-	if (sfd < 0) {
-		fail(errno, "signalfd");
-		kill(pid, SIGKILL);
-		setup_error("process", "signalfd", NULL);
-	}
 	struct message started = {.type = "started"};
 	send_message(&started);
-	go_idle(pid, sfd, ns);
+	go_idle(pid, ns);
 }
 
 /* hold_userns holds the user namespace it was cloned into until its stdin

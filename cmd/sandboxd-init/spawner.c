@@ -281,9 +281,15 @@ static void without_randomization(int argc, char **argv)
 int run_spawner(int argc, char **argv)
 {
 	without_randomization(argc, argv);
-	/* Nothing of the daemon's reaches the spawner's inits or commands;
-	 * each init closes the spawner's own. */
-	if (syscall(SYS_close_range, 4U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) || fcntl(SOCK_FD, F_SETFD, FD_CLOEXEC))
+	/*
+	 * Nothing of the daemon's reaches the spawner's inits or commands;
+	 * each init closes the spawner's own. What the daemon was started
+	 * with and passed on (a shell's fd 251, say) is closed here rather
+	 * than marked close-on-exec: a clone copies an fd table as large as
+	 * its highest open fd needs, and every idle init would keep one of
+	 * 256 entries (2.2 KiB) where the 64 in the process's own block do.
+	 */
+	if (syscall(SYS_close_range, 4U, ~0U, 0U) || fcntl(SOCK_FD, F_SETFD, FD_CLOEXEC))
 		return 1;
 	/* The inits are reaped as they end, between requests: an init that
 	 * has ended stays no zombie until the next launch. */

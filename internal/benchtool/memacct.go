@@ -25,13 +25,18 @@ import (
 //     per-CPU allocations and vmalloc (seccomp programs are vmalloc'd), as
 //     deltas of the host's counters across starting the sandboxes. These
 //     move with other load far less than MemAvailable does, and the per
-//     cache and per caller deltas say which kernel objects they are.
+//     cache and per caller deltas say which kernel objects they are;
+//   - the pages of tmpfs files and shared memory (Shmem), which no swap
+//     here reclaims and which a process maps, if at all, only in part: a
+//     sandbox's /etc/passwd is a tmpfs file no process has mapped. They
+//     are counted here, as the growth of Shmem, and left out of the PSS.
 // Reclaimable slab (dentries and inodes of /proc, mostly) is listed but
 // not counted: the kernel frees it under pressure, as MemAvailable assumes.
 
 // kernelFields are the /proc/meminfo counters the accounting takes deltas
-// of, in the order they print; all but SReclaimable are counted.
-var kernelFields = []string{"SUnreclaim", "KernelStack", "PageTables", "Percpu", "VmallocUsed", "SReclaimable"}
+// of, in the order they print; all but SReclaimable are counted, Shmem
+// apart from the kernel's.
+var kernelFields = []string{"SUnreclaim", "KernelStack", "PageTables", "Percpu", "VmallocUsed", "SReclaimable", "Shmem"}
 
 // memSample is one reading of the host's memory counters.
 type memSample struct {
@@ -244,10 +249,14 @@ func (a memAccount) per(v int64) float64 {
 	return float64(v) / float64(a.n)
 }
 
-// perSession is the accounted memory of one sandbox in MiB.
-func (a memAccount) perSession() float64 {
-	return a.per(a.pssOwn+a.pssRest+a.kernelBytes()) / mib
+// total is the accounted memory of the sandboxes: their processes', the
+// kernel's and their tmpfs and shared memory pages.
+func (a memAccount) total() int64 {
+	return a.pssOwn + a.pssRest + a.kernelBytes() + a.kernel["Shmem"]
 }
+
+// perSession is the accounted memory of one sandbox in MiB.
+func (a memAccount) perSession() float64 { return a.per(a.total()) / mib }
 
 // availPerSession is the MemAvailable drop per sandbox in MiB.
 func (a memAccount) availPerSession() float64 { return a.per(a.availDrop) / mib }
@@ -255,9 +264,10 @@ func (a memAccount) availPerSession() float64 { return a.per(a.availDrop) / mib 
 // breakdown says per sandbox where its accounted memory is, in KiB.
 func (a memAccount) breakdown() string {
 	k := func(v int64) string { return fmt.Sprintf("%.1f", a.per(v)/1024) }
-	s := fmt.Sprintf("%s KiB per sandbox = processes %s (PSS of the sandboxes' own %s, growth of the daemon's tree %s) + kernel %s (SUnreclaim %s, KernelStack %s, PageTables %s, Percpu %s, vmalloc without stacks %s); not counted: SReclaimable %s",
-		k(a.pssOwn+a.pssRest+a.kernelBytes()), k(a.pssOwn+a.pssRest), k(a.pssOwn), k(a.pssRest), k(a.kernelBytes()),
-		k(a.kernel["SUnreclaim"]), k(a.kernel["KernelStack"]), k(a.kernel["PageTables"]), k(a.kernel["Percpu"]), k(a.vmallocOther), k(a.kernel["SReclaimable"]))
+	s := fmt.Sprintf("%s KiB per sandbox = processes %s (PSS of the sandboxes' own %s, growth of the daemon's tree %s, shared memory left out) + kernel %s (SUnreclaim %s, KernelStack %s, PageTables %s, Percpu %s, vmalloc without stacks %s) + tmpfs and shared memory %s (Shmem); not counted: SReclaimable %s",
+		k(a.total()), k(a.pssOwn+a.pssRest), k(a.pssOwn), k(a.pssRest), k(a.kernelBytes()),
+		k(a.kernel["SUnreclaim"]), k(a.kernel["KernelStack"]), k(a.kernel["PageTables"]), k(a.kernel["Percpu"]), k(a.vmallocOther),
+		k(a.kernel["Shmem"]), k(a.kernel["SReclaimable"]))
 	for _, n := range a.notes {
 		s += "; " + n
 	}
@@ -286,7 +296,9 @@ func (a memAccount) topDeltas(d []cacheDelta, max int) string {
 
 // pssOf is the PSS of pids in bytes, with how many threads they have: what
 // the processes take of user memory, with shared pages split among their
-// users, which other load on the host does not move.
+// users, which other load on the host does not move. Their share of
+// shared memory (Pss_Shmem) is left out: the growth of Shmem counts it
+// whole.
 func pssOf(pids []int) (pss int64, threads int) {
 	for _, p := range pids {
 		if t, err := strconv.Atoi(procStatus(p, "Threads")["Threads"]); err == nil {
@@ -298,14 +310,27 @@ func pssOf(pids []int) (pss int64, threads int) {
 		if err != nil {
 			continue
 		}
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "Pss:"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-				pss += kb << 10
-			}
-		}
+		pss += smapsPSS(string(data))
 	}
 	return pss, threads
+}
+
+// smapsPSS is the PSS of an smaps_rollup in bytes, without its share of
+// shared memory.
+func smapsPSS(rollup string) int64 {
+	var pss int64
+	for line := range strings.SplitSeq(rollup, "\n") {
+		field, v, ok := strings.Cut(line, ":")
+		if !ok || field != "Pss" && field != "Pss_Shmem" {
+			continue
+		}
+		kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if field == "Pss_Shmem" {
+			kb = -kb
+		}
+		pss += kb << 10
+	}
+	return pss
 }
 
 // hostMounts is how many mounts are alive on the host, over every mount

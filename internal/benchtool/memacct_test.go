@@ -8,19 +8,21 @@ import (
 	"testing"
 )
 
-// The accounted figure is PSS plus the kernel's unreclaimable memory:
-// reclaimable slab is listed but not counted, and thread stacks, which
-// vmalloc holds and KernelStack counts, are counted once.
+// The accounted figure is PSS plus the kernel's unreclaimable memory plus
+// tmpfs and shared memory: reclaimable slab is listed but not counted,
+// thread stacks, which vmalloc holds and KernelStack counts, are counted
+// once, and so are shared memory pages, which Shmem counts and PSS leaves
+// out.
 func TestAccountCountsEachPieceOnce(t *testing.T) {
 	before := memSample{
 		avail:   100 << 20,
-		meminfo: map[string]int64{"SUnreclaim": 1000, "KernelStack": 100, "PageTables": 10, "Percpu": 1, "VmallocUsed": 5000, "SReclaimable": 7},
+		meminfo: map[string]int64{"SUnreclaim": 1000, "KernelStack": 100, "PageTables": 10, "Percpu": 1, "VmallocUsed": 5000, "SReclaimable": 7, "Shmem": 4096},
 		slabs:   map[string]slabUse{"mnt_cache": {active: 10, bytes: 4096}},
 		vmalloc: map[string]int64{"kernel_clone": 4096, "bpf_prog_alloc_no_stats": 0},
 	}
 	after := memSample{
 		avail:   90 << 20,
-		meminfo: map[string]int64{"SUnreclaim": 3000, "KernelStack": 16484, "PageTables": 410, "Percpu": 2, "VmallocUsed": 25480, "SReclaimable": 99999},
+		meminfo: map[string]int64{"SUnreclaim": 3000, "KernelStack": 16484, "PageTables": 410, "Percpu": 2, "VmallocUsed": 25480, "SReclaimable": 99999, "Shmem": 3 * 4096},
 		slabs:   map[string]slabUse{"mnt_cache": {active: 30, bytes: 3 * 4096}, "net_namespace": {active: 2, bytes: 8192}},
 		vmalloc: map[string]int64{"kernel_clone": 4096 + 16384, "bpf_prog_alloc_no_stats": 4096},
 	}
@@ -30,7 +32,8 @@ func TestAccountCountsEachPieceOnce(t *testing.T) {
 	if got, want := a.kernelBytes(), int64(2000+16384+400+1+4096); got != want {
 		t.Errorf("kernelBytes = %d, want %d", got, want)
 	}
-	if got, want := a.perSession()*mib, float64(1000+200+2000+16384+400+1+4096)/2; got != want {
+	// And 8192 of tmpfs pages.
+	if got, want := a.perSession()*mib, float64(1000+200+2000+16384+400+1+4096+8192)/2; got != want {
 		t.Errorf("perSession = %v bytes, want %v", got, want)
 	}
 	if got, want := a.availPerSession(), 5.0; got != want {
@@ -51,6 +54,16 @@ func TestAccountCountsEachPieceOnce(t *testing.T) {
 	}
 	if !strings.Contains(a.breakdown(), "vmalloc by caller unknown") {
 		t.Errorf("breakdown does not say vmalloc callers were unknown: %s", a.breakdown())
+	}
+}
+
+// A process's PSS leaves its share of shared memory out, which the growth
+// of Shmem counts.
+func TestPSSLeavesSharedMemoryOut(t *testing.T) {
+	rollup := "00400000-7ffd3bcee000 ---p 00000000 00:00 0 [rollup]\nRss: 1500 kB\nPss: 132 kB\n" +
+		"Pss_Dirty: 100 kB\nPss_Anon: 100 kB\nPss_File: 20 kB\nPss_Shmem: 12 kB\nShared_Clean: 1368 kB\n"
+	if got, want := smapsPSS(rollup), int64(120<<10); got != want {
+		t.Errorf("smapsPSS = %d, want %d", got, want)
 	}
 }
 
