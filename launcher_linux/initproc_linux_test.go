@@ -472,9 +472,13 @@ func TestInitsKeepASmallFdTable(t *testing.T) {
 	uid, gid := sandboxIdentity()
 	sp := newSpawner(initBinaryPath(t))
 	defer func() {
-		sp.mu.Lock()
-		sp.stop()
-		sp.mu.Unlock()
+		for _, l := range sp.lanes {
+			l.mu.Lock()
+			if l.sock != nil {
+				l.stop()
+			}
+			l.mu.Unlock()
+		}
 	}()
 	ip, err := startInit(sp, initKey{uid: uid, gid: gid, namespaces: true}, 0)
 	if err != nil {
