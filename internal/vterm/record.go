@@ -41,6 +41,13 @@ type record struct {
 	// not know of; needed is set when it finds any.
 	scan   *ansi.Parser
 	needed bool
+
+	// shown is what an emulator fed the record showed when it had
+	// shownWrites writes and shownResizes resizes: the record only grows,
+	// so it is what the record shows until either count changes. Callers
+	// waiting for a prompt poll screens that only record.
+	shown                     *Snapshot
+	shownWrites, shownResizes int
 }
 
 // resize is a resize of the screen after the first writes of a record.
@@ -108,7 +115,16 @@ func (r *record) cost(bytes, writes, resizes int) int {
 // view is the record as it is now, for reading while writes go on: they
 // only append.
 func (r *record) view() record {
-	return record{rows: r.rows, cols: r.cols, out: r.out, ends: r.ends, resizes: slices.Clone(r.resizes)}
+	v := record{rows: r.rows, cols: r.cols, out: r.out, ends: r.ends, resizes: slices.Clone(r.resizes)}
+	if r.shownWrites == len(r.ends) && r.shownResizes == len(r.resizes) {
+		v.shown = r.shown
+	}
+	return v
+}
+
+// remember keeps sn as what the record shows at v, a view of it.
+func (r *record) remember(v *record, sn *Snapshot) {
+	r.shown, r.shownWrites, r.shownResizes = sn, len(v.ends), len(v.resizes)
 }
 
 // empty says whether nothing was written.

@@ -368,7 +368,19 @@ func (s *Screen) Snapshot() Snapshot {
 	if rec.empty() {
 		return Snapshot{Rows: s.rows, Cols: s.cols, Lines: make([]string, s.rows), CursorVisible: true}
 	}
-	return recordedSnapshot(&rec)
+	sn := rec.shown
+	if sn == nil {
+		fresh := recordedSnapshot(&rec)
+		sn = &fresh
+		s.mu.Lock()
+		if s.rec != nil {
+			s.rec.remember(&rec, sn)
+		}
+		s.mu.Unlock()
+	}
+	out := *sn
+	out.Lines = slices.Clone(sn.Lines)
+	return out
 }
 
 // recordedSnapshot is what an emulator fed rec shows. The emulator is
