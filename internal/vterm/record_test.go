@@ -131,27 +131,31 @@ func started(s *Screen) bool {
 	return s.started
 }
 
-// Whatever the terminal answers is answered when it comes first, after a
-// recorded prompt, and when it comes in pieces.
+// Whatever the terminal answers is answered, once, when it comes first,
+// after a recorded prompt, and when it comes in pieces.
 func TestRecordingScreenAnswersEveryQuery(t *testing.T) {
-	queries := []struct{ query, answer string }{
-		{"\x1b[c", "\x1b[?62;1;6;22c"},
-		{"\x1b[>c", "\x1b[>1;10;0c"},
-		{"\x1b[5n", "\x1b[0n"},
-		{"\x1b[6n", "\x1b[1;"},
-		{"\x1b[?6n", "\x1b[?1;"},
-		{"\x1b[?25$p", "\x1b[?25;1$y"},
-		{"\x1b[4$p", "\x1b[4;"},
-		{"\x1b[?2048h", "\x1b[48;24;80;0;0t"},
-		{"\x1b]10;?\x1b\\", "\x1b]10;rgb:ffff/ffff/ffff"},
-		{"\x1b]11;?\x07", "\x1b]11;rgb:0000/0000/0000"},
-		{"\x1b]12;?\x07", "\x1b]12;rgb:"},
-		{"\x1b]4;1;?\x1b\\", "\x1b]4;1;rgb:"},
-		{"\x1b[>q", "\x1bP>|" + terminalName + "\x1b\\"},
-		{"\x1b[?u", "\x1b[?0u"},
+	queries := []struct{ query, answer, afterPrompt string }{
+		{query: "\x1b[c", answer: "\x1b[?62;1;6;22c"},
+		{query: "\x1b[>c", answer: "\x1b[>1;10;0c"},
+		{query: "\x1b[5n", answer: "\x1b[0n"},
+		{query: "\x1b[6n", answer: "\x1b[1;1R", afterPrompt: "\x1b[1;14R"},
+		{query: "\x1b[?6n", answer: "\x1b[?1;1R", afterPrompt: "\x1b[?1;14R"},
+		{query: "\x1b[?25$p", answer: "\x1b[?25;1$y"},
+		{query: "\x1b[4$p", answer: "\x1b[4;0$y"},
+		{query: "\x1b[?2048h", answer: "\x1b[48;24;80;0;0t"},
+		{query: "\x1b]10;?\x1b\\", answer: "\x1b]10;rgb:ffff/ffff/ffff\a"},
+		{query: "\x1b]11;?\x07", answer: "\x1b]11;rgb:0000/0000/0000\a"},
+		{query: "\x1b]12;?\x07", answer: "\x1b]12;rgb:ffff/ffff/ffff\a"},
+		{query: "\x1b]4;1;?\x1b\\", answer: "\x1b]4;1;rgb:8080/0000/0000\x1b\\"},
+		{query: "\x1b[>q", answer: "\x1bP>|" + terminalName + "\x1b\\"},
+		{query: "\x1b[?u", answer: "\x1b[?0u"},
 	}
 	for _, q := range queries {
 		for _, before := range []string{"", prompt} {
+			want := q.answer
+			if before != "" && q.afterPrompt != "" {
+				want = q.afterPrompt
+			}
 			for _, split := range []int{0, 1, len(q.query) - 1} {
 				a := newAnswers()
 				s := NewScreen(24, 80, a.add)
@@ -162,10 +166,33 @@ func TestRecordingScreenAnswersEveryQuery(t *testing.T) {
 					s.Feed([]byte(q.query[:split]))
 				}
 				s.Feed([]byte(q.query[split:]))
-				a.waitFor(t, q.answer)
+				a.waitFor(t, want)
 				s.Close()
+				if got := a.String(); got != want {
+					t.Errorf("%q after %q, split at %d: answers %q, want %q", q.query, before, split, got, want)
+				}
 			}
 		}
+	}
+}
+
+// What was recorded is never answered: the emulator starting later (here
+// on the record's budget) replays a prompt (title, working directory,
+// keypad and cursor modes) whose answers, minutes late, would land in the
+// program's input. The query that follows is the only one answered.
+func TestRecordedOutputIsNotAnsweredWhenTheEmulatorStarts(t *testing.T) {
+	a := newAnswers()
+	s := NewScreen(24, 80, a.add)
+	s.Feed([]byte("\x1b]7;file://host/home/user\x07\x1b[?1h\x1b=\x1b[2 q\x1b[?25h" + prompt))
+	s.Feed([]byte(strings.Repeat("a quiet line\r\n", recordBudget/14+1)))
+	if !started(s) {
+		t.Fatal("the emulator did not start past the record's budget")
+	}
+	s.Feed([]byte("\x1b[5n"))
+	a.waitFor(t, "\x1b[0n")
+	s.Close()
+	if got := a.String(); got != "\x1b[0n" {
+		t.Errorf("answers %q, want only the query's \"\\x1b[0n\"", got)
 	}
 }
 

@@ -29,14 +29,35 @@ func (a *answers) add(p []byte) {
 	a.cond.Broadcast()
 }
 
-// waitFor waits until every one of want has been answered, in order.
+// answerWait is how long a test waits for an answer before it fails.
+const answerWait = 10 * time.Second
+
+// waitFor waits until every one of want has been answered, in order, and
+// fails the test if that takes longer than answerWait.
 func (a *answers) waitFor(t *testing.T, want string) {
 	t.Helper()
+	deadline := time.Now().Add(answerWait)
+	wake := time.AfterFunc(answerWait, func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.cond.Broadcast()
+	})
+	defer wake.Stop()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for !strings.Contains(a.buf.String(), want) {
+		if !time.Now().Before(deadline) {
+			t.Fatalf("%q was not answered within %v; answers: %q", want, answerWait, a.buf.String())
+		}
 		a.cond.Wait()
 	}
+}
+
+// String is everything answered so far.
+func (a *answers) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.buf.String()
 }
 
 func TestScreenAnswersTerminalQueries(t *testing.T) {
