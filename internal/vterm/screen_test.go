@@ -136,7 +136,7 @@ func TestScreenSkipsAheadOfABacklog(t *testing.T) {
 // A closed screen's goroutines end: a session's screen lives as long as
 // the session, and a daemon holds thousands.
 func TestScreenCloseEndsItsGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := settledGoroutines()
 	s := NewScreen(3, 20, func([]byte) {})
 	s.Feed([]byte("\x1b[6n"))
 	s.Snapshot()
@@ -148,6 +148,24 @@ func TestScreenCloseEndsItsGoroutines(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// settledGoroutines is how many goroutines there are once the count has
+// stayed the same for a while: those of the screens earlier tests closed
+// end on their own time, and counted here they would hide a screen's that
+// does not.
+func settledGoroutines() int {
+	n, same := runtime.NumGoroutine(), 0
+	for deadline := time.Now().Add(5 * time.Second); same < 5 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
 }
 
 // An ended session's screen is kept as long as the session is: it keeps
