@@ -83,8 +83,15 @@ func (r *record) need(b bool) {
 // the emulator may answer or the record would outgrow its budget: the
 // emulator must run from p on.
 func (r *record) add(p []byte) bool {
-	r.scan.Parse(p)
-	if r.needed || r.cost(len(p), 1, 0) > recordBudget {
+	if r.cost(len(p), 1, 0) > recordBudget {
+		return false
+	}
+	// The record is done with once the emulator is needed: the rest of p
+	// goes to the emulator, not the scan.
+	for i := 0; i < len(p) && !r.needed; i++ {
+		r.scan.Advance(p[i])
+	}
+	if r.needed {
 		return false
 	}
 	r.out = append(r.out, p...)

@@ -46,6 +46,18 @@ type step struct {
 	rows, cols int
 }
 
+// A write the record cannot keep for its size goes to the emulator
+// unscanned: up to the backlog's 64 KiB would be parsed twice.
+func TestRecordDoesNotScanAWritePastItsBudget(t *testing.T) {
+	r := newRecord(24, 80)
+	if r.add([]byte(strings.Repeat("x", recordBudget) + "\x1b[6n")) {
+		t.Fatal("the record kept a write past its budget")
+	}
+	if r.needed {
+		t.Error("the record scanned a write past its budget")
+	}
+}
+
 // What a screen shows does not depend on when its emulator started: from
 // the first output (a query first), after some output (a query later, or
 // more output than is recorded), or never (a snapshot of the record). The
