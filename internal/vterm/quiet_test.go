@@ -159,6 +159,7 @@ func FuzzWhatTheRecordKeepsIsNotAnswered(f *testing.F) {
 	for _, seed := range []string{
 		"\x1b[?2004h", "\x1b[2 q", "\x1b[01;32m", "\x1b[?1049h\x1b[H\x1b[2J", "\x1b(0", "\x1b=",
 		"\x1b]0;title\x07", "\x1b]7;file://host/home\x1b\\", "\x1b]8;;https://example.com\x07",
+		"\x1b]133;A\x07", "\x1b]633;E;ls;n\x07", "\x1b]3008;type=shell\x1b\\",
 		"\r\n\t\b", "\x1b[?1;2048h", "\x1b[6n", "\x1b]10;?\x07",
 	} {
 		f.Add([]byte(seed))
@@ -172,4 +173,3 @@ func FuzzWhatTheRecordKeepsIsNotAnswered(f *testing.F) {
 		p.unanswered(t, []string{string(out)})
 	})
 }
-

@@ -208,14 +208,16 @@ func quietEsc(cmd ansi.Cmd) bool {
 }
 
 // quietOsc says whether an OSC string sets the title, the working directory
-// or a hyperlink. Its command is known only if the scan kept all of its
-// digits.
+// or a hyperlink, or marks the parts of a shell's prompt and commands for
+// the terminal (OSC 133, VS Code's 633, systemd's context 3008): common
+// prompts send those, and the emulator ignores them. Its command is known
+// only if the scan kept all of its digits.
 func quietOsc(cmd int, data []byte) bool {
 	if len(data) == oscCommandBytes && !slices.ContainsFunc(data, func(b byte) bool { return b < '0' || b > '9' }) {
 		return false
 	}
 	switch cmd {
-	case 0, 1, 2, 7, 8:
+	case 0, 1, 2, 7, 8, 133, 633, 3008:
 		return true
 	}
 	return false

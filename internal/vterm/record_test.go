@@ -46,6 +46,26 @@ type step struct {
 	rows, cols int
 }
 
+// A prompt that marks itself for the terminal, as shells with shell
+// integration and systemd's run0 do, is recorded like any other.
+func TestScreenRecordsAPromptWithShellIntegrationMarks(t *testing.T) {
+	for _, marked := range []string{
+		"\x1b]133;D;0\x07\x1b]133;A\x07" + prompt + "\x1b]133;B\x07",
+		"\x1b]633;D;0\x07\x1b]633;P;Cwd=/home/user\x07\x1b]633;A\x07" + prompt + "\x1b]633;B\x07\x1b]633;E;ls -la;nonce\x07\x1b]633;C\x07",
+		"\x1b]3008;start=0ea1b5f2-7a34-4c1e-9b0d-3f5c2d1e8a77;type=shell;user=user;hostname=host\x1b\\" + prompt,
+	} {
+		s := NewScreen(24, 80, nil)
+		s.Feed([]byte(marked))
+		if started(s) {
+			t.Errorf("%q started the emulator", marked)
+		}
+		if got, want := s.Snapshot().Text(), "user@host:~$\n"; got != want {
+			t.Errorf("%q shows %q, want %q", marked, got, want)
+		}
+		s.Close()
+	}
+}
+
 // A write the record cannot keep for its size goes to the emulator
 // unscanned: up to the backlog's 64 KiB would be parsed twice.
 func TestRecordDoesNotScanAWritePastItsBudget(t *testing.T) {
