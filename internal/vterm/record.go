@@ -14,8 +14,8 @@ import (
 // over 100 bytes each, the handlers, a 4 MiB data buffer its parser reserves);
 // most terminal sessions that print no more than a prompt and a few lines
 // are never looked at. Replaying the budget costs the emulator a few
-// milliseconds: once when it starts, and for each snapshot of a screen that
-// only records.
+// milliseconds: once when it starts, and for a snapshot of a screen that
+// only records and was written to or resized since its last.
 const recordBudget = 8 << 10
 
 // oscCommandBytes is how much of an OSC string the scan keeps: enough for

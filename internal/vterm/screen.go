@@ -304,8 +304,11 @@ func (s *Screen) Close() {
 		s.rec = nil
 		s.mu.Unlock()
 		if rec != nil && !rec.empty() {
-			sn := recordedSnapshot(rec)
-			s.final = &sn
+			s.final = rec.view().shown
+			if s.final == nil {
+				sn := recordedSnapshot(rec)
+				s.final = &sn
+			}
 		}
 		return
 	}
