@@ -309,6 +309,16 @@ func SeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 var seccompPrograms sync.Map
 
 func buildSeccompProgram(o SeccompOptions) ([]SockFilter, error) {
+	p := compact(searchProgram(o))
+	if len(p) > 4096 {
+		return nil, fmt.Errorf("seccomp program has %d instructions, the kernel takes 4096", len(p))
+	}
+	return p, nil
+}
+
+// searchProgram is the filter for o as the search lays it out, each span
+// with its own instructions.
+func searchProgram(o SeccompOptions) []SockFilter {
 	rules := map[uint32][]fragment{}
 	add := func(nr uint32, final bool, insns ...SockFilter) {
 		if fs := rules[nr]; len(fs) > 0 && fs[len(fs)-1].final {
@@ -468,11 +478,7 @@ func buildSeccompProgram(o SeccompOptions) ([]SockFilter, error) {
 		// accident, and the daemon could not name them.
 		extend(x32Bit, []SockFilter{ret(retErrno | errEPERM)})
 	}
-	p := append([]SockFilter{ld(offArch), jeq(auditArch, 1, 0), ret(retKill), ld(offNr)}, searchTree(spans)...)
-	if len(p) > 4096 {
-		return nil, fmt.Errorf("seccomp program has %d instructions, the kernel takes 4096", len(p))
-	}
-	return p, nil
+	return append([]SockFilter{ld(offArch), jeq(auditArch, 1, 0), ret(retKill), ld(offNr)}, searchTree(spans)...)
 }
 
 // span is a range of syscall numbers, from its own up to the next span's,
@@ -498,4 +504,115 @@ func searchTree(spans []span) []SockFilter {
 		branch = []SockFilter{{Code: bpfJgeK, Jf: 1, K: spans[mid].from}, {Code: bpfJa, K: uint32(len(lower))}}
 	}
 	return slices.Concat(branch, lower, upper)
+}
+
+// compact is prog with every instruction it repeats written once: the
+// kernel keeps a copy of the program, its translation and its JIT image
+// for each sandbox, and the search above repeats the same few returns
+// (and, for calls with the same rules, the same bodies) in every span.
+// Identical instructions with identical successors are one node of a
+// graph; the graph is laid out again with each node before its
+// successors, forward jumps being all classic BPF has. Where a
+// conditional jump cannot reach a shared node (255 instructions), it
+// reaches a copy of a return or an unconditional jump to the node,
+// placed within reach and shared in turn by what precedes it.
+func compact(prog []SockFilter) []SockFilter {
+	type node struct {
+		code uint16
+		k    uint32
+		// jt is the successor of a load or an AND, the one where a
+		// conditional jump goes when its condition holds; jf where it
+		// goes when not. -1: none.
+		jt, jf int
+	}
+	var nodes []node
+	ids := map[node]int{}
+	intern := func(n node) int {
+		if id, ok := ids[n]; ok {
+			return id
+		}
+		ids[n] = len(nodes)
+		nodes = append(nodes, n)
+		return len(nodes) - 1
+	}
+	at := make(map[int]int, len(prog))
+	var nodeAt func(pc int) int
+	nodeAt = func(pc int) int {
+		if id, ok := at[pc]; ok {
+			return id
+		}
+		f := prog[pc]
+		var id int
+		switch f.Code {
+		case bpfRetK:
+			id = intern(node{f.Code, f.K, -1, -1})
+		case bpfJa:
+			id = nodeAt(pc + 1 + int(f.K))
+		case bpfJeqK, bpfJgeK, bpfJsetK:
+			jt, jf := nodeAt(pc+1+int(f.Jt)), nodeAt(pc+1+int(f.Jf))
+			if id = jt; jt != jf {
+				id = intern(node{f.Code, f.K, jt, jf})
+			}
+		default:
+			id = intern(node{f.Code, f.K, nodeAt(pc + 1), -1})
+		}
+		at[pc] = id
+		return id
+	}
+	root := nodeAt(0)
+
+	// Depth first from the root, the jump taken before the one not: in
+	// reverse post-order the lower half of a search follows its
+	// comparison, as it did, and the returns the halves share come last.
+	var order []int
+	seen := make([]bool, len(nodes))
+	var visit func(id int)
+	visit = func(id int) {
+		seen[id] = true
+		for _, s := range []int{nodes[id].jt, nodes[id].jf} {
+			if s >= 0 && !seen[s] {
+				visit(s)
+			}
+		}
+		order = append(order, id)
+	}
+	visit(root)
+
+	// Laid out from the end: out is the program reversed, and nearest
+	// holds for each node the last place in out (the nearest to what is
+	// placed next) that jumping to does what the node does.
+	var out []SockFilter
+	nearest := make([]int, len(nodes))
+	dist := func(id int) int { return len(out) - nearest[id] - 1 }
+	reach := func(id, limit int) {
+		if dist(id) <= limit {
+			return
+		}
+		if n := nodes[id]; n.code == bpfRetK {
+			out = append(out, SockFilter{Code: bpfRetK, K: n.k})
+		} else {
+			out = append(out, SockFilter{Code: bpfJa, K: uint32(dist(id))})
+		}
+		nearest[id] = len(out) - 1
+	}
+	for _, id := range order {
+		n := nodes[id]
+		switch n.code {
+		case bpfRetK:
+			out = append(out, SockFilter{Code: n.code, K: n.k})
+		case bpfJeqK, bpfJgeK, bpfJsetK:
+			// A copy placed for one target moves the other one further.
+			for dist(n.jt) > 255 || dist(n.jf) > 255 {
+				reach(n.jt, 255)
+				reach(n.jf, 255)
+			}
+			out = append(out, SockFilter{Code: n.code, Jt: uint8(dist(n.jt)), Jf: uint8(dist(n.jf)), K: n.k})
+		default:
+			reach(n.jt, 0)
+			out = append(out, SockFilter{Code: n.code, K: n.k})
+		}
+		nearest[id] = len(out) - 1
+	}
+	slices.Reverse(out)
+	return out
 }

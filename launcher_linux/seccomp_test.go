@@ -1,6 +1,7 @@
 package launcherlinux
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/internal/bpfrun"
@@ -205,4 +206,132 @@ func constantRun(t *testing.T, prog []SockFilter, nr uint32) (steps int, verdict
 		t.Fatal(err)
 	}
 	return steps, verdict, constant
+}
+
+// compact must change the program's size and nothing it answers: every
+// combination of the options, over every syscall number, x32's, another
+// architecture's, and arguments that take each rule's every way, gets
+// from the compacted program what it got from the search as laid out,
+// and the kernel's action cache, which runs the filter with the number
+// alone, learns the same of both.
+func TestSeccompCompactKeepsVerdicts(t *testing.T) {
+	nrs, argSets := filterInputs()
+	data := map[uint32][][]byte{}
+	// Every combination of the options, the planner's and the others: a
+	// field added later is enumerated too.
+	fields := reflect.TypeFor[SeccompOptions]().NumField()
+	for bits := range 1 << fields {
+		var o SeccompOptions
+		v := reflect.ValueOf(&o).Elem()
+		for i := range fields {
+			v.Field(i).SetBool(bits&(1<<i) != 0)
+		}
+		laid := searchProgram(o)
+		prog := compact(laid)
+		if len(prog) >= len(laid) {
+			t.Errorf("%+v: compacted to %d instructions from %d", o, len(prog), len(laid))
+		}
+		for _, nr := range nrs {
+			steps, verdict, constant, err := bpfrun.Constant(laid, auditArch, nr)
+			_, cverdict, cconstant, cerr := bpfrun.Constant(prog, auditArch, nr)
+			if err != nil || cerr != nil {
+				t.Fatalf("%+v: syscall %#x: %v, compacted %v", o, nr, err, cerr)
+			}
+			if constant != cconstant || verdict != cverdict {
+				t.Fatalf("%+v: syscall %#x by its number alone: %#x (constant %v after %d steps), compacted %#x (constant %v)",
+					o, nr, verdict, constant, steps, cverdict, cconstant)
+			}
+			if constant {
+				continue
+			}
+			if data[nr] == nil {
+				for _, a := range argSets {
+					data[nr] = append(data[nr], bpfrun.Data(auditArch, nr, a...))
+				}
+			}
+			for i, d := range data[nr] {
+				want, err := bpfrun.Verdict(laid, d)
+				got, cerr := bpfrun.Verdict(prog, d)
+				if err != nil || cerr != nil || got != want {
+					t.Fatalf("%+v: syscall %#x with %#x gets %#x (%v), as laid out %#x (%v)", o, nr, argSets[i], got, cerr, want, err)
+				}
+			}
+		}
+		for _, arch := range []uint32{0, 0x40000003, auditArch ^ 1, auditArch | 0x100} {
+			for _, nr := range []uint32{0, nrClone, nrSocket, x32Bit} {
+				if want, got := runFilter(t, laid, arch, nr), runFilter(t, prog, arch, nr); got != want {
+					t.Fatalf("%+v: architecture %#x, syscall %#x gets %#x, as laid out %#x", o, arch, nr, got, want)
+				}
+			}
+		}
+	}
+}
+
+// filterInputs are the syscall numbers a filter is run for, every one a
+// table has and x32's, and the arguments it is run with for a call whose
+// answer depends on them.
+func filterInputs() (nrs []uint32, argSets [][]uint64) {
+	var arg []uint64
+	arg = append(arg, 0, 1, 2, 3, 10, 16, 40, 0x3d0f00, 0x10000000, 1<<32|0x10000000, 0xffffffff, 1<<32, 1<<63)
+	for bit := uint64(1); bit < 1<<32; bit <<= 1 {
+		arg = append(arg, bit)
+	}
+	arg = append(arg, tiocsti, tioclinux, 1<<32|tiocsti, 0x80086601)
+	for _, c := range inodeIoctls {
+		arg = append(arg, uint64(c.cmd), 1<<32|uint64(c.cmd))
+	}
+	arg = append(arg, sockStream|sockTypeFlags, 2|0x800, 0o755, 0o4755, 0o2755, 0o6755, 0o104755, 0x410001, oPath|1, 0x41)
+	// Every value alone in each argument the rules read, and the
+	// socket() and open flag and mode combinations, which rules read
+	// together.
+	for i := range 4 {
+		for _, v := range arg {
+			a := make([]uint64, 4)
+			a[i] = v
+			argSets = append(argSets, a)
+		}
+	}
+	for _, family := range []uint64{afUnix, afInet, afInet6, afNetlink, 3, 40} {
+		for _, typ := range []uint64{sockStream, 2, sockStream | sockTypeFlags, 2 | 0x800, 1<<32 | sockStream} {
+			for _, proto := range []uint64{0, 1, 1 << 32} {
+				argSets = append(argSets, []uint64{family, typ, proto})
+			}
+		}
+	}
+	for _, flags := range []uint64{0, 1, 2, 0x40, 0x41, 0x200, 0x410001, oPath, 1 << 32} {
+		for _, mode := range []uint64{0, 0o755, 0o4755, 0o2000, 0o6000 << 32} {
+			argSets = append(argSets, []uint64{0, flags, mode}, []uint64{0, 0, flags, mode})
+		}
+	}
+	nrs = []uint32{x32Bit - 1, x32Bit, x32Bit | 0xffff, 0x7fffffff, 0x80000000, 0xffffffff}
+	for nr := range uint32(1100) {
+		nrs = append(nrs, nr, x32Bit|nr)
+	}
+	return nrs, argSets
+}
+
+// A search longer than any options make, whose spans all share their
+// returns, puts them out of a conditional jump's reach from most
+// comparisons: compact must place copies and unconditional jumps, and
+// get the distances right at every length.
+func TestSeccompCompactReachesFarReturns(t *testing.T) {
+	var spans []span
+	for nr := range uint32(400) {
+		spans = append(spans, span{nr, []SockFilter{
+			{Code: bpfLdAbsW, K: offArg0}, {Code: bpfJeqK, Jf: 1, K: nr},
+			{Code: bpfRetK, K: retNotify}, {Code: bpfRetK, K: retErrno | nr%3},
+		}})
+	}
+	laid := append([]SockFilter{{Code: bpfLdAbsW, K: offNr}}, searchTree(spans)...)
+	prog := compact(laid)
+	if len(prog) >= len(laid) {
+		t.Errorf("compacted to %d instructions from %d", len(prog), len(laid))
+	}
+	for nr := range uint32(402) {
+		for _, arg := range []uint64{0, uint64(nr), uint64(nr) + 1} {
+			if want, got := runFilter(t, laid, auditArch, nr, arg), runFilter(t, prog, auditArch, nr, arg); got != want {
+				t.Fatalf("syscall %d with %d gets %#x, as laid out %#x", nr, arg, got, want)
+			}
+		}
+	}
 }
