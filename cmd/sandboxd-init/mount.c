@@ -54,6 +54,19 @@ struct builder {
 	/* root_bound says a bind covers the read-only clone of the host's
 	 * root, which stays mounted beneath it. */
 	int root_bound;
+	/* parent is a directory of the init's tmpfs that a step made or
+	 * bound something in, parent_path its name in the new root as
+	 * resolved with parent_resolve; -1 for none. The steps of /dev
+	 * each make a name in it, and keep it instead of resolving it
+	 * anew. Only the init writes there, and a mount on a name in it
+	 * leaves it as it was: any other mount in the new root (on it, or
+	 * above it) lets it go, and the next step resolves afresh.
+	 * target_kept says the last target open_target returned is a name
+	 * in parent. */
+	int parent;
+	uint64_t parent_resolve;
+	char parent_path[PATH_MAX];
+	int target_kept;
 };
 
 static int open_in(int root, const char *name, uint64_t resolve)
@@ -168,8 +181,71 @@ static int mkdir_all_nosymlinks(int root, const char *path)
 	return 0;
 }
 
+static void let_parent_go(struct builder *b)
+{
+	if (b->parent >= 0)
+		close(b->parent);
+	b->parent = -1;
+}
+
+/* serves says the kept parent is the directory path resolves to with
+ * resolve: resolved without following a symlink, it is what following
+ * them finds too. */
+static int serves(const struct builder *b, const char *path, uint64_t resolve)
+{
+	return b->parent >= 0 && (b->parent_resolve == resolve || b->parent_resolve == NO_SYMLINKS) && strcmp(b->parent_path, path) == 0;
+}
+
+/* parent_dir opens the directory path of the new root, or returns the
+ * one kept, which stays the builder's (*kept says so); own says it is of
+ * the init's tmpfs. */
+static int parent_dir(struct builder *b, const char *path, uint64_t resolve, int *kept, int *own)
+{
+	*kept = 0;
+	if (serves(b, path, resolve)) {
+		*kept = *own = 1;
+		return b->parent;
+	}
+	int fd = open_in(b->new_root, path, resolve);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	*own = fstat(fd, &st) == 0 && st.st_dev == b->own_dev;
+	if (*own && strlen(path) < sizeof b->parent_path) {
+		let_parent_go(b);
+		b->parent = fd;
+		b->parent_resolve = resolve;
+		strcpy(b->parent_path, path);
+		*kept = 1;
+	}
+	return fd;
+}
+
+/* open_named opens target, whose parent is pdir_path and last component
+ * base: in the kept parent when it is that directory and base a plain
+ * name, else resolved from the new root. In the parent, base is opened
+ * without following a symlink; one that is a symlink is resolved from
+ * the root as ever, so that a name missing there is missing both ways. */
+static int open_named(struct builder *b, const char *target, const char *pdir_path, const char *base, uint64_t resolve)
+{
+	b->target_kept = 0;
+	if (serves(b, pdir_path, resolve) && *base &&
+	    strcmp(base, ".") != 0 && strcmp(base, "..") != 0) {
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+		int fd = (int)syscall(SYS_openat2, b->parent, base, &how, sizeof how);
+		if (fd >= 0) {
+			b->target_kept = 1;
+			return fd;
+		}
+		if (errno == ENOENT)
+			return fail_errno(errno);
+	}
+	return open_in(b->new_root, target, resolve);
+}
+
 static int reopen_new_root(struct builder *b)
 {
+	let_parent_go(b);
 	int fd = open(NEW_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return fail(errno, "open %s", NEW_ROOT);
@@ -300,10 +376,8 @@ static dev_t own_tmpfs(void)
  * that links from an fd only for CAP_DAC_READ_SEARCH in the host's user
  * namespace, as those before 6.10 do).
  */
-static int make_file_mount_point(struct builder *b, int pdir, const char *base)
+static int make_file_mount_point(struct builder *b, int pdir, int own, const char *base)
 {
-	struct stat st;
-	int own = fstat(pdir, &st) == 0 && st.st_dev == b->own_dev;
 	if (own && b->mount_point >= 0 && linkat(b->mount_point, "", pdir, base, AT_EMPTY_PATH) == 0)
 		return 0;
 	int fd = openat(pdir, base, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
@@ -319,26 +393,41 @@ static int make_file_mount_point(struct builder *b, int pdir, const char *base)
 
 /* open_target opens the mount point inside the new root, creating it when
  * it is missing and its parent is a tmpfs of ours (a write root under the
- * private /tmp, say). */
-static int open_target(struct builder *b, const struct mount_step *s)
+ * private /tmp, say). A bind whose mount point it made leaves the open
+ * source in *src, for the bind to use; -1 there otherwise. */
+static int open_target(struct builder *b, const struct mount_step *s, int *src)
 {
+	*src = -1;
 	uint64_t resolve = policy_path(s) ? NO_SYMLINKS : IN_ROOT;
-	int fd = open_in(b->new_root, s->target, resolve);
+	char pdir_path[PATH_MAX];
+	const char *base;
+	dir_and_base(s->target, pdir_path, sizeof pdir_path, &base);
+	int fd = open_named(b, s->target, pdir_path, base, resolve);
 	if (fd >= 0 || err.no != ENOENT || s->optional)
 		return fd;
 	int dir = 1;
 	if (s->kind == MK_BIND || s->kind == MK_DEVICE) {
-		char src[PATH_MAX];
 		struct stat st;
-		snprintf(src, sizeof src, OLD_ROOT "%s", s->source);
-		if (stat(src, &st))
-			return fail_errno(errno);
+		if (s->idmapped) {
+			char path[PATH_MAX];
+			snprintf(path, sizeof path, OLD_ROOT "%s", s->source);
+			if (stat(path, &st))
+				return fail_errno(errno);
+		} else {
+			*src = open_in(b->old_root, s->source, NO_SYMLINKS);
+			if (*src < 0)
+				return -1;
+			if (fstat(*src, &st)) {
+				int e = errno;
+				close(*src);
+				*src = -1;
+				return fail_errno(e);
+			}
+		}
 		dir = S_ISDIR(st.st_mode);
 	}
-	char pdir_path[PATH_MAX];
-	const char *base;
-	dir_and_base(s->target, pdir_path, sizeof pdir_path, &base);
-	int parent = open_in(b->new_root, pdir_path, resolve);
+	int kept, own;
+	int parent = parent_dir(b, pdir_path, resolve, &kept, &own);
 	if (parent < 0 && err.no == ENOENT) {
 		/* Missing parents can only be made in a tmpfs of ours; in the
 		 * read-only clone of the host this fails with EROFS, as it
@@ -346,21 +435,17 @@ static int open_target(struct builder *b, const struct mount_step *s)
 		 * the plan names may run through a tree its caller controls. */
 		if (mkdir_all_nosymlinks(b->new_root, pdir_path))
 			return wrap("create mount point parents in %s", NEW_ROOT);
-		parent = open_in(b->new_root, pdir_path, resolve);
+		parent = parent_dir(b, pdir_path, resolve, &kept, &own);
 	}
 	if (parent < 0)
 		return -1;
-	int pdir = openat(parent, ".", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	int r = dir ? mkdirat(parent, base, 0755) : make_file_mount_point(b, parent, own, base);
 	int e = errno;
-	close(parent);
-	if (pdir < 0)
-		return fail_errno(e);
-	int r = dir ? mkdirat(pdir, base, 0755) : make_file_mount_point(b, pdir, base);
-	e = errno;
-	close(pdir);
+	if (!kept)
+		close(parent);
 	if (r)
 		return fail(e, "create mount point");
-	return open_in(b->new_root, s->target, resolve);
+	return open_named(b, s->target, pdir_path, base, resolve);
 }
 
 static int write_file(const char *name, const char *content, size_t len, mode_t mode)
@@ -447,16 +532,21 @@ static int apply(struct builder *b, const struct mount_step *s)
 		char pdir_path[PATH_MAX];
 		const char *base;
 		dir_and_base(s->target, pdir_path, sizeof pdir_path, &base);
-		int parent = open_in(b->new_root, pdir_path, policy_path(s) ? NO_SYMLINKS : IN_ROOT);
+		int kept, own;
+		int parent = parent_dir(b, pdir_path, policy_path(s) ? NO_SYMLINKS : IN_ROOT, &kept, &own);
 		if (parent < 0)
 			return wrap("open %s", pdir_path);
 		int r = symlinkat(s->source, parent, base);
 		int e = errno;
-		close(parent);
+		if (!kept)
+			close(parent);
 		return r ? fail(e, "symlink %s %s", s->source, s->target) : 0;
 	}
-	int target = open_target(b, s);
+	int src = -1;
+	int target = open_target(b, s, &src);
 	if (target < 0) {
+		if (src >= 0)
+			close(src);
 		if (s->optional && err.no == ENOENT) {
 			b->skipped++;
 			return 0;
@@ -465,7 +555,7 @@ static int apply(struct builder *b, const struct mount_step *s)
 			return 0;
 		return wrap("open target");
 	}
-	int r = 0, src = -1;
+	int r = 0;
 	switch (s->kind) {
 	case MK_BIND:
 	case MK_DEVICE:
@@ -475,7 +565,8 @@ static int apply(struct builder *b, const struct mount_step *s)
 				r = fail(errno, "move_mount of the ID-mapped clone");
 			break;
 		}
-		src = open_in(b->old_root, s->source, NO_SYMLINKS);
+		if (src < 0)
+			src = open_in(b->old_root, s->source, NO_SYMLINKS);
 		if (src < 0) {
 			r = wrap("open source");
 			break;
@@ -544,6 +635,8 @@ static int apply(struct builder *b, const struct mount_step *s)
 	if (src >= 0)
 		close(src);
 	close(target);
+	if (!b->target_kept)
+		let_parent_go(b);
 	return r;
 }
 
@@ -642,7 +735,7 @@ void stage_system(int old_root)
 	if (root < 0)
 		return;
 	/* Their targets are the same paths beneath the init's tmpfs. */
-	struct builder b = {.old_root = old_root, .new_root = root, .mount_point = -1, .own_dev = own_tmpfs()};
+	struct builder b = {.old_root = old_root, .new_root = root, .mount_point = -1, .own_dev = own_tmpfs(), .parent = -1};
 	for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
 		struct stage *st = &stages[i];
 		size_t j = 0;
@@ -658,6 +751,7 @@ void stage_system(int old_root)
 			/* Half of it: the plan builds its own, under names of its
 			 * own. */
 			umount2(st->steps[0].target, MNT_DETACH);
+		let_parent_go(&b);
 	}
 	staging.dirs = b.dirs;
 	staging.files = b.files;
@@ -706,13 +800,18 @@ static long take_staged(struct builder *b, const struct plan *p, size_t i)
 			j++;
 		if (j < st->n || appeared_since(st))
 			continue;
-		int target = open_target(b, &p->mounts[i]);
+		int src;
+		int target = open_target(b, &p->mounts[i], &src);
 		if (target < 0)
 			return wrap("open target");
 		long r = (long)st->n;
 		if (syscall(SYS_move_mount, st->fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
 			r = fail(errno, "move_mount of the staged %s", st->steps[0].target);
 		close(target);
+		if (src >= 0)
+			close(src);
+		if (!b->target_kept)
+			let_parent_go(b);
 		close(st->fd);
 		st->fd = -1;
 		/* Its mount point, empty now, is no part of the sandbox. */
@@ -794,7 +893,7 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		*path = (pth);                                                                                        \
 		return -1;                                                                                            \
 	} while (0)
-	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1, .files = staging.files, .dirs = staging.dirs, .mount_point = -1, .own_dev = own_tmpfs()};
+	struct builder b = {.plan = p, .old_root = old_root, .new_root = -1, .files = staging.files, .dirs = staging.dirs, .mount_point = -1, .own_dev = own_tmpfs(), .parent = -1};
 	b.mapped = setup_alloc((p->n_mounts + 1) * sizeof *b.mapped);
 	b.uncreatable = setup_alloc((p->n_mounts + 1) * sizeof *b.uncreatable);
 	if (!b.mapped || !b.uncreatable) {
@@ -823,6 +922,7 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		}
 	}
 	drop_staged();
+	let_parent_go(&b);
 	if (b.mount_point >= 0)
 		close(b.mount_point);
 	for (size_t i = 0; i < p->n_mounts; i++)
