@@ -802,8 +802,11 @@ static long take_staged(struct builder *b, const struct plan *p, size_t i)
 			continue;
 		int src;
 		int target = open_target(b, &p->mounts[i], &src);
-		if (target < 0)
+		if (target < 0) {
+			if (src >= 0)
+				close(src);
 			return wrap("open target");
+		}
 		long r = (long)st->n;
 		if (syscall(SYS_move_mount, st->fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
 			r = fail(errno, "move_mount of the staged %s", st->steps[0].target);

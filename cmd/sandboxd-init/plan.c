@@ -4,6 +4,7 @@
  */
 #include "plan.h"
 
+#include <limits.h>
 #include <string.h>
 
 const char *const mount_kind_names[MK_LAST + 1] = {
@@ -110,6 +111,14 @@ static int decode_mount(char *rec, size_t n, struct mount_step *m, const char **
 		return -1;
 	if (off != n)
 		return -1;
+	/* The builder splits a target into a parent of at most PATH_MAX bytes
+	 * and its last name, and keeps the parent's fd by that spelling: one
+	 * longer would be cut, and could name the kept directory of a shorter
+	 * path. The kernel takes no longer path anyway. */
+	if (strlen(m->target) >= PATH_MAX) {
+		*err = "a mount step's target is longer than PATH_MAX";
+		return -1;
+	}
 	/* Stacked on the new root's top directory, an ID-mapped clone would
 	 * leave the steps after it applied beneath it, out of the sandbox's
 	 * sight, masks and all. */

@@ -193,6 +193,26 @@ func TestPlanDecoderRefusesAnIDMappedStepOfAnotherField(t *testing.T) {
 	}, func(m *MountStep, v string) { m.Field = v })
 }
 
+// The init keeps a directory's fd by the spelling of its path, cut to
+// PATH_MAX: the decoder refuses a target of PATH_MAX bytes or more, which
+// a cut would make name a shorter one's directory, and takes one a byte
+// shorter.
+func TestPlanDecoderRefusesATargetOfPathMax(t *testing.T) {
+	const pathMax = 4096
+	for n, refused := range map[int]bool{pathMax - 1: false, pathMax: true, 2 * pathMax: true} {
+		p := &Plan{Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}}
+		p.Mounts = []MountStep{{Kind: MountBind, Source: "/s", Target: "/t", Field: "filesystem.write"}}
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := decodeInC(t, swapMountString(t, b, "/t", "/"+strings.Repeat("a", n-1)))
+		if refused != (got == "error: a mount step's target is longer than PATH_MAX\n") || !refused && strings.HasPrefix(got, "error: ") {
+			t.Errorf("a target of %d bytes decoded to\n%s", n, got)
+		}
+	}
+}
+
 // refusesIDMapped checks, for each value, that the decoder refuses (with
 // want) or takes an ID-mapped bind whose string old is swapped for value,
 // and that the encoder, given the value through set, does the same. The
