@@ -553,8 +553,12 @@ func compact(prog []SockFilter) []SockFilter {
 			if id = jt; jt != jf {
 				id = intern(node{f.Code, f.K, jt, jf})
 			}
-		default:
+		case bpfLdAbsW, bpfAndK:
 			id = intern(node{f.Code, f.K, nodeAt(pc + 1), -1})
+		default:
+			// Any other code (one that jumps, reads X or returns A) would
+			// lose its meaning as a node that falls through.
+			panic(fmt.Sprintf("seccomp compact: instruction code %#x is not one it knows", f.Code))
 		}
 		at[pc] = id
 		return id

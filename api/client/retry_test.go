@@ -72,6 +72,34 @@ func TestRunRetriesABusyDaemon(t *testing.T) {
 	}
 }
 
+// TestRunDoesNotWaitBeyondDialTimeout: a hint longer than DialTimeout is
+// not slept through, even by a caller whose context has no deadline; the
+// refusal is returned at once.
+func TestRunDoesNotWaitBeyondDialTimeout(t *testing.T) {
+	var attempts atomic.Int32
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		attempts.Add(1)
+		return busyFor(100 * 365 * 24 * time.Hour)
+	}})
+	c := dial(t, sock)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Run(context.Background(), RunOptions{Start: runStart("true")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("Run = %v, want the ResourceExhausted refusal", err)
+		}
+	case <-time.After(DialTimeout / 2):
+		t.Fatalf("Run still waiting on a hint of a century after %v", DialTimeout/2)
+	}
+	if n := attempts.Load(); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+}
+
 // TestBackoffGrowsWithJitter: delays double up to retryMax, each a random
 // share of at least half its ceiling, never below the daemon's hint; a
 // wait that would outlast ctx is not begun.

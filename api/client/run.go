@@ -182,11 +182,15 @@ type sessionCall struct {
 // unanswered, for at most DialTimeout.
 func (c *Client) session(ctx context.Context, sc sessionCall) (*Result, error) {
 	begin := time.Now()
+	// No wait between attempts outlasts DialTimeout, whatever a daemon's
+	// hint asks: a caller without a deadline would sleep as long as it said.
+	waitCtx, cancel := context.WithDeadline(ctx, begin.Add(DialTimeout))
+	defer cancel()
 	var b backoff
 	for {
 		res, answered, err := c.sessionOnce(ctx, sc)
 		if errors.Is(err, errClosedEarly) {
-			if time.Since(begin) > DialTimeout || !b.wait(ctx, nil) {
+			if time.Since(begin) > DialTimeout || !b.wait(waitCtx, nil) {
 				return res, closedEarly(c.socket, time.Since(begin))
 			}
 			continue
@@ -195,7 +199,7 @@ func (c *Client) session(ctx context.Context, sc sessionCall) (*Result, error) {
 			return res, err
 		}
 		st := status.Convert(err)
-		if retryHint(st) == 0 || !b.wait(ctx, st) {
+		if retryHint(st) == 0 || !b.wait(waitCtx, st) {
 			return res, err
 		}
 	}

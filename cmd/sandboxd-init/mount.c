@@ -196,6 +196,25 @@ static int serves(const struct builder *b, const char *path, uint64_t resolve)
 	return b->parent >= 0 && (b->parent_resolve == resolve || b->parent_resolve == NO_SYMLINKS) && strcmp(b->parent_path, path) == 0;
 }
 
+/* plain_path says path has no empty, "." or ".." component: only such a
+ * spelling names one directory whatever is mounted since on a name
+ * beneath it, which keeping a directory by its spelling relies on. */
+static int plain_path(const char *path)
+{
+	for (const char *p = path; *p;) {
+		while (*p == '/')
+			p++;
+		const char *end = strchrnul(p, '/');
+		size_t n = (size_t)(end - p);
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		if (*end == '/' && end[1] == '/')
+			return 0;
+		p = end;
+	}
+	return 1;
+}
+
 /* parent_dir opens the directory path of the new root, or returns the
  * one kept, which stays the builder's (*kept says so); own says it is of
  * the init's tmpfs. */
@@ -211,7 +230,7 @@ static int parent_dir(struct builder *b, const char *path, uint64_t resolve, int
 		return -1;
 	struct stat st;
 	*own = fstat(fd, &st) == 0 && st.st_dev == b->own_dev;
-	if (*own && strlen(path) < sizeof b->parent_path) {
+	if (*own && strlen(path) < sizeof b->parent_path && plain_path(path)) {
 		let_parent_go(b);
 		b->parent = fd;
 		b->parent_resolve = resolve;

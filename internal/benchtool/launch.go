@@ -232,7 +232,7 @@ func (b *bench) helpFigure() error {
 			verdict:     "-",
 		})
 		b.add(row{
-			figure:      "  sandboxctl --help beyond that Go floor",
+			figure:      "  sandboxctl --help p50 less the floor's p50",
 			value:       ms(v - f),
 			counterpart: "floor " + ms(f),
 			ratio:       ratio(float64(v), float64(f)),

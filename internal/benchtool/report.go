@@ -99,6 +99,9 @@ func (b *bench) benchtoolLine(figure string, extra ...string) string {
 	if figure == "sandboxctl" || figure == "help" {
 		args = append(args, "--sandboxctl", b.cfg.sandboxctl)
 	}
+	if figure == "help" && b.cfg.goFloor != "" {
+		args = append(args, "--go-floor", b.cfg.goFloor)
+	}
 	args = append(args, "--only", figure)
 	return shellJoin(append(args, extra...))
 }
