@@ -282,6 +282,32 @@ func TestStartedComesFirstAndExitLastAfterAllOutput(t *testing.T) {
 	}
 }
 
+// A client that does not show the enforcement report asks for Started
+// without it; one that does not ask (every client before the field) gets
+// it, and Inspect has it either way.
+func TestStartedCarriesTheReportUnlessOmitted(t *testing.T) {
+	h := startDaemon(t)
+	for _, omit := range []bool{false, true} {
+		start := cmd("/bin/true")
+		start.OmitEnforcement = omit
+		s := h.open(start).finish()
+		wantExit(t, s, sandboxdv1.State_EXITED, 0, 0, "")
+		if got := s.started.GetEnforcement() != nil; got == omit {
+			t.Errorf("omit_enforcement %v: Started has a report: %v", omit, got)
+		}
+		if s.started.GetSessionId() == "" || s.started.GetPolicyDigest() == "" {
+			t.Errorf("omit_enforcement %v: Started = %v", omit, s.started)
+		}
+		info, err := h.client.Inspect(ctxT(t), &sandboxdv1.InspectRequest{Id: s.started.GetSessionId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.GetEnforcement().GetBackend() != "fake" {
+			t.Errorf("omit_enforcement %v: Inspect's report = %v", omit, info.GetEnforcement())
+		}
+	}
+}
+
 // Output goes out in Output messages that share the bytes read (no copy
 // into gRPC's buffers), many of them full: every byte must still arrive,
 // once and in order, on both kinds of stdio.

@@ -152,12 +152,12 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		owner, _, _ = sess.out.join(true)
 	}
 	// Started, Inspect and every attach show the one report the session
-	// recorded.
-	sendErr := stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{
-		SessionId:    sess.id,
-		PolicyDigest: sess.digest,
-		Enforcement:  sess.enforcementReport(),
-	}}})
+	// recorded, unless this client said it does not show it.
+	started := &sandboxdv1.Started{SessionId: sess.id, PolicyDigest: sess.digest}
+	if !start.GetOmitEnforcement() {
+		started.Enforcement = sess.enforcementReport()
+	}
+	sendErr := stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: started}})
 	// Logged once the client has its Started: formatting the line is
 	// not the launch's.
 	s.logf("session %s: started pid %d for %s (parent %q): %q", sess.id, proc.Pid(), sess.owner(), sess.parentID, sess.argv)

@@ -85,7 +85,8 @@ type AttachOptions struct {
 // Result is how a session ended, or how the client left it.
 type Result struct {
 	// SessionID, Digest and Enforcement come from Started; they are empty
-	// when the command failed to start.
+	// when the command failed to start, and Enforcement is nil when the
+	// Start set OmitEnforcement.
 	SessionID   string
 	Digest      string
 	Enforcement *sandboxdv1.EnforcementReport

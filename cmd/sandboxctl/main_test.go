@@ -110,6 +110,9 @@ func TestRunStreamsAndExitsWithTheCommandsCode(t *testing.T) {
 			return err
 		}
 		argv := req.GetStart().GetCommand().GetArgv()
+		if !req.GetStart().GetOmitEnforcement() {
+			return status.Error(codes.InvalidArgument, "run asks for the enforcement report it does not print")
+		}
 		if err := s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{SessionId: "r1"}}}); err != nil {
 			return err
 		}
@@ -455,7 +458,7 @@ func TestRunDetachPrintsOnlyTheID(t *testing.T) {
 					return err
 				}
 				// stdin is a file here, not a terminal: no window to lend.
-				if st := req.GetStart(); !st.GetDetach() || st.GetTty() != tty || st.GetWindow() != nil {
+				if st := req.GetStart(); !st.GetDetach() || st.GetTty() != tty || st.GetWindow() != nil || !st.GetOmitEnforcement() {
 					return fmt.Errorf("start %v", st)
 				}
 				return s.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{SessionId: "d9"}}})

@@ -545,6 +545,10 @@ var runSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 // now. The terminal is restored before it returns, so errors print on a
 // sane tty.
 func (c *cli) session(ctx context.Context, dial *pendingDial, signals *pendingSignals, start *sandboxdv1.Start) (*client.Result, error) {
+	// run prints no enforcement report (inspect does), so Started comes
+	// without one: a few KiB neither side encodes or decodes on the way to
+	// the command.
+	start.OmitEnforcement = true
 	if start.GetDetach() {
 		// Nothing typed here reaches a detached session, so the local
 		// terminal only lends it its size.

@@ -275,9 +275,14 @@ type Start struct {
 	// Start each layer of this ended session's policy (filesystem.layer) on
 	// top of that session's layer of the same path instead of on the path
 	// alone; its layer paths are added to the policy's.
-	LayerFrom     string `protobuf:"bytes,6,opt,name=layer_from,json=layerFrom,proto3" json:"layer_from,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LayerFrom string `protobuf:"bytes,6,opt,name=layer_from,json=layerFrom,proto3" json:"layer_from,omitempty"`
+	// Leave the enforcement report out of Started. A client that does not
+	// show it spares the daemon its encoding and itself its decoding (a few
+	// KiB of strings) on the way to the command's start; Inspect has it
+	// still.
+	OmitEnforcement bool `protobuf:"varint,7,opt,name=omit_enforcement,json=omitEnforcement,proto3" json:"omit_enforcement,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Start) Reset() {
@@ -350,6 +355,13 @@ func (x *Start) GetLayerFrom() string {
 		return x.LayerFrom
 	}
 	return ""
+}
+
+func (x *Start) GetOmitEnforcement() bool {
+	if x != nil {
+		return x.OmitEnforcement
+	}
+	return false
 }
 
 // Attach joins an existing session instead of starting one. The daemon
@@ -660,10 +672,11 @@ func (*SessionRequest_Signal) isSessionRequest_Msg() {}
 func (*SessionRequest_Attach) isSessionRequest_Msg() {}
 
 type Started struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	PolicyDigest  string                 `protobuf:"bytes,2,opt,name=policy_digest,json=policyDigest,proto3" json:"policy_digest,omitempty"`
-	Enforcement   *EnforcementReport     `protobuf:"bytes,3,opt,name=enforcement,proto3" json:"enforcement,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	SessionId    string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	PolicyDigest string                 `protobuf:"bytes,2,opt,name=policy_digest,json=policyDigest,proto3" json:"policy_digest,omitempty"`
+	// Unset when the Start asked for it to be left out (omit_enforcement).
+	Enforcement   *EnforcementReport `protobuf:"bytes,3,opt,name=enforcement,proto3" json:"enforcement,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2951,7 +2964,7 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\n" +
 	"WindowSize\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
-	"\x04cols\x18\x02 \x01(\rR\x04cols\"\xde\x01\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\"\x89\x02\n" +
 	"\x05Start\x12+\n" +
 	"\x06policy\x18\x01 \x01(\v2\x13.sandboxd.v1.PolicyR\x06policy\x12.\n" +
 	"\acommand\x18\x02 \x01(\v2\x14.sandboxd.v1.CommandR\acommand\x12\x10\n" +
@@ -2959,7 +2972,8 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x06window\x18\x04 \x01(\v2\x17.sandboxd.v1.WindowSizeR\x06window\x12\x16\n" +
 	"\x06detach\x18\x05 \x01(\bR\x06detach\x12\x1d\n" +
 	"\n" +
-	"layer_from\x18\x06 \x01(\tR\tlayerFrom\"\x87\x01\n" +
+	"layer_from\x18\x06 \x01(\tR\tlayerFrom\x12)\n" +
+	"\x10omit_enforcement\x18\a \x01(\bR\x0fomitEnforcement\"\x87\x01\n" +
 	"\x06Attach\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12/\n" +

@@ -79,6 +79,7 @@ func (m *Start) CloneVT() *Start {
 	r.Window = m.Window.CloneVT()
 	r.Detach = m.Detach
 	r.LayerFrom = m.LayerFrom
+	r.OmitEnforcement = m.OmitEnforcement
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -1082,6 +1083,16 @@ func (m *Start) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.OmitEnforcement {
+		i--
+		if m.OmitEnforcement {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x38
 	}
 	if len(m.LayerFrom) > 0 {
 		i -= len(m.LayerFrom)
@@ -3619,6 +3630,9 @@ func (m *Start) SizeVT() (n int) {
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.OmitEnforcement {
+		n += 2
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -5163,6 +5177,26 @@ func (m *Start) UnmarshalVT(dAtA []byte) error {
 			}
 			m.LayerFrom = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
+		case 7:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OmitEnforcement", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.OmitEnforcement = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
