@@ -140,9 +140,12 @@ type Service struct {
 	children map[string][]*session
 	ended    map[string][]endedSession // per owner (ownerKey), oldest first
 	hidden   []string                  // daemon sockets sandboxes must not reach
-	closing  bool
-	live     sync.WaitGroup // one per session not yet ended
-	srv      *grpc.Server   // serves session sockets; set by Serve
+	// protect is the daemon's own state (Config.StateDir), which no
+	// sandbox may read or change (launcher.Spec.Protect).
+	protect []string
+	closing bool
+	live    sync.WaitGroup // one per session not yet ended
+	srv     *grpc.Server   // serves session sockets; set by Serve
 
 	selfTest        *sandboxdv1.SelfTest // the latest finished one
 	selfTestRunning int
@@ -242,6 +245,13 @@ func New(cfg Config) (*Service, error) {
 			s.hidden = append(s.hidden, p)
 		}
 	}
+	if cfg.StateDir != "" {
+		dir, err := protectedPath(cfg.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("daemon: state directory %q: %w", cfg.StateDir, err)
+		}
+		s.protect = []string{dir}
+	}
 	if l, ok := cfg.Backend.(interface{ Leftovers() []string }); ok && len(l.Leftovers()) > 0 {
 		logf("removed what a daemon that died had left on the host: %s", strings.Join(l.Leftovers(), ", "))
 	}
@@ -281,6 +291,21 @@ func (s *Service) sandboxIdentity(c Caller) (uid, gid uint32) {
 		gid = s.cfg.SandboxGID
 	}
 	return uid, gid
+}
+
+// protectedPath is dir as a sandbox must find it to be kept from it:
+// absolute, as a sandbox resolves paths against its own root, and through
+// any symlinks, which a mask over the link would leave the target of
+// reachable. A directory not made yet is kept at its spelling.
+func protectedPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real, nil
+	}
+	return abs, nil
 }
 
 func (s *Service) hide(path string) {

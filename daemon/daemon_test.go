@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -86,6 +87,24 @@ func TestRelativeSocketPathIsHiddenAbsolute(t *testing.T) {
 	want := []string{filepath.Join(dir, "rel.sock"), filepath.Join(dir, "sandboxd-sessions")}
 	if got := s.hiddenSockets(); !slices.Equal(got, want) {
 		t.Errorf("hidden sockets %q, want %q: a sandbox resolves a relative path against its own root", got, want)
+	}
+}
+
+// The state directory is kept from sandboxes where it really is: a mask
+// over a symlink to it would leave it reachable by its own path.
+func TestStateDirIsProtectedResolved(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "state")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Backend: unusedBackend{}, StateDir: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if want := []string{real}; !slices.Equal(s.protect, want) {
+		t.Errorf("protected %q, want %q", s.protect, want)
 	}
 }
 

@@ -298,6 +298,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		UID:             uid,
 		GID:             gid,
 		HideSockets:     s.hiddenSockets(),
+		Protect:         s.protect,
 		OnDenial:        sess.denied,
 		RootCaller:      owner == 0,
 		CallerGroups:    groups,

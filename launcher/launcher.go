@@ -52,6 +52,14 @@ type Spec struct {
 	// HideSockets are host paths of daemon sockets, or of directories of
 	// them, that must not be reachable from inside the sandbox.
 	HideSockets []string
+	// Protect are host paths of the daemon's own state (its state
+	// directory): what the daemon reads back and acts on, such as its
+	// journal of paths to remove at start, so a sandbox that could change
+	// it could make the daemon act for it. The backend makes them neither
+	// readable nor writable inside the sandbox whatever the policy grants
+	// (a grant of "/" still works), keeps them from being moved away, and
+	// refuses the launch where it cannot.
+	Protect []string
 	// SessionSocket is the host path of the socket the daemon made for this
 	// session alone (policy children.allow), empty when there is none. The
 	// backend makes it reachable inside the sandbox at SessionSocketPath
@@ -228,8 +236,9 @@ type PlanRequest struct {
 	// Terminal asks for a PTY session of Rows by Cols.
 	Terminal   bool
 	Rows, Cols uint16
-	// HideSockets and SessionSocket are Spec's.
+	// HideSockets, Protect and SessionSocket are Spec's.
 	HideSockets   []string
+	Protect       []string
 	SessionSocket string
 	// Child says the session is another session's child.
 	Child bool
@@ -246,7 +255,7 @@ func (s Spec) PlanRequest() PlanRequest {
 	return PlanRequest{
 		Policy: s.Policy, SessionID: s.SessionID, Argv: s.Argv, Env: s.Env, Cwd: s.Cwd,
 		UID: s.UID, GID: s.GID, RootCaller: s.RootCaller, CallerGroups: s.CallerGroups, Terminal: s.Stdio.Terminal, Rows: s.Stdio.Rows, Cols: s.Stdio.Cols,
-		HideSockets: s.HideSockets, SessionSocket: s.SessionSocket, Child: s.ParentSessionID != "",
+		HideSockets: s.HideSockets, Protect: s.Protect, SessionSocket: s.SessionSocket, Child: s.ParentSessionID != "",
 		Proxy:   s.Proxy != nil,
 		Layered: slices.Sorted(maps.Keys(s.Layers)),
 	}

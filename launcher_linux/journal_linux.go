@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -130,7 +131,12 @@ func (j *journal) clean() ([]string, error) {
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(j.dir, name))
+		b, err := readNoFollow(filepath.Join(j.dir, name))
+		if errors.Is(err, unix.ELOOP) {
+			// The journal makes regular files only.
+			os.Remove(filepath.Join(j.dir, name))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("journal: %w", err)
 		}
@@ -154,9 +160,71 @@ func (j *journal) clean() ([]string, error) {
 	return cleaned, nil
 }
 
+// readNoFollow reads the file at path, never through a symlink there.
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxEntryBytes))
+}
+
+// maxEntryBytes bounds what clean reads of one entry: a placeholder's
+// directories are at most PATH_MAX bytes together, a cgroup's one path.
+const maxEntryBytes = 1 << 16
+
+// valid says whether e names only what the daemon makes, so that an
+// entry someone else wrote (the journal is a file the next daemon obeys,
+// as root for a root daemon) can remove nothing else: a placeholder is a
+// chain of directories, each the parent of the one before it, absolute
+// and without '.' or '..'; a cgroup is a daemon's own directory,
+// sandboxd-PID, on a cgroup filesystem (checked as it is removed).
+func (e journalEntry) valid() bool {
+	if len(e.Paths) == 0 {
+		return false
+	}
+	for i, p := range e.Paths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+			return false
+		}
+		if e.Kind == entryPlaceholder && i > 0 && e.Paths[i] != filepath.Dir(e.Paths[i-1]) {
+			return false
+		}
+	}
+	switch e.Kind {
+	case entryPlaceholder:
+		return true
+	case entryCgroup:
+		pid, ok := strings.CutPrefix(filepath.Base(e.Paths[0]), "sandboxd-")
+		n, err := strconv.Atoi(pid)
+		return len(e.Paths) == 1 && ok && err == nil && n > 0 && strconv.Itoa(n) == pid
+	}
+	return false
+}
+
+// onCgroupFS says whether dir, reached without following a symlink, is
+// on a cgroup filesystem, where every directory is a cgroup.
+func onCgroupFS(dir string) bool {
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		return false
+	}
+	return st.Type == unix.CGROUP2_SUPER_MAGIC || st.Type == unix.CGROUP_SUPER_MAGIC
+}
+
 // remove removes what e names, returning the paths that were there and
-// are gone now.
+// are gone now. An entry that names what the daemon does not make is
+// dropped whole.
 func (e journalEntry) remove() ([]string, error) {
+	if !e.valid() {
+		return nil, nil
+	}
 	var gone []string
 	for _, p := range e.Paths {
 		if _, err := os.Lstat(p); err != nil {
@@ -168,6 +236,9 @@ func (e journalEntry) remove() ([]string, error) {
 			// may have put something there since.
 			removeEmptyDirNoFollow(p)
 		case entryCgroup:
+			if !onCgroupFS(p) {
+				return gone, nil
+			}
 			if err := removeCgroupTree(p); err != nil {
 				return gone, err
 			}
@@ -298,7 +369,7 @@ func (j *journal) dropSlot(sl *journalSlot) {
 // covers all of an earlier, longer entry.
 func (sl *journalSlot) write(b []byte) error {
 	if sl.f == nil {
-		f, err := os.OpenFile(sl.path, os.O_WRONLY, 0)
+		f, err := os.OpenFile(sl.path, os.O_WRONLY|unix.O_NOFOLLOW, 0)
 		if err != nil {
 			return err
 		}

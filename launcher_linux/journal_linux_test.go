@@ -1,6 +1,7 @@
 package launcherlinux
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,5 +86,75 @@ func BenchmarkJournalEntry(b *testing.B) {
 	paths := []string{"/nonexistent/placeholder"}
 	for b.Loop() {
 		j.forget(j.record(entryPlaceholder, paths))
+	}
+}
+
+// A journal entry is a file the next daemon obeys, as root for a root
+// daemon: one written by anyone else must not make it remove what it did
+// not make. Each victim below is an empty directory (what removal takes)
+// that a tampered entry names; only the daemon's own kind of entry, a
+// chain of placeholder directories, is removed. Every entry names only
+// the test's own directories: run against a journal that obeys them, an
+// entry naming "/" removed every empty directory on the host.
+func TestTamperedJournalRemovesNothingElse(t *testing.T) {
+	state := t.TempDir()
+	dir := filepath.Join(state, journalDir)
+	victims := t.TempDir()
+	mkdirs := func(paths ...string) {
+		for _, p := range paths {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	v := func(rel string) string { return filepath.Join(victims, rel) }
+	mkdirs(dir, v("tree/a/b"), v("sandboxd-1/a/b"), v("chain/x/empty"), v("other-empty"), v("real/empty"), v("dots/a"), v("dots/b"), v("linked/empty"), v("own/a/b"))
+	if err := os.Symlink(v("real"), v("link")); err != nil {
+		t.Fatal(err)
+	}
+	entry := func(name, kind string, paths ...string) {
+		b, err := json.Marshal(journalEntry{Kind: kind, Paths: paths})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entry("entry-1", entryCgroup, v("tree"))
+	entry("entry-2", entryCgroup, v("sandboxd-1"))
+	entry("entry-3", entryPlaceholder, v("chain/x/empty"), v("other-empty"))
+	entry("entry-4", entryPlaceholder, v("link/empty"))
+	entry("entry-5", entryPlaceholder, victims+"/dots/a/../b")
+	// An entry file that is a symlink to one written elsewhere.
+	elsewhere := filepath.Join(t.TempDir(), "entry")
+	b, _ := json.Marshal(journalEntry{Kind: entryPlaceholder, Paths: []string{v("linked/empty")}})
+	if err := os.WriteFile(elsewhere, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "entry-7")); err != nil {
+		t.Fatal(err)
+	}
+	// The daemon's own: a placeholder and the parent made for it.
+	entry("entry-8", entryPlaceholder, v("own/a/b"), v("own/a"))
+
+	j, cleaned, err := openJournal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.lock.Close()
+	for _, p := range []string{"tree/a/b", "sandboxd-1/a/b", "chain/x/empty", "other-empty", "real/empty", "dots/b", "linked/empty"} {
+		if _, err := os.Lstat(v(p)); err != nil {
+			t.Errorf("a tampered entry removed %s: %v", v(p), err)
+		}
+	}
+	if _, err := os.Lstat(v("own/a")); err == nil {
+		t.Errorf("the daemon's own placeholder entry was not removed")
+	}
+	if want := []string{entryPlaceholder + " " + v("own/a/b"), entryPlaceholder + " " + v("own/a")}; !slices.Equal(cleaned, want) {
+		t.Errorf("cleaned %q, want %q", cleaned, want)
+	}
+	if got := journalFiles(t, dir); len(got) != 0 {
+		t.Errorf("journal after start: %q, want the tampered entries dropped too", got)
 	}
 }

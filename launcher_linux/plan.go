@@ -107,6 +107,10 @@ type Host struct {
 	// Idmapped are the write roots the daemon ID-maps so that their owner
 	// is the sandbox uid inside (the namespaces set only).
 	Idmapped []string
+	// OpenToSandbox are the paths of the request's Protect whose modes
+	// let the sandbox's uid and gid in: with no mount to hide them, the
+	// landlock set keeps them out of its read rules (see openToSandbox).
+	OpenToSandbox []string
 }
 
 // SessionSocketPath is where a sandbox of the namespaces set finds its
@@ -147,6 +151,9 @@ func BuildPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 		}
 	}
 	if err := checkLayers(p.GetFilesystem().GetLayer(), in.Layered, host.Set); err != nil {
+		return nil, err
+	}
+	if err := refuseWithinDaemonState(p.GetFilesystem(), in); err != nil {
 		return nil, err
 	}
 	if host.Set == SetLandlock {
@@ -308,14 +315,26 @@ func BuildPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 
 	// Outermost first: a socket inside a directory already masked (the
 	// main socket beside or beneath the session sockets' directory) is
-	// gone from the sandbox's view and needs no mask of its own.
+	// gone from the sandbox's view and needs no mask of its own. The
+	// daemon's state directory is masked as they are, over any write
+	// root, so that a grant of "/" or of a home holding it still works.
 	var masked []string
-	for _, s := range sortedByDepth(in.HideSockets) {
+	for _, s := range sortedByDepth(slices.Concat(in.HideSockets, in.Protect)) {
 		ok, isDir := host.Exists(s)
 		if !ok || coveredBy(s, masked) {
 			// The daemon passes absolute paths; one the sandbox's view does
 			// not have (under its private /tmp) needs no hiding.
 			continue
+		}
+		// As for a deny path: a directory on the way renamed, the mask
+		// would go with it, and the sandbox could make one of its own
+		// where the daemon looks (a journal naming what to remove, a
+		// socket that clients take for the daemon's).
+		for _, a := range ancestorsBetween(innermostRoot(s, writes), s) {
+			if !pinned[a] {
+				pinned[a] = true
+				add(MountStep{Kind: MountPin, Target: a, Field: "process"})
+			}
 		}
 		if isDir {
 			masked = append(masked, s)

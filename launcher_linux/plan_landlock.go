@@ -2,6 +2,7 @@ package launcherlinux
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -24,6 +25,9 @@ func buildLandlockPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	}
 	if in.SessionSocket != "" {
 		return nil, refusal([]MechanismSet{SetLandlock}, []*shortfall{childrenShortfall})
+	}
+	if sf := daemonStateShortfall(fs.GetWrite(), slices.Concat(in.Protect, in.HideSockets)); sf != nil {
+		return nil, refusal([]MechanismSet{SetLandlock}, []*shortfall{sf})
 	}
 	if host.LandlockABI < landlockScopeABI || host.NoSeccomp {
 		return nil, &launcher.Unenforceable{
@@ -58,7 +62,10 @@ func buildLandlockPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 		cwd = "/"
 	}
 	plan := &Plan{Set: SetLandlock}
-	ll := planLandlockOnly(host.LandlockABI, fs.GetWrite(), fs.GetDeny())
+	// Outside every write root (else refused above) the daemon's state is
+	// never writable; unreadable by file modes, it needs no read
+	// exception, which would keep its parents from being listed.
+	ll := planLandlockOnly(host.LandlockABI, fs.GetWrite(), slices.Concat(fs.GetDeny(), host.OpenToSandbox))
 	plan.Exec = ExecPlan{
 		Argv: in.Argv, Env: in.Env, Cwd: cwd, WriteRoots: usableRoots(fs.GetWrite()),
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
@@ -73,6 +80,24 @@ func buildLandlockPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	plan.Report = append(reportLandlock(p, plan), limitsReport(p, host)...)
 	plan.DenialSources = append(denialSources(plan, host, none), limitDenialSources(p)...)
 	return plan, nil
+}
+
+// daemonStateShortfall is why the landlock set cannot run a write root
+// that holds one of the daemon's own paths: its state, which a sandbox
+// writing could make the daemon act for it, or a socket it could replace
+// with its own. Without a mount namespace nothing takes them back out.
+func daemonStateShortfall(writes, daemonPaths []string) *shortfall {
+	for _, d := range daemonPaths {
+		if r := innermostRoot(d, writes); r != "" {
+			return &shortfall{
+				field: "filesystem.write", byPolicy: true,
+				mechanism: "a mount namespace (mask of the daemon's own state inside a write root)",
+				found:     fmt.Sprintf("landlock cannot take access to %s, the daemon's state directory or socket, away beneath write root %s", d, r),
+				remedy:    "allow user namespaces so the namespaces set can be used, or name write roots that do not hold the daemon's --state-dir and socket",
+			}
+		}
+	}
+	return nil
 }
 
 func planLandlockOnly(abi int, writes, deny []string) LandlockPlan {

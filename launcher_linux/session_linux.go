@@ -71,6 +71,9 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 	}
 	host := b.host.planHost(set, existsIn(layers))
 	host.Idmapped = sp.mapped
+	if set == SetLandlock {
+		host.OpenToSandbox = openToSandbox(req.Protect, req.UID, req.GID)
+	}
 	if set == SetNamespaces {
 		host.Passwd, host.Group = sandboxIdentityFiles(&b.identity, req.UID, req.GID)
 	}
@@ -165,4 +168,34 @@ func symlinkWalk(field, path string) error {
 		return &policy.FieldError{Field: field, Msg: fmt.Sprintf("%q crosses a symlink: %q resolves to %q; name the real path", path, existing, resolved)}
 	}
 	return nil
+}
+
+// openToSandbox are the directories of dirs that uid and gid (the
+// sandbox's, whose primary group is its only one) may search by their
+// modes: a root daemon's state directory is its own, 0700, and needs no
+// more; a rootless daemon's is the sandbox uid's too.
+func openToSandbox(dirs []string, uid, gid uint32) []string {
+	var open []string
+	for _, d := range dirs {
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); errors.Is(err, unix.ENOENT) {
+			// Not there: nothing in it to keep.
+			continue
+		} else if err != nil {
+			// Unknown is kept out, as open would be.
+			open = append(open, d)
+			continue
+		}
+		perm := st.Mode & 0o7
+		switch {
+		case st.Uid == uid:
+			perm = st.Mode >> 6 & 0o7
+		case st.Gid == gid:
+			perm = st.Mode >> 3 & 0o7
+		}
+		if perm&0o5 != 0 {
+			open = append(open, d)
+		}
+	}
+	return open
 }

@@ -572,6 +572,40 @@ func baseCases() []conformanceCase {
 					},
 				}
 			}},
+		{name: "cannot read or change the daemon's state under a write root", landlockRefuses: "filesystem.write",
+			linuxOnly: "the macOS backend does not keep the daemon's state directory from its sandboxes yet",
+			setup: func(f *fixture) spec {
+				// The directory of the daemon's --state-dir, socket and log,
+				// granted: a root caller's grant of it (root's) is shown to
+				// the sandbox as its own, so only the daemon keeping its
+				// state out stands between the probe and, say, a journal
+				// entry naming what the next daemon removes at its start.
+				state := suite.daemon.state
+				run := filepath.Dir(state)
+				planted := filepath.Join(state, "launcher-journal", "entry-planted-"+randomHex())
+				other := filepath.Join(run, "other-"+randomHex())
+				return spec{
+					policy: &sandboxdv1.Policy{
+						Filesystem: &sandboxdv1.Filesystem{Write: list(run)},
+						Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
+					},
+					steps: []step{
+						deny("write", planted),
+						deny("read", filepath.Join(state, "audit.log")),
+						deny("mkdir", filepath.Join(state, "layers-planted")),
+						allow("write", other),
+					},
+					after: func(t *testing.T, _ *session) {
+						os.Remove(other)
+						for _, p := range []string{planted, filepath.Join(state, "layers-planted")} {
+							if _, err := os.Lstat(p); err == nil {
+								t.Errorf("the sandbox made %s in the daemon's state directory", p)
+								os.RemoveAll(p)
+							}
+						}
+					},
+				}
+			}},
 		{name: "cannot signal host process", setup: func(f *fixture) spec {
 			sleep := hostSleep(f.t)
 			pid := strconv.Itoa(sleep.Process.Pid)

@@ -126,6 +126,11 @@ var caseOutcomes = map[string]outcomes{
 		darwin:  "not applicable: the /proc masks and knobs are Linux's; deny paths under a write root are covered on macOS by the deny cases",
 		windows: "not applicable: the /proc masks and knobs are Linux's; deny paths under a write root are covered by the deny cases",
 	},
+	"cannot read or change the daemon's state under a write root": {
+		linux:   "enforced: the landlock set refuses filesystem.write",
+		darwin:  "not applicable: the macOS backend does not keep the daemon's state directory from its sandboxes yet",
+		windows: "not applicable: the case is Linux's; the Windows backend is not measured for it yet",
+	},
 	"cannot signal host process": {
 		linux:   "enforced",
 		darwin:  "enforced",

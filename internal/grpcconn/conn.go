@@ -94,6 +94,7 @@ type Conn struct {
 	hdec      *hpackDecoder
 	hdrStream uint32
 	hdrBlock  []byte
+	hdrFrames int
 	hdrEnd    bool
 	inHeaders bool
 }
@@ -236,7 +237,9 @@ func (c *Conn) handle(h frameHeader, p []byte) error {
 		if !ok || cf.streamID != c.hdrStream {
 			return protocolError("frame type %d on stream %d inside a header block of stream %d", h.typ, h.streamID, c.hdrStream)
 		}
-		c.hdrBlock = append(c.hdrBlock, cf.fragment...)
+		if err := c.growHeaderBlock(cf.fragment); err != nil {
+			return err
+		}
 		if cf.endHeaders {
 			return c.headerBlockDone()
 		}
@@ -249,7 +252,10 @@ func (c *Conn) handle(h frameHeader, p []byte) error {
 			return s.onData(f)
 		}
 	case headersFrame:
-		c.hdrStream, c.hdrBlock, c.hdrEnd = f.streamID, append(c.hdrBlock[:0], f.fragment...), f.endStream
+		c.hdrStream, c.hdrBlock, c.hdrFrames, c.hdrEnd = f.streamID, c.hdrBlock[:0], 0, f.endStream
+		if err := c.growHeaderBlock(f.fragment); err != nil {
+			return err
+		}
 		if f.endHeaders {
 			return c.headerBlockDone()
 		}
@@ -284,6 +290,28 @@ func (c *Conn) handle(h frameHeader, p []byte) error {
 	}
 	return nil
 }
+
+// growHeaderBlock adds a HEADERS or CONTINUATION fragment to the header
+// block being read. A server that sends more than maxHeaderBlock bytes, or
+// maxHeaderFrames frames (empty ones cost no memory but the client's CPU
+// for as long as they come), is misbehaving: the block is never decoded,
+// and the connection, whose decoder state is lost with it, fails.
+func (c *Conn) growHeaderBlock(fragment []byte) error {
+	c.hdrFrames++
+	if len(c.hdrBlock)+len(fragment) > maxHeaderBlock || c.hdrFrames > maxHeaderFrames {
+		return &connError{code: codeEnhanceCalm, msg: fmt.Sprintf("header block of stream %d larger than %d bytes or %d frames", c.hdrStream, maxHeaderBlock, maxHeaderFrames)}
+	}
+	c.hdrBlock = append(c.hdrBlock, fragment...)
+	return nil
+}
+
+// maxHeaderBlock and maxHeaderFrames bound one header block as the server
+// sends it: far above the daemon's few KiB of trailers in one or two
+// frames.
+const (
+	maxHeaderBlock  = 1 << 20
+	maxHeaderFrames = 1024
+)
 
 func (c *Conn) headerBlockDone() error {
 	c.inHeaders = false

@@ -25,6 +25,14 @@ type headerField struct {
 // maxHeaderString bounds a name or value the server may send.
 const maxHeaderString = 1 << 20
 
+// maxHeaderList bounds the fields one header block decodes to, counted as
+// SETTINGS_MAX_HEADER_LIST_SIZE counts them (name, value and 32 bytes
+// each): a one-byte index names a dynamic table entry of up to 4 KiB, so
+// a block within maxHeaderBlock could otherwise decode to gigabytes. The
+// daemon's largest, a refusal's trailers with its Unenforceable detail,
+// are a few KiB.
+const maxHeaderList = 1 << 20
+
 // headerTableSize is the decoder's table size, HTTP/2's default for
 // SETTINGS_HEADER_TABLE_SIZE, which the client does not change.
 const headerTableSize = 4096
@@ -80,6 +88,14 @@ func newHPACKDecoder() *hpackDecoder {
 // decode decodes one whole header block.
 func (d *hpackDecoder) decode(block []byte) ([]headerField, error) {
 	var fields []headerField
+	listSize := 0
+	emit := func(f headerField) error {
+		if listSize += entrySize(f); listSize > maxHeaderList {
+			return fmt.Errorf("hpack: header list of more than %d bytes", maxHeaderList)
+		}
+		fields = append(fields, f)
+		return nil
+	}
 	for first := true; len(block) > 0; first = false {
 		b := block[0]
 		switch {
@@ -92,7 +108,10 @@ func (d *hpackDecoder) decode(block []byte) ([]headerField, error) {
 			if err != nil {
 				return nil, err
 			}
-			fields, block = append(fields, f), rest
+			if err := emit(f); err != nil {
+				return nil, err
+			}
+			block = rest
 		case b&0xe0 == 0x20: // dynamic table size update (6.3)
 			if !first && d.size > 0 {
 				return nil, errors.New("hpack: dynamic table size update after the start of a header block")
@@ -119,7 +138,10 @@ func (d *hpackDecoder) decode(block []byte) ([]headerField, error) {
 			if prefix == 6 {
 				d.add(f)
 			}
-			fields, block = append(fields, f), rest
+			if err := emit(f); err != nil {
+				return nil, err
+			}
+			block = rest
 		}
 	}
 	return fields, nil
