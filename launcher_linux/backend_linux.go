@@ -57,6 +57,12 @@ type Config struct {
 	// 0.5 ms), and a client launching back to back would pay for it, and
 	// for its remaking, with every launch.
 	PlaceholderLinger time.Duration
+	// IdentityDir is where a root daemon keeps the /etc/passwd and
+	// /etc/group its sessions share (see identityStore), a directory of
+	// its own that it empties at start and removes on Close; empty, or a
+	// daemon that is not root, has each init make its own. A daemon that
+	// is not root would own the files as the uid its sandboxes run as.
+	IdentityDir string
 }
 
 // initCapabilities are what the init needs to build the sandbox: mounts and
@@ -84,6 +90,9 @@ type backend struct {
 	leftovers    []string
 	// identity is the last identity files planned, under mu.
 	identity identityCache
+	// identities are the identity files shared between sessions, nil
+	// where each init makes its own (under mu).
+	identities *identityStore
 }
 
 // New probes the host and returns the Linux backend.
@@ -107,7 +116,27 @@ func New(cfg Config) (launcher.Backend, error) {
 		return nil, err
 	}
 	b.cgroups.journal = b.journal
+	if cfg.IdentityDir != "" && os.Geteuid() == 0 {
+		if b.identities, err = newIdentityStore(cfg.IdentityDir); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
+}
+
+// sharedIdentity is the shared file holding content, "" where the init
+// is to make its own: no content, no store, or a store that cannot have
+// it (a directory others may change, say), in which case the session has
+// what it had before sharing.
+func (b *backend) sharedIdentity(content string) string {
+	if content == "" || b.identities == nil {
+		return ""
+	}
+	path, err := b.identities.path(content)
+	if err != nil {
+		return ""
+	}
+	return path
 }
 
 // selfExe is this binary, as the kernel knows it: a binary replaced on disk
@@ -162,6 +191,10 @@ func (b *backend) Close() error {
 		if e.users == 0 {
 			b.removePlaceholderLocked(key, e)
 		}
+	}
+	if b.identities != nil {
+		b.identities.close()
+		b.identities = nil
 	}
 	return nil
 }
