@@ -90,6 +90,9 @@ type backend struct {
 	leftovers    []string
 	// identity is the last identity files planned, under mu.
 	identity identityCache
+	// diags says whether sessions make their sock_diag sockets when
+	// first needed.
+	diags diagMode
 	// identities are the identity files shared between sessions, nil
 	// where each init makes its own (under mu).
 	identities *identityStore
@@ -369,7 +372,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if plan.Exec.Terminal || plan.Exec.Listener || plan.ProxyListen != "" {
 		// Nothing arrives when the init fails first; its report then says
 		// why.
-		passErr = p.receivePassed(pass, plan, spec)
+		passErr = p.receivePassed(pass, plan, spec, &b.diags)
 	}
 	m, err := p.next()
 	if err != nil {
@@ -924,7 +927,7 @@ func sendFds(sock syscall.RawConn, tag byte, fds ...int) error {
 
 // receivePassed takes what the init sends on the pass socket, in the order
 // it sends them, and stops at the first that does not come.
-func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.Spec) error {
+func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.Spec, diags *diagMode) error {
 	writes := plan.Supervise.GetWrites()
 	if plan.ProxyListen != "" {
 		fd, err := receiveFd(sock, sandboxinit.PassProxy)
@@ -983,12 +986,17 @@ func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.
 			return fmt.Errorf("sandbox root: %w", err)
 		}
 		diag := -1
+		var openDiag func() (int, error)
 		switch {
 		case plan.NetNS:
 			if diag, err = receiveFd(sock, sandboxinit.PassDiag); err != nil {
 				unix.Close(fd)
 				unix.Close(root)
 				return fmt.Errorf("sock_diag socket: %w", err)
+			}
+			if diags.atNeed(p.proc) {
+				unix.Close(diag)
+				diag, openDiag = -1, p.proc.diagSocket
 			}
 		case plan.Supervise.SharedNetNS:
 			// The sandbox's network namespace is the daemon's own.
@@ -998,7 +1006,7 @@ func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.
 				return fmt.Errorf("sock_diag socket: %w", err)
 			}
 		}
-		if p.supervisor, err = supervise(fd, root, diag, p.proc.pid, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
+		if p.supervisor, err = supervise(fd, root, diag, openDiag, p.proc.pid, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
 			return err
 		}
 	}
