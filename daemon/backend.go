@@ -26,4 +26,9 @@ type BackendOptions struct {
 	// means sandboxd-init beside the daemon's binary. Other OSes have no
 	// init and refuse one.
 	InitPath string
+	// RuntimeDir is the directory of the daemon's socket, where on Linux
+	// a root daemon keeps the identity files its sessions share, in a
+	// directory "sandboxd-identity" of its own; empty keeps none, each
+	// sandbox's init making its own.
+	RuntimeDir string
 }

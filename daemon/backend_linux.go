@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"path/filepath"
 	"time"
 
 	"github.com/sandboxd/sandboxd/launcher"
@@ -23,6 +24,7 @@ func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
 		MechanismSet: opts.MechanismSet,
 		StateDir:     journalDir(opts),
 		InitPath:     opts.InitPath,
+		IdentityDir:  identityDir(opts),
 		// Two cover one client launching back to back, the refill
 		// running behind each launch; more would only idle.
 		Prestart: 2,
@@ -40,4 +42,15 @@ func journalDir(opts BackendOptions) string {
 		return ""
 	}
 	return opts.StateDir
+}
+
+// identityDir is where the Linux backend keeps the identity files its
+// sessions share: beside the socket, as the session sockets are, for a
+// daemon, and nowhere for the self-test, which empties no running
+// daemon's.
+func identityDir(opts BackendOptions) string {
+	if opts.SelfTest || opts.RuntimeDir == "" {
+		return ""
+	}
+	return filepath.Join(opts.RuntimeDir, "sandboxd-identity")
 }

@@ -57,6 +57,12 @@ type Config struct {
 	// 0.5 ms), and a client launching back to back would pay for it, and
 	// for its remaking, with every launch.
 	PlaceholderLinger time.Duration
+	// IdentityDir is where a root daemon keeps the /etc/passwd and
+	// /etc/group its sessions share (see identityStore), a directory of
+	// its own that it empties at start and removes on Close; empty, or a
+	// daemon that is not root, has each init make its own. A daemon that
+	// is not root would own the files as the uid its sandboxes run as.
+	IdentityDir string
 }
 
 // initCapabilities are what the init needs to build the sandbox: mounts and
@@ -84,6 +90,12 @@ type backend struct {
 	leftovers    []string
 	// identity is the last identity files planned, under mu.
 	identity identityCache
+	// diags says whether sessions make their sock_diag sockets when
+	// first needed.
+	diags diagMode
+	// identities are the identity files shared between sessions, nil
+	// where each init makes its own (under mu).
+	identities *identityStore
 }
 
 // New probes the host and returns the Linux backend.
@@ -107,7 +119,27 @@ func New(cfg Config) (launcher.Backend, error) {
 		return nil, err
 	}
 	b.cgroups.journal = b.journal
+	if cfg.IdentityDir != "" && os.Geteuid() == 0 {
+		if b.identities, err = newIdentityStore(cfg.IdentityDir); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
+}
+
+// sharedIdentity is the shared file holding content, "" where the init
+// is to make its own: no content, no store, or a store that cannot have
+// it (a directory others may change, say), in which case the session has
+// what it had before sharing.
+func (b *backend) sharedIdentity(content string) string {
+	if content == "" || b.identities == nil {
+		return ""
+	}
+	path, err := b.identities.path(content)
+	if err != nil {
+		return ""
+	}
+	return path
 }
 
 // selfExe is this binary, as the kernel knows it: a binary replaced on disk
@@ -162,6 +194,10 @@ func (b *backend) Close() error {
 		if e.users == 0 {
 			b.removePlaceholderLocked(key, e)
 		}
+	}
+	if b.identities != nil {
+		b.identities.close()
+		b.identities = nil
 	}
 	return nil
 }
@@ -336,7 +372,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	if plan.Exec.Terminal || plan.Exec.Listener || plan.ProxyListen != "" {
 		// Nothing arrives when the init fails first; its report then says
 		// why.
-		passErr = p.receivePassed(pass, plan, spec)
+		passErr = p.receivePassed(pass, plan, spec, &b.diags)
 	}
 	m, err := p.next()
 	if err != nil {
@@ -891,7 +927,7 @@ func sendFds(sock syscall.RawConn, tag byte, fds ...int) error {
 
 // receivePassed takes what the init sends on the pass socket, in the order
 // it sends them, and stops at the first that does not come.
-func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.Spec) error {
+func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.Spec, diags *diagMode) error {
 	writes := plan.Supervise.GetWrites()
 	if plan.ProxyListen != "" {
 		fd, err := receiveFd(sock, sandboxinit.PassProxy)
@@ -950,12 +986,17 @@ func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.
 			return fmt.Errorf("sandbox root: %w", err)
 		}
 		diag := -1
+		var openDiag func() (int, error)
 		switch {
 		case plan.NetNS:
 			if diag, err = receiveFd(sock, sandboxinit.PassDiag); err != nil {
 				unix.Close(fd)
 				unix.Close(root)
 				return fmt.Errorf("sock_diag socket: %w", err)
+			}
+			if diags.atNeed(p.proc) {
+				unix.Close(diag)
+				diag, openDiag = -1, p.proc.diagSocket
 			}
 		case plan.Supervise.SharedNetNS:
 			// The sandbox's network namespace is the daemon's own.
@@ -965,7 +1006,7 @@ func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.
 				return fmt.Errorf("sock_diag socket: %w", err)
 			}
 		}
-		if p.supervisor, err = supervise(fd, root, diag, p.proc.pid, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
+		if p.supervisor, err = supervise(fd, root, diag, openDiag, p.proc.pid, plan.Supervise, writes, spec.SessionSocket, spec.OnDenial); err != nil {
 			return err
 		}
 	}

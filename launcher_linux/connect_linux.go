@@ -217,11 +217,18 @@ const (
 // namespace that match accepts (show says which attributes it reads), and
 // says whose it is.
 func (s *supervisor) whoseListener(show uint32, match func(msg []byte) bool) listenerOwner {
+	s.diagMu.Lock()
+	defer s.diagMu.Unlock()
+	if s.diag < 0 && s.openDiag != nil {
+		// Not made, the listener is nobody's found: refused as another's
+		// would be (ownListener), and tried again on the next connect.
+		if fd, err := s.openDiag(); err == nil {
+			s.diag, s.openDiag = fd, nil
+		}
+	}
 	if s.diag < 0 {
 		return listenerNone
 	}
-	s.diagMu.Lock()
-	defer s.diagMu.Unlock()
 	req := make([]byte, nlmsgHdrSize+unixDiagReqSz)
 	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
 	binary.NativeEndian.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)

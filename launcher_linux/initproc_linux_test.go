@@ -654,7 +654,7 @@ func processCPU(b *testing.B) int64 {
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
-// The idle init runs on a stack in its .bss whose lowest page is a guard:
+// The idle init runs on a thread-local stack whose lowest page is a guard:
 // running off the stack's end faults instead of overwriting what lies
 // below it.
 func TestIdleInitStackHasAGuardPage(t *testing.T) {

@@ -88,10 +88,12 @@ type supervisor struct {
 	// noSetID refuses set-ID modes and openat2 (SeccompOptions.NoSetID).
 	noSetID bool
 	// diag is a NETLINK_SOCK_DIAG socket of the sandbox's network
-	// namespace (sandboxinit.PassDiag), -1 without one; diagMu keeps its
-	// requests and answers from interleaving.
-	diag   int
-	diagMu sync.Mutex
+	// namespace (sandboxinit.PassDiag), -1 without one; openDiag, when
+	// not nil, makes it at the first need. diagMu guards both and keeps
+	// the socket's requests and answers from interleaving.
+	diag     int
+	openDiag func() (int, error)
+	diagMu   sync.Mutex
 	// sharedNetNS: diag is of the host's network namespace, which the
 	// sandbox shares, so a listener is the sandbox's own only when a
 	// descendant of init, the sandbox's init, holds it
@@ -123,8 +125,10 @@ type supervisor struct {
 
 // supervise takes over listener, the seccomp listener the init sent for
 // a sandbox planned with sv, and root, an fd of the sandbox's root
-// directory, and answers the listener's notifications until stop.
-func supervise(listener, root, diag, init int, sv *Supervision, writes *WriteModel, hostSocket string, onDenial func(*sandboxdv1.Denial)) (*supervisor, error) {
+// directory, and answers the listener's notifications until stop. diag is
+// the sandbox's sock_diag socket, or -1 with openDiag to make it when
+// first needed (or with neither: no way to tell a listener's owner).
+func supervise(listener, root, diag int, openDiag func() (int, error), init int, sv *Supervision, writes *WriteModel, hostSocket string, onDenial func(*sandboxdv1.Denial)) (*supervisor, error) {
 	// Non-blocking so that the runtime's poller waits for notifications and
 	// closing the file ends the wait; the ioctls ignore the flag.
 	if err := unix.SetNonblock(listener, true); err != nil {
@@ -140,6 +144,7 @@ func supervise(listener, root, diag, init int, sv *Supervision, writes *WriteMod
 		writes:       writes,
 		root:         root,
 		diag:         diag,
+		openDiag:     openDiag,
 		sharedNetNS:  sv.SharedNetNS,
 		init:         init,
 		onDenial:     onDenial,
@@ -244,7 +249,10 @@ func (s *supervisor) stop() {
 		break
 	}
 	unix.Close(s.root)
+	s.diagMu.Lock()
 	closeIfOpen(s.diag)
+	s.diag, s.openDiag = -1, nil
+	s.diagMu.Unlock()
 }
 
 func closeIfOpen(fd int) {

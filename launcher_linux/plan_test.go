@@ -144,3 +144,35 @@ func TestAncestorsBetween(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+// The identity files are the daemon's shared ones, but where a write root
+// covers them: there the sandbox could write the file other sessions
+// bind, so it gets a file of its init's own.
+func TestIdentityFilesSharedUnlessWritable(t *testing.T) {
+	const passwd, source = "sandbox:x:5:5::/:/bin/sh\n", "/var/lib/ids/p"
+	for _, c := range []struct {
+		write  []string
+		shared bool
+	}{{nil, true}, {[]string{"/work"}, true}, {[]string{"/var/lib"}, false}, {[]string{source}, false}} {
+		host := fakeHost(7, []string{"/work", "/var/lib"}, []string{source})
+		host.Passwd, host.PasswdSource = passwd, source
+		pol := policy.Normalize(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: c.write}})
+		p, err := BuildPlan(launcher.PlanRequest{Policy: pol, Argv: []string{"sh"}, Cwd: "/", UID: 5, GID: 5}, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []MountStep
+		for _, s := range p.Mounts {
+			if s.Target == "/etc/passwd" {
+				got = append(got, s)
+			}
+		}
+		want := MountStep{Kind: MountFile, Target: "/etc/passwd", Content: passwd, Field: "process"}
+		if c.shared {
+			want = MountStep{Kind: MountFile, Source: source, Target: "/etc/passwd", Field: "process"}
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("write %q: /etc/passwd steps %+v, want %+v", c.write, got, want)
+		}
+	}
+}

@@ -65,7 +65,7 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 		limits:     p.GetLimits(),
 		privateTmp: !coveredBy("/tmp", fs.GetWrite()),
 	}
-	sp.mapped, sp.keys, sp.notes = idmapPlan(fs.GetWrite(), set, identity{uid: req.UID, gid: req.GID, rootCaller: req.RootCaller, groups: req.CallerGroups})
+	sp.mapped, sp.keys, sp.notes = idmapPlan(fs.GetWrite(), set, identity{uid: req.UID, gid: req.GID, rootCaller: req.RootCaller, groups: req.CallerGroups}, b.identities.trees())
 	if err := refuseMappedHostTrees(fs.GetLayer(), req.UID); err != nil {
 		return nil, err
 	}
@@ -76,6 +76,7 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 	}
 	if set == SetNamespaces {
 		host.Passwd, host.Group = sandboxIdentityFiles(&b.identity, req.UID, req.GID)
+		host.PasswdSource, host.GroupSource = b.sharedIdentity(host.Passwd), b.sharedIdentity(host.Group)
 	}
 	if sp.Plan, err = BuildPlan(req, host); err != nil {
 		return nil, err

@@ -80,6 +80,16 @@ const (
 	spawnReplySize   = 16
 )
 
+// spawnerTunables turn off the C library's restartable sequences in the
+// spawner and so in every init cloned from it: the kernel writes the
+// thread's rseq area (its CPU number) on every return to the process,
+// which keeps the page holding it, in the thread block, an idle init's
+// own rather than the spawner's. With it off the one page an idle init
+// writes is the one with its errno and idle stack (see idle_stack in
+// cmd/sandboxd-init). Neither uses what rseq speeds up (sched_getcpu), and
+// the command gets the environment of its plan, not this.
+const spawnerTunables = "GLIBC_TUNABLES=glibc.pthread.rseq=0"
+
 // start starts l's spawner; l.mu is held.
 func (l *spawnLane) start(initPath string) error {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -101,7 +111,7 @@ func (l *spawnLane) start(initPath string) error {
 		sock.Close()
 		return fmt.Errorf("spawner socket: %w", err)
 	}
-	cmd := &exec.Cmd{Path: initPath, Args: []string{sandboxinit.SpawnerArg0}, Env: []string{}, ExtraFiles: []*os.File{child}}
+	cmd := &exec.Cmd{Path: initPath, Args: []string{sandboxinit.SpawnerArg0}, Env: []string{spawnerTunables}, ExtraFiles: []*os.File{child}}
 	if err := cmd.Start(); err != nil {
 		sock.Close()
 		return fmt.Errorf("start sandbox init spawner %s: %w", initPath, err)

@@ -880,15 +880,24 @@ static void __attribute__((noreturn)) early_error(const struct early_step *s, co
 /*
  * From the command's start the init only waits, for as long as the session
  * lasts, and what it waits with is all an idle session keeps of it. It
- * runs on a stack in its .bss, so that the main thread's stack, which the
+ * runs on a stack of its own, so that the main thread's stack, which the
  * setup ran deep on, can go with the vDSO, which nothing from here on
  * calls: each of the two sits in a corner of the address space of its
  * own, with page-table pages of its own.
+ *
+ * That stack is thread-local: the C library's own thread-local variables
+ * (errno among them) follow it in the same page, which the setup has
+ * written already and so is the init's own rather than the spawner's. The
+ * idle loop's frames fit in the part of that page below them, so waiting
+ * writes no other page; a .bss stack kept a page of its own written
+ * (`/proc/PID/smaps`: two private dirty pages per idle init, one with
+ * this). Page alignment puts the variables at IDLE_TOP of their page
+ * whatever the C library reserves beside them; the pages below it are
+ * only touched by the calls that end a session (kill_tree, the exit
+ * report), and the lowest is a guard.
  */
-static char idle_stack[64 << 10] __attribute__((aligned(4096)));
-/* The idle stack's lowest page, made inaccessible, so that running off
- * its end faults rather than writes over what lies below it in the .bss. */
-enum { GUARD = 4096 };
+enum { GUARD = 4096, IDLE_PAGES = 15, IDLE_TOP = 0xE00 };
+static __thread char idle_stack[GUARD + IDLE_PAGES * 4096 + IDLE_TOP] __attribute__((aligned(4096)));
 
 static int ends_with(const char *s, const char *suffix)
 {

@@ -607,6 +607,15 @@ static int apply(struct builder *b, const struct mount_step *s)
 		r = attach_clone(target, target, 0);
 		break;
 	case MK_FILE: {
+		/* A Source is the daemon's copy of Content, shared by its
+		 * sessions: found as any host path is, and bound read-only like
+		 * the file of our own it stands in for. Missing, the launch
+		 * fails: the host's file beneath must not show through. */
+		if (*s->source) {
+			src = open_in(b->old_root, s->source, NO_SYMLINKS);
+			r = src < 0 ? wrap("open source") : attach_clone(src, target, ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC);
+			break;
+		}
 		/* In the init's tmpfs, which the sandbox never sees but through
 		 * this read-only bind. */
 		char name[32];

@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -130,7 +131,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The backend's state is the host's (on Windows the sandbox users
 	// that install made), which the self-test needs too.
-	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism, StateDir: *stateDir, SelfTest: *selfTest, InitPath: *initPath})
+	// The socket's directory is the daemon's runtime directory, as it is
+	// for the session sockets.
+	runtimeDir := ""
+	if abs, err := filepath.Abs(*socket); err == nil {
+		runtimeDir = filepath.Dir(abs)
+	}
+	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism, StateDir: *stateDir, SelfTest: *selfTest, InitPath: *initPath, RuntimeDir: runtimeDir})
 	if err != nil {
 		logger.Printf("%v", err)
 		return 1

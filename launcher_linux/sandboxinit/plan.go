@@ -41,7 +41,9 @@ const (
 	// MountSymlink creates a symlink Target -> Source in a tmpfs of ours.
 	MountSymlink MountKind = "symlink"
 	// MountFile covers the non-directory Target with a read-only file
-	// holding Content, made in the init's own tmpfs.
+	// holding Content, made in the init's own tmpfs; or, with a Source,
+	// with a read-only bind of that host file, which the daemon wrote
+	// with Content once for all the sessions that have it.
 	MountFile MountKind = "file"
 	// MountPlaceholder creates host directory Source (and missing parents) so
 	// that a carve-out or deny path that does not exist yet can be protected.
