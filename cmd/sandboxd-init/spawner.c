@@ -108,10 +108,16 @@ static void __attribute__((noreturn)) child(const struct spawn_request *rq, cons
 	if ((errpipe > PASS_FD + 1 && syscall(SYS_close_range, PASS_FD + 1U, (unsigned)errpipe - 1U, 0U)) ||
 	    syscall(SYS_close_range, (unsigned)errpipe + 1U, ~0U, 0U))
 		goto fail;
-	/* The spawner's wait for SIGCHLD is none of the init's. */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Every signal blocked before errpipe closes: that tells the spawner,
+	 * and through it the daemon, that the init runs, and a signal the
+	 * daemon forwards at once (a resize, SIGCONT, SIGTERM) must wait for
+	 * the init, not be dropped or end it by its default action in the
+	 * instructions before run_init blocks those it handles. The init
+	 * needs no other signal's default action, and the command's mask is
+	 * emptied before its execve. */
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
 	close(errpipe);
 	exit(run_init(rq->flags & (SPAWN_NAMESPACES | SPAWN_NETNS)));
 fail:

@@ -1,0 +1,196 @@
+package launcherlinux
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
+	"golang.org/x/sys/unix"
+)
+
+// TestSignalInTheSpawnersHandoverWaitsForTheInit: a signal the daemon
+// forwards the moment it learns an init runs (a resize, SIGTERM) must wait
+// for the init, not act by its default action. The spawner's child is
+// stopped with ptrace where that can happen, at the return of the
+// rt_sigprocmask(SIG_SETMASK) that comes just before it tells the spawner
+// it runs, and sent SIGTERM there; the init must live on.
+func TestSignalInTheSpawnersHandoverWaitsForTheInit(t *testing.T) {
+	// A spawner started as its lane starts one, but without a goroutine
+	// waiting for its exit, which would take the stops ptrace reports.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := os.NewFile(uintptr(pair[1]), "spawner")
+	sock, err := pollable(pair[0], "spawner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := sock.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := &exec.Cmd{Path: initBinaryPath(t), Args: []string{sandboxinit.SpawnerArg0}, Env: []string{}, ExtraFiles: []*os.File{end}}
+	err = cmd.Start()
+	end.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer sock.Close()
+	s := &spawner{lanes: []*spawnLane{{sock: sock, rc: rc}}}
+	uid, gid := sandboxIdentity()
+	key := initKey{uid: uid, gid: gid}
+	// A first init, so that the spawner has re-executed itself.
+	first, fds := spawnIdle(t, s, key)
+	first.signal(syscall.SIGKILL)
+	first.wait()
+	closeAll(fds)
+
+	traced := make(chan error, 1)
+	attached := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		traced <- signalAtHandover(cmd.Process.Pid, attached)
+	}()
+	<-attached
+	h, fds := spawnIdle(t, s, key)
+	defer closeAll(fds)
+	defer func() {
+		h.signal(syscall.SIGKILL)
+		h.wait()
+	}()
+	if err := <-traced; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if st := procState(h.pid); st == "" || st == "Z" {
+		t.Fatalf("the init ended (state %q) on a SIGTERM sent as the spawner's child handed over", st)
+	}
+}
+
+// spawnIdle starts an init through s that waits for a plan on a pipe.
+func spawnIdle(t *testing.T, s *spawner, key initKey) (*initHandle, []int) {
+	t.Helper()
+	var fds []int
+	for range 2 {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, p[0], p[1])
+	}
+	pass, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds = append(fds, pass[0], pass[1])
+	h, err := s.spawn(key, [3]int{fds[0], fds[3], pass[1]})
+	if err != nil {
+		closeAll(fds)
+		t.Fatal(err)
+	}
+	return h, fds
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// procState is the state letter of pid, "" if it is gone.
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))[0]
+}
+
+// signalAtHandover traces the spawner spawnerPid until it clones an init,
+// steps the clone to the return of its rt_sigprocmask(SIG_SETMASK),
+// sends it SIGTERM there and lets both go. It runs on one locked thread,
+// as ptrace requires.
+func signalAtHandover(spawnerPid int, attached chan<- struct{}) error {
+	opts := unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEVFORK | unix.PTRACE_O_TRACESYSGOOD
+	// With its options: PTRACE_SETOPTIONS wants a stopped tracee.
+	_, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(spawnerPid), 0, uintptr(opts), 0, 0)
+	close(attached)
+	if errno != 0 {
+		return fmt.Errorf("seize spawner %d: %w", spawnerPid, errno)
+	}
+	child, inSyscall, setmask := 0, false, false
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err != nil {
+			return fmt.Errorf("wait: %w", err)
+		}
+		if !ws.Stopped() {
+			continue
+		}
+		event := int(ws) >> 16
+		if pid == spawnerPid {
+			if event == unix.PTRACE_EVENT_FORK || event == unix.PTRACE_EVENT_CLONE || event == unix.PTRACE_EVENT_VFORK {
+				msg, err := unix.PtraceGetEventMsg(pid)
+				if err != nil {
+					return fmt.Errorf("clone of %d: %w", pid, err)
+				}
+				child = int(msg)
+				unix.PtraceDetach(pid)
+				continue
+			}
+			sig := 0
+			if event == 0 && ws.StopSignal() != unix.SIGTRAP {
+				sig = int(ws.StopSignal())
+			}
+			unix.PtraceCont(pid, sig)
+			continue
+		}
+		if child == 0 {
+			// The clone's first stop may come before its parent's.
+			child = pid
+		}
+		if pid != child {
+			continue
+		}
+		switch {
+		case event == unix.PTRACE_EVENT_STOP:
+			unix.PtraceSyscall(pid, 0)
+		case ws.StopSignal() == unix.SIGTRAP|0x80:
+			var regs unix.PtraceRegs
+			if err := unix.PtraceGetRegs(pid, &regs); err != nil {
+				return fmt.Errorf("registers of %d: %w", pid, err)
+			}
+			inSyscall = !inSyscall
+			if inSyscall {
+				setmask = regs.Orig_rax == unix.SYS_RT_SIGPROCMASK && regs.Rdi == unix.SIG_SETMASK
+				unix.PtraceSyscall(pid, 0)
+				continue
+			}
+			if setmask {
+				if err := unix.Tgkill(pid, pid, unix.SIGTERM); err != nil {
+					return fmt.Errorf("SIGTERM to %d: %w", pid, err)
+				}
+				if err := unix.PtraceDetach(pid); err != nil {
+					return fmt.Errorf("detach %d: %w", pid, err)
+				}
+				return nil
+			}
+			unix.PtraceSyscall(pid, 0)
+		default:
+			unix.PtraceSyscall(pid, int(ws.StopSignal()))
+		}
+	}
+	return os.ErrDeadlineExceeded
+}
