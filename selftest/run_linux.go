@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -201,6 +202,8 @@ type fixtures struct {
 	tcp       net.Listener
 	unix      net.Listener
 	daemon    string // "pid:starttime" of this process
+	// lock is held on scratch's lockName while the fixtures are in use.
+	lock *os.File
 }
 
 // scratchPrefix names the fixtures' directory; MkdirTemp appends up to 10
@@ -214,14 +217,43 @@ const socketName = "host.sock"
 // connected at (sun_path, less its terminating NUL).
 const maxSocketPath = 107
 
-// staleAfter is when a fixtures directory is surely left over from a self-test
-// whose process was killed before it could clean up: far beyond any bound
-// a caller gives Run.
+// staleAfter is when a fixtures directory without an owner's lock is
+// surely left over from a self-test whose process was killed before it
+// could clean up: far beyond any bound a caller gives Run.
 const staleAfter = time.Hour
 
-// removeStale removes fixtures directories in dir that this user made more
-// than staleAfter ago. Each holds a copy of the binary, and a daemon killed
-// during its start-up self-test would otherwise leave one behind each time.
+// lockName is the file in a fixtures directory that its owner holds an
+// exclusive flock on while it uses them. The kernel lets the lock go with
+// the process, so a directory whose lock is free is left over, from a
+// daemon killed during its start-up self-test (a CI run's SIGKILL),
+// and goes at the next start rather than an hour later.
+const lockName = ".owner.lock"
+
+// lockFixtures takes the lock of the fixtures directory scratch. The lock
+// file is made and locked under another name and renamed into place, so
+// that no one finds it free before its owner holds it.
+func lockFixtures(scratch string) (*os.File, error) {
+	f, err := os.CreateTemp(scratch, ".locking-")
+	if err != nil {
+		return nil, fmt.Errorf("fixture lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fixture lock: %w", err)
+	}
+	if err := os.Rename(f.Name(), filepath.Join(scratch, lockName)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fixture lock: %w", err)
+	}
+	return f, nil
+}
+
+// removeStale removes the fixtures directories in dir that this user made
+// and whose owner is gone: its lock is free, or, for a directory without
+// one (made before the lock, or by an owner killed before it took it),
+// it is older than staleAfter. Each holds a copy of the binary (31 MB for
+// the daemon), and a daemon killed during its start-up self-test would
+// otherwise leave one behind each time.
 func removeStale(dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -232,7 +264,7 @@ func removeStale(dir string) {
 			continue
 		}
 		fi, err := e.Info()
-		if err != nil || time.Since(fi.ModTime()) < staleAfter {
+		if err != nil {
 			continue
 		}
 		// Only our own: in a shared directory such as /var/tmp, a name
@@ -240,7 +272,22 @@ func removeStale(dir string) {
 		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int64(st.Uid) != int64(os.Geteuid()) {
 			continue
 		}
-		os.RemoveAll(filepath.Join(dir, e.Name()))
+		path := filepath.Join(dir, e.Name())
+		lock, err := os.OpenFile(filepath.Join(path, lockName), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if time.Since(fi.ModTime()) >= staleAfter {
+				os.RemoveAll(path)
+			}
+		case err != nil:
+		default:
+			// Held while the directory goes, so that its owner, were it
+			// somehow alive, could not be using it meanwhile.
+			if unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+				os.RemoveAll(path)
+			}
+			lock.Close()
+		}
 	}
 }
 
@@ -256,6 +303,9 @@ func newFixtures(dir string, uid, gid uint32) (_ *fixtures, err error) {
 			fx.close()
 		}
 	}()
+	if fx.lock, err = lockFixtures(scratch); err != nil {
+		return nil, err
+	}
 	// MkdirTemp makes it 0700; the sandbox's uid must reach in.
 	if err := os.Chmod(scratch, 0o755); err != nil {
 		return nil, fmt.Errorf("scratch directory: %w", err)
@@ -321,6 +371,9 @@ func (fx *fixtures) close() {
 		fx.unix.Close()
 	}
 	os.RemoveAll(fx.scratch)
+	if fx.lock != nil {
+		fx.lock.Close()
+	}
 }
 
 // copyExecutable copies the running binary to path, mode 0755: the

@@ -1,8 +1,10 @@
 package selftest
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	launcherlinux.RunProbeIfRequested()
 	RunProbeIfRequested()
+	holdFixturesIfRequested()
 	code := m.Run()
 	initbuild.RemoveShared()
 	os.Exit(code)
@@ -318,5 +321,63 @@ func TestStaleFixturesAreRemoved(t *testing.T) {
 		if _, err := os.Stat(d); (err == nil) != want {
 			t.Errorf("%s exists: %v, want %v", d, err == nil, want)
 		}
+	}
+}
+
+// holdFixturesEnv, set to a directory, makes the test binary a self-test
+// that made its fixtures there, printed their directory, and waits to be
+// killed.
+const holdFixturesEnv = "SANDBOXD_TEST_HOLD_FIXTURES"
+
+func holdFixturesIfRequested() {
+	dir := os.Getenv(holdFixturesEnv)
+	if dir == "" {
+		return
+	}
+	fx, err := newFixtures(dir, uint32(os.Getuid()), uint32(os.Getgid()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(fx.scratch)
+	time.Sleep(time.Hour)
+	os.Exit(1)
+}
+
+// A self-test killed with its fixtures in place (a daemon SIGKILLed during
+// its start-up self-test) leaves them to the next start, which removes
+// them at once; the fixtures of a self-test that runs stay.
+func TestFixturesOfADeadOwnerAreRemoved(t *testing.T) {
+	dir := scratchDir(t)
+	cmd := exec.Command("/proc/self/exe", "-test.run=^$")
+	cmd.Env = append(os.Environ(), holdFixturesEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the holding process printed no fixtures: %v", err)
+	}
+	dead := strings.TrimSpace(line)
+	cmd.Process.Kill()
+	cmd.Wait()
+	live, err := newFixtures(dir, uint32(os.Getuid()), uint32(os.Getgid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.close()
+	if _, err := os.Stat(dead); err == nil {
+		t.Errorf("the fixtures of a self-test killed are still there after the next one started: %s", dead)
+	}
+	removeStale(dir)
+	if _, err := os.Stat(live.probe); err != nil {
+		t.Errorf("the fixtures of a self-test that runs were removed: %v", err)
 	}
 }
