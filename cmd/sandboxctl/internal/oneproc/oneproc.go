@@ -42,15 +42,19 @@ func processors(value string) (int, bool) {
 	if digits == "" {
 		return 0, false
 	}
+	const most = 1<<31 - 1
 	n := 0
 	for _, c := range []byte(digits) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		n = n*10 + int(c-'0')
-		if n > 1<<31-1 {
+		// Checked before the digit is added: a 32-bit int would wrap
+		// past most, to a number that passes.
+		d := int(c - '0')
+		if n > (most-d)/10 {
 			return 0, false
 		}
+		n = n*10 + d
 	}
 	return n, n > 0
 }

@@ -56,6 +56,8 @@ func TestProcessorsParsesAsTheRuntime(t *testing.T) {
 	for _, v := range []string{
 		"", "0", "1", "2", "+2", "-2", "+", "-", "++2", "007", " 2", "2 ", "2.0", "1_000", "0x10",
 		"2147483647", "+2147483647", "2147483648", "99999999999999999999", "٣",
+		// Above 2^32, wrapping to a small number in a 32-bit int.
+		"4294967297", "4294967298", "0004294967297", "21474836480",
 	} {
 		want, err := strconv.ParseInt(v, 10, 32)
 		wantOK := err == nil && want > 0
