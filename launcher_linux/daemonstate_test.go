@@ -2,7 +2,6 @@ package launcherlinux
 
 import (
 	"errors"
-	"os"
 	"slices"
 	"testing"
 
@@ -94,29 +93,4 @@ func TestLandlockKeepsOpenDaemonStateUnreadable(t *testing.T) {
 	if !slices.Contains(plan.Exec.Landlock.ReadExcept, stateDir) {
 		t.Errorf("read rules reach the state directory the sandbox's uid owns: read exceptions %q", plan.Exec.Landlock.ReadExcept)
 	}
-}
-
-func TestOpenToSandbox(t *testing.T) {
-	dir := t.TempDir()
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	for _, tc := range []struct {
-		mode     os.FileMode
-		uid, gid uint32
-		open     bool
-	}{
-		{0o700, uid, gid, true},
-		{0o700, uid + 1, gid + 1, false},
-		{0o750, uid + 1, gid, true},
-		{0o701, uid + 1, gid + 1, true},
-		{0o070, uid, gid, false},
-	} {
-		if err := os.Chmod(dir, tc.mode); err != nil {
-			t.Fatal(err)
-		}
-		got := openToSandbox([]string{dir, dir + "/missing"}, tc.uid, tc.gid)
-		if want := tc.open; (len(got) == 1) != want || len(got) > 1 {
-			t.Errorf("mode %o for uid %d gid %d: open %q, want open %v", tc.mode, tc.uid, tc.gid, got, want)
-		}
-	}
-	os.Chmod(dir, 0o700)
 }
