@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func journalFiles(t *testing.T, dir string) []string {
@@ -156,5 +158,59 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	}
 	if got := journalFiles(t, dir); len(got) != 0 {
 		t.Errorf("journal after start: %q, want the tampered entries dropped too", got)
+	}
+}
+
+// What the journal never makes in its directory (a directory, a FIFO),
+// put there by anyone, is dropped at start: before, reading a directory
+// named like an entry failed every later start of the daemon.
+func TestJournalDropsWhatIsNotAFile(t *testing.T) {
+	state := t.TempDir()
+	dir := filepath.Join(state, journalDir)
+	if err := os.MkdirAll(filepath.Join(dir, "entry-0"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "entry-1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, _, err := openJournal(state)
+	if err != nil {
+		t.Fatalf("start with a directory and a FIFO among the entries: %v", err)
+	}
+	defer j.lock.Close()
+	if got := journalFiles(t, dir); len(got) != 0 {
+		t.Errorf("journal after start: %q, want them dropped", got)
+	}
+}
+
+// The state directory and the journal's are the daemon's alone: a symlink
+// there (whose target clean would remove files in), or one another uid
+// owns or may write to, is refused at start, its target untouched.
+func TestJournalRefusesAStateDirNotItsOwn(t *testing.T) {
+	elsewhere := t.TempDir()
+	victim := filepath.Join(elsewhere, "entry-1")
+	if err := os.WriteFile(victim, []byte("   "), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	linkedState := filepath.Join(t.TempDir(), "state")
+	linkedJournal := t.TempDir()
+	writable := t.TempDir()
+	for _, err := range []error{
+		os.Symlink(elsewhere, linkedState),
+		os.Symlink(elsewhere, filepath.Join(linkedJournal, journalDir)),
+		os.Chmod(writable, 0o777),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, state := range []string{linkedState, linkedJournal, writable} {
+		if j, _, err := openJournal(state); err == nil {
+			j.lock.Close()
+			t.Errorf("state directory %s: the journal opened, want a refusal", state)
+		}
+	}
+	if _, err := os.Lstat(victim); err != nil {
+		t.Errorf("a file where a symlinked journal led was removed: %v", err)
 	}
 }
