@@ -113,6 +113,40 @@ func TestStateDirIsProtectedResolved(t *testing.T) {
 	}
 }
 
+// A socket is hidden where the sandbox finds it: write roots are
+// symlink-free, so a socket under a symlinked directory (/var/run) kept
+// at its spelling was neither refused under nor pinned by them.
+func TestSocketPathsAreHiddenResolved(t *testing.T) {
+	real, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "run")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skipf("no symlink here: %v", err)
+	}
+	s, err := New(Config{Backend: unusedBackend{}, SocketPath: filepath.Join(link, "sandboxd", "sandboxd.sock")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := []string{filepath.Join(real, "sandboxd", "sandboxd.sock"), filepath.Join(real, "sandboxd", "sandboxd-sessions")}
+	if got := s.hiddenSockets(); !slices.Equal(got, want) {
+		t.Errorf("hidden sockets %q, want %q", got, want)
+	}
+}
+
+// A state directory others share is refused at start: every sandbox
+// would lose it, and anyone there could write what the daemon obeys.
+func TestSharedStateDirIsRefused(t *testing.T) {
+	for _, dir := range []string{"/", os.TempDir()} {
+		if s, err := New(Config{Backend: unusedBackend{}, StateDir: dir}); err == nil {
+			s.Close()
+			t.Errorf("state directory %s taken", dir)
+		}
+	}
+}
+
 // unusedBackend is for tests that construct a Service and start nothing.
 type unusedBackend struct{}
 
