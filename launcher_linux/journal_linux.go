@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,6 +196,8 @@ func (j *journal) clean() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
+	// In order, as the log of what was removed reads best.
+	slices.Sort(names)
 	var cleaned []string
 	for _, name := range names {
 		if strings.HasPrefix(name, spareEntry) {
@@ -209,6 +212,11 @@ func (j *journal) clean() ([]string, error) {
 			// The journal makes regular files only: anything else is
 			// not its, and not a reason to refuse to start.
 			j.unlink(name)
+			continue
+		}
+		if errors.Is(err, errTooLong) {
+			// Cut short, it would read as a write cut short and be
+			// dropped with what it names: kept for whoever wrote it.
 			continue
 		}
 		if err != nil {
@@ -255,8 +263,15 @@ func (j *journal) read(name string) ([]byte, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, errNotEntry
 	}
-	return io.ReadAll(io.LimitReader(f, maxEntryBytes))
+	b, err := io.ReadAll(io.LimitReader(f, maxEntryBytes+1))
+	if err == nil && len(b) > maxEntryBytes {
+		return nil, errTooLong
+	}
+	return b, err
 }
+
+// errTooLong is read's answer for an entry longer than maxEntryBytes.
+var errTooLong = errors.New("longer than any entry the daemon writes")
 
 // unlink removes the journal's name: a file, or an empty directory
 // (no daemon's, but one made there must not stop every start).
@@ -266,9 +281,12 @@ func (j *journal) unlink(name string) {
 	}
 }
 
-// maxEntryBytes bounds what clean reads of one entry: a placeholder's
-// directories are at most PATH_MAX bytes together, a cgroup's one path.
-const maxEntryBytes = 1 << 16
+// maxEntryBytes bounds what clean reads of one entry, above the most the
+// daemon writes: a placeholder's entry lists each directory made and so
+// grows with the square of its depth, up to about 4 MiB for a PATH_MAX
+// path of one-letter names, six times that where JSON escapes every
+// byte. An entry beyond it is not the daemon's and is left as it is.
+const maxEntryBytes = 32 << 20
 
 // valid says whether e names only what the daemon makes, so that an
 // entry someone else wrote (the journal is a file the next daemon obeys,

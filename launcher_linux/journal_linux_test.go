@@ -92,11 +92,15 @@ func BenchmarkJournalEntry(b *testing.B) {
 }
 
 // A journal entry is a file the next daemon obeys, as root for a root
-// daemon: one written by anyone else must not make it remove what it did
-// not make. Each victim below is an empty directory (what removal takes)
-// that a tampered entry names; only the daemon's own kind of entry, a
-// chain of placeholder directories, is removed. Every entry names only
-// the test's own directories: run against a journal that obeys them, an
+// daemon: one written by anyone else must not make it remove more than
+// the daemon's own kind of entry can. Each victim below is an empty
+// directory (what removal takes) that a tampered entry names; only a
+// chain of placeholder directories is removed, never through a symlink,
+// and only what is still empty. That much a foreign entry can still do
+// (a placeholder is an empty directory the daemon does not mark), which
+// is why the journal's directory must be the daemon's alone
+// (TestJournalRefusesAStateDirNotItsOwn). Every entry names only the
+// test's own directories: run against a journal that obeys them, an
 // entry naming "/" removed every empty directory on the host.
 func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	state := t.TempDir()
@@ -110,7 +114,7 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 		}
 	}
 	v := func(rel string) string { return filepath.Join(victims, rel) }
-	mkdirs(dir, v("tree/a/b"), v("sandboxd-1/a/b"), v("chain/x/empty"), v("other-empty"), v("real/empty"), v("dots/a"), v("dots/b"), v("linked/empty"), v("own/a/b"))
+	mkdirs(dir, v("tree/a/b"), v("sandboxd-1/a/b"), v("chain/x/empty"), v("other-empty"), v("real/empty"), v("dots/a"), v("dots/b"), v("linked/empty"), v("own/a/b"), v("full/kept"), v("single"))
 	if err := os.Symlink(v("real"), v("link")); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +132,10 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	entry("entry-3", entryPlaceholder, v("chain/x/empty"), v("other-empty"))
 	entry("entry-4", entryPlaceholder, v("link/empty"))
 	entry("entry-5", entryPlaceholder, victims+"/dots/a/../b")
+	// One path, as a placeholder whose parent was there: removed only if
+	// empty, so "full" stays and "single" goes.
+	entry("entry-6", entryPlaceholder, v("full"))
+	entry("entry-9", entryPlaceholder, v("single"))
 	// An entry file that is a symlink to one written elsewhere.
 	elsewhere := filepath.Join(t.TempDir(), "entry")
 	b, _ := json.Marshal(journalEntry{Kind: entryPlaceholder, Paths: []string{v("linked/empty")}})
@@ -145,7 +153,7 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.lock.Close()
-	for _, p := range []string{"tree/a/b", "sandboxd-1/a/b", "chain/x/empty", "other-empty", "real/empty", "dots/b", "linked/empty"} {
+	for _, p := range []string{"tree/a/b", "sandboxd-1/a/b", "chain/x/empty", "other-empty", "real/empty", "dots/b", "linked/empty", "full/kept"} {
 		if _, err := os.Lstat(v(p)); err != nil {
 			t.Errorf("a tampered entry removed %s: %v", v(p), err)
 		}
@@ -153,7 +161,10 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	if _, err := os.Lstat(v("own/a")); err == nil {
 		t.Errorf("the daemon's own placeholder entry was not removed")
 	}
-	if want := []string{entryPlaceholder + " " + v("own/a/b"), entryPlaceholder + " " + v("own/a")}; !slices.Equal(cleaned, want) {
+	if _, err := os.Lstat(v("single")); err == nil {
+		t.Errorf("an empty directory a one-path placeholder entry names was not removed")
+	}
+	if want := []string{entryPlaceholder + " " + v("own/a/b"), entryPlaceholder + " " + v("own/a"), entryPlaceholder + " " + v("single")}; !slices.Equal(cleaned, want) {
 		t.Errorf("cleaned %q, want %q", cleaned, want)
 	}
 	if got := journalFiles(t, dir); len(got) != 0 {
@@ -212,5 +223,37 @@ func TestJournalRefusesAStateDirNotItsOwn(t *testing.T) {
 	}
 	if _, err := os.Lstat(victim); err != nil {
 		t.Errorf("a file where a symlinked journal led was removed: %v", err)
+	}
+}
+
+// A placeholder's entry grows with the square of its depth (each
+// directory made is listed): a deep one the daemon wrote must come back
+// whole at its next start, not be taken for a write cut short and
+// dropped with the placeholders it names left in the workspace.
+func TestDeepPlaceholderEntryIsObeyed(t *testing.T) {
+	state := t.TempDir()
+	root := t.TempDir()
+	p := root
+	for len(p) < 3800 {
+		p += "/d"
+	}
+	j, _, err := openJournal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.record(entryPlaceholder, missingDirs(p))
+	// The daemon dies with the placeholder made.
+	j.lock.Close()
+	j.fd.Close()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j, cleaned, err := openJournal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.lock.Close()
+	if _, err := os.Lstat(filepath.Join(root, "d")); err == nil {
+		t.Errorf("the next start left the placeholder (removed %d of its directories)", len(cleaned))
 	}
 }
