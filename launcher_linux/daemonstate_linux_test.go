@@ -1,9 +1,12 @@
 package launcherlinux
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestOpenToSandbox(t *testing.T) {
@@ -32,5 +35,26 @@ func TestOpenToSandbox(t *testing.T) {
 		if want := tc.open; (len(got) == 1) != want || len(got) > 1 {
 			t.Errorf("mode %o for uid %d gid %d: open %q, want open %v", tc.mode, tc.uid, tc.gid, got, want)
 		}
+	}
+}
+
+// A named user in the directory's access ACL may be the sandbox's uid
+// whatever the modes say: the directory counts as open.
+func TestOpenToSandboxTakesAnACLForOpen(t *testing.T) {
+	dir := t.TempDir()
+	uid := uint32(os.Getuid())
+	// POSIX ACL xattr, version 2: owner rwx, named user uid+1 r-x, group
+	// ---, mask r-x, other ---.
+	acl := []byte{2, 0, 0, 0}
+	for _, e := range [][3]uint32{{0x01, 7, 0xffffffff}, {0x02, 5, uid + 1}, {0x04, 0, 0xffffffff}, {0x10, 5, 0xffffffff}, {0x20, 0, 0xffffffff}} {
+		acl = binary.LittleEndian.AppendUint16(acl, uint16(e[0]))
+		acl = binary.LittleEndian.AppendUint16(acl, uint16(e[1]))
+		acl = binary.LittleEndian.AppendUint32(acl, e[2])
+	}
+	if err := unix.Setxattr(dir, "system.posix_acl_access", acl, 0); err != nil {
+		t.Skipf("no POSIX ACLs here: %v", err)
+	}
+	if got := openToSandbox([]string{dir}, uid+1, uint32(os.Getgid())+1); len(got) != 1 {
+		t.Errorf("a directory whose ACL names the sandbox's uid is not open: %q", got)
 	}
 }

@@ -3,6 +3,7 @@ package launcherlinux
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -95,6 +96,13 @@ func TestLandlockKeepsOpenDaemonStateUnreadable(t *testing.T) {
 	}
 	if !slices.Contains(plan.Exec.Landlock.ReadExcept, stateDir) {
 		t.Errorf("read rules reach the state directory the sandbox's uid owns: read exceptions %q", plan.Exec.Landlock.ReadExcept)
+	}
+	// The report says what the exception costs: the directories above
+	// it can no longer be listed.
+	for _, r := range plan.Report {
+		if r.Field == "filesystem.read" && !strings.Contains(r.Mechanism, stateDir) {
+			t.Errorf("the report does not name the state directory left out of the read rules: %q", r.Mechanism)
+		}
 	}
 }
 
