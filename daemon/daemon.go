@@ -343,6 +343,11 @@ func stateDir(dir string) (string, error) {
 }
 
 func (s *Service) hide(path string) {
+	if filepath.IsAbs(path) {
+		// As New keeps the configured ones: the listener names the
+		// socket as it was spelled.
+		path = protectedPath(path)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !slices.Contains(s.hidden, path) {

@@ -134,6 +134,11 @@ func TestSocketPathsAreHiddenResolved(t *testing.T) {
 	if got := s.hiddenSockets(); !slices.Equal(got, want) {
 		t.Errorf("hidden sockets %q, want %q", got, want)
 	}
+	// The listener's name for it, which Serve hides too, is the same one.
+	s.hide(filepath.Join(link, "sandboxd", "sandboxd.sock"))
+	if got := s.hiddenSockets(); !slices.Equal(got, want) {
+		t.Errorf("hidden sockets after the listener's %q, want %q", got, want)
+	}
 }
 
 // A state directory others share is refused at start: every sandbox
