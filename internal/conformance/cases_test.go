@@ -606,6 +606,45 @@ func baseCases() []conformanceCase {
 					},
 				}
 			}},
+		{name: "cannot move the daemon's state away or make its journal hold a directory", landlockRefuses: "filesystem.write",
+			linuxOnly: "not run on macOS yet; the seatbelt profile denies the daemon's state (launcher_darwin's write-home-daemon-state golden)",
+			setup: func(f *fixture) spec {
+				// A write root two levels above the state directory: the
+				// one between (the daemon's run directory, its socket's
+				// too) is pinned, so the sandbox cannot rename it away and
+				// put a state directory of its own in its place. A deny
+				// path in the journal that does not exist gets no
+				// placeholder: the daemon would make it there itself, a
+				// directory where the next daemon's start expects files.
+				state := suite.daemon.state
+				run := filepath.Dir(state)
+				moved := filepath.Join(suite.root, "moved-"+randomHex())
+				planted := filepath.Join(state, "launcher-journal", "entry-planted-"+randomHex())
+				return spec{
+					policy: &sandboxdv1.Policy{
+						Filesystem: &sandboxdv1.Filesystem{Write: list(suite.root), Deny: list(planted)},
+						Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
+					},
+					steps: []step{
+						deny("rename", run, moved),
+						deny("read", planted),
+						deny("write", planted),
+					},
+					after: func(t *testing.T, s *session) {
+						if _, err := os.Lstat(moved); err == nil {
+							t.Errorf("the sandbox renamed the daemon's directory %s away", run)
+							os.Rename(moved, run)
+						}
+						if len(s.outcomes) > 0 && s.outcomes[0].Errno != "EBUSY" {
+							t.Errorf("rename of the daemon's directory: %+v, want EBUSY (a pin)", s.outcomes[0])
+						}
+						if _, err := os.Lstat(planted); err == nil {
+							t.Errorf("%s made in the daemon's journal", planted)
+							os.RemoveAll(planted)
+						}
+					},
+				}
+			}},
 		{name: "cannot signal host process", setup: func(f *fixture) spec {
 			sleep := hostSleep(f.t)
 			pid := strconv.Itoa(sleep.Process.Pid)
