@@ -132,7 +132,7 @@ var caseOutcomes = map[string]outcomes{
 		windows: "not applicable: the case is Linux's; the Windows backend is not measured for it yet",
 	},
 	"cannot move the daemon's state away or make its journal hold a directory": {
-		linux:   "enforced: the landlock set refuses filesystem.write",
+		linux:   "enforced: the landlock set refuses filesystem.deny",
 		darwin:  "not applicable: not run on macOS yet; the seatbelt profile denies the daemon's state (launcher_darwin's write-home-daemon-state golden)",
 		windows: "not applicable: the case is Linux's; the Windows backend is not measured for it yet",
 	},
