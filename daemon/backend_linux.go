@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -18,6 +19,12 @@ func CheckMechanismSet(name string) error {
 // DefaultBackend is the sandbox backend for this OS: namespaces, Landlock
 // and seccomp on Linux. It probes the host before returning.
 func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
+	if dir := journalDir(opts); dir != "" {
+		// Before the backend obeys the journal there.
+		if _, err := stateDir(dir); err != nil {
+			return nil, fmt.Errorf("daemon: state directory %q: %w", dir, err)
+		}
+	}
 	return launcherlinux.New(launcherlinux.Config{
 		SandboxUID:   opts.SandboxUID,
 		SandboxGID:   opts.SandboxGID,

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/health"
 	"io"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -242,11 +243,14 @@ func New(cfg Config) (*Service, error) {
 	}
 	for _, p := range []string{cfg.SocketPath, cfg.SessionSocketDir} {
 		if p != "" {
-			s.hidden = append(s.hidden, p)
+			// Where the sandbox finds it: the planner compares it with
+			// write roots, which are symlink-free (a socket under
+			// /var/run is in /run).
+			s.hidden = append(s.hidden, protectedPath(p))
 		}
 	}
 	if cfg.StateDir != "" {
-		dir, err := protectedPath(cfg.StateDir)
+		dir, err := stateDir(cfg.StateDir)
 		if err != nil {
 			return nil, fmt.Errorf("daemon: state directory %q: %w", cfg.StateDir, err)
 		}
@@ -293,22 +297,57 @@ func (s *Service) sandboxIdentity(c Caller) (uid, gid uint32) {
 	return uid, gid
 }
 
-// protectedPath is dir as a sandbox must find it to be kept from it:
-// absolute, as a sandbox resolves paths against its own root, and through
-// any symlinks, which a mask over the link would leave the target of
-// reachable. A directory not made yet is kept at its spelling.
-func protectedPath(dir string) (string, error) {
+// protectedPath is abs, an absolute path, as a sandbox must find it to be
+// kept from it: through any symlinks, which a mask over the link would
+// leave the target of reachable. What is not there yet is spelled after
+// the longest part that is, resolved.
+func protectedPath(abs string) string {
+	rest := ""
+	for p := abs; ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(p) == p {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
+}
+
+// stateDir makes dir, the daemon's state directory, and returns it
+// absolute and resolved (protectedPath). One that others share is
+// refused: every sandbox would lose it, and everyone else there could
+// write what the daemon reads back.
+func stateDir(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		return real, nil
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", err
 	}
-	return abs, nil
+	real := protectedPath(abs)
+	shared := []string{os.TempDir(), "/tmp", "/var/tmp", "/dev/shm", "/home", "/run", "/var", "/etc", "/usr"}
+	if home, err := os.UserHomeDir(); err == nil {
+		shared = append(shared, home)
+	}
+	for _, d := range shared {
+		if real == protectedPath(filepath.Clean(d)) {
+			return "", fmt.Errorf("%s is a directory others share; give the daemon a directory of its own, such as %s", real, filepath.Join(real, "sandboxd"))
+		}
+	}
+	if filepath.Dir(real) == real {
+		return "", fmt.Errorf("%s is the root of a filesystem; give the daemon a directory of its own", real)
+	}
+	return real, nil
 }
 
 func (s *Service) hide(path string) {
+	if filepath.IsAbs(path) {
+		// As New keeps the configured ones: the listener names the
+		// socket as it was spelled.
+		path = protectedPath(path)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !slices.Contains(s.hidden, path) {

@@ -93,10 +93,15 @@ func TestRelativeSocketPathIsHiddenAbsolute(t *testing.T) {
 // The state directory is kept from sandboxes where it really is: a mask
 // over a symlink to it would leave it reachable by its own path.
 func TestStateDirIsProtectedResolved(t *testing.T) {
-	real := t.TempDir()
+	// The temporary directory's own spelling may be through a link too
+	// (macOS's /var, a Windows short name).
+	real, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	link := filepath.Join(t.TempDir(), "state")
 	if err := os.Symlink(real, link); err != nil {
-		t.Fatal(err)
+		t.Skipf("no symlink here: %v", err)
 	}
 	s, err := New(Config{Backend: unusedBackend{}, StateDir: link})
 	if err != nil {
@@ -105,6 +110,45 @@ func TestStateDirIsProtectedResolved(t *testing.T) {
 	defer s.Close()
 	if want := []string{real}; !slices.Equal(s.protect, want) {
 		t.Errorf("protected %q, want %q", s.protect, want)
+	}
+}
+
+// A socket is hidden where the sandbox finds it: write roots are
+// symlink-free, so a socket under a symlinked directory (/var/run) kept
+// at its spelling was neither refused under nor pinned by them.
+func TestSocketPathsAreHiddenResolved(t *testing.T) {
+	real, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "run")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skipf("no symlink here: %v", err)
+	}
+	s, err := New(Config{Backend: unusedBackend{}, SocketPath: filepath.Join(link, "sandboxd", "sandboxd.sock")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := []string{filepath.Join(real, "sandboxd", "sandboxd.sock"), filepath.Join(real, "sandboxd", "sandboxd-sessions")}
+	if got := s.hiddenSockets(); !slices.Equal(got, want) {
+		t.Errorf("hidden sockets %q, want %q", got, want)
+	}
+	// The listener's name for it, which Serve hides too, is the same one.
+	s.hide(filepath.Join(link, "sandboxd", "sandboxd.sock"))
+	if got := s.hiddenSockets(); !slices.Equal(got, want) {
+		t.Errorf("hidden sockets after the listener's %q, want %q", got, want)
+	}
+}
+
+// A state directory others share is refused at start: every sandbox
+// would lose it, and anyone there could write what the daemon obeys.
+func TestSharedStateDirIsRefused(t *testing.T) {
+	for _, dir := range []string{"/", os.TempDir()} {
+		if s, err := New(Config{Backend: unusedBackend{}, StateDir: dir}); err == nil {
+			s.Close()
+			t.Errorf("state directory %s taken", dir)
+		}
 	}
 }
 

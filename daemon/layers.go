@@ -378,7 +378,10 @@ func (s *Service) Commit(c Caller, id string, force bool) ([]*sandboxdv1.LayerDi
 		return nil, err
 	}
 	st, _ := s.layers.get()
-	diffs, err := st.Commit(id, force)
+	// Never onto the daemon's own state or sockets: a layer above them
+	// shows the sandbox their masks, but what it made where one was
+	// missing would land on the host here.
+	diffs, err := st.Commit(id, force, slices.Concat(s.protect, s.hiddenSockets()))
 	if err == nil {
 		s.logf("session %s: layers committed by uid %d (force %v)", id, c.UID, force)
 	}

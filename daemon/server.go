@@ -125,7 +125,7 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 		return err
 	}
 	if s.cfg.SessionSocketDir != "" {
-		if err := transport.RemoveStaleSessionSockets(s.cfg.SessionSocketDir); err != nil {
+		if err := transport.PrepareSessionSocketDir(s.cfg.SessionSocketDir); err != nil {
 			lis.Close()
 			return err
 		}

@@ -58,7 +58,11 @@ type Spec struct {
 	// it could make the daemon act for it. The backend makes them neither
 	// readable nor writable inside the sandbox whatever the policy grants
 	// (a grant of "/" still works), keeps them from being moved away, and
-	// refuses the launch where it cannot.
+	// refuses the launch where it cannot: Linux masks them (the landlock
+	// set refuses a write root holding them), macOS denies them in the
+	// profile, and on Windows the state directory's own protected DACL
+	// (sandboxd install) admits only SYSTEM and Administrators, whatever
+	// a write root above it grants by inheritance.
 	Protect []string
 	// SessionSocket is the host path of the socket the daemon made for this
 	// session alone (policy children.allow), empty when there is none. The

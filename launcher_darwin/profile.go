@@ -58,9 +58,12 @@ type Plan struct {
 	readAll bool
 	// readable are the canonical roots a LISTED policy may read.
 	readable []string
-	// write, readOnly, deny and hidden are canonical paths; readOnly,
-	// deny and hidden also hold the paths as the policy spelled them.
+	// write, readOnly, deny, hidden and protect are canonical paths;
+	// readOnly, deny, hidden and protect also hold the paths as spelled.
 	write, readOnly, deny, hidden []string
+	// protect is the daemon's own state (launcher.Spec.Protect), which no
+	// grant reaches.
+	protect []string
 	// session is the session socket, as spelled and as resolved.
 	session []string
 }
@@ -160,6 +163,7 @@ func NewPlan(req launcher.PlanRequest, host PlanHost) (*Plan, error) {
 		readOnly: both(fs.GetReadOnly()),
 		deny:     both(fs.GetDeny()),
 		hidden:   both(in.HideSockets),
+		protect:  both(in.Protect),
 	}
 	if in.SessionSocket != "" {
 		pl.session = both([]string{in.SessionSocket})
@@ -188,7 +192,7 @@ func (p *Plan) Args() []string {
 // Readable reports whether the profile lets the sandbox read (and execute)
 // the file at the canonical path p.
 func (p *Plan) Readable(path string) bool {
-	if withinAny(path, p.deny) {
+	if withinAny(path, p.deny) || withinAny(path, p.protect) {
 		return false
 	}
 	return p.readAll || withinAny(path, p.readable)
@@ -199,6 +203,8 @@ func (p *Plan) Readable(path string) bool {
 func (p *Plan) Classify(operation, target string) string {
 	switch {
 	case operation == "file-write-setugid":
+		return "process"
+	case strings.HasPrefix(operation, "file-") && withinAny(target, p.protect):
 		return "process"
 	case strings.HasPrefix(operation, "process-exec") && p.Readable(target):
 		// Only a set-ID program is refused where it may be read.
@@ -396,8 +402,13 @@ func (b *builder) build(in input, pl *Plan) {
 		b.rule("deny", "file-read* file-write* process-exec", append(b.paths("subpath", "DENY", pl.deny), withMessage))
 		b.line("")
 	}
-	if protected := slices.Concat(pl.readOnly, pl.deny); len(protected) > 0 {
-		b.line("; A carve-out or deny path, and every directory above it, stays where it is:")
+	if len(pl.protect) > 0 {
+		b.line("; The daemon's own state, whatever the policy grants: neither read, written nor executed.")
+		b.rule("deny", "file-read* file-write* process-exec", append(b.paths("subpath", "DAEMON_STATE", pl.protect), withMessage))
+		b.line("")
+	}
+	if protected := slices.Concat(pl.readOnly, pl.deny, pl.protect); len(protected) > 0 {
+		b.line("; A carve-out, deny path or the daemon's state, and every directory above it, stays where it is:")
 		b.line("; renamed away, it would no longer be below the path its rule names.")
 		var filters []string
 		for _, a := range ancestors(protected) {

@@ -97,6 +97,12 @@ func goldenCases(t *testing.T) []goldenCase {
 			Policy:      normalized(t, &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST}}),
 			HideSockets: []string{"/var/run/sandboxd/sandboxd.sock", "/var/run/sandboxd/sandboxd-sessions"},
 		}},
+		// A user daemon's state in the home the policy grants.
+		goldenCase{"write-home-daemon-state", launcher.PlanRequest{
+			Policy:      normalized(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{"/Users/dev"}}}),
+			HideSockets: []string{"/Users/dev/.sandboxd/sandboxd.sock"},
+			Protect:     []string{"/Users/dev/Library/Application Support/sandboxd"},
+		}},
 		goldenCase{"children-network-none", launcher.PlanRequest{
 			Policy:        normalized(t, &sandboxdv1.Policy{Children: &sandboxdv1.Children{Allow: true}}),
 			SessionSocket: "/var/run/sandboxd/sandboxd-sessions/" + testSession + ".sock",

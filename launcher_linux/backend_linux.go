@@ -88,6 +88,10 @@ type backend struct {
 	idmaps       *idmapper
 	journal      *journal
 	leftovers    []string
+	// protect is the state directory, resolved, and uid and gid the
+	// sandbox identity: what Capabilities plans with, as a launch does.
+	protect  []string
+	uid, gid uint32
 	// identity is the last identity files planned, under mu.
 	identity identityCache
 	// diags says whether sessions make their sock_diag sockets when
@@ -123,6 +127,19 @@ func New(cfg Config) (launcher.Backend, error) {
 		if b.identities, err = newIdentityStore(cfg.IdentityDir); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.StateDir != "" {
+		if abs, err := filepath.Abs(cfg.StateDir); err == nil {
+			if real, err := filepath.EvalSymlinks(abs); err == nil {
+				b.protect = []string{real}
+			}
+		}
+	}
+	b.uid, b.gid = cfg.SandboxUID, cfg.SandboxGID
+	if b.uid == 0 || os.Geteuid() != 0 {
+		// The probe's identity (ProbeHost): a rootless daemon's sandbox
+		// runs as its own uid.
+		b.uid, b.gid = uint32(os.Getuid()), uint32(os.Getgid())
 	}
 	return b, nil
 }
@@ -203,7 +220,7 @@ func (b *backend) Close() error {
 }
 
 func (b *backend) Capabilities() *sandboxdv1.CapabilitiesReport {
-	return CapabilitiesOf(b.host, b.forced)
+	return capabilities(b.host, b.forced, b.protect, openToSandbox(b.protect, b.uid, b.gid))
 }
 
 // SessionSocketPath is where every sandbox of this backend finds its

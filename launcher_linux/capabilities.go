@@ -14,6 +14,14 @@ const exampleSessionSocket = "/run/sandboxd/sessions/session.sock"
 // which mechanism sets work at all, and for each policy feature whether it
 // is enforced and how, exactly as Start would decide.
 func CapabilitiesOf(h *HostProbe, forced MechanismSet) *sandboxdv1.CapabilitiesReport {
+	return capabilities(h, forced, nil, nil)
+}
+
+// capabilities is CapabilitiesOf for a daemon whose own state is protect,
+// of which open are the directories the sandbox's uid could enter (see
+// openToSandbox): planned as a launch plans them, so the report is what
+// the landlock set will run.
+func capabilities(h *HostProbe, forced MechanismSet, protect, open []string) *sandboxdv1.CapabilitiesReport {
 	r := &sandboxdv1.CapabilitiesReport{
 		Backend: "linux", Host: h.facts(), Probes: h.probes(), ForcedMechanismSet: string(forced),
 	}
@@ -31,11 +39,15 @@ func CapabilitiesOf(h *HostProbe, forced MechanismSet) *sandboxdv1.CapabilitiesR
 		if err != nil {
 			return "", nil, err
 		}
-		in := launcher.PlanRequest{Policy: p, Argv: []string{"true"}, UID: 1, GID: 1, Cwd: "/"}
+		in := launcher.PlanRequest{Policy: p, Argv: []string{"true"}, UID: 1, GID: 1, Cwd: "/", Protect: protect}
 		if p.GetChildren().GetAllow() {
 			in.SessionSocket = exampleSessionSocket
 		}
-		plan, err := BuildPlan(in, h.planHost(set, func(string) (bool, bool) { return true, true }))
+		host := h.planHost(set, func(string) (bool, bool) { return true, true })
+		if set == SetLandlock {
+			host.OpenToSandbox = open
+		}
+		plan, err := BuildPlan(in, host)
 		if err != nil {
 			return "", nil, err
 		}

@@ -2,8 +2,8 @@ package launcherlinux
 
 import (
 	"errors"
-	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -24,7 +24,13 @@ func daemonStateRequest(write ...string) launcher.PlanRequest {
 }
 
 func TestDaemonStateIsMaskedUnderAWriteRoot(t *testing.T) {
-	for _, w := range []string{"/", "/home/u"} {
+	// Every directory between the write root and the state directory or
+	// socket, so neither can be renamed away and remade.
+	wantPins := map[string][]string{
+		"/":       {"/home", "/home/u", "/home/u/.local", "/home/u/.local/state", sockDir},
+		"/home/u": {"/home/u/.local", "/home/u/.local/state", sockDir},
+	}
+	for w, want := range wantPins {
 		host := fakeHost(7, []string{"/home/u", "/home/u/.local", "/home/u/.local/state", stateDir, sockDir}, []string{sock})
 		plan, err := BuildPlan(daemonStateRequest(w), host)
 		if err != nil {
@@ -43,12 +49,9 @@ func TestDaemonStateIsMaskedUnderAWriteRoot(t *testing.T) {
 		if !masked {
 			t.Errorf("write %s: the state directory is not masked by an empty read-only tmpfs: %+v", w, plan.Mounts)
 		}
-		// Every directory between the write root and the state directory
-		// or socket, so neither can be renamed away and remade.
-		for _, a := range append(ancestorsBetween(innermostRoot(stateDir, []string{w}), stateDir), sockDir) {
-			if !slices.Contains(pins, a) {
-				t.Errorf("write %s: %s is not pinned (pins %q)", w, a, pins)
-			}
+		slices.Sort(pins)
+		if slices.Sort(want); !slices.Equal(pins, want) {
+			t.Errorf("write %s: pins %q, want %q", w, pins, want)
 		}
 	}
 }
@@ -94,29 +97,51 @@ func TestLandlockKeepsOpenDaemonStateUnreadable(t *testing.T) {
 	if !slices.Contains(plan.Exec.Landlock.ReadExcept, stateDir) {
 		t.Errorf("read rules reach the state directory the sandbox's uid owns: read exceptions %q", plan.Exec.Landlock.ReadExcept)
 	}
-}
-
-func TestOpenToSandbox(t *testing.T) {
-	dir := t.TempDir()
-	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
-	for _, tc := range []struct {
-		mode     os.FileMode
-		uid, gid uint32
-		open     bool
-	}{
-		{0o700, uid, gid, true},
-		{0o700, uid + 1, gid + 1, false},
-		{0o750, uid + 1, gid, true},
-		{0o701, uid + 1, gid + 1, true},
-		{0o070, uid, gid, false},
-	} {
-		if err := os.Chmod(dir, tc.mode); err != nil {
-			t.Fatal(err)
-		}
-		got := openToSandbox([]string{dir, dir + "/missing"}, tc.uid, tc.gid)
-		if want := tc.open; (len(got) == 1) != want || len(got) > 1 {
-			t.Errorf("mode %o for uid %d gid %d: open %q, want open %v", tc.mode, tc.uid, tc.gid, got, want)
+	// The report says what the exception costs: the directories above
+	// it can no longer be listed.
+	for _, r := range plan.Report {
+		if r.Field == "filesystem.read" && !strings.Contains(r.Mechanism, stateDir) {
+			t.Errorf("the report does not name the state directory left out of the read rules: %q", r.Mechanism)
 		}
 	}
-	os.Chmod(dir, 0o700)
+}
+
+// A carve-out or deny path beneath the daemon's own paths that is not
+// there gets no placeholder: the daemon would make it on the host, in its
+// own state (a directory where its journal expects a file, which fails
+// every later start), at the word of a policy any child may add to. The
+// mask over the state directory keeps the sandbox from it all the same.
+func TestNoPlaceholderInDaemonState(t *testing.T) {
+	planted := stateDir + "/launcher-journal/entry-0"
+	for _, field := range []string{"read_only", "deny"} {
+		req := daemonStateRequest("/home/u")
+		fs := req.Policy.GetFilesystem()
+		if field == "deny" {
+			fs.Deny = []string{planted, sockDir + "/sandboxd.sock/x"}
+		} else {
+			fs.ReadOnly = []string{planted}
+		}
+		host := fakeHost(7, []string{"/home/u", stateDir, sockDir}, []string{sock})
+		plan, err := BuildPlan(req, host)
+		if err != nil {
+			t.Fatalf("%s: %v", field, err)
+		}
+		for _, s := range plan.Mounts {
+			if within(s.Target, stateDir) && s.Target != stateDir || within(s.Source, stateDir) || within(s.Target, sock) && s.Target != sock {
+				t.Errorf("%s beneath the daemon's state: step %+v", field, s)
+			}
+		}
+	}
+}
+
+// One of the daemon's own directories gone beneath a write root could be
+// made by the sandbox, and then used by the daemon: refused, not run
+// without its mask.
+func TestMissingDaemonStateUnderAWriteRootIsRefused(t *testing.T) {
+	host := fakeHost(7, []string{"/home/u", sockDir}, []string{sock})
+	_, err := BuildPlan(daemonStateRequest("/home/u"), host)
+	var u *launcher.Unenforceable
+	if !errors.As(err, &u) || u.Field != "filesystem.write" {
+		t.Fatalf("got %v, want a refusal of filesystem.write", err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,10 @@ import (
 // at any point leaves at worst an entry for something already gone.
 type journal struct {
 	dir string
+	// fd is dir's, opened without following a symlink: every read,
+	// write and removal in the journal goes through it, so none of them
+	// lands elsewhere, as root for a root daemon.
+	fd *os.File
 	// lock is held while the daemon runs: the entries are its own, and a
 	// second daemon on the same state directory must not clean them.
 	lock *os.File
@@ -47,8 +52,8 @@ type journal struct {
 // is free; size is the most it has held, so a write of an entry or of
 // blanks covers whatever was there before.
 type journalSlot struct {
+	j    *journal
 	name string
-	path string
 	f    *os.File // nil when closed to stay within maxSlotFiles
 	size int
 }
@@ -91,50 +96,127 @@ func openJournal(stateDir string) (*journal, []string, error) {
 		return nil, nil, nil
 	}
 	dir := filepath.Join(stateDir, journalDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("journal: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	fd, err := openOwnDir(stateDir, journalDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	lfd, err := unix.Openat(int(fd.Fd()), ".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		fd.Close()
+		return nil, nil, fmt.Errorf("journal %s: lock: %w", dir, err)
+	}
+	lock := os.NewFile(uintptr(lfd), filepath.Join(dir, ".lock"))
+	if err := unix.Flock(lfd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		lock.Close()
+		fd.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, nil, fmt.Errorf("journal %s: another sandboxd uses this state directory; give each daemon its own with --state-dir", dir)
 		}
 		return nil, nil, fmt.Errorf("journal %s: lock: %w", dir, err)
 	}
-	j := &journal{dir: dir, lock: lock, used: map[string]*journalSlot{}}
+	j := &journal{dir: dir, fd: fd, lock: lock, used: map[string]*journalSlot{}}
 	cleaned, err := j.clean()
 	if err != nil {
 		lock.Close()
+		fd.Close()
 		return nil, nil, err
 	}
 	return j, cleaned, nil
 }
 
+// openOwnDir opens stateDir's directory sub, making both if they are not
+// there, and neither through a symlink of their own: what the journal
+// holds is obeyed as the daemon, so both must be the daemon's alone. One
+// that is a symlink, is owned by another uid or is writable by its group
+// or others is refused: someone else could put entries there, or swap
+// the directory for one of theirs. The directories above stateDir are
+// taken as they resolve (a /var/run that is /run).
+func openOwnDir(stateDir, sub string) (*os.File, error) {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(filepath.Clean(stateDir)))
+	if err != nil {
+		return nil, err
+	}
+	pfd, err := unix.Open(parent, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", parent, err)
+	}
+	defer unix.Close(pfd)
+	sfd, err := openOwnDirAt(pfd, filepath.Base(filepath.Clean(stateDir)), stateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(sfd)
+	fd, err := openOwnDirAt(sfd, sub, filepath.Join(stateDir, sub))
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(stateDir, sub)), nil
+}
+
+// openOwnDirAt opens name in dirfd, making it if it is not there, as a
+// directory of the daemon's own (see openOwnDir); path names it in errors.
+func openOwnDirAt(dirfd int, name, path string) (int, error) {
+	if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, fmt.Errorf("%s: %w", path, err)
+	}
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return -1, fmt.Errorf("%s is not a directory but a symlink or file: the daemon's state must be a directory of its own; remove it or choose another --state-dir", path)
+	}
+	if err != nil {
+		return -1, fmt.Errorf("%s: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s: %w", path, err)
+	}
+	if euid := uint32(os.Geteuid()); st.Uid != euid || st.Mode&0o022 != 0 {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s is owned by uid %d with mode %o: the daemon's state must be a directory its uid (%d) owns that no group or other user can write to; chown and chmod go-w it, or choose another --state-dir", path, st.Uid, st.Mode&0o7777, euid)
+	}
+	return fd, nil
+}
+
 // clean removes what every entry names; an entry whose removal failed
 // (a cgroup whose processes are still exiting) stays for the next start.
 func (j *journal) clean() ([]string, error) {
-	entries, err := os.ReadDir(j.dir)
+	// A duplicate of j.fd: reading a directory moves its offset, and
+	// the slots are opened through j.fd later.
+	dfd, err := unix.Openat(int(j.fd.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
+	d := os.NewFile(uintptr(dfd), j.dir)
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	// In order, as the log of what was removed reads best.
+	slices.Sort(names)
 	var cleaned []string
-	for _, de := range entries {
-		name := de.Name()
+	for _, name := range names {
 		if strings.HasPrefix(name, spareEntry) {
-			os.Remove(filepath.Join(j.dir, name))
+			j.unlink(name)
 			continue
 		}
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		b, err := readNoFollow(filepath.Join(j.dir, name))
-		if errors.Is(err, unix.ELOOP) {
-			// The journal makes regular files only.
-			os.Remove(filepath.Join(j.dir, name))
+		b, err := j.read(name)
+		if errors.Is(err, errNotEntry) {
+			// The journal makes regular files only: anything else is
+			// not its, and not a reason to refuse to start.
+			j.unlink(name)
+			continue
+		}
+		if errors.Is(err, errTooLong) {
+			// Cut short, it would read as a write cut short and be
+			// dropped with what it names: kept for whoever wrote it.
 			continue
 		}
 		if err != nil {
@@ -142,37 +224,69 @@ func (j *journal) clean() ([]string, error) {
 		}
 		if len(bytes.TrimSpace(b)) == 0 {
 			// A free slot: this daemon makes its own.
-			os.Remove(filepath.Join(j.dir, name))
+			j.unlink(name)
 			continue
 		}
 		var e journalEntry
 		if err := json.Unmarshal(b, &e); err != nil {
 			// A write cut short: nothing was made for it yet.
-			os.Remove(filepath.Join(j.dir, name))
+			j.unlink(name)
 			continue
 		}
 		removed, err := e.remove()
 		cleaned = append(cleaned, removed...)
 		if err == nil {
-			os.Remove(filepath.Join(j.dir, name))
+			j.unlink(name)
 		}
 	}
 	return cleaned, nil
 }
 
-// readNoFollow reads the file at path, never through a symlink there.
-func readNoFollow(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+// errNotEntry is read's answer for what is not a regular file.
+var errNotEntry = errors.New("not a journal entry")
+
+// read reads the journal's file name, never through a symlink.
+func (j *journal) read(name string) ([]byte, error) {
+	fd, err := unix.Openat(int(j.fd.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, errNotEntry
+	}
 	if err != nil {
 		return nil, err
 	}
+	f := os.NewFile(uintptr(fd), filepath.Join(j.dir, name))
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxEntryBytes))
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, errNotEntry
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxEntryBytes+1))
+	if err == nil && len(b) > maxEntryBytes {
+		return nil, errTooLong
+	}
+	return b, err
 }
 
-// maxEntryBytes bounds what clean reads of one entry: a placeholder's
-// directories are at most PATH_MAX bytes together, a cgroup's one path.
-const maxEntryBytes = 1 << 16
+// errTooLong is read's answer for an entry longer than maxEntryBytes.
+var errTooLong = errors.New("longer than any entry the daemon writes")
+
+// unlink removes the journal's name: a file, or an empty directory
+// (no daemon's, but one made there must not stop every start).
+func (j *journal) unlink(name string) {
+	if unix.Unlinkat(int(j.fd.Fd()), name, 0) != nil {
+		unix.Unlinkat(int(j.fd.Fd()), name, unix.AT_REMOVEDIR)
+	}
+}
+
+// maxEntryBytes bounds what clean reads of one entry, above the most the
+// daemon writes: a placeholder's entry lists each directory made and so
+// grows with the square of its depth, up to about 4 MiB for a PATH_MAX
+// path of one-letter names, six times that where JSON escapes every
+// byte. An entry beyond it is not the daemon's and is left as it is.
+const maxEntryBytes = 32 << 20
 
 // valid says whether e names only what the daemon makes, so that an
 // entry someone else wrote (the journal is a file the next daemon obeys,
@@ -328,8 +442,8 @@ func (j *journal) takeSlot() (*journalSlot, error) {
 		j.made++
 		name := slotPrefix + strconv.Itoa(j.made)
 		j.mu.Unlock()
-		f, err := os.OpenFile(filepath.Join(j.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
+		f, err := j.openSlot(name, unix.O_CREAT|unix.O_EXCL)
+		if errors.Is(err, unix.EEXIST) {
 			// An entry of a daemon that died whose removal failed.
 			continue
 		}
@@ -339,8 +453,17 @@ func (j *journal) takeSlot() (*journalSlot, error) {
 			j.mu.Unlock()
 			return nil, err
 		}
-		return &journalSlot{name: name, path: filepath.Join(j.dir, name), f: f}, nil
+		return &journalSlot{j: j, name: name, f: f}, nil
 	}
+}
+
+// openSlot opens the slot file name for writing, with flags besides.
+func (j *journal) openSlot(name string, flags int) (*os.File, error) {
+	fd, err := unix.Openat(int(j.fd.Fd()), name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|flags, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(j.dir, name)), nil
 }
 
 // closeBeyondLimitLocked closes sl's file when the journal holds more than
@@ -358,7 +481,7 @@ func (j *journal) dropSlot(sl *journalSlot) {
 	if sl.f != nil {
 		sl.f.Close()
 	}
-	os.Remove(sl.path)
+	j.unlink(sl.name)
 	j.mu.Lock()
 	j.files--
 	j.mu.Unlock()
@@ -369,7 +492,7 @@ func (j *journal) dropSlot(sl *journalSlot) {
 // covers all of an earlier, longer entry.
 func (sl *journalSlot) write(b []byte) error {
 	if sl.f == nil {
-		f, err := os.OpenFile(sl.path, os.O_WRONLY|unix.O_NOFOLLOW, 0)
+		f, err := sl.j.openSlot(sl.name, 0)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func journalFiles(t *testing.T, dir string) []string {
@@ -90,11 +92,15 @@ func BenchmarkJournalEntry(b *testing.B) {
 }
 
 // A journal entry is a file the next daemon obeys, as root for a root
-// daemon: one written by anyone else must not make it remove what it did
-// not make. Each victim below is an empty directory (what removal takes)
-// that a tampered entry names; only the daemon's own kind of entry, a
-// chain of placeholder directories, is removed. Every entry names only
-// the test's own directories: run against a journal that obeys them, an
+// daemon: one written by anyone else must not make it remove more than
+// the daemon's own kind of entry can. Each victim below is an empty
+// directory (what removal takes) that a tampered entry names; only a
+// chain of placeholder directories is removed, never through a symlink,
+// and only what is still empty. That much a foreign entry can still do
+// (a placeholder is an empty directory the daemon does not mark), which
+// is why the journal's directory must be the daemon's alone
+// (TestJournalRefusesAStateDirNotItsOwn). Every entry names only the
+// test's own directories: run against a journal that obeys them, an
 // entry naming "/" removed every empty directory on the host.
 func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	state := t.TempDir()
@@ -108,7 +114,7 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 		}
 	}
 	v := func(rel string) string { return filepath.Join(victims, rel) }
-	mkdirs(dir, v("tree/a/b"), v("sandboxd-1/a/b"), v("chain/x/empty"), v("other-empty"), v("real/empty"), v("dots/a"), v("dots/b"), v("linked/empty"), v("own/a/b"))
+	mkdirs(dir, v("tree/a/b"), v("sandboxd-1/a/b"), v("chain/x/empty"), v("other-empty"), v("real/empty"), v("dots/a"), v("dots/b"), v("linked/empty"), v("own/a/b"), v("full/kept"), v("single"))
 	if err := os.Symlink(v("real"), v("link")); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +132,10 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	entry("entry-3", entryPlaceholder, v("chain/x/empty"), v("other-empty"))
 	entry("entry-4", entryPlaceholder, v("link/empty"))
 	entry("entry-5", entryPlaceholder, victims+"/dots/a/../b")
+	// One path, as a placeholder whose parent was there: removed only if
+	// empty, so "full" stays and "single" goes.
+	entry("entry-6", entryPlaceholder, v("full"))
+	entry("entry-9", entryPlaceholder, v("single"))
 	// An entry file that is a symlink to one written elsewhere.
 	elsewhere := filepath.Join(t.TempDir(), "entry")
 	b, _ := json.Marshal(journalEntry{Kind: entryPlaceholder, Paths: []string{v("linked/empty")}})
@@ -143,7 +153,7 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.lock.Close()
-	for _, p := range []string{"tree/a/b", "sandboxd-1/a/b", "chain/x/empty", "other-empty", "real/empty", "dots/b", "linked/empty"} {
+	for _, p := range []string{"tree/a/b", "sandboxd-1/a/b", "chain/x/empty", "other-empty", "real/empty", "dots/b", "linked/empty", "full/kept"} {
 		if _, err := os.Lstat(v(p)); err != nil {
 			t.Errorf("a tampered entry removed %s: %v", v(p), err)
 		}
@@ -151,10 +161,99 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	if _, err := os.Lstat(v("own/a")); err == nil {
 		t.Errorf("the daemon's own placeholder entry was not removed")
 	}
-	if want := []string{entryPlaceholder + " " + v("own/a/b"), entryPlaceholder + " " + v("own/a")}; !slices.Equal(cleaned, want) {
+	if _, err := os.Lstat(v("single")); err == nil {
+		t.Errorf("an empty directory a one-path placeholder entry names was not removed")
+	}
+	if want := []string{entryPlaceholder + " " + v("own/a/b"), entryPlaceholder + " " + v("own/a"), entryPlaceholder + " " + v("single")}; !slices.Equal(cleaned, want) {
 		t.Errorf("cleaned %q, want %q", cleaned, want)
 	}
 	if got := journalFiles(t, dir); len(got) != 0 {
 		t.Errorf("journal after start: %q, want the tampered entries dropped too", got)
+	}
+}
+
+// What the journal never makes in its directory (a directory, a FIFO),
+// put there by anyone, is dropped at start: before, reading a directory
+// named like an entry failed every later start of the daemon.
+func TestJournalDropsWhatIsNotAFile(t *testing.T) {
+	state := t.TempDir()
+	dir := filepath.Join(state, journalDir)
+	if err := os.MkdirAll(filepath.Join(dir, "entry-0"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "entry-1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, _, err := openJournal(state)
+	if err != nil {
+		t.Fatalf("start with a directory and a FIFO among the entries: %v", err)
+	}
+	defer j.lock.Close()
+	if got := journalFiles(t, dir); len(got) != 0 {
+		t.Errorf("journal after start: %q, want them dropped", got)
+	}
+}
+
+// The state directory and the journal's are the daemon's alone: a symlink
+// there (whose target clean would remove files in), or one another uid
+// owns or may write to, is refused at start, its target untouched.
+func TestJournalRefusesAStateDirNotItsOwn(t *testing.T) {
+	elsewhere := t.TempDir()
+	victim := filepath.Join(elsewhere, "entry-1")
+	if err := os.WriteFile(victim, []byte("   "), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	linkedState := filepath.Join(t.TempDir(), "state")
+	linkedJournal := t.TempDir()
+	writable := t.TempDir()
+	for _, err := range []error{
+		os.Symlink(elsewhere, linkedState),
+		os.Symlink(elsewhere, filepath.Join(linkedJournal, journalDir)),
+		os.Chmod(writable, 0o777),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, state := range []string{linkedState, linkedJournal, writable} {
+		if j, _, err := openJournal(state); err == nil {
+			j.lock.Close()
+			t.Errorf("state directory %s: the journal opened, want a refusal", state)
+		}
+	}
+	if _, err := os.Lstat(victim); err != nil {
+		t.Errorf("a file where a symlinked journal led was removed: %v", err)
+	}
+}
+
+// A placeholder's entry grows with the square of its depth (each
+// directory made is listed): a deep one the daemon wrote must come back
+// whole at its next start, not be taken for a write cut short and
+// dropped with the placeholders it names left in the workspace.
+func TestDeepPlaceholderEntryIsObeyed(t *testing.T) {
+	state := t.TempDir()
+	root := t.TempDir()
+	p := root
+	for len(p) < 3800 {
+		p += "/d"
+	}
+	j, _, err := openJournal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.record(entryPlaceholder, missingDirs(p))
+	// The daemon dies with the placeholder made.
+	j.lock.Close()
+	j.fd.Close()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	j, cleaned, err := openJournal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.lock.Close()
+	if _, err := os.Lstat(filepath.Join(root, "d")); err == nil {
+		t.Errorf("the next start left the placeholder (removed %d of its directories)", len(cleaned))
 	}
 }

@@ -208,3 +208,21 @@ func TestCapabilitiesReportChildren(t *testing.T) {
 		}
 	}
 }
+
+// Capabilities plans with the daemon's state as a launch does: where the
+// landlock set leaves a state directory open to the sandbox out of its
+// read rules, the features' reports say so.
+func TestCapabilitiesPlanWithTheDaemonsState(t *testing.T) {
+	r := capabilities(probed(1000, 7, PrimUserNS), "", []string{"/state"}, []string{"/state"})
+	var said bool
+	for _, f := range r.GetFeatures() {
+		for _, e := range f.GetEnforcement() {
+			if e.GetField() == "filesystem.read" && strings.Contains(e.GetMechanism(), "/state") {
+				said = true
+			}
+		}
+	}
+	if !said {
+		t.Error("no feature's report names the state directory the landlock set leaves out of its read rules")
+	}
+}

@@ -208,9 +208,19 @@ func BuildPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	// Carve-outs and deny paths inside a write root that do not exist yet get
 	// a placeholder directory first: a mount needs something to cover, and
 	// otherwise the sandbox could create them.
+	// Never one at or beneath the daemon's own paths, though: the daemon
+	// would make it there itself, on the host (a directory where its
+	// journal expects files, which then fails its every start), at the
+	// word of a policy, a child's too. Their masks below keep the sandbox
+	// from whatever such a carve-out or deny path names, so it is dropped.
+	daemonOwn := slices.Concat(in.HideSockets, in.Protect)
+	ownMissing := func(c string) bool {
+		ok, _ := host.Exists(c)
+		return !ok && coveredBy(c, daemonOwn)
+	}
 	var placeholders []string
 	for _, c := range append(append([]string{}, fs.GetReadOnly()...), fs.GetDeny()...) {
-		if ok, _ := host.Exists(c); !ok && coveredBy(c, writes) {
+		if ok, _ := host.Exists(c); !ok && coveredBy(c, writes) && !coveredBy(c, daemonOwn) {
 			placeholders = append(placeholders, c)
 		}
 	}
@@ -294,6 +304,9 @@ func BuildPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 
 	pinned := map[string]bool{}
 	for _, c := range sortedByDepth(fs.GetReadOnly()) {
+		if ownMissing(c) {
+			continue
+		}
 		root := innermostRoot(c, writes)
 		for _, a := range ancestorsBetween(root, c) {
 			if !pinned[a] {
@@ -305,6 +318,9 @@ func BuildPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	}
 
 	for _, d := range sortedByDepth(fs.GetDeny()) {
+		if ownMissing(d) {
+			continue
+		}
 		// As for carve-outs: a deny path whose ancestors could be renamed
 		// could be moved out from under its mask and read later.
 		for _, a := range ancestorsBetween(innermostRoot(d, writes), d) {
@@ -334,8 +350,18 @@ func BuildPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	// daemon's state directory is masked as they are, over any write
 	// root, so that a grant of "/" or of a home holding it still works.
 	var masked []string
-	for _, s := range sortedByDepth(slices.Concat(in.HideSockets, in.Protect)) {
+	for _, s := range sortedByDepth(daemonOwn) {
 		ok, isDir := host.Exists(s)
+		if !ok && coveredBy(s, writes) && !coveredBy(s, masked) {
+			// The daemon makes its directories before it serves: one gone
+			// now, the sandbox could make it (or a symlink there) and the
+			// daemon would use the sandbox's.
+			return nil, &launcher.Unenforceable{
+				Field: "filesystem.write", Mechanism: "a mask over the daemon's own state and sockets",
+				Found:  fmt.Sprintf("%s, which the daemon keeps from every sandbox, is missing beneath write root %s", s, innermostRoot(s, writes)),
+				Remedy: "restart the daemon, which makes its state and socket directories, or name write roots that do not hold them",
+			}
+		}
 		if !ok || coveredBy(s, masked) {
 			// The daemon passes absolute paths; one the sandbox's view does
 			// not have (under its private /tmp) needs no hiding.

@@ -77,7 +77,7 @@ func buildLandlockPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 		Writes:  buildWriteModel(nil, ll, fs.GetReadOnly(), fs.GetDeny()),
 		Emulate: &Emulation{UID: in.UID, GID: in.GID, Lookups: lookups},
 	}
-	plan.Report = append(reportLandlock(p, plan), limitsReport(p, host)...)
+	plan.Report = append(reportLandlock(p, plan, host.OpenToSandbox), limitsReport(p, host)...)
 	plan.DenialSources = append(denialSources(plan, host, none), limitDenialSources(p)...)
 	return plan, nil
 }
@@ -131,14 +131,19 @@ func planLandlockOnly(abi int, writes, deny []string) LandlockPlan {
 // from the host's, having no network or mount namespace to hide these.
 const ownSockets = "connect: seccomp user notification, the daemon connects a unix socket only to a listener a process of the session holds"
 
-func reportLandlock(p *sandboxdv1.Policy, plan *Plan) []*sandboxdv1.FieldEnforcement {
+func reportLandlock(p *sandboxdv1.Policy, plan *Plan, openState []string) []*sandboxdv1.FieldEnforcement {
 	ll := fmt.Sprintf("landlock abi %d", plan.Exec.Landlock.ABI)
 	f := func(field, mech string) *sandboxdv1.FieldEnforcement {
 		return &sandboxdv1.FieldEnforcement{Field: field, Mechanism: mech}
 	}
 	fs := p.GetFilesystem()
+	read := ll + " read rules on the host tree except /dev (no mount namespace: the host's /tmp is visible, read-only)"
+	if len(openState) > 0 {
+		// Left out as a deny path is, with what that costs.
+		read += "; except too the daemon's state directory (" + strings.Join(openState, ", ") + "), which the sandbox's uid could enter by its modes: read granted on every sibling on the way, so the directories above it cannot be listed"
+	}
 	out := []*sandboxdv1.FieldEnforcement{
-		f("filesystem.read", ll+" read rules on the host tree except /dev (no mount namespace: the host's /tmp is visible, read-only)"),
+		f("filesystem.read", read),
 		f("filesystem.write", ll+" full rights on the write roots only; of /dev only "+strings.Join(landlockDevices, ", ")+" and the session's terminal; "+
 			"mode, owner, times, xattrs and inode flags (which Landlock does not govern): seccomp user notification, the daemon performs each call on the inode it resolved, inside the write roots only"),
 	}

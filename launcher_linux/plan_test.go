@@ -64,7 +64,7 @@ func TestPlanGolden(t *testing.T) {
 		{"full-access", &sandboxdv1.Policy{
 			Filesystem: &sandboxdv1.Filesystem{Write: []string{"/"}},
 			Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
-		}, fakeHost(4, []string{"/"}, nil), false, "", nil},
+		}, fakeHost(4, []string{"/"}, []string{mainSocket}), false, "", nil},
 		// The sessions' directory beside the main socket: both masked.
 		{"network-host-session-socket", &sandboxdv1.Policy{
 			Network:  &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},

@@ -173,8 +173,9 @@ func symlinkWalk(field, path string) error {
 
 // openToSandbox are the directories of dirs that uid and gid (the
 // sandbox's, whose primary group is its only one) may search by their
-// modes: a root daemon's state directory is its own, 0700, and needs no
-// more; a rootless daemon's is the sandbox uid's too.
+// modes, or that carry an access ACL: a root daemon's state directory is
+// its own, 0700, and needs no more; a rootless daemon's is the sandbox
+// uid's too.
 func openToSandbox(dirs []string, uid, gid uint32) []string {
 	var open []string
 	for _, d := range dirs {
@@ -194,7 +195,10 @@ func openToSandbox(dirs []string, uid, gid uint32) []string {
 		case st.Gid == gid:
 			perm = st.Mode >> 3 & 0o7
 		}
-		if perm&0o5 != 0 {
+		// An access ACL beyond the modes (named users or groups) may let
+		// the sandbox's uid in whatever they say: taken as open.
+		_, aclErr := unix.Lgetxattr(d, "system.posix_acl_access", nil)
+		if perm&0o5 != 0 || aclErr == nil {
 			open = append(open, d)
 		}
 	}

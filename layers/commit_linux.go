@@ -23,8 +23,11 @@ import (
 // owner. Set-user-ID and set-group-ID bits are not carried over: the
 // sandbox could set them on files the host's owner would then run. A file
 // the layer changes that changed on the host since the layer was made
-// fails the commit with a *ConflictError, unless force.
-func (s *Store) Commit(session string, force bool) ([]Diff, error) {
+// fails the commit with a *ConflictError, unless force. A change at or
+// beneath a path of keep, or that removes or replaces a directory holding
+// one (the daemon's own state and sockets), fails the commit before
+// anything is applied, force or not.
+func (s *Store) Commit(session string, force bool, keep []string) ([]Diff, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	recs, err := s.settle(session)
@@ -33,7 +36,7 @@ func (s *Store) Commit(session string, force bool) ([]Diff, error) {
 	}
 	var out []Diff
 	for _, r := range recs {
-		d, err := s.commit(r, force)
+		d, err := s.commit(r, force, keep)
 		if err != nil {
 			return out, err
 		}
@@ -45,7 +48,7 @@ func (s *Store) Commit(session string, force bool) ([]Diff, error) {
 	return out, nil
 }
 
-func (s *Store) commit(r record, force bool) (Diff, error) {
+func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	view, uppers, unmount, err := s.view(r)
 	if err != nil {
 		return Diff{}, err
@@ -62,6 +65,9 @@ func (s *Store) commit(r record, force bool) (Diff, error) {
 		return Diff{}, err
 	}
 	d.Layer = r.Info
+	if err := refuseKept(r.Path, d.Changes, keep); err != nil {
+		return Diff{}, err
+	}
 	if !force {
 		m, err := readManifest(filepath.Join(s.manifests(), r.Manifest))
 		if err != nil {
@@ -336,4 +342,26 @@ func replaceFile(view *tree, rel string, dir int, name string, uid, gid, perm ui
 		return err
 	}
 	return renameInto(dir, tmp, name)
+}
+
+// refuseKept fails a commit of changes to root that would reach a path of
+// keep: one at or beneath it, or one that deletes or replaces (with what
+// is not a directory) a directory holding it.
+func refuseKept(root string, changes []Change, keep []string) error {
+	for _, c := range changes {
+		p := filepath.Join(root, c.Path)
+		for _, k := range keep {
+			inside := pathWithin(p, k)
+			holds := pathWithin(k, p) && (c.Kind == Deleted || c.Type != "dir")
+			if inside || holds {
+				return fmt.Errorf("commit %s: the layer changes %s, which is the daemon's own (%s): discard the layer, or copy what you need out of it", root, p, k)
+			}
+		}
+	}
+	return nil
+}
+
+// pathWithin says whether the clean absolute path p is root or beneath it.
+func pathWithin(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
 }

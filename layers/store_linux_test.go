@@ -76,7 +76,7 @@ func TestCommitAppliesEveryChangeKind(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "new")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the host's path changed before commit: %v", err)
 	}
-	if _, err := s.Commit("s1", false); !errors.Is(err, ErrBusy) {
+	if _, err := s.Commit("s1", false, nil); !errors.Is(err, ErrBusy) {
 		t.Fatalf("commit of a layer still mounted: %v, want ErrBusy", err)
 	}
 	must(t, s.Release("s1"))
@@ -92,7 +92,7 @@ func TestCommitAppliesEveryChangeKind(t *testing.T) {
 	if p := diffs[0].Patch; !strings.Contains(p, "-two\n+2\n") || !strings.Contains(p, "+++ b/new/file") {
 		t.Errorf("patch lacks the edit or the new file:\n%s", p)
 	}
-	if _, err := s.Commit("s1", false); err != nil {
+	if _, err := s.Commit("s1", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	for p, content := range map[string]string{"new/file": "new\n", "edit": "one\n2\n", "new-name": "moved\n", "keep": "keep\n"} {
@@ -128,7 +128,7 @@ func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 	write(t, filepath.Join(at(merged), "keep"), "sandbox\n")
 	must(t, s.Release("s1"))
 	write(t, filepath.Join(ws, "edit"), "host\n")
-	_, err = s.Commit("s1", false)
+	_, err = s.Commit("s1", false, nil)
 	var ce *ConflictError
 	if !errors.As(err, &ce) || !slices.Equal(ce.Files, []string{"edit"}) {
 		t.Fatalf("commit = %v, want a conflict naming edit alone", err)
@@ -136,7 +136,7 @@ func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(ws, "keep")); string(b) != "keep\n" {
 		t.Errorf("a refused commit applied keep: %q", b)
 	}
-	if _, err := s.Commit("s1", true); err != nil {
+	if _, err := s.Commit("s1", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "edit")); string(b) != "sandbox\n" {
@@ -175,7 +175,7 @@ func TestStackedLayersAndDiscard(t *testing.T) {
 		t.Errorf("diff of a = %q", got)
 	}
 	must(t, s.Discard("b"))
-	if _, err := s.Commit("a", false); err != nil {
+	if _, err := s.Commit("a", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "try-b")); !errors.Is(err, os.ErrNotExist) {
@@ -201,11 +201,11 @@ func TestCommitDoesNotFollowSymlinks(t *testing.T) {
 	must(t, s.Release("s1"))
 	must(t, os.Symlink(outside, filepath.Join(ws, "sub")))
 	var ce *ConflictError
-	if _, err := s.Commit("s1", false); !errors.As(err, &ce) {
+	if _, err := s.Commit("s1", false, nil); !errors.As(err, &ce) {
 		t.Fatalf("commit over a symlink made since: %v, want a conflict", err)
 	}
 	// Forced, the layer's directory replaces the symlink.
-	if _, err := s.Commit("s1", true); err != nil {
+	if _, err := s.Commit("s1", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(outside, "file")); !errors.Is(err, os.ErrNotExist) {
@@ -351,5 +351,34 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A commit never writes the daemon's own paths (its state, its sockets)
+// onto the host, nor removes a directory holding one: refused whole,
+// force or not, with nothing applied.
+func TestCommitKeepsOffTheDaemonsPaths(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	kept := filepath.Join(ws, "dir", "state")
+	_, merged, err := s.Create("s1", ws, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "dir/state/launcher-journal/entry-1"), "{}")
+	write(t, filepath.Join(at(merged), "new"), "new\n")
+	must(t, s.Release("s1"))
+	for _, force := range []bool{false, true} {
+		if _, err := s.Commit("s1", force, []string{kept}); err == nil {
+			t.Fatalf("commit (force %v) of a layer writing %s: no error", force, kept)
+		}
+	}
+	for _, p := range []string{"dir/state", "new"} {
+		if _, err := os.Lstat(filepath.Join(ws, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s applied by a refused commit: %v", p, err)
+		}
+	}
+	if _, err := s.Commit("s1", false, []string{filepath.Join(ws, "elsewhere")}); err != nil {
+		t.Fatalf("commit keeping a path the layer does not touch: %v", err)
 	}
 }

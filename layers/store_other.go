@@ -26,10 +26,10 @@ func (*Store) Create(session, path, parentSession string, owner uint32, m *IDMap
 	return Info{}, nil, ErrUnsupported
 }
 
-func (*Store) Of(string) ([]Info, error)           { return nil, ErrUnsupported }
-func (*Store) List() ([]Info, error)               { return nil, ErrUnsupported }
-func (*Store) Size(string) (int64, error)          { return 0, ErrUnsupported }
-func (*Store) Release(string) error                { return nil }
-func (*Store) Diff(string, bool) ([]Diff, error)   { return nil, ErrUnsupported }
-func (*Store) Commit(string, bool) ([]Diff, error) { return nil, ErrUnsupported }
-func (*Store) Discard(string) error                { return ErrUnsupported }
+func (*Store) Of(string) ([]Info, error)                     { return nil, ErrUnsupported }
+func (*Store) List() ([]Info, error)                         { return nil, ErrUnsupported }
+func (*Store) Size(string) (int64, error)                    { return 0, ErrUnsupported }
+func (*Store) Release(string) error                          { return nil }
+func (*Store) Diff(string, bool) ([]Diff, error)             { return nil, ErrUnsupported }
+func (*Store) Commit(string, bool, []string) ([]Diff, error) { return nil, ErrUnsupported }
+func (*Store) Discard(string) error                          { return ErrUnsupported }

@@ -48,6 +48,23 @@ type Input struct {
 	Exists func(path string) (exists, isDir bool)
 	// HideSockets are daemon sockets to mask, as the daemon masks its own.
 	HideSockets []string
+	// Protect is the daemon's state directory, kept from the container as
+	// the daemon keeps it from its sandboxes (launcher.Spec.Protect).
+	Protect []string
+}
+
+// existing are the paths of paths that exist: the daemon makes its own
+// before it serves, and the planner refuses one missing beneath a write
+// root, but a host the config is exported on may run no daemon, and what
+// is not there has nothing to hide.
+func existing(paths []string, exists func(string) (bool, bool)) []string {
+	var out []string
+	for _, p := range paths {
+		if ok, _ := exists(p); ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // DefaultPath is the sandbox's PATH unless the request sets one; the
@@ -101,7 +118,7 @@ func Export(in Input) (*specs.Spec, error) {
 	env := Env(in.Env, in.Terminal, in.Home)
 	plan, err := launcherlinux.BuildPlan(launcher.PlanRequest{
 		Policy: p, Argv: in.Argv, Env: env, Cwd: in.Cwd, UID: in.UID, GID: in.GID,
-		Terminal: in.Terminal, HideSockets: in.HideSockets,
+		Terminal: in.Terminal, HideSockets: existing(in.HideSockets, in.Exists), Protect: existing(in.Protect, in.Exists),
 	}, launcherlinux.Host{Set: launcherlinux.SetNamespaces, Exists: in.Exists})
 	if err != nil {
 		var u *launcher.Unenforceable
@@ -296,7 +313,7 @@ func mounts(lx *specs.Linux, steps []sandboxinit.MountStep, exists func(string) 
 			// needs the host path, which the runtime would create only as
 			// a plain, renamable directory.
 			if ok, _ := exists(st.Target); !ok {
-				return nil, &Refusal{Field: st.Field, Reason: fmt.Sprintf("%s, inside a write root on the way to a carve-out or deny path, does not exist: an OCI mount cannot keep it from being renamed; create it first", st.Target)}
+				return nil, &Refusal{Field: st.Field, Reason: fmt.Sprintf("%s, inside a write root on the way to a carve-out, a deny path or the daemon's own state or socket, does not exist: an OCI mount cannot keep it from being renamed; create it first", st.Target)}
 			}
 			bind(st.Target, optsPin)
 		default:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -20,7 +21,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ex
 // hostTree is the host a test exports on: directories end in "/".
 var hostTree = map[string]bool{
 	"/w": true, "/w/.git": true, "/w/key": false, "/w/secrets": true, "/w/sub": true, "/w/sub/deep": true,
-	"/home": true, "/home/u": true, "/home/u/.ssh": true, "/etc/shadow": false, "/run/sandboxd/sandboxd.sock": false,
+	"/home": true, "/home/u": true, "/home/u/.ssh": true, "/etc/shadow": false, "/run": true, "/run/sandboxd": true, "/run/sandboxd/sandboxd.sock": false,
+	"/var": true, "/var/lib": true, "/var/lib/sandboxd": true,
 }
 
 // exportable skips a test on a host where Export cannot run its cases:
@@ -175,5 +177,24 @@ func TestExportSeccompFollowsNetwork(t *testing.T) {
 		if netns != (mode == sandboxdv1.Network_NONE) {
 			t.Errorf("network %v: network namespace %v", mode, netns)
 		}
+	}
+}
+
+// The daemon's state directory is kept from a container as from the
+// daemon's sandboxes: a grant of / must not reach the journal the next
+// daemon obeys. One that is not there has nothing to keep.
+func TestExportMasksDaemonState(t *testing.T) {
+	exportable(t)
+	in := input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{"/"}}}, "true")
+	in.Protect = []string{"/var/lib/sandboxd", "/var/lib/missing"}
+	spec, err := Export(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(spec.Linux.MaskedPaths, "/var/lib/sandboxd") {
+		t.Errorf("the state directory is not masked: %q", spec.Linux.MaskedPaths)
+	}
+	if slices.Contains(spec.Linux.MaskedPaths, "/var/lib/missing") {
+		t.Errorf("a missing state directory is masked: %q", spec.Linux.MaskedPaths)
 	}
 }

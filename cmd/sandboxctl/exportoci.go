@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/sandboxd/sandboxd/internal/socketpath"
+	"github.com/sandboxd/sandboxd/internal/statedir"
 	"github.com/sandboxd/sandboxd/oci"
 )
 
@@ -77,6 +78,10 @@ func exportOCIVerb(_ context.Context, c *cli, args []string) int {
 		Exists: hostExists,
 		// The daemon's own sockets, masked as the daemon masks them.
 		HideSockets: []string{sock, filepath.Join(filepath.Dir(sock), "sandboxd-sessions")},
+		// And its state, where the daemon would find it ($SANDBOXD_STATE_DIR
+		// or the default): a container granted / must not write the
+		// journal the next daemon obeys.
+		Protect: []string{resolved(statedir.Default())},
 	})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "sandboxctl export-oci: %v\n", err)
@@ -107,4 +112,17 @@ func hostExists(path string) (exists, isDir bool) {
 		return false, false
 	}
 	return true, st.IsDir()
+}
+
+// resolved is the absolute path p through its symlinks where it exists,
+// as the daemon protects its state directory.
+func resolved(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
 }

@@ -211,8 +211,11 @@ func (l *Log) appendLine(line []byte) error {
 // partial line from the file itself, so a restarted daemon rotates on
 // schedule and never appends to a torn line.
 func (l *Log) openCurrent() error {
-	// os.OpenFile sets O_CLOEXEC, so sandboxed children never inherit the trail.
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	// os.OpenFile sets O_CLOEXEC, so sandboxed children never inherit the
+	// trail. Never through a symlink: one there would have the daemon
+	// write every session's policy, as root for a root daemon, wherever
+	// it leads.
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}

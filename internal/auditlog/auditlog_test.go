@@ -421,3 +421,23 @@ func TestTornFileNotAppendedWhenRotationFails(t *testing.T) {
 	closeLog(t, l)
 	wantSeqs(t, readAll(t, dir), 0, 2)
 }
+
+// A symlink at audit.log is not followed: the daemon would write every
+// session's policy wherever it leads.
+func TestOpenRefusesASymlinkedLog(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.Symlink(target, filepath.Join(dir, "audit.log")); err != nil {
+		t.Skipf("no symlink here: %v", err)
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows has no O_NOFOLLOW; the state directory's ACL keeps others out")
+	}
+	if l, err := Open(Options{Dir: dir}); err == nil {
+		l.Close()
+		t.Fatal("the audit log opened through a symlink")
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Error("the audit log made the symlink's target")
+	}
+}

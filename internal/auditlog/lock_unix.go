@@ -11,13 +11,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// noFollow keeps an open from following a symlink at the last component.
+const noFollow = unix.O_NOFOLLOW
+
 // lockDir takes an exclusive flock on Dir/audit.lock. flock (not fcntl)
 // because its lock belongs to the open file description: a second Open in
 // the same process is refused too, and closing some other descriptor of the
 // file does not drop it. The kernel releases it when the daemon dies.
 func lockDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}

@@ -14,6 +14,10 @@ import (
 // lockDir opens Dir/audit.lock with no sharing allowed, which Windows
 // enforces until the handle is closed or the process dies: a second daemon
 // gets a sharing violation.
+// noFollow is 0: Windows opens a symlink's target only for a caller with
+// the privilege to make symlinks, which is the service's own.
+const noFollow = 0
+
 func lockDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, lockName)
 	p, err := windows.UTF16PtrFromString(path)

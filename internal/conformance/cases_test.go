@@ -573,7 +573,7 @@ func baseCases() []conformanceCase {
 				}
 			}},
 		{name: "cannot read or change the daemon's state under a write root", landlockRefuses: "filesystem.write",
-			linuxOnly: "the macOS backend does not keep the daemon's state directory from its sandboxes yet",
+			linuxOnly: "not run on macOS yet; the seatbelt profile denies the daemon's state (launcher_darwin's write-home-daemon-state golden)",
 			setup: func(f *fixture) spec {
 				// The directory of the daemon's --state-dir, socket and log,
 				// granted: a root caller's grant of it (root's) is shown to
@@ -602,6 +602,48 @@ func baseCases() []conformanceCase {
 								t.Errorf("the sandbox made %s in the daemon's state directory", p)
 								os.RemoveAll(p)
 							}
+						}
+					},
+				}
+			}},
+		// The landlock set refuses the deny path inside a write root
+		// first; the write root holding the daemon's state it would
+		// refuse too (filesystem.write, the case above).
+		{name: "cannot move the daemon's state away or make its journal hold a directory", landlockRefuses: "filesystem.deny",
+			linuxOnly: "not run on macOS yet; the seatbelt profile denies the daemon's state (launcher_darwin's write-home-daemon-state golden)",
+			setup: func(f *fixture) spec {
+				// A write root two levels above the state directory: the
+				// one between (the daemon's run directory, its socket's
+				// too) is pinned, so the sandbox cannot rename it away and
+				// put a state directory of its own in its place. A deny
+				// path in the journal that does not exist gets no
+				// placeholder: the daemon would make it there itself, a
+				// directory where the next daemon's start expects files.
+				state := suite.daemon.state
+				run := filepath.Dir(state)
+				moved := filepath.Join(suite.root, "moved-"+randomHex())
+				planted := filepath.Join(state, "launcher-journal", "entry-planted-"+randomHex())
+				return spec{
+					policy: &sandboxdv1.Policy{
+						Filesystem: &sandboxdv1.Filesystem{Write: list(suite.root), Deny: list(planted)},
+						Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
+					},
+					steps: []step{
+						deny("rename", run, moved),
+						deny("read", planted),
+						deny("write", planted),
+					},
+					after: func(t *testing.T, s *session) {
+						if _, err := os.Lstat(moved); err == nil {
+							t.Errorf("the sandbox renamed the daemon's directory %s away", run)
+							os.Rename(moved, run)
+						}
+						if len(s.outcomes) > 0 && s.outcomes[0].Errno != "EBUSY" {
+							t.Errorf("rename of the daemon's directory: %+v, want EBUSY (a pin)", s.outcomes[0])
+						}
+						if _, err := os.Lstat(planted); err == nil {
+							t.Errorf("%s made in the daemon's journal", planted)
+							os.RemoveAll(planted)
 						}
 					},
 				}

@@ -128,7 +128,12 @@ var caseOutcomes = map[string]outcomes{
 	},
 	"cannot read or change the daemon's state under a write root": {
 		linux:   "enforced: the landlock set refuses filesystem.write",
-		darwin:  "not applicable: the macOS backend does not keep the daemon's state directory from its sandboxes yet",
+		darwin:  "not applicable: not run on macOS yet; the seatbelt profile denies the daemon's state (launcher_darwin's write-home-daemon-state golden)",
+		windows: "not applicable: the case is Linux's; the Windows backend is not measured for it yet",
+	},
+	"cannot move the daemon's state away or make its journal hold a directory": {
+		linux:   "enforced: the landlock set refuses filesystem.deny",
+		darwin:  "not applicable: not run on macOS yet; the seatbelt profile denies the daemon's state (launcher_darwin's write-home-daemon-state golden)",
 		windows: "not applicable: the case is Linux's; the Windows backend is not measured for it yet",
 	},
 	"cannot signal host process": {

@@ -125,7 +125,9 @@ func Start(nc net.Conn, opts Options) *Conn {
 	c.hdec = newHPACKDecoder()
 
 	b := append([]byte(nil), clientPreface...)
-	settings := [][2]uint32{{settingEnablePush, 0}, {settingInitialWindowSize, opts.Window}}
+	// The header list bound told, so that a server holds its headers to
+	// it rather than have the call fail once they are sent.
+	settings := [][2]uint32{{settingEnablePush, 0}, {settingInitialWindowSize, opts.Window}, {settingMaxHeaderListSize, maxHeaderList}}
 	b = appendFrameHeader(b, 6*len(settings), frameSettings, 0, 0)
 	for _, s := range settings {
 		b = binary.BigEndian.AppendUint16(b, uint16(s[0]))

@@ -33,6 +33,7 @@ const (
 	settingEnablePush        = 0x2
 	settingInitialWindowSize = 0x4
 	settingMaxFrameSize      = 0x5
+	settingMaxHeaderListSize = 0x6
 )
 
 // Error codes (RFC 9113, section 7).

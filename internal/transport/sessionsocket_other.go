@@ -16,5 +16,5 @@ func OpenSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*Sess
 	return nil, fmt.Errorf("session socket on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
-// RemoveStaleSessionSockets has nothing to do where there are none.
-func RemoveStaleSessionSockets(string) error { return nil }
+// PrepareSessionSocketDir has nothing to do where there are none.
+func PrepareSessionSocketDir(string) error { return nil }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"google.golang.org/grpc"
 )
@@ -21,8 +22,8 @@ func OpenSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*Sess
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("session socket directory: %w", err)
 	}
-	if err := checkOwnDir(dir); err != nil {
-		return nil, fmt.Errorf("session socket directory: %w", err)
+	if err := checkSessionDir(dir); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dir, id+".sock")
 	if len(path) >= maxSocketPath {
@@ -52,10 +53,23 @@ func OpenSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*Sess
 	return ss, nil
 }
 
-// RemoveStaleSessionSockets removes the session sockets a daemon that died
-// left behind. It runs once this daemon holds the main socket, so no other
-// daemon can be serving them.
-func RemoveStaleSessionSockets(dir string) error {
+// PrepareSessionSocketDir makes dir, the session sockets' directory, and
+// removes the sockets a daemon that died left there. It runs once this
+// daemon holds the main socket, so no other daemon can be serving them,
+// and before any sandbox runs: made later, a sandbox with a write root
+// above it could make it first (or a symlink there), and the daemon
+// would serve its sessions in the sandbox's directory. Neither a symlink
+// nor a directory another user owns or may write to is taken.
+func PrepareSessionSocketDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("session socket directory: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o711); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("session socket directory: %w", err)
+	}
+	if err := checkSessionDir(dir); err != nil {
+		return err
+	}
 	stale, err := filepath.Glob(filepath.Join(dir, "*.sock"))
 	if err != nil {
 		return err
@@ -64,6 +78,22 @@ func RemoveStaleSessionSockets(dir string) error {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove stale session socket: %w", err)
 		}
+	}
+	return nil
+}
+
+// checkSessionDir refuses a session sockets' directory that is a symlink,
+// or that another user owns or may write to.
+func checkSessionDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("session socket directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("session socket directory %s is not a directory (a symlink?); remove it", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int64(st.Uid) != int64(os.Geteuid()) || fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("session socket directory %s must be this user's and writable by no one else (mode %v); remove it", dir, fi.Mode().Perm())
 	}
 	return nil
 }

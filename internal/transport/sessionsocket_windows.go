@@ -36,6 +36,6 @@ func OpenSessionSocket(srv *grpc.Server, _, id string, _, _ uint32) (*SessionSoc
 	return ss, nil
 }
 
-// RemoveStaleSessionSockets has nothing to do: a pipe vanishes with the
-// last handle to it, so a daemon that died left none behind.
-func RemoveStaleSessionSockets(string) error { return nil }
+// PrepareSessionSocketDir has nothing to do: a pipe vanishes with the
+// last handle to it, so a daemon that died left none behind, and pipes have no directory.
+func PrepareSessionSocketDir(string) error { return nil }

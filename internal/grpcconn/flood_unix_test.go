@@ -1,3 +1,5 @@
+//go:build unix
+
 package grpcconn
 
 import (
@@ -19,7 +21,8 @@ import (
 // socketPair is a connected pair of unix stream sockets.
 func socketPair(t *testing.T) (net.Conn, net.Conn) {
 	t.Helper()
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	// SOCK_CLOEXEC is not macOS's; the test starts no process anyway.
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,4 +102,39 @@ func TestContinuationFloodFailsTheCall(t *testing.T) {
 			t.Logf("%v", err)
 		})
 	}
+}
+
+// The client tells the server its header list bound in its first
+// SETTINGS (SETTINGS_MAX_HEADER_LIST_SIZE), so that a server keeps its
+// headers within it instead of the call failing once they arrive.
+func TestClientAdvertisesHeaderListBound(t *testing.T) {
+	client, server := socketPair(t)
+	defer server.Close()
+	c := Start(client, Options{})
+	defer c.Close()
+	server.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b := make([]byte, len(clientPreface)+9)
+	if _, err := io.ReadFull(server, b); err != nil {
+		t.Fatal(err)
+	}
+	h := b[len(clientPreface):]
+	n := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
+	if h[3] != frameSettings {
+		t.Fatalf("first frame of type %d, want SETTINGS", h[3])
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(server, payload); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+6 <= len(payload); i += 6 {
+		id := uint16(payload[i])<<8 | uint16(payload[i+1])
+		v := uint32(payload[i+2])<<24 | uint32(payload[i+3])<<16 | uint32(payload[i+4])<<8 | uint32(payload[i+5])
+		if id == settingMaxHeaderListSize {
+			if v != maxHeaderList {
+				t.Errorf("SETTINGS_MAX_HEADER_LIST_SIZE %d, want %d", v, maxHeaderList)
+			}
+			return
+		}
+	}
+	t.Errorf("the client's SETTINGS (%x) do not name its header list bound", payload)
 }
