@@ -84,3 +84,29 @@ func TestIdleSandboxStaysOutOfThePoller(t *testing.T) {
 		t.Fatalf("the idle sandbox's pidfd is in %d epoll instances, want none", n)
 	}
 }
+
+// An idle sandbox's supervision keeps nothing for connects it has not
+// made: the bound on connects answered at once, the signal that aborts
+// them and the set stop aborts are each made by the first connect (or by
+// stop), not for every session's life.
+func TestIdleSupervisionHoldsNoConnectState(t *testing.T) {
+	spec := testSpec(t, &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}}, "sleep", "1000")
+	p, err := newBackend(t).Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		p.Kill()
+		p.Wait()
+		noSupervisorLeft(t)
+	}()
+	sv := p.(*process).supervisor
+	if sv == nil {
+		t.Skip("no seccomp supervision on this host")
+	}
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.connectSlots != nil || sv.done != nil || sv.drained != nil || sv.inFlight != nil {
+		t.Fatalf("an idle supervision holds connect state: slots %v, done %v, drained %v, in flight %v", sv.connectSlots != nil, sv.done != nil, sv.drained != nil, sv.inFlight != nil)
+	}
+}
