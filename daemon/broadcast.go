@@ -35,15 +35,17 @@ type broadcast struct {
 	// the scrollback has them.
 	pub sync.Mutex
 
-	mu      sync.Mutex
-	sb      *pty.Scrollback
+	mu sync.Mutex
+	sb *pty.Scrollback
+	// viewers is made by the first join: most detached sessions never
+	// have one, and it would be an allocation of their life.
 	viewers map[*viewer]struct{}
 	exit    *sandboxdv1.Exit
 	ended   bool
 }
 
 func newBroadcast(scrollback int) *broadcast {
-	return &broadcast{sb: pty.NewScrollback(scrollback), viewers: map[*viewer]struct{}{}}
+	return &broadcast{sb: pty.NewScrollback(scrollback)}
 }
 
 // publish records one chunk of output and hands it to every viewer. o's
@@ -96,6 +98,9 @@ func (b *broadcast) join(lossless bool) (*viewer, []pty.Chunk, *sandboxdv1.Exit)
 		return nil, replay, b.exit
 	}
 	v := &viewer{ch: make(chan *sandboxdv1.Output, viewerQueue), lossless: lossless, gone: make(chan struct{})}
+	if b.viewers == nil {
+		b.viewers = map[*viewer]struct{}{}
+	}
 	b.viewers[v] = struct{}{}
 	return v, replay, nil
 }
@@ -123,7 +128,9 @@ func (b *broadcast) end(exit *sandboxdv1.Exit) {
 	for v := range b.viewers {
 		close(v.ch)
 	}
-	clear(b.viewers)
+	// An ended session is kept for a while (--retain-ended) and never
+	// has a viewer again.
+	b.viewers = nil
 }
 
 // result is what a viewer whose channel was closed reports: the Exit, or

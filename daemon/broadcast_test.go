@@ -57,3 +57,25 @@ func TestBroadcastDoesNotWaitForAnOwnerThatLeft(t *testing.T) {
 	}
 	b.end(&sandboxdv1.Exit{})
 }
+
+// A session nobody watches, as a detached one mostly is, keeps no set of
+// viewers, and an ended session drops the one it had; viewers still join,
+// leave and get the Exit.
+func TestBroadcastKeepsNoViewerSetWithoutViewers(t *testing.T) {
+	b := newBroadcast(1 << 10)
+	b.publish(&sandboxdv1.Output{Stream: sandboxdv1.Output_STDOUT, Data: []byte("x")})
+	if b.viewers != nil {
+		t.Fatal("a broadcast nobody joined holds a viewer set")
+	}
+	v, replay, _ := b.join(false)
+	if len(replay) != 1 || b.count() != 1 {
+		t.Fatalf("join: replay %d chunks, %d viewers; want 1 and 1", len(replay), b.count())
+	}
+	b.end(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED})
+	if _, ok := <-v.ch; ok {
+		t.Fatal("a viewer's channel is open after the end")
+	}
+	if b.viewers != nil || b.count() != 0 {
+		t.Fatal("an ended broadcast still holds its viewer set")
+	}
+}

@@ -361,9 +361,10 @@ func (s *Service) hiddenSockets() []string {
 	return slices.Clone(s.hidden)
 }
 
-// add registers a new session and counts it as live. A child is refused
-// once its parent has ended: its subtree has been killed already.
-func (s *Service) add(sess *session) error {
+// add registers a new session, started by caller, whose quota key is key,
+// and counts it as live. A child is refused once its parent has ended:
+// its subtree has been killed already.
+func (s *Service) add(sess *session, caller Caller, key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -374,9 +375,10 @@ func (s *Service) add(sess *session) error {
 			return fmt.Errorf("parent session %s has ended: %w", sess.parentID, ErrNotRunning)
 		}
 	}
-	if err := s.quotas.acquire(quotaKey(sess.caller), quotaSessions); err != nil {
+	if err := s.quotas.acquire(key, quotaSessions); err != nil {
 		return err
 	}
+	sess.quota = key
 	s.sessions[sess.id] = sess
 	if sess.parentID != "" {
 		s.children[sess.parentID] = append(s.children[sess.parentID], sess)
@@ -385,7 +387,7 @@ func (s *Service) add(sess *session) error {
 	s.trim.touch()
 	// Under s.mu, so that a watch starting now either finds the session
 	// in the registry with this event reflected, or gets the event.
-	sess.announce()
+	sess.announce(&caller)
 	return nil
 }
 
@@ -434,7 +436,7 @@ func (sess *session) ownerKey() string {
 func (s *Service) done(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.quotas.release(quotaKey(sess.caller), quotaSessions)
+	s.quotas.release(sess.quota, quotaSessions)
 	key := sess.ownerKey()
 	s.ended[key] = append(s.ended[key], endedSession{id: sess.id, ended: time.Now()})
 	if l := s.ended[key]; len(l) > s.cfg.RetainEnded {

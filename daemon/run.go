@@ -117,7 +117,7 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		s.metrics.refused(err)
 		return err
 	}
-	if err := s.add(sess); err != nil {
+	if err := s.add(sess, caller, key); err != nil {
 		sess.socket.Close()
 		sess.closeProxy()
 		s.metrics.refused(err)
@@ -259,7 +259,6 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		policy:     pol,
 		digest:     digest,
 		created:    time.Now(),
-		caller:     caller,
 		events:     s.events,
 		state:      sandboxdv1.State_STARTING,
 		out:        newBroadcast(s.cfg.ScrollbackBytes),

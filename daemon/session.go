@@ -74,9 +74,11 @@ type session struct {
 	// screen follows a terminal session's output (see startScreen).
 	screen atomic.Pointer[vterm.Screen]
 
-	// caller started the session (for a child: the connection on its
-	// parent's socket).
-	caller Caller
+	// quota is the quota key of the caller that started the session (for
+	// a child: the connection on its parent's socket), which the session
+	// counts against while it lives. The caller itself is only announced:
+	// the record does not keep it (80 bytes and its groups).
+	quota string
 	// events records the session's transitions and denials.
 	events *eventBus
 	// callerGroups are the groups of the caller that started the session
@@ -198,14 +200,15 @@ func (s *session) publishLocked(ev *sandboxdv1.Event, d *eventDetail) {
 	s.lastSeq = s.events.publish(ev, d)
 }
 
-// announce records that the session exists, before it is launched.
-func (s *session) announce() {
+// announce records that the session exists, started by caller, before it
+// is launched.
+func (s *session) announce(caller *Caller) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.publishLocked(&sandboxdv1.Event{
 		Kind: &sandboxdv1.Event_State{State: &sandboxdv1.StateChange{To: s.state}},
 		Argv: s.argv,
-	}, &eventDetail{caller: &s.caller, policy: s.policy, digest: s.digest, cwd: s.cwd, tty: s.tty})
+	}, &eventDetail{caller: caller, policy: s.policy, digest: s.digest, cwd: s.cwd, tty: s.tty})
 }
 
 // snapshot is what a watch starts with for this session: its state, then

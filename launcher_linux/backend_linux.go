@@ -306,7 +306,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	defer b.inits.refill(key)
 	proc := ip.proc
 	defer ip.pass.Close()
-	p := &process{proc: proc, report: bufio.NewReaderSize(ip.report, reportBuffer), reportFile: ip.report, cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
+	p := &process{proc: proc, report: bufio.NewReaderSize(ip.report, reportBuffer), reportFile: fdwait.Opened(ip.report), cleanup: cleanup, namespaces: plan.Namespaces, cgroup: cg,
 		enforcement: sharedReport(&sandboxdv1.EnforcementReport{Backend: "linux", Fields: plan.Report, MechanismSet: string(plan.Set), DenialSources: plan.DenialSources})}
 	pass, err := ip.pass.SyscallConn()
 	if err != nil {
@@ -412,6 +412,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		shrinkPipe(ip.report)
 		if p.report.Buffered() == 0 {
 			p.report = nil
+			p.unpollReport()
 		}
 		if cg != nil {
 			cg.watch(func() { p.Kill() })
@@ -792,8 +793,10 @@ type process struct {
 	proc *initHandle
 	// report reads reportFile; nil while the command runs, until the
 	// exit message comes.
-	report      *bufio.Reader
-	reportFile  *os.File
+	report *bufio.Reader
+	// reportFile is in the runtime's poller while the sandbox is set up,
+	// and out of it while the command runs (unpollReport).
+	reportFile  *fdwait.Lazy
 	cleanup     func()
 	enforcement *sandboxdv1.EnforcementReport
 	terminal    *os.File
@@ -821,11 +824,39 @@ const (
 	maxReportLine = 64 << 10
 )
 
+// unpollReport takes the report pipe out of the runtime's poller once the
+// command runs, for the exit message alone, which comes through the shared
+// waiter (NotifyExit): the poller keeps a descriptor of its own (512
+// bytes) for every file it has held at once and never frees it, and the
+// report was the only file of an idle session's there. A duplicate of the
+// descriptor, not yet a file, replaces the file; without one (out of
+// descriptors) the file stays.
+func (p *process) unpollReport() {
+	old, err := p.reportFile.File()
+	if err != nil {
+		return
+	}
+	rc, err := old.SyscallConn()
+	if err != nil {
+		return
+	}
+	dup, dupErr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) { dup, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil || dupErr != nil {
+		return
+	}
+	p.reportFile = fdwait.NewLazy(dup, old.Name())
+	old.Close()
+}
+
 func (p *process) next() (sandboxinit.Message, error) {
 	var m sandboxinit.Message
 	var line []byte
 	if p.report == nil {
-		p.report = bufio.NewReaderSize(p.reportFile, reportBuffer)
+		f, err := p.reportFile.File()
+		if err != nil {
+			return m, fmt.Errorf("read report: %w", err)
+		}
+		p.report = bufio.NewReaderSize(f, reportBuffer)
 	}
 	for {
 		chunk, err := p.report.ReadSlice('\n')

@@ -521,6 +521,9 @@ func (s *supervisor) track(fd int) bool {
 	if s.stopped {
 		return false
 	}
+	if s.inFlight == nil {
+		s.inFlight = map[int]bool{}
+	}
 	s.inFlight[fd] = true
 	return true
 }

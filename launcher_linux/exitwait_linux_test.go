@@ -53,10 +53,11 @@ func TestIdleSandboxHoldsNoGoroutine(t *testing.T) {
 	noSupervisorLeft(t)
 }
 
-// An idle sandbox's pidfd and seccomp listener stay out of the runtime's
-// poller, which keeps 512 bytes for every file it has held at once: the
-// listener waits in the shared waiter only, the pidfd nowhere until the
-// wait for the end.
+// An idle sandbox's pidfd, seccomp listener and report pipe stay out of
+// the runtime's poller, which keeps 512 bytes for every file it has held
+// at once: the listener waits in the shared waiter only, the pidfd and the
+// report, read in the poller while the sandbox was set up, nowhere until
+// the wait for the end.
 func TestIdleSandboxStaysOutOfThePoller(t *testing.T) {
 	spec := testSpec(t, &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}}, "sleep", "1000")
 	p, err := newBackend(t).Start(context.Background(), spec)
@@ -73,6 +74,9 @@ func TestIdleSandboxStaysOutOfThePoller(t *testing.T) {
 		t.Skip("no seccomp supervision on this host")
 	}
 	pidfd, listener := fdwaittest.FD(t, p.(*process).proc.pidfd), fdwaittest.FD(t, sv.listener)
+	if n := fdwaittest.EpollsHolding(t, fdwaittest.FD(t, p.(*process).reportFile)); n != 0 {
+		t.Fatalf("the idle sandbox's report pipe is in %d epoll instances, want none", n)
+	}
 	// The receive loop may still run for what the sandbox's start was
 	// notified of; once it rests, the listener is the waiter's alone.
 	for deadline := time.Now().Add(30 * time.Second); fdwaittest.EpollsHolding(t, listener) != 1; time.Sleep(10 * time.Millisecond) {
@@ -82,5 +86,31 @@ func TestIdleSandboxStaysOutOfThePoller(t *testing.T) {
 	}
 	if n := fdwaittest.EpollsHolding(t, pidfd); n != 0 {
 		t.Fatalf("the idle sandbox's pidfd is in %d epoll instances, want none", n)
+	}
+}
+
+// An idle sandbox's supervision keeps nothing for connects it has not
+// made: the bound on connects answered at once, the signal that aborts
+// them and the set stop aborts are each made by the first connect (or by
+// stop), not for every session's life.
+func TestIdleSupervisionHoldsNoConnectState(t *testing.T) {
+	spec := testSpec(t, &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_NONE}}, "sleep", "1000")
+	p, err := newBackend(t).Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		p.Kill()
+		p.Wait()
+		noSupervisorLeft(t)
+	}()
+	sv := p.(*process).supervisor
+	if sv == nil {
+		t.Skip("no seccomp supervision on this host")
+	}
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.connectSlots != nil || sv.done != nil || sv.drained != nil || sv.inFlight != nil {
+		t.Fatalf("an idle supervision holds connect state: slots %v, done %v, drained %v, in flight %v", sv.connectSlots != nil, sv.done != nil, sv.drained != nil, sv.inFlight != nil)
 	}
 }

@@ -103,18 +103,25 @@ type supervisor struct {
 	// onDenial records a refusal; nil when nobody asked.
 	onDenial func(*sandboxdv1.Denial)
 
+	// connectSlots bounds the connects answered at once and done is
+	// closed by stop; both are made, under mu, by the first connect, as
+	// a sandbox that never connects (most idle ones) needs neither and
+	// each is an allocation of the session's life.
 	connectSlots chan struct{}
 	done         chan struct{}
-	// drained is closed once the supervision is stopped and nothing of
-	// it runs: not the receive loop, no connect being answered.
+	// drained, made by stop, is closed once the supervision is stopped
+	// and nothing of it runs: not the receive loop, no connect being
+	// answered.
 	drained chan struct{}
 
 	// idle hands the listener between the receive loop and the shared
 	// waiter, where a quiet listener waits without a goroutine.
 	idle fdwait.Idle
 
-	mu       sync.Mutex
-	stopped  bool
+	mu      sync.Mutex
+	stopped bool
+	// inFlight, made by the first track, holds the duplicates a connect
+	// is under for stop to abort.
 	inFlight map[int]bool
 	// running counts the receive loop and the connects being answered.
 	// A counter rather than a WaitGroup: stop would need a goroutine to
@@ -138,23 +145,19 @@ func supervise(listener, root, diag int, openDiag func() (int, error), init int,
 		return nil, fmt.Errorf("seccomp listener: %w", err)
 	}
 	s := &supervisor{
-		listener:     fdwait.NewLazy(listener, "seccomp-listener"),
-		connect:      sv.Connect,
-		hostSocket:   hostSocket,
-		writes:       writes,
-		root:         root,
-		diag:         diag,
-		openDiag:     openDiag,
-		sharedNetNS:  sv.SharedNetNS,
-		init:         init,
-		onDenial:     onDenial,
-		emulate:      sv.Emulate != nil,
-		lookups:      sv.Emulate != nil && sv.Emulate.Lookups,
-		noSetID:      sv.NoSetID,
-		connectSlots: make(chan struct{}, maxConnectsInFlight),
-		done:         make(chan struct{}),
-		drained:      make(chan struct{}),
-		inFlight:     map[int]bool{},
+		listener:    fdwait.NewLazy(listener, "seccomp-listener"),
+		connect:     sv.Connect,
+		hostSocket:  hostSocket,
+		writes:      writes,
+		root:        root,
+		diag:        diag,
+		openDiag:    openDiag,
+		sharedNetNS: sv.SharedNetNS,
+		init:        init,
+		onDenial:    onDenial,
+		emulate:     sv.Emulate != nil,
+		lookups:     sv.Emulate != nil && sv.Emulate.Lookups,
+		noSetID:     sv.NoSetID,
 		// The receive loop.
 		running: 1,
 	}
@@ -220,7 +223,10 @@ func (s *supervisor) stop() {
 	s.mu.Lock()
 	if !s.stopped {
 		s.stopped = true
-		close(s.done)
+		s.drained = make(chan struct{})
+		if s.done != nil {
+			close(s.done)
+		}
 		if s.idle.Stop() {
 			// The receive loop ends here, without having run again.
 			s.running--
@@ -240,9 +246,10 @@ func (s *supervisor) stop() {
 		for fd := range s.inFlight {
 			unix.Shutdown(fd, unix.SHUT_RDWR)
 		}
+		drained := s.drained
 		s.mu.Unlock()
 		select {
-		case <-s.drained:
+		case <-drained:
 		case <-time.After(20 * time.Millisecond):
 			continue
 		}
@@ -363,18 +370,33 @@ func (s *supervisor) receiveOne(linger *bool) (rest, ok bool) {
 	}
 	// A connect may block as long as the sandbox makes it: it gets a
 	// goroutine of its own, within a bound.
+	slots, done := s.connectChans()
 	select {
-	case s.connectSlots <- struct{}{}:
-	case <-s.done:
+	case slots <- struct{}{}:
+	case <-done:
 		return false, false
 	}
 	s.enter()
 	go func() {
 		defer s.exit()
-		defer func() { <-s.connectSlots }()
+		defer func() { <-slots }()
 		s.answer(n, at)
 	}()
 	return false, true
+}
+
+// connectChans returns connectSlots and done, which it makes at the
+// first connect; done is closed already when stop came first.
+func (s *supervisor) connectChans() (slots, done chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.connectSlots == nil {
+		s.connectSlots, s.done = make(chan struct{}, maxConnectsInFlight), make(chan struct{})
+		if s.stopped {
+			close(s.done)
+		}
+	}
+	return s.connectSlots, s.done
 }
 
 // answer answers notification n, received at at, and records the refusal

@@ -17,7 +17,9 @@ var ErrUnsupported = errors.New("fdwait: not supported on this OS")
 // errCancelled is Rearm's answer once the registration has been cancelled.
 var errCancelled = errors.New("fdwait: registration cancelled")
 
-// Wait is one descriptor's registration.
+// Wait is one descriptor's registration. An idle session holds one for
+// each of its outputs and its seccomp listener for its life, so what
+// only an epoll_ctl needs is the waiter's (under its mu), not kept here.
 type Wait struct {
 	// rc is the registered file's: the descriptor is named to the kernel
 	// only through it, so that once the file is closed its number, which
@@ -28,14 +30,6 @@ type Wait struct {
 	fn    func()
 	// once registrations are removed as they fire.
 	once bool
-
-	// ctl applies op with ev to the descriptor and sets err, under w.mu;
-	// made once per registration, so that rearming and removing it
-	// allocate nothing.
-	ctl func(fd uintptr)
-	op  int
-	ev  unix.EpollEvent
-	err error
 }
 
 // waiter is the process's one epoll instance and what is registered in it.
@@ -46,6 +40,14 @@ type waiter struct {
 	mu   sync.Mutex
 	next uint64
 	regs map[uint64]*Wait
+
+	// ctl applies op with ev to the descriptor it is given and sets
+	// err; made once, so that adding, rearming and removing a
+	// registration allocate no closure. Used under mu.
+	ctl func(fd uintptr)
+	op  int
+	ev  unix.EpollEvent
+	err error
 }
 
 var (
@@ -84,7 +86,13 @@ func get() (*waiter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fdwait: epoll: %w", err)
 	}
-	theWaiter = &waiter{epfd: epfd, rc: rc, regs: map[uint64]*Wait{}}
+	w := &waiter{epfd: epfd, rc: rc, regs: map[uint64]*Wait{}}
+	w.ctl = func(fd uintptr) {
+		if w.err = unix.EpollCtl(w.epfd, w.op, int(fd), &w.ev); w.err != nil {
+			w.err = fmt.Errorf("fdwait: epoll_ctl %s fd %d: %w", ctlNames[w.op], fd, w.err)
+		}
+	}
+	theWaiter = w
 	go theWaiter.dispatch()
 	return theWaiter, nil
 }
@@ -115,11 +123,6 @@ func add(f syscall.Conn, fn func(), once bool) (*Wait, error) {
 	defer w.mu.Unlock()
 	w.next++
 	r := &Wait{rc: rc, w: w, token: w.next, fn: fn, once: once}
-	r.ctl = func(fd uintptr) {
-		if r.err = unix.EpollCtl(r.w.epfd, r.op, int(fd), &r.ev); r.err != nil {
-			r.err = fmt.Errorf("fdwait: epoll_ctl %s fd %d: %w", ctlNames[r.op], fd, r.err)
-		}
-	}
 	if err := r.control(unix.EPOLL_CTL_ADD); err != nil {
 		return nil, err
 	}
@@ -132,11 +135,12 @@ var ctlNames = map[int]string{unix.EPOLL_CTL_ADD: "add", unix.EPOLL_CTL_MOD: "re
 // control applies op to r's descriptor, while its file is open; w.mu is
 // held.
 func (r *Wait) control(op int) error {
-	r.op, r.ev, r.err = op, r.event(), nil
-	if err := r.rc.Control(r.ctl); err != nil {
+	w := r.w
+	w.op, w.ev, w.err = op, r.event(), nil
+	if err := r.rc.Control(w.ctl); err != nil {
 		return fmt.Errorf("fdwait: %w", err)
 	}
-	return r.err
+	return w.err
 }
 
 // event is what the kernel hands back when r is ready: its token, not a

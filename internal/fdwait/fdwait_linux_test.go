@@ -172,3 +172,27 @@ func TestReadyReportsAndRetriesAFailedEpollCreate(t *testing.T) {
 		t.Fatalf("Ready once descriptors are free again: %v", err)
 	}
 }
+
+// A registration, which an idle session keeps for each of its outputs and
+// its seccomp listener, is one small allocation besides the file's
+// RawConn: what epoll_ctl needs is the waiter's, and rearming or removing
+// it allocates nothing.
+func TestARegistrationIsOneAllocation(t *testing.T) {
+	r, _ := pipe(t)
+	if err := Ready(); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		reg, err := Add(r, func() {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Rearm(); err != nil {
+			t.Fatal(err)
+		}
+		reg.Cancel()
+	})
+	if allocs > 2 {
+		t.Fatalf("Add, Rearm and Cancel allocate %v times, want 2 (the RawConn and the registration)", allocs)
+	}
+}
