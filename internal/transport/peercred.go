@@ -90,6 +90,7 @@ type admittedConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+	readyRead
 }
 
 func (c *admittedConn) Close() error {
