@@ -74,6 +74,10 @@ func (c *admittedConn) ReadOnReady(bufSize int, pool mem.BufferPool) (*[]byte, i
 }
 
 func (r *readyRead) start(c net.Conn) {
+	if sc, ok := c.(*scopedConn); ok {
+		// A session socket's connection: the socket's own bytes too.
+		c = sc.Conn
+	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return

@@ -33,18 +33,29 @@ type readOnReady interface {
 // An admitted connection reads as grpc reads a bare unix socket: no buffer
 // is held while the read waits, one is as the bytes come, and the end is
 // io.EOF with every buffer given back.
+// So does one on a session's socket.
 func TestAdmittedConnTakesABufferOnlyForData(t *testing.T) {
+	for _, session := range []string{"", "s1"} {
+		t.Run("session="+session, func(t *testing.T) { testReadsOnReady(t, session) })
+	}
+}
+
+func testReadsOnReady(t *testing.T, session string) {
 	lis, err := net.Listen("unix", filepath.Join(t.TempDir(), "r.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lis.Close()
+	var l net.Listener = lis
+	if session != "" {
+		l = scopedListener{Listener: lis, session: session}
+	}
 	client, err := net.Dial("unix", lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	raw, err := lis.Accept()
+	raw, err := l.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
