@@ -11,7 +11,18 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// readyRead is what admittedConn.ReadOnReady keeps between reads. One
+// readingConn is an admitted connection that grpc reads as it reads a
+// bare socket (ReadOnReady).
+type readingConn struct {
+	admittedConn
+	readyRead
+}
+
+func admitted(c net.Conn, release func()) net.Conn {
+	return &readingConn{admittedConn: admittedConn{Conn: c, release: release}}
+}
+
+// readyRead is what readingConn.ReadOnReady keeps between reads. One
 // goroutine reads a connection at a time (grpc's reader), so the state of
 // a read lives here and the callback is made once, not at every read.
 type readyRead struct {
@@ -31,9 +42,9 @@ type readyRead struct {
 // pool only once the poller says data has arrived and gives it back once
 // it has used what came, rather than keeping a 32 KiB bufio.Reader for the
 // connection's life. grpc does that by itself for a bare *net.UnixConn,
-// which admittedConn hides: every connection got a new buffer (8 fresh
-// pages to fault in at each sandboxctl run) and an idle one kept it.
-func (c *admittedConn) ReadOnReady(bufSize int, pool mem.BufferPool) (*[]byte, int, error) {
+// which the admitted connection's wrapper hides: every connection got a
+// buffer of its own, and an idle one kept it.
+func (c *readingConn) ReadOnReady(bufSize int, pool mem.BufferPool) (*[]byte, int, error) {
 	r := &c.readyRead
 	if !r.started {
 		r.started = true
