@@ -197,7 +197,12 @@ func recvDecoded(recv func(any) error, m any) error {
 // decodingStream decodes the messages it receives itself; see rawFrame.
 type decodingStream struct{ grpc.ServerStream }
 
+// RecvMsg decodes into m, or passes the bytes through for a *rawFrame, for
+// a caller that decodes them elsewhere (Service.firstMessage).
 func (s decodingStream) RecvMsg(m any) error {
+	if f, ok := m.(*rawFrame); ok {
+		return s.ServerStream.RecvMsg(f)
+	}
 	return recvDecoded(s.ServerStream.RecvMsg, m)
 }
 

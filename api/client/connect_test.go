@@ -1,11 +1,15 @@
 package client
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -59,6 +63,56 @@ func TestConnectRunsAtOnce(t *testing.T) {
 	}
 	if res.SessionID != "c1" || ExitCode(res, nil) != 3 {
 		t.Errorf("session %q, exit code %d; want c1 and 3", res.SessionID, ExitCode(res, nil))
+	}
+}
+
+// TestConnectSendsStartBeforeTheDaemonSpeaks: a listener that says nothing
+// until it has read a request's HEADERS gets them, so the Start of a
+// client from Connect does not wait for the daemon's SETTINGS (a round
+// trip on every sandboxctl run).
+func TestConnectSendsStartBeforeTheDaemonSpeaks(t *testing.T) {
+	ln, sock := testsock.Listen(t)
+	got := make(chan error, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			got <- err
+			return
+		}
+		defer nc.Close()
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		r := bufio.NewReader(nc)
+		if _, err := io.ReadFull(r, make([]byte, len("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))); err != nil {
+			got <- fmt.Errorf("preface: %w", err)
+			return
+		}
+		for {
+			var h [9]byte
+			if _, err := io.ReadFull(r, h[:]); err != nil {
+				got <- fmt.Errorf("no HEADERS before the listener spoke: %w", err)
+				return
+			}
+			if h[3] == 0x1 {
+				got <- nil
+				return
+			}
+			n := int(h[0])<<16 | int(h[1])<<8 | int(h[2])
+			if _, err := io.CopyN(io.Discard, r, int64(n)); err != nil {
+				got <- err
+				return
+			}
+		}
+	}()
+	c, err := Connect(context.Background(), sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	go c.Run(ctx, RunOptions{Start: runStart("true")})
+	if err := <-got; err != nil {
+		t.Fatal(err)
 	}
 }
 

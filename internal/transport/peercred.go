@@ -66,7 +66,7 @@ func (p Credentials) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthI
 		if err != nil {
 			return nil, nil, err
 		}
-		conn = &admittedConn{Conn: conn, release: release}
+		conn = admitted(conn, release)
 	}
 	// The socket never leaves the host, like grpc's own local credentials
 	// over unix sockets.
