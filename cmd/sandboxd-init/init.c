@@ -984,11 +984,14 @@ int run_init(uint32_t spawn_flags)
 	/* Held from the start: a signal the daemon forwards while the sandbox
 	 * is still being built waits for the command instead of ending the
 	 * init by its default action. SIGPIPE stays blocked so that a report
-	 * to a daemon gone is an error, not the init's end. */
+	 * to a daemon gone is an error, not the init's end. Set, not added:
+	 * the spawner hands over with every signal blocked, and a signal the
+	 * init neither handles nor needs (a real-time one a client or the
+	 * sandbox sends) must not queue up pending for the init's life. */
 	sigset_t blocked;
 	handled_signals(&blocked);
 	sigaddset(&blocked, SIGPIPE);
-	sigprocmask(SIG_BLOCK, &blocked, NULL);
+	sigprocmask(SIG_SETMASK, &blocked, NULL);
 	/* No fd of the init reaches the command but its stdio: the report
 	 * pipe would let it forge its own exit status, and whatever the
 	 * daemon inherited without close-on-exec is none of its business. */

@@ -108,13 +108,13 @@ static void __attribute__((noreturn)) child(const struct spawn_request *rq, cons
 	if ((errpipe > PASS_FD + 1 && syscall(SYS_close_range, PASS_FD + 1U, (unsigned)errpipe - 1U, 0U)) ||
 	    syscall(SYS_close_range, (unsigned)errpipe + 1U, ~0U, 0U))
 		goto fail;
-	/* Every signal blocked before errpipe closes: that tells the spawner,
-	 * and through it the daemon, that the init runs, and a signal the
-	 * daemon forwards at once (a resize, SIGCONT, SIGTERM) must wait for
-	 * the init, not be dropped or end it by its default action in the
-	 * instructions before run_init blocks those it handles. The init
-	 * needs no other signal's default action, and the command's mask is
-	 * emptied before its execve. */
+	/* Every signal blocked before errpipe closes, which tells the
+	 * spawner that the init runs: until run_init sets the mask it keeps,
+	 * no signal may end the init by its default action or be dropped
+	 * (hardening: the daemon forwards signals only after the init's
+	 * "started", but the spawner's death signal or a host process of the
+	 * same uid could reach it). The command's mask is emptied before its
+	 * execve. */
 	sigset_t all;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
