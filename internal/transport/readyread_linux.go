@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux
 
 package transport
 
@@ -41,8 +41,8 @@ type readyRead struct {
 // connection (grpc's internal readyreader.Reader): it takes a buffer from
 // pool only once the poller says data has arrived and gives it back once
 // it has used what came, rather than keeping a 32 KiB bufio.Reader for the
-// connection's life. grpc does that by itself for a bare *net.UnixConn,
-// which the admitted connection's wrapper hides: every connection got a
+// connection's life. grpc does that by itself on Linux for a bare
+// *net.UnixConn, which the admitted connection's wrapper hides: every connection got a
 // buffer of its own, and an idle one kept it.
 func (c *readingConn) ReadOnReady(bufSize int, pool mem.BufferPool) (*[]byte, int, error) {
 	r := &c.readyRead
