@@ -194,6 +194,18 @@ func recvDecoded(recv func(any) error, m any) error {
 	return toStatus(decodeInto(f, m))
 }
 
+// rawReceiver is stream's receiver of raw frames, if it is the Service's
+// own server's (decodingService): any other stream's codec would refuse a
+// *rawFrame.
+func rawReceiver(stream SessionStream) (decodingStream, bool) {
+	g, ok := stream.(*grpc.GenericServerStream[sandboxdv1.SessionRequest, sandboxdv1.SessionResponse])
+	if !ok {
+		return decodingStream{}, false
+	}
+	d, ok := g.ServerStream.(decodingStream)
+	return d, ok
+}
+
 // decodingStream decodes the messages it receives itself; see rawFrame.
 type decodingStream struct{ grpc.ServerStream }
 

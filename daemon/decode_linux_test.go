@@ -63,3 +63,17 @@ func TestFirstMessageNotUTF8NamesItsField(t *testing.T) {
 		t.Fatalf("the refused Start left %d sessions", n)
 	}
 }
+
+// The first message is received raw only from the Service's own server's
+// streams, as the generated handler wraps them: any other stream's codec
+// would refuse a *rawFrame.
+func TestRawReceiverOnlyForTheServicesStreams(t *testing.T) {
+	own := &grpc.GenericServerStream[sandboxdv1.SessionRequest, sandboxdv1.SessionResponse]{ServerStream: decodingStream{frameStream{}}}
+	if _, ok := rawReceiver(own); !ok {
+		t.Error("a stream of the Service's own server is not received raw")
+	}
+	other := &grpc.GenericServerStream[sandboxdv1.SessionRequest, sandboxdv1.SessionResponse]{ServerStream: frameStream{}}
+	if _, ok := rawReceiver(other); ok {
+		t.Error("another server's stream is received raw")
+	}
+}

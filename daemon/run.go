@@ -22,7 +22,9 @@ import (
 )
 
 // SessionStream is one session's bidirectional stream as the Service sees
-// it; grpc.BidiStreamingServer[SessionRequest, SessionResponse] is one.
+// it; grpc.BidiStreamingServer[SessionRequest, SessionResponse] is one
+// (its first message is received undecoded only from the Service's own
+// server, rawReceiver).
 type SessionStream interface {
 	Context() context.Context
 	Send(*sandboxdv1.SessionResponse) error
@@ -77,7 +79,7 @@ func (s *Service) firstMessage(stream SessionStream) (*sandboxdv1.SessionRequest
 		frame rawFrame
 		err   error
 	}
-	raw, undecoded := stream.(interface{ RecvMsg(any) error })
+	raw, undecoded := rawReceiver(stream)
 	got := make(chan recv, 1)
 	go func() {
 		if undecoded {
