@@ -18,7 +18,8 @@ var ErrUnsupported = errors.New("fdwait: not supported on this OS")
 var errCancelled = errors.New("fdwait: registration cancelled")
 
 // Wait is one descriptor's registration. An idle session holds one for
-// each of its outputs and its seccomp listener for its life, so what
+// each of its outputs, its seccomp listener and its report pipe's end for
+// its life, so what
 // only an epoll_ctl needs is the waiter's (under its mu), not kept here.
 type Wait struct {
 	// rc is the registered file's: the descriptor is named to the kernel
