@@ -239,6 +239,12 @@ func lockFixtures(scratch string) (*os.File, error) {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
+		os.Remove(f.Name())
+		if errors.Is(err, unix.ENOLCK) || errors.Is(err, unix.EOPNOTSUPP) {
+			// A filesystem without locks (NFS mounted nolock, some FUSE):
+			// the directory goes by its age alone, as before the lock.
+			return nil, nil
+		}
 		return nil, fmt.Errorf("fixture lock: %w", err)
 	}
 	if err := os.Rename(f.Name(), filepath.Join(scratch, lockName)); err != nil {
@@ -273,7 +279,8 @@ func removeStale(dir string) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		lock, err := os.OpenFile(filepath.Join(path, lockName), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+		// Non-blocking: a FIFO in its place must not hang the start.
+		lock, err := os.OpenFile(filepath.Join(path, lockName), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			if time.Since(fi.ModTime()) >= staleAfter {
