@@ -235,20 +235,30 @@ func idmappedTree(path string, userns int) (int, error) {
 	return tree, nil
 }
 
-// refuseMappedHostTrees refuses a layer of the host's own tree that the
-// daemon shows the sandbox through a mapping of its owner (an owner other
-// than uid): as for a write root, that would hand the sandbox the host's
-// files, root-only ones included, as its own.
-func refuseMappedHostTrees(layers []string, uid uint32) error {
+// refuseMappedHostTrees refuses a layer of the host's own tree, or of one
+// of own (the daemon's files its sessions share), that the daemon shows
+// the sandbox through a mapping of its owner (an owner other than uid):
+// as for a write root, that would hand the sandbox the host's files,
+// root-only ones included, or other sessions', as its own.
+func refuseMappedHostTrees(layers []string, uid uint32, own []string) error {
 	for _, l := range layers {
 		var st unix.Stat_t
-		if unix.Stat(l, &st) != nil || st.Uid == uid || !(coveredBy(l, hostTrees) || anyWithin(hostTrees, l)) {
+		if unix.Stat(l, &st) != nil || st.Uid == uid {
+			continue
+		}
+		found, remedy := "", ""
+		switch {
+		case coveredBy(l, hostTrees) || anyWithin(hostTrees, l):
+			found, remedy = " holds the host's own files", "layer the workspace inside it, not the host's own tree"
+		case coveredBy(l, own) || anyWithin(own, l):
+			found, remedy = " holds files of the daemon's that its sessions share", "layer a workspace that does not hold the daemon's runtime directory"
+		default:
 			continue
 		}
 		return &launcher.Unenforceable{
 			Field: "filesystem.layer", Mechanism: fmt.Sprintf("a layer of %s showing its owner (uid %d) as the sandbox's uid %d", l, st.Uid, uid),
-			Found:  l + " holds the host's own files, which mapping its owner to the sandbox uid would hand over",
-			Remedy: "layer the workspace inside it, not the host's own tree",
+			Found:  l + found + ", which mapping its owner to the sandbox uid would hand over",
+			Remedy: remedy,
 		}
 	}
 	return nil

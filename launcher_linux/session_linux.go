@@ -31,6 +31,9 @@ type sessionPlan struct {
 	limits    *sandboxdv1.Limits
 	// privateTmp: no write root covers /tmp, so the sandbox has its own.
 	privateTmp bool
+	// shared are the daemon's files of the plan's Shared steps, by
+	// target, each with a reference the session gives back as it ends.
+	shared map[string]*identityFile
 }
 
 // plan turns req into the session's plan on this host: the checks of the
@@ -65,8 +68,9 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 		limits:     p.GetLimits(),
 		privateTmp: !coveredBy("/tmp", fs.GetWrite()),
 	}
-	sp.mapped, sp.keys, sp.notes = idmapPlan(fs.GetWrite(), set, identity{uid: req.UID, gid: req.GID, rootCaller: req.RootCaller, groups: req.CallerGroups}, b.identities.trees())
-	if err := refuseMappedHostTrees(fs.GetLayer(), req.UID); err != nil {
+	own := b.identities.trees()
+	sp.mapped, sp.keys, sp.notes = idmapPlan(fs.GetWrite(), set, identity{uid: req.UID, gid: req.GID, rootCaller: req.RootCaller, groups: req.CallerGroups}, own)
+	if err := refuseMappedHostTrees(fs.GetLayer(), req.UID, own); err != nil {
 		return nil, err
 	}
 	host := b.host.planHost(set, existsIn(layers))
@@ -76,9 +80,21 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 	}
 	if set == SetNamespaces {
 		host.Passwd, host.Group = sandboxIdentityFiles(&b.identity, req.UID, req.GID)
-		host.PasswdSource, host.GroupSource = b.sharedIdentity(host.Passwd), b.sharedIdentity(host.Group)
+		for _, c := range []struct {
+			target, content string
+			shared          *bool
+		}{{"/etc/passwd", host.Passwd, &host.SharedPasswd}, {"/etc/group", host.Group, &host.SharedGroup}} {
+			if f := b.identities.take(c.content); f != nil {
+				if sp.shared == nil {
+					sp.shared = map[string]*identityFile{}
+				}
+				sp.shared[c.target] = f
+				*c.shared = true
+			}
+		}
 	}
 	if sp.Plan, err = BuildPlan(req, host); err != nil {
+		b.identities.release(sp.shared)
 		return nil, err
 	}
 	return sp, nil
