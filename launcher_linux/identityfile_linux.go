@@ -27,9 +27,11 @@ import (
 // read or change, locked (flock) for as long as the daemon keeps files
 // there so that a second daemon beside the same socket keeps none, and
 // emptied by the one that takes the lock of what a daemon that died left.
-// A write root or layer over it is never ID-mapped (idmapPlan,
-// refuseMappedHostTrees). The files are root's and 0444, and every mount
-// of them read-only; no sandbox uid is 0.
+// A sandbox whose write roots or layers cover it has it masked, as the
+// daemon's state directory is (launcher.Spec.Protect): a root caller's
+// grant is ID-mapped to the sandbox uid and would show it all. The
+// files are root's and 0444, and every mount of them read-only; no
+// sandbox uid is 0.
 type identityStore struct {
 	path string
 	logf func(format string, args ...any)
@@ -126,8 +128,8 @@ func openIdentityDir(path string) (*os.File, error) {
 	return nil, fmt.Errorf("%s is removed as it is made", path)
 }
 
-// trees are what no write root or layer may map: the directory, even
-// where another daemon has it.
+// trees are what a sandbox whose write roots cover them has masked: the
+// directory, even where another daemon has it.
 func (s *identityStore) trees() []string {
 	if s == nil {
 		return nil

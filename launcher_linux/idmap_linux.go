@@ -130,12 +130,10 @@ type identity struct {
 // daemon can map them. For a root caller a root's owner and group become
 // the sandbox's; for another caller only a group of its own that may write
 // the root becomes the sandbox's gid, giving back what dropping the
-// caller's supplementary groups took. Roots that are or hold one of own,
-// the daemon's files its sessions share, are never mapped, as the host's
-// trees are not. keys says how each is mapped; notes has, for every root
-// considered, what its refusal should say if the sandbox finds it unusable
-// after all.
-func idmapPlan(writes []string, set MechanismSet, who identity, own []string) (mapped []string, keys map[string]idmapKey, notes map[string]rootNote) {
+// caller's supplementary groups took. keys says how each is mapped; notes
+// has, for every root considered, what its refusal should say if the
+// sandbox finds it unusable after all.
+func idmapPlan(writes []string, set MechanismSet, who identity) (mapped []string, keys map[string]idmapKey, notes map[string]rootNote) {
 	keys, notes = map[string]idmapKey{}, map[string]rootNote{}
 	setWhy, setRemedy := idmapShortfall(set)
 	for _, w := range usableRoots(writes) {
@@ -152,12 +150,6 @@ func idmapPlan(writes []string, set MechanismSet, who identity, own []string) (m
 			notes[w] = rootNote{
 				why:     "it holds the host's own files, which mapping its owner to the sandbox uid would hand over",
 				remedy:  "grant the workspace inside it, not the host's own tree",
-				noChown: true,
-			}
-		case coveredBy(w, own) || anyWithin(own, w):
-			notes[w] = rootNote{
-				why:     "it holds files of the daemon's that its sessions share, which mapping their owner to the sandbox uid would hand over",
-				remedy:  "grant a workspace that does not hold the daemon's runtime directory",
 				noChown: true,
 			}
 		case who.rootCaller:
@@ -235,30 +227,20 @@ func idmappedTree(path string, userns int) (int, error) {
 	return tree, nil
 }
 
-// refuseMappedHostTrees refuses a layer of the host's own tree, or of one
-// of own (the daemon's files its sessions share), that the daemon shows
-// the sandbox through a mapping of its owner (an owner other than uid):
-// as for a write root, that would hand the sandbox the host's files,
-// root-only ones included, or other sessions', as its own.
-func refuseMappedHostTrees(layers []string, uid uint32, own []string) error {
+// refuseMappedHostTrees refuses a layer of the host's own tree that the
+// daemon shows the sandbox through a mapping of its owner (an owner other
+// than uid): as for a write root, that would hand the sandbox the host's
+// files, root-only ones included, as its own.
+func refuseMappedHostTrees(layers []string, uid uint32) error {
 	for _, l := range layers {
 		var st unix.Stat_t
-		if unix.Stat(l, &st) != nil || st.Uid == uid {
-			continue
-		}
-		found, remedy := "", ""
-		switch {
-		case coveredBy(l, hostTrees) || anyWithin(hostTrees, l):
-			found, remedy = " holds the host's own files", "layer the workspace inside it, not the host's own tree"
-		case coveredBy(l, own) || anyWithin(own, l):
-			found, remedy = " holds files of the daemon's that its sessions share", "layer a workspace that does not hold the daemon's runtime directory"
-		default:
+		if unix.Stat(l, &st) != nil || st.Uid == uid || !(coveredBy(l, hostTrees) || anyWithin(hostTrees, l)) {
 			continue
 		}
 		return &launcher.Unenforceable{
 			Field: "filesystem.layer", Mechanism: fmt.Sprintf("a layer of %s showing its owner (uid %d) as the sandbox's uid %d", l, st.Uid, uid),
-			Found:  l + found + ", which mapping its owner to the sandbox uid would hand over",
-			Remedy: remedy,
+			Found:  l + " holds the host's own files, which mapping its owner to the sandbox uid would hand over",
+			Remedy: "layer the workspace inside it, not the host's own tree",
 		}
 	}
 	return nil

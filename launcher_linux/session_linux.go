@@ -68,9 +68,18 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 		limits:     p.GetLimits(),
 		privateTmp: !coveredBy("/tmp", fs.GetWrite()),
 	}
-	own := b.identities.trees()
-	sp.mapped, sp.keys, sp.notes = idmapPlan(fs.GetWrite(), set, identity{uid: req.UID, gid: req.GID, rootCaller: req.RootCaller, groups: req.CallerGroups}, own)
-	if err := refuseMappedHostTrees(fs.GetLayer(), req.UID, own); err != nil {
+	// The directory of the shared identity files is kept from the
+	// sandbox as the daemon's state is, masked, beneath a write root or
+	// layer, where a root caller's grant is ID-mapped and the files would
+	// be the sandbox's to read and rewrite for every session. Elsewhere
+	// it is root's 0700 in a read-only view: no mount spent on it.
+	for _, d := range b.identities.trees() {
+		if coveredBy(d, slices.Concat(fs.GetWrite(), fs.GetLayer())) {
+			req.Protect = append(slices.Clip(req.Protect), d)
+		}
+	}
+	sp.mapped, sp.keys, sp.notes = idmapPlan(fs.GetWrite(), set, identity{uid: req.UID, gid: req.GID, rootCaller: req.RootCaller, groups: req.CallerGroups})
+	if err := refuseMappedHostTrees(fs.GetLayer(), req.UID); err != nil {
 		return nil, err
 	}
 	host := b.host.planHost(set, existsIn(layers))
