@@ -31,4 +31,7 @@ type BackendOptions struct {
 	// directory "sandboxd-identity" of its own; empty keeps none, each
 	// sandbox's init making its own.
 	RuntimeDir string
+	// Logf logs what the backend does not fail for but an operator
+	// should know.
+	Logf func(format string, args ...any)
 }

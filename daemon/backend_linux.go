@@ -32,6 +32,7 @@ func DefaultBackend(opts BackendOptions) (launcher.Backend, error) {
 		StateDir:     journalDir(opts),
 		InitPath:     opts.InitPath,
 		IdentityDir:  identityDir(opts),
+		Logf:         opts.Logf,
 		// Two cover one client launching back to back, the refill
 		// running behind each launch; more would only idle.
 		Prestart: 2,
@@ -53,8 +54,8 @@ func journalDir(opts BackendOptions) string {
 
 // identityDir is where the Linux backend keeps the identity files its
 // sessions share: beside the socket, as the session sockets are, for a
-// daemon, and nowhere for the self-test, which empties no running
-// daemon's.
+// daemon, and nowhere for the self-test, which runs beside a daemon that
+// may have the directory and needs no sharing for its few sandboxes.
 func identityDir(opts BackendOptions) string {
 	if opts.SelfTest || opts.RuntimeDir == "" {
 		return ""

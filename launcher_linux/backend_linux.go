@@ -59,10 +59,14 @@ type Config struct {
 	PlaceholderLinger time.Duration
 	// IdentityDir is where a root daemon keeps the /etc/passwd and
 	// /etc/group its sessions share (see identityStore), a directory of
-	// its own that it empties at start and removes on Close; empty, or a
-	// daemon that is not root, has each init make its own. A daemon that
-	// is not root would own the files as the uid its sandboxes run as.
+	// its own, locked while it runs, emptied as it starts and removed on
+	// Close; empty, or a daemon that is not root, has each init make its
+	// own. A daemon that is not root would own the files as the uid its
+	// sandboxes run as.
 	IdentityDir string
+	// Logf logs what the backend does not fail for but an operator
+	// should know: that the sessions' identity files cannot be shared.
+	Logf func(format string, args ...any)
 }
 
 // initCapabilities are what the init needs to build the sandbox: mounts and
@@ -98,7 +102,7 @@ type backend struct {
 	// first needed.
 	diags diagMode
 	// identities are the identity files shared between sessions, nil
-	// where each init makes its own (under mu).
+	// where each init makes its own.
 	identities *identityStore
 }
 
@@ -124,9 +128,7 @@ func New(cfg Config) (launcher.Backend, error) {
 	}
 	b.cgroups.journal = b.journal
 	if cfg.IdentityDir != "" && os.Geteuid() == 0 {
-		if b.identities, err = newIdentityStore(cfg.IdentityDir); err != nil {
-			return nil, err
-		}
+		b.identities = newIdentityStore(cfg.IdentityDir, cfg.Logf)
 	}
 	if cfg.StateDir != "" {
 		if abs, err := filepath.Abs(cfg.StateDir); err == nil {
@@ -142,21 +144,6 @@ func New(cfg Config) (launcher.Backend, error) {
 		b.uid, b.gid = uint32(os.Getuid()), uint32(os.Getgid())
 	}
 	return b, nil
-}
-
-// sharedIdentity is the shared file holding content, "" where the init
-// is to make its own: no content, no store, or a store that cannot have
-// it (a directory others may change, say), in which case the session has
-// what it had before sharing.
-func (b *backend) sharedIdentity(content string) string {
-	if content == "" || b.identities == nil {
-		return ""
-	}
-	path, err := b.identities.path(content)
-	if err != nil {
-		return ""
-	}
-	return path
 }
 
 // selfExe is this binary, as the kernel knows it: a binary replaced on disk
@@ -214,7 +201,6 @@ func (b *backend) Close() error {
 	}
 	if b.identities != nil {
 		b.identities.close()
-		b.identities = nil
 	}
 	return nil
 }
@@ -256,7 +242,12 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	plan := sp.Plan
 	var release sync.Once
-	cleanup := func() { release.Do(func() { b.releasePlaceholders(held) }) }
+	cleanup := func() {
+		release.Do(func() {
+			b.releasePlaceholders(held)
+			b.identities.release(sp.shared)
+		})
+	}
 	started := false
 	defer func() {
 		if !started {
@@ -340,14 +331,20 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	// processor for it.
 	defer context.AfterFunc(ctx, func() { proc.signal(unix.SIGKILL) })()
 	for _, s := range plan.Mounts {
-		if !s.Idmapped {
-			continue
-		}
 		// Before the stdio: the init takes them as it builds the root.
-		if err := sendFds(pass, sandboxinit.PassMount, trees[s.Target]); err != nil {
-			ip.plan.Close()
-			p.abort()
-			return nil, fmt.Errorf("send ID-mapped write root %s to sandbox init: %w", s.Target, err)
+		switch {
+		case s.Idmapped:
+			if err := sendFds(pass, sandboxinit.PassMount, trees[s.Target]); err != nil {
+				ip.plan.Close()
+				p.abort()
+				return nil, fmt.Errorf("send ID-mapped write root %s to sandbox init: %w", s.Target, err)
+			}
+		case s.Shared:
+			if err := sendSharedFile(pass, sp.shared[s.Target]); err != nil {
+				ip.plan.Close()
+				p.abort()
+				return nil, fmt.Errorf("send the daemon's %s to sandbox init: %w", s.Target, err)
+			}
 		}
 	}
 	if !spec.Stdio.Terminal {
@@ -971,6 +968,19 @@ func sendFds(sock syscall.RawConn, tag byte, fds ...int) error {
 		return serr != unix.EAGAIN
 	})
 	return cmp.Or(err, serr)
+}
+
+// sendSharedFile sends the init a mount of f of its own.
+func sendSharedFile(sock syscall.RawConn, f *identityFile) error {
+	if f == nil {
+		return errors.New("the plan has a shared file the daemon does not hold")
+	}
+	tree, err := f.mount()
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tree)
+	return sendFds(sock, sandboxinit.PassMount, tree)
 }
 
 // receivePassed takes what the init sends on the pass socket, in the order

@@ -1,6 +1,7 @@
 package launcherlinux
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -15,8 +16,10 @@ import (
 // (its netlink_sock in kmalloc-2k, its inode, its file) for as long as the
 // session lasts, and an idle session never needs it. Making it takes
 // entering the sandbox's network namespace, which a daemon without
-// CAP_SYS_ADMIN (a rootless one) may not: the first session tells which,
-// and every later one does the same.
+// CAP_SYS_ADMIN (a rootless one) may not: the first session that can tell
+// (the kernel refusing with EPERM, or the socket made) decides for every
+// later one. Any other failure (the init gone, out of descriptors) tells
+// nothing: that session keeps its init's, and the next one tries again.
 type diagMode struct{ state atomic.Int32 }
 
 const (
@@ -26,17 +29,24 @@ const (
 )
 
 // atNeed says whether the session of init h makes its socket when first
-// needed, trying once, for the first session, whether it can.
-func (m *diagMode) atNeed(h *initHandle) bool {
+// needed, trying whether it can until that is known.
+func (m *diagMode) atNeed(h *initHandle) bool { return m.decide(h.diagSocket) }
+
+// decide is atNeed with try making the socket.
+func (m *diagMode) decide(try func() (int, error)) bool {
 	if s := m.state.Load(); s != diagUntried {
 		return s == diagAtNeed
 	}
-	next := diagKept
-	if fd, err := h.diagSocket(); err == nil {
+	fd, err := try()
+	switch {
+	case err == nil:
 		unix.Close(fd)
-		next = diagAtNeed
+		m.state.CompareAndSwap(diagUntried, diagAtNeed)
+	case errors.Is(err, unix.EPERM):
+		m.state.CompareAndSwap(diagUntried, diagKept)
+	default:
+		return false
 	}
-	m.state.CompareAndSwap(diagUntried, next)
 	return m.state.Load() == diagAtNeed
 }
 
@@ -52,29 +62,49 @@ func (h *initHandle) diagSocket() (fd int, err error) {
 	return fd, err
 }
 
-// socketInNetNS makes the socket on a thread of its own moved into the
-// network namespace of the process pidfd names; that thread ends with
-// its goroutine rather than serve the runtime in another namespace.
+// socketInNetNS makes the socket on a thread moved into the network
+// namespace of the process pidfd names, and moved back before the runtime
+// may use it for anything else.
 func socketInNetNS(pidfd int) (int, error) {
-	type made struct {
-		fd  int
-		err error
-	}
-	done := make(chan made, 1)
+	fd := -1
+	err := inNetNS(pidfd, func() error {
+		var err error
+		if fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG); err != nil {
+			return fmt.Errorf("sock_diag socket: %w", err)
+		}
+		return nil
+	})
+	return fd, err
+}
+
+// inNetNS runs fn on a thread of its own in the network namespace of the
+// process pidfd names. The thread goes back to the daemon's namespace
+// after; one that cannot is left locked, and ends with its goroutine. Not
+// ending it otherwise: the runtime cannot end the process's first thread,
+// which it parks for good instead, and a thread parked in the sandbox's
+// namespace would keep that namespace, and /proc/self/net would show it.
+func inNetNS(pidfd int, fn func() error) error {
+	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- fmt.Errorf("the daemon's network namespace: %w", err)
+			return
+		}
+		defer unix.Close(home)
 		if err := unix.Setns(pidfd, unix.CLONE_NEWNET); err != nil {
 			// The thread is where it was.
 			runtime.UnlockOSThread()
-			done <- made{-1, fmt.Errorf("enter the sandbox's network namespace: %w", err)}
+			done <- fmt.Errorf("enter the sandbox's network namespace: %w", err)
 			return
 		}
-		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
-		if err != nil {
-			err = fmt.Errorf("sock_diag socket: %w", err)
+		err = fn()
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
 		}
-		done <- made{fd, err}
+		done <- err
 	}()
-	m := <-done
-	return m.fd, m.err
+	return <-done
 }

@@ -2,11 +2,13 @@ package launcherlinux
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,31 +63,82 @@ func TestSockDiagIsMadeAtNeedInTheSandboxsNamespace(t *testing.T) {
 	if diag < 0 {
 		t.Fatal("no sock_diag socket once the sandbox needed one")
 	}
+	daemonThreadsInTheirNamespace(t)
 	own := filepath.Join(filepath.Dir(path), "own.sock")
-	listened := make(chan error, 1)
-	go func() {
-		// The thread stays in the sandbox's namespace and ends with this
-		// goroutine.
-		runtime.LockOSThread()
-		var err error
-		if cerr := p.(*process).proc.rc.Control(func(pidfd uintptr) { err = unix.Setns(int(pidfd), unix.CLONE_NEWNET) }); cerr != nil {
-			err = cerr
-		}
-		if err == nil {
-			var l net.Listener
-			if l, err = net.Listen("unix", own); err == nil {
-				t.Cleanup(func() { l.Close() })
-			}
-		}
-		listened <- err
-	}()
-	if err := <-listened; err != nil {
-		t.Fatal(err)
+	var ownL net.Listener
+	var lerr error
+	if err := p.(*process).proc.rc.Control(func(pidfd uintptr) {
+		lerr = inNetNS(int(pidfd), func() (err error) {
+			ownL, err = net.Listen("unix", own)
+			return err
+		})
+	}); err != nil || lerr != nil {
+		t.Fatal(err, lerr)
 	}
+	defer ownL.Close()
+	daemonThreadsInTheirNamespace(t)
 	if err := unix.Stat(own, &st); err != nil {
 		t.Fatal(err)
 	}
 	if !s.ownListener(st.Dev, st.Ino) {
 		t.Error("a listener of the sandbox's network namespace was not found its own")
+	}
+	p.Kill()
+	p.Wait()
+	if s.ownListener(st.Dev, st.Ino) {
+		t.Error("a listener passed for the sandbox's own once its init had ended")
+	}
+}
+
+// daemonThreadsInTheirNamespace fails unless every thread of the test is
+// in its network namespace, once the threads that entered the sandbox's
+// have ended with their goroutines (a thread ends just after its
+// goroutine's last send).
+func daemonThreadsInTheirNamespace(t *testing.T) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	want, err := os.Readlink("/proc/thread-self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stray []string
+	for range 100 {
+		stray = stray[:0]
+		tasks, _ := os.ReadDir("/proc/self/task")
+		for _, task := range tasks {
+			if ns, err := os.Readlink("/proc/self/task/" + task.Name() + "/ns/net"); err == nil && ns != want {
+				stray = append(stray, task.Name()+": "+ns)
+			}
+		}
+		if len(stray) == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("threads of the daemon in another network namespace than its %s: %q", want, stray)
+}
+
+// Only the kernel's refusal to enter the namespace (EPERM) makes every
+// session keep its init's socket: a failure of one session's (its init
+// gone, no descriptor left) decides nothing.
+func TestSockDiagModeIsDecidedByEPERMAlone(t *testing.T) {
+	fail := func(err error) func() (int, error) { return func() (int, error) { return -1, err } }
+	var m diagMode
+	for _, err := range []error{unix.ESRCH, unix.EMFILE, unix.EAGAIN} {
+		if m.decide(fail(err)) {
+			t.Errorf("%v: made at need", err)
+		}
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.decide(func() (int, error) { return fd, nil }) || !m.decide(fail(unix.EPERM)) {
+		t.Error("a socket made after other failures did not decide for making them at need")
+	}
+	var kept diagMode
+	if kept.decide(fail(fmt.Errorf("enter: %w", unix.EPERM))) || kept.decide(func() (int, error) { return -1, nil }) {
+		t.Error("EPERM did not decide for keeping the init's")
 	}
 }

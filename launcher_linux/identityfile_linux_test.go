@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -30,26 +32,51 @@ func sandboxPasswd(t *testing.T) string {
 	return p
 }
 
-// identityBackend is a backend keeping its shared identity files in a
-// directory of its own, which it returns; the backend is closed after
-// the test.
-func identityBackend(t *testing.T) (launcher.Backend, string) {
+// logLines collects what a backend logs.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *logLines) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// identityBackendIn is a backend keeping its shared identity files on the
+// filesystem of dir, closed after the test, and what it logs.
+func identityBackendIn(t *testing.T, dir string) (launcher.Backend, *logLines) {
 	t.Helper()
-	dir := filepath.Join(hostDir(t, 0o755), "identity")
 	uid, gid := sandboxIdentity()
-	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(SetNamespaces), InitPath: initBinaryPath(t), IdentityDir: dir})
+	logs := &logLines{}
+	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(SetNamespaces), InitPath: initBinaryPath(t), IdentityDir: dir, Logf: logs.logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.(io.Closer).Close() })
+	return b, logs
+}
+
+// identityBackend is identityBackendIn a directory of its own, which it
+// returns, in a parent of root's that every uid may search.
+func identityBackend(t *testing.T) (launcher.Backend, string) {
+	t.Helper()
+	dir := filepath.Join(hostDir(t, 0o755), "identity")
+	b, _ := identityBackendIn(t, dir)
 	return b, dir
 }
 
-// sessionPasswd starts a sleep on b and returns its /etc/passwd: what it
-// holds and which file it is.
-func sessionPasswd(t *testing.T, b launcher.Backend) (string, unix.Stat_t) {
+// startSleep starts a sleep on b, ended after the test.
+func startSleep(t *testing.T, b launcher.Backend, pol *sandboxdv1.Policy) launcher.Process {
 	t.Helper()
-	p, err := b.Start(context.Background(), testSpec(t, nil, "/bin/sleep", "60"))
+	p, err := b.Start(context.Background(), testSpec(t, pol, "/bin/sleep", "60"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +84,14 @@ func sessionPasswd(t *testing.T, b launcher.Backend) (string, unix.Stat_t) {
 		p.Kill()
 		p.Wait()
 	})
-	path := fmt.Sprintf("/proc/%d/root/etc/passwd", p.Pid())
+	return p
+}
+
+// sessionFile is what the sandbox of p holds at name and which file it
+// is.
+func sessionFile(t *testing.T, p launcher.Process, name string) (string, unix.Stat_t) {
+	t.Helper()
+	path := fmt.Sprintf("/proc/%d/root%s", p.Pid(), name)
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
 		t.Fatal(err)
@@ -69,9 +103,30 @@ func sessionPasswd(t *testing.T, b launcher.Backend) (string, unix.Stat_t) {
 	return string(got), st
 }
 
+// sessionPasswd starts a sleep on b and returns its /etc/passwd: what it
+// holds and which file it is.
+func sessionPasswd(t *testing.T, b launcher.Backend) (string, unix.Stat_t) {
+	t.Helper()
+	return sessionFile(t, startSleep(t, b, nil), "/etc/passwd")
+}
+
+// fileOf is the name in dir of the file st is, "" for none.
+func fileOf(dir string, st unix.Stat_t) string {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		var s unix.Stat_t
+		if unix.Lstat(filepath.Join(dir, e.Name()), &s) == nil && s.Dev == st.Dev && s.Ino == st.Ino {
+			return filepath.Join(dir, e.Name())
+		}
+	}
+	return ""
+}
+
 // Sessions of one identity bind one file of the daemon's as /etc/passwd,
-// not a copy apiece, holding what a file of the init's own would; the
-// daemon's directory goes with it.
+// not a copy apiece, holding what a file of the init's own would, root's
+// and 0444, in a directory of root's that no one else may enter; the
+// directory goes with the daemon, and the running sessions keep their
+// file.
 func TestSessionsShareOneIdentityFile(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a daemon that is not root shares no identity files: TestRootlessDaemonKeepsItsOwnIdentityFiles")
@@ -79,83 +134,110 @@ func TestSessionsShareOneIdentityFile(t *testing.T) {
 	want := sandboxPasswd(t)
 	b, dir := identityBackend(t)
 	var seen []unix.Stat_t
+	var first launcher.Process
 	for range 2 {
-		got, st := sessionPasswd(t, b)
+		p := startSleep(t, b, nil)
+		if first == nil {
+			first = p
+		}
+		got, st := sessionFile(t, p, "/etc/passwd")
 		if got != want {
 			t.Errorf("/etc/passwd in the sandbox:\n%s\nwant:\n%s", got, want)
+		}
+		if st.Uid != 0 || st.Mode&0o7777 != 0o444 {
+			t.Errorf("/etc/passwd: uid %d, mode %o: want root's, 0444", st.Uid, st.Mode&0o7777)
 		}
 		seen = append(seen, st)
 	}
 	if seen[0].Dev != seen[1].Dev || seen[0].Ino != seen[1].Ino {
 		t.Errorf("the sessions' /etc/passwd are %d:%d and %d:%d: want one file", seen[0].Dev, seen[0].Ino, seen[1].Dev, seen[1].Ino)
 	}
-	var shared unix.Stat_t
-	entries, _ := os.ReadDir(dir)
-	found := false
-	for _, e := range entries {
-		if unix.Stat(filepath.Join(dir, e.Name()), &shared) == nil && shared.Dev == seen[0].Dev && shared.Ino == seen[0].Ino {
-			found = true
-			if shared.Uid != 0 || shared.Mode&0o7777 != 0o444 {
-				t.Errorf("%s: uid %d, mode %o: want root's, 0444", e.Name(), shared.Uid, shared.Mode&0o7777)
-			}
-		}
-	}
-	if !found {
+	if fileOf(dir, seen[0]) == "" {
 		t.Errorf("the sessions' /etc/passwd is no file of %s", dir)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil || st.Uid != 0 || st.Mode&0o7777 != 0o700 {
+		t.Errorf("%s: uid %d, mode %o (%v): want root's, 0700", dir, st.Uid, st.Mode&0o7777, err)
 	}
 	b.(io.Closer).Close()
 	if _, err := os.Lstat(dir); err == nil {
 		t.Errorf("%s is still there once the backend closed", dir)
 	}
+	if got, _ := sessionFile(t, first, "/etc/passwd"); got != want {
+		t.Errorf("a running session's /etc/passwd after Close:\n%s", got)
+	}
 }
 
-// A daemon starting over finds the directory its predecessor left and
-// empties it, and files that were spoiled since they were written are
-// written anew before a session binds them.
-func TestIdentityFilesLeftOrSpoiledAreRemade(t *testing.T) {
+// What the init binds is the file the daemon wrote, whatever was done to
+// the names meanwhile: it gets a mount of the daemon's descriptor, and
+// looks no name up. A file put in the place of the daemon's, under its
+// name, never reaches a sandbox; a file whose name is gone is made anew.
+func TestSharedIdentityFileIsTheOneWritten(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a daemon that is not root shares no identity files")
 	}
 	want := sandboxPasswd(t)
-	parent := hostDir(t, 0o755)
-	dir := filepath.Join(parent, "identity")
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	b, dir := identityBackend(t)
+	_, before := sessionPasswd(t, b)
+	name := fileOf(dir, before)
+	if name == "" {
+		t.Fatalf("no file of %s is the sandbox's passwd", dir)
+	}
+	const forged = "root:x:0:0::/:/bin/sh\nsandbox:x:0:0::/:/bin/sh\n"
+	if err := os.Rename(name, name+".moved"); err != nil {
 		t.Fatal(err)
 	}
-	left := filepath.Join(dir, "left")
-	if err := os.WriteFile(left, nil, 0o444); err != nil {
+	if err := os.WriteFile(name, []byte(forged), 0o444); err != nil {
 		t.Fatal(err)
 	}
-	uid, gid := sandboxIdentity()
-	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(SetNamespaces), InitPath: initBinaryPath(t), IdentityDir: dir})
-	if err != nil {
+	got, after := sessionPasswd(t, b)
+	if got != want || after.Ino != before.Ino {
+		t.Errorf("/etc/passwd once another file took the shared one's name: inode %d (was %d), holding\n%s", after.Ino, before.Ino, got)
+	}
+	if err := os.Remove(name + ".moved"); err != nil {
 		t.Fatal(err)
 	}
-	defer b.(io.Closer).Close()
-	if _, err := os.Lstat(left); err == nil {
-		t.Errorf("%s, left by a daemon before, is still there", left)
-	}
-	_, first := sessionPasswd(t, b)
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		os.Chmod(p, 0o644)
-		os.WriteFile(p, []byte("root:x:0:0::/:/bin/sh\n"), 0o644)
-		os.Chmod(p, 0o444)
-	}
-	got, second := sessionPasswd(t, b)
-	if got != want {
-		t.Errorf("/etc/passwd after the shared file was rewritten:\n%s\nwant:\n%s", got, want)
-	}
-	if first.Ino == second.Ino {
-		t.Error("the rewritten file was bound as it was, not written anew")
+	if got, after = sessionPasswd(t, b); got != want || after.Ino == before.Ino {
+		t.Errorf("/etc/passwd once the shared one's name was removed: inode %d (was %d), holding\n%s", after.Ino, before.Ino, got)
 	}
 }
 
-// A write root over the daemon's directory, which the caller (root) could
-// have the daemon map to the sandbox uid as the root's owner, is refused
-// instead: mapped, it would let the sandbox write the file other sessions
-// bind.
+// What the daemon sends is what the init binds, or the launch fails: a
+// session never has the host's /etc/passwd for want of the daemon's.
+func TestSharedIdentityFileMissingFailsTheLaunch(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a daemon that is not root shares no identity files")
+	}
+	b, dir := identityBackend(t)
+	sessionPasswd(t, b)
+	// A mount that cannot cover a file, as one of a name removed after
+	// the daemon made it could not.
+	notFile, err := os.OpenFile(filepath.Dir(dir), unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := b.(*backend).identities
+	s.mu.Lock()
+	for _, f := range s.files {
+		f.file.Close()
+		f.file = notFile
+	}
+	s.mu.Unlock()
+	p, err := b.Start(context.Background(), testSpec(t, nil, "/bin/cat", "/etc/passwd"))
+	if err == nil {
+		p.Kill()
+		p.Wait()
+		t.Fatal("a session started without the daemon's /etc/passwd")
+	}
+	if !strings.Contains(err.Error(), "/etc/passwd") {
+		t.Errorf("Start: %v, want it to name /etc/passwd", err)
+	}
+}
+
+// The sandbox cannot change the file it shares with other sessions: not
+// through its /etc/passwd, even beneath a write root, and not through a
+// write root over the daemon's directory, even one a root caller's grant
+// ID-maps to the sandbox uid: the directory is masked.
 func TestSharedIdentityFileIsNotWritable(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a daemon that is not root shares no identity files")
@@ -163,29 +245,42 @@ func TestSharedIdentityFileIsNotWritable(t *testing.T) {
 	want := sandboxPasswd(t)
 	b, dir := identityBackend(t)
 	_, st := sessionPasswd(t, b)
-	shared := ""
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		var s unix.Stat_t
-		if unix.Stat(filepath.Join(dir, e.Name()), &s) == nil && s.Ino == st.Ino {
-			shared = filepath.Join(dir, e.Name())
-		}
-	}
+	shared := fileOf(dir, st)
 	if shared == "" {
 		t.Fatalf("no file of %s is the sandbox's passwd", dir)
 	}
-	script := `f=` + shared + `
-(echo x >> $f) 2>/dev/null && echo "appended"
-chmod 666 $f 2>/dev/null && echo "chmod"
-mv $f $f.x 2>/dev/null && echo "renamed"
+	// A root caller's grant of the directory's parent is ID-mapped: the
+	// sandbox owns what is there, but the daemon's directory is masked.
+	reach := `ls -A "$D" 2>/dev/null
+cat "$D"/* 2>/dev/null && echo read
+(echo x >> "$F") 2>/dev/null && echo appended
+chmod 666 "$F" 2>/dev/null && echo chmod
+mv "$D" "$D.x" 2>/dev/null && echo renamed
 true`
-	for _, w := range []string{filepath.Dir(dir), dir} {
-		spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/sh", "-c", script)
-		spec.RootCaller = true
-		p, err := b.Start(context.Background(), spec)
-		wantRefusal(t, p, err, "filesystem.write")
-		if err != nil && !strings.Contains(err.Error(), "daemon's") {
-			t.Errorf("write %s: refused for another reason: %v", w, err)
+	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{filepath.Dir(dir)}}}, "/bin/sh", "-c", reach)
+	spec.Env = append(spec.Env, "D="+dir, "F="+shared)
+	spec.RootCaller = true
+	if out, serr, _, status, err := runSpec(t, b, spec); err != nil || status.ExitCode != 0 || out != "" {
+		t.Errorf("a root caller's write root over the daemon's directory: status %+v, %v, stderr %q; the sandbox did or found:\n%s", status, err, serr, out)
+	}
+	work := hostDir(t, 0o777)
+	script := `(echo x >> /etc/passwd) 2>/dev/null && echo appended
+chmod 666 /etc/passwd 2>/dev/null && echo chmod
+mv /etc/passwd /etc/passwd.x 2>/dev/null && echo renamed
+mv /etc/passwd "$W/p" 2>/dev/null && echo moved
+ln /etc/passwd "$W/l" 2>/dev/null && echo linked
+(echo x > /etc/passwd) 2>/dev/null && echo truncated
+true`
+	for _, rootCaller := range []bool{false, true} {
+		spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{work}}}, "/bin/sh", "-c", script)
+		spec.Env = append(spec.Env, "W="+work)
+		spec.RootCaller = rootCaller
+		out, serr, _, status, err := runSpec(t, b, spec)
+		if err != nil || status.ExitCode != 0 {
+			t.Fatalf("root caller %v: status %+v, %v, stderr %q", rootCaller, status, err, serr)
+		}
+		if out != "" {
+			t.Errorf("root caller %v: the sandbox's /etc/passwd was changed:\n%s", rootCaller, out)
 		}
 	}
 	var after unix.Stat_t
@@ -194,6 +289,152 @@ true`
 	}
 	if b, err := os.ReadFile(shared); err != nil || string(b) != want {
 		t.Errorf("%s now holds %q (%v)", shared, b, err)
+	}
+}
+
+// A second daemon beside the same socket finds the directory locked and
+// keeps no files: it logs that once, its sessions have their inits' own,
+// and neither its start nor its end touches the first daemon's files.
+func TestSecondDaemonLeavesTheIdentityFilesAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a daemon that is not root shares no identity files")
+	}
+	want := sandboxPasswd(t)
+	b, dir := identityBackend(t)
+	_, before := sessionPasswd(t, b)
+	name := fileOf(dir, before)
+	second, logs := identityBackendIn(t, dir)
+	for range 2 {
+		if got, st := sessionPasswd(t, second); got != want || st.Dev == before.Dev {
+			t.Errorf("the second daemon's session: /etc/passwd %d:%d, holding\n%s", st.Dev, st.Ino, got)
+		}
+	}
+	if l := logs.get(); len(l) != 1 || !strings.Contains(l[0], "another daemon's") {
+		t.Errorf("the second daemon logged %q", l)
+	}
+	second.(io.Closer).Close()
+	if got, st := sessionPasswd(t, b); got != want || st.Ino != before.Ino || fileOf(dir, st) != name {
+		t.Errorf("the first daemon's session after the second's end: inode %d (was %d), holding\n%s", st.Ino, before.Ino, got)
+	}
+}
+
+// A daemon that takes the directory empties it of what a daemon that died
+// left, and makes it root's 0700 whatever its mode or the umask.
+func TestIdentityFilesLeftAreRemoved(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a daemon that is not root shares no identity files")
+	}
+	dir := filepath.Join(hostDir(t, 0o755), "identity")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(dir, "0")
+	if err := os.WriteFile(left, []byte("left\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	b, _ := identityBackendIn(t, dir)
+	if _, err := os.Lstat(left); err == nil {
+		t.Errorf("%s, left by a daemon before, is still there", left)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil || st.Mode&0o7777 != 0o700 {
+		t.Errorf("%s: mode %o (%v), want 0700", dir, st.Mode&0o7777, err)
+	}
+	if got, st := sessionPasswd(t, b); fileOf(dir, st) == "" || st.Mode&0o7777 != 0o444 {
+		t.Errorf("/etc/passwd made under umask 077: mode %o, in %s: %q, holding\n%s", st.Mode&0o7777, dir, fileOf(dir, st), got)
+	}
+}
+
+// A directory that cannot be made (a read-only mount) costs the daemon
+// nothing: it starts, logs once, and each init makes its own files.
+func TestIdentityFilesWhereNoneCanBeMade(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a daemon that is not root shares no identity files")
+	}
+	want := sandboxPasswd(t)
+	parent := hostDir(t, 0o755)
+	if err := unix.Mount(parent, parent, "", unix.MS_BIND, ""); err != nil {
+		t.Skip(err)
+	}
+	defer unix.Unmount(parent, unix.MNT_DETACH)
+	if err := unix.Mount("", parent, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	b, logs := identityBackendIn(t, filepath.Join(parent, "identity"))
+	for range 2 {
+		if got, _ := sessionPasswd(t, b); got != want {
+			t.Errorf("/etc/passwd beside a read-only directory:\n%s", got)
+		}
+	}
+	if l := logs.get(); len(l) != 1 || !strings.Contains(l[0], "read-only") {
+		t.Errorf("logged %q: want the refusal once", l)
+	}
+}
+
+// The daemon keeps a file while sessions use it and a few it last used
+// besides; the others go, name and all, whatever number of contents it
+// has seen.
+func TestIdentityStoreKeepsFewFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the store's files are root's")
+	}
+	dir := filepath.Join(hostDir(t, 0o755), "identity")
+	s := newIdentityStore(dir, t.Logf)
+	defer s.close()
+	held := s.take("held\n")
+	if held == nil {
+		t.Fatal("no file made")
+	}
+	var files []*identityFile
+	for i := range 3 * idleIdentityFiles {
+		f := s.take(fmt.Sprintf("u%d:x:%d:%d::/:/bin/sh\n", i, i, i))
+		if f == nil {
+			t.Fatal("no file made")
+		}
+		if again := s.take(f.content); again != f {
+			t.Fatal("a second take of one content made another file")
+		}
+		s.release(map[string]*identityFile{"/etc/passwd": f, "/etc/group": f})
+		files = append(files, f)
+	}
+	if n := len(s.files); n != idleIdentityFiles+1 {
+		t.Errorf("the store keeps %d files, want %d", n, idleIdentityFiles+1)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != idleIdentityFiles+1 {
+		t.Errorf("%s holds %d files, want %d", dir, len(entries), idleIdentityFiles+1)
+	}
+	if s.files[held.content] != held {
+		t.Error("a file a session holds was let go")
+	}
+	if _, err := os.Lstat(filepath.Join(dir, files[0].name)); err == nil {
+		t.Error("the least recently used file is still there")
+	}
+	if s.take(files[len(files)-1].content) != files[len(files)-1] {
+		t.Error("the last file used was made anew")
+	}
+}
+
+// A session gives its files back as it ends.
+func TestSessionReleasesItsIdentityFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a daemon that is not root shares no identity files")
+	}
+	b, _ := identityBackend(t)
+	if _, _, st := runWith(t, b, nil, "/bin/true"); st.ExitCode != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	s := b.(*backend).identities
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.files) == 0 {
+		t.Fatal("the session had no file of the daemon's")
+	}
+	for _, f := range s.files {
+		if f.refs != 0 {
+			t.Errorf("a file is held %d times once its session ended", f.refs)
+		}
 	}
 }
 
@@ -213,88 +454,5 @@ func TestRootlessDaemonKeepsItsOwnIdentityFiles(t *testing.T) {
 	}
 	if _, err := os.Lstat(dir); err == nil {
 		t.Errorf("a rootless daemon made %s", dir)
-	}
-}
-
-// A file that is not what its name says, or not the daemon's read-only
-// one, is written anew rather than trusted; a directory that others could
-// change, or that the sandbox uid could not reach, is not used.
-func TestIdentityStoreVerifiesContent(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the store's files and every directory above them must be root's")
-	}
-	parent := hostDir(t, 0o711)
-	dir := filepath.Join(parent, "identity")
-	s := &identityStore{dir: dir}
-	p, err := s.path("a:x:1:1::/:/bin/sh\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, spoil := range map[string]func(){
-		"rewritten": func() {
-			os.Chmod(p, 0o644)
-			os.WriteFile(p, []byte("b:x:0:0::/:/bin/sh\n"), 0o644)
-			os.Chmod(p, 0o444)
-		},
-		"writable": func() { os.Chmod(p, 0o666) },
-		"removed":  func() { os.Remove(p) },
-	} {
-		spoil()
-		got, err := s.path("a:x:1:1::/:/bin/sh\n")
-		var st unix.Stat_t
-		if err != nil || got != p || unix.Stat(p, &st) != nil || st.Mode&0o7777 != 0o444 {
-			t.Errorf("%s: %q, %v, mode %o", name, got, err, st.Mode&0o7777)
-		}
-		if b, _ := os.ReadFile(p); string(b) != "a:x:1:1::/:/bin/sh\n" {
-			t.Errorf("%s: holds %q", name, b)
-		}
-	}
-	for name, c := range map[string]struct {
-		path string
-		mode os.FileMode
-	}{
-		"a directory others may write":              {dir, 0o777},
-		"a parent others may write":                 {parent, 0o777},
-		"a parent the sandbox uid cannot search":    {parent, 0o700},
-		"a directory the sandbox uid cannot search": {dir, 0o700},
-	} {
-		os.Chmod(c.path, c.mode)
-		if _, err := (&identityStore{dir: dir}).path("c\n"); err == nil {
-			t.Errorf("%s was used", name)
-		}
-		os.Chmod(dir, 0o755)
-		os.Chmod(parent, 0o711)
-	}
-	unix.Chmod(parent, 0o1777)
-	if _, err := (&identityStore{dir: dir}).path("c\n"); err != nil {
-		t.Errorf("a sticky parent others may write, as /tmp is: %v", err)
-	}
-}
-
-// A write root at or above the daemon's shared files is never mapped,
-// whoever owns it.
-func TestIdmapPlanKeepsTheDaemonsFilesUnmapped(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("only root maps write roots")
-	}
-	const uid, gid = 4242424, 4242424
-	parent := hostDir(t, 0o755)
-	own := filepath.Join(parent, "identity")
-	if err := os.Mkdir(own, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writes := []string{parent, own}
-	who := identity{uid: uid, gid: gid, rootCaller: true}
-	if mapped, _, _ := idmapPlan(writes, SetNamespaces, who, nil); len(mapped) != 2 {
-		t.Fatalf("without the daemon's files: mapped %q, want both", mapped)
-	}
-	mapped, _, notes := idmapPlan(writes, SetNamespaces, who, []string{own})
-	if len(mapped) != 0 {
-		t.Errorf("mapped %q", mapped)
-	}
-	for _, w := range writes {
-		if n := notes[w]; !n.noChown || !strings.Contains(n.why, "daemon's") {
-			t.Errorf("note for %s: %+v", w, n)
-		}
 	}
 }

@@ -130,12 +130,10 @@ type identity struct {
 // daemon can map them. For a root caller a root's owner and group become
 // the sandbox's; for another caller only a group of its own that may write
 // the root becomes the sandbox's gid, giving back what dropping the
-// caller's supplementary groups took. Roots that are or hold one of own,
-// the daemon's files its sessions share, are never mapped, as the host's
-// trees are not. keys says how each is mapped; notes has, for every root
-// considered, what its refusal should say if the sandbox finds it unusable
-// after all.
-func idmapPlan(writes []string, set MechanismSet, who identity, own []string) (mapped []string, keys map[string]idmapKey, notes map[string]rootNote) {
+// caller's supplementary groups took. keys says how each is mapped; notes
+// has, for every root considered, what its refusal should say if the
+// sandbox finds it unusable after all.
+func idmapPlan(writes []string, set MechanismSet, who identity) (mapped []string, keys map[string]idmapKey, notes map[string]rootNote) {
 	keys, notes = map[string]idmapKey{}, map[string]rootNote{}
 	setWhy, setRemedy := idmapShortfall(set)
 	for _, w := range usableRoots(writes) {
@@ -152,12 +150,6 @@ func idmapPlan(writes []string, set MechanismSet, who identity, own []string) (m
 			notes[w] = rootNote{
 				why:     "it holds the host's own files, which mapping its owner to the sandbox uid would hand over",
 				remedy:  "grant the workspace inside it, not the host's own tree",
-				noChown: true,
-			}
-		case coveredBy(w, own) || anyWithin(own, w):
-			notes[w] = rootNote{
-				why:     "it holds files of the daemon's that its sessions share, which mapping their owner to the sandbox uid would hand over",
-				remedy:  "grant a workspace that does not hold the daemon's runtime directory",
 				noChown: true,
 			}
 		case who.rootCaller:

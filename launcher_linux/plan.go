@@ -104,10 +104,10 @@ type Host struct {
 	// host's with an entry added for the sandbox uid and gid, "" where the
 	// host's already name them (see identityFiles).
 	Passwd, Group string
-	// PasswdSource and GroupSource are host files holding Passwd and
-	// Group, which the daemon keeps for all its sessions, "" for none:
-	// the init binds them instead of writing a file of its own.
-	PasswdSource, GroupSource string
+	// SharedPasswd and SharedGroup: the daemon sends a file holding
+	// Passwd or Group, one for all its sessions with that content, which
+	// the init binds instead of writing one of its own.
+	SharedPasswd, SharedGroup bool
 	// Idmapped are the write roots the daemon ID-maps so that their owner
 	// is the sandbox uid inside (the namespaces set only).
 	Idmapped []string
@@ -250,23 +250,17 @@ func BuildPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	}
 	// Over whatever write root holds them, under any carve-out or mask
 	// of the policy's.
-	identityFile := func(target, content, source string) {
-		if content == "" {
-			return
-		}
-		// A file the sandbox could write is no file to share: it stays
-		// the init's own, whatever the DAC of the shared one says.
-		if source != "" && coveredBy(source, writes) {
-			source = ""
-		}
-		if source != "" {
-			add(MountStep{Kind: MountFile, Source: source, Target: target, Field: "process"})
-		} else {
+	identityFile := func(target, content string, shared bool) {
+		switch {
+		case content == "":
+		case shared:
+			add(MountStep{Kind: MountFile, Target: target, Shared: true, Field: "process"})
+		default:
 			add(MountStep{Kind: MountFile, Target: target, Content: content, Field: "process"})
 		}
 	}
-	identityFile("/etc/passwd", host.Passwd, host.PasswdSource)
-	identityFile("/etc/group", host.Group, host.GroupSource)
+	identityFile("/etc/passwd", host.Passwd, host.SharedPasswd)
+	identityFile("/etc/group", host.Group, host.SharedGroup)
 
 	add(MountStep{Kind: MountProc, Target: "/proc", Field: "process"})
 	for _, d := range procReadOnly {

@@ -145,17 +145,17 @@ func TestAncestorsBetween(t *testing.T) {
 	}
 }
 
-// The identity files are the daemon's shared ones, but where a write root
-// covers them: there the sandbox could write the file other sessions
-// bind, so it gets a file of its init's own.
-func TestIdentityFilesSharedUnlessWritable(t *testing.T) {
-	const passwd, source = "sandbox:x:5:5::/:/bin/sh\n", "/var/lib/ids/p"
+// The identity files are the daemon's shared ones where it holds them,
+// whatever write roots cover them (the sandbox reaches the daemon's file
+// only through its read-only mount), and the init's own otherwise.
+func TestIdentityFilesSharedWhereTheDaemonHasThem(t *testing.T) {
+	const passwd = "sandbox:x:5:5::/:/bin/sh\n"
 	for _, c := range []struct {
 		write  []string
 		shared bool
-	}{{nil, true}, {[]string{"/work"}, true}, {[]string{"/var/lib"}, false}, {[]string{source}, false}} {
-		host := fakeHost(7, []string{"/work", "/var/lib"}, []string{source})
-		host.Passwd, host.PasswdSource = passwd, source
+	}{{nil, true}, {[]string{"/work"}, true}, {[]string{"/etc"}, true}, {nil, false}, {[]string{"/etc"}, false}} {
+		host := fakeHost(7, []string{"/work", "/etc"}, nil)
+		host.Passwd, host.SharedPasswd = passwd, c.shared
 		pol := policy.Normalize(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: c.write}})
 		p, err := BuildPlan(launcher.PlanRequest{Policy: pol, Argv: []string{"sh"}, Cwd: "/", UID: 5, GID: 5}, host)
 		if err != nil {
@@ -169,10 +169,10 @@ func TestIdentityFilesSharedUnlessWritable(t *testing.T) {
 		}
 		want := MountStep{Kind: MountFile, Target: "/etc/passwd", Content: passwd, Field: "process"}
 		if c.shared {
-			want = MountStep{Kind: MountFile, Source: source, Target: "/etc/passwd", Field: "process"}
+			want = MountStep{Kind: MountFile, Target: "/etc/passwd", Shared: true, Field: "process"}
 		}
 		if len(got) != 1 || got[0] != want {
-			t.Errorf("write %q: /etc/passwd steps %+v, want %+v", c.write, got, want)
+			t.Errorf("write %q, shared %v: /etc/passwd steps %+v, want %+v", c.write, c.shared, got, want)
 		}
 	}
 }

@@ -31,6 +31,9 @@ type sessionPlan struct {
 	limits    *sandboxdv1.Limits
 	// privateTmp: no write root covers /tmp, so the sandbox has its own.
 	privateTmp bool
+	// shared are the daemon's files of the plan's Shared steps, by
+	// target, each with a reference the session gives back as it ends.
+	shared map[string]*identityFile
 }
 
 // plan turns req into the session's plan on this host: the checks of the
@@ -65,7 +68,17 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 		limits:     p.GetLimits(),
 		privateTmp: !coveredBy("/tmp", fs.GetWrite()),
 	}
-	sp.mapped, sp.keys, sp.notes = idmapPlan(fs.GetWrite(), set, identity{uid: req.UID, gid: req.GID, rootCaller: req.RootCaller, groups: req.CallerGroups}, b.identities.trees())
+	// The directory of the shared identity files is kept from the
+	// sandbox as the daemon's state is, masked, beneath a write root or
+	// layer, where a root caller's grant is ID-mapped and the files would
+	// be the sandbox's to read and rewrite for every session. Elsewhere
+	// it is root's 0700 in a read-only view: no mount spent on it.
+	for _, d := range b.identities.trees() {
+		if coveredBy(d, slices.Concat(fs.GetWrite(), fs.GetLayer())) {
+			req.Protect = append(slices.Clip(req.Protect), d)
+		}
+	}
+	sp.mapped, sp.keys, sp.notes = idmapPlan(fs.GetWrite(), set, identity{uid: req.UID, gid: req.GID, rootCaller: req.RootCaller, groups: req.CallerGroups})
 	if err := refuseMappedHostTrees(fs.GetLayer(), req.UID); err != nil {
 		return nil, err
 	}
@@ -76,9 +89,21 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 	}
 	if set == SetNamespaces {
 		host.Passwd, host.Group = sandboxIdentityFiles(&b.identity, req.UID, req.GID)
-		host.PasswdSource, host.GroupSource = b.sharedIdentity(host.Passwd), b.sharedIdentity(host.Group)
+		for _, c := range []struct {
+			target, content string
+			shared          *bool
+		}{{"/etc/passwd", host.Passwd, &host.SharedPasswd}, {"/etc/group", host.Group, &host.SharedGroup}} {
+			if f := b.identities.take(c.content); f != nil {
+				if sp.shared == nil {
+					sp.shared = map[string]*identityFile{}
+				}
+				sp.shared[c.target] = f
+				*c.shared = true
+			}
+		}
 	}
 	if sp.Plan, err = BuildPlan(req, host); err != nil {
+		b.identities.release(sp.shared)
 		return nil, err
 	}
 	return sp, nil

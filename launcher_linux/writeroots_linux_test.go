@@ -220,7 +220,7 @@ func TestIdmapPlanMapsOnlyWhatItMust(t *testing.T) {
 	const uid, gid = 4242424, 4242424 // owns nothing here
 	private, open, readable := hostDir(t, 0o700), hostDir(t, 0o1777), hostDir(t, 0o755)
 	writes := []string{"/", "/etc", "/var", private, open, readable}
-	mapped, _, notes := idmapPlan(writes, SetNamespaces, identity{uid: uid, gid: gid, rootCaller: true}, nil)
+	mapped, _, notes := idmapPlan(writes, SetNamespaces, identity{uid: uid, gid: gid, rootCaller: true})
 	if os.Geteuid() != 0 {
 		// Only root may map a filesystem's owners.
 		if len(mapped) != 0 {
@@ -247,7 +247,7 @@ func TestIdmapPlanMapsOnlyWhatItMust(t *testing.T) {
 		if name == "landlock set" {
 			set = SetLandlock
 		}
-		if got, _, _ := idmapPlan(writes, set, who, nil); len(got) != 0 {
+		if got, _, _ := idmapPlan(writes, set, who); len(got) != 0 {
 			t.Errorf("%s: mapped %q, want nothing", name, got)
 		}
 	}

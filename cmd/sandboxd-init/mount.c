@@ -33,8 +33,8 @@
 struct builder {
 	const struct plan *plan;
 	int old_root, new_root;
-	/* mapped[i] is the daemon's ID-mapped clone for step i, -1 for the
-	 * others. */
+	/* mapped[i] is what the daemon sent for step i, an ID-mapped clone or
+	 * a shared file's mount, -1 for the others. */
 	int *mapped;
 	/* uncreatable are placeholders the init could not create for lack of
 	 * permission. The command has strictly fewer rights than the init,
@@ -607,13 +607,12 @@ static int apply(struct builder *b, const struct mount_step *s)
 		r = attach_clone(target, target, 0);
 		break;
 	case MK_FILE: {
-		/* A Source is the daemon's copy of Content, shared by its
-		 * sessions: found as any host path is, and bound read-only like
-		 * the file of our own it stands in for. Missing, the launch
-		 * fails: the host's file beneath must not show through. */
-		if (*s->source) {
-			src = open_in(b->old_root, s->source, NO_SYMLINKS);
-			r = src < 0 ? wrap("open source") : attach_clone(src, target, ATTR_READ_ONLY | MOUNT_ATTR_NOEXEC);
+		/* The daemon's file, shared by its sessions, came as a mount
+		 * made read-only, noexec, nosuid and nodev: attached as it is,
+		 * with no name looked up on the way. */
+		if (s->shared) {
+			if (syscall(SYS_move_mount, b->mapped[s - b->plan->mounts], "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
+				r = fail(errno, "move_mount of the daemon's file");
 			break;
 		}
 		/* In the init's tmpfs, which the sandbox never sees but through
@@ -938,6 +937,10 @@ int setup_root(const struct plan *p, int old_root, const char **field, const cha
 		if (p->mounts[i].idmapped && pass_recv(PASS_MOUNT, &b.mapped[i], 1)) {
 			*field = p->mounts[i].field;
 			FAIL("receive ID-mapped mount", p->mounts[i].source);
+		}
+		if (p->mounts[i].shared && pass_recv(PASS_MOUNT, &b.mapped[i], 1)) {
+			*field = p->mounts[i].field;
+			FAIL("receive the daemon's file", p->mounts[i].target);
 		}
 	}
 	for (size_t i = 0; i < p->n_mounts; i++) {

@@ -98,11 +98,12 @@ static int decode_mount(char *rec, size_t n, struct mount_step *m, const char **
 	if (m->kind < MK_ROOT_RO || m->kind > MK_LAST)
 		return -1;
 	unsigned char f = (unsigned char)rec[1];
-	if (f & ~(MOUNT_READ_ONLY | MOUNT_OPTIONAL | MOUNT_IDMAPPED))
+	if (f & ~(MOUNT_READ_ONLY | MOUNT_OPTIONAL | MOUNT_IDMAPPED | MOUNT_SHARED))
 		return -1;
 	m->read_only = !!(f & MOUNT_READ_ONLY);
 	m->optional = !!(f & MOUNT_OPTIONAL);
 	m->idmapped = !!(f & MOUNT_IDMAPPED);
+	m->shared = !!(f & MOUNT_SHARED);
 	m->mode = u32(rec + 2);
 	size_t off = 6;
 	if (mount_string(rec, n, &off, &m->source, NULL) || mount_string(rec, n, &off, &m->target, NULL) ||
@@ -131,6 +132,12 @@ static int decode_mount(char *rec, size_t n, struct mount_step *m, const char **
 	 * the check above reads only the spelling of. */
 	if (m->idmapped && strncmp(m->field, "filesystem.", 11) != 0) {
 		*err = "an ID-mapped mount step serves no filesystem field";
+		return -1;
+	}
+	/* What the daemon sends for a shared step is attached as a file
+	 * step's file, and only there. */
+	if (m->shared && (m->kind != MK_FILE || m->content_len || m->idmapped)) {
+		*err = "a shared mount step is not an unmapped file step without content";
 		return -1;
 	}
 	return 0;

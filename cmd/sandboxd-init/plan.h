@@ -40,6 +40,7 @@ enum {
 	MOUNT_READ_ONLY = 1 << 0,
 	MOUNT_OPTIONAL = 1 << 1,
 	MOUNT_IDMAPPED = 1 << 2,
+	MOUNT_SHARED = 1 << 3,
 };
 
 /* Mount kinds, numbered as sandboxinit's mountKinds. */
@@ -64,7 +65,7 @@ extern const char *const mount_kind_names[MK_LAST + 1];
 
 struct mount_step {
 	enum mount_kind kind;
-	int read_only, optional, idmapped;
+	int read_only, optional, idmapped, shared;
 	uint32_t mode;
 	const char *source, *target, *content, *field, *via;
 	/* content's length: it may be any bytes but NUL. */

@@ -241,7 +241,7 @@ fail:
  * x86-64), in a 2 MiB of its own that costs every idle init a page-table
  * page. Without randomization the heap starts right after the .bss, in the
  * text's 2 MiB. The text of a non-PIE binary is at a fixed address anyway,
- * and the idle init runs on a stack in its .bss; what loses its random
+ * and the idle init runs on a thread-local stack; what loses its random
  * place is the setup's stack, heap and mappings. A position-independent
  * build (static-pie) would lose its text's, so it is left randomized. The
  * init clears ADDR_NO_RANDOMIZE again before the command's execve

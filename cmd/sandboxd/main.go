@@ -137,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if abs, err := filepath.Abs(*socket); err == nil {
 		runtimeDir = filepath.Dir(abs)
 	}
-	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism, StateDir: *stateDir, SelfTest: *selfTest, InitPath: *initPath, RuntimeDir: runtimeDir})
+	backend, err := daemon.DefaultBackend(daemon.BackendOptions{SandboxUID: uint32(*uid), SandboxGID: uint32(*gid), MechanismSet: *mechanism, StateDir: *stateDir, SelfTest: *selfTest, InitPath: *initPath, RuntimeDir: runtimeDir, Logf: logger.Printf})
 	if err != nil {
 		logger.Printf("%v", err)
 		return 1

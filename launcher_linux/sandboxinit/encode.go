@@ -57,6 +57,7 @@ const (
 	mountReadOnly = 1 << 0
 	mountOptional = 1 << 1
 	mountIdmapped = 1 << 2
+	mountShared   = 1 << 3
 )
 
 // mountKinds numbers the mount kinds, from 1, for the C side.
@@ -177,11 +178,16 @@ func (p *Plan) AppendBinary(b []byte) ([]byte, error) {
 			// following symlinks, which might lead to the root.
 			return nil, fmt.Errorf("ID-mapped mount step of %q serves %q, no filesystem field; the decoder refuses it too", s.Source, s.Field)
 		}
+		if s.Shared && (s.Kind != MountFile || s.Content != "" || s.Idmapped) {
+			// The init attaches what the daemon sends for a file step
+			// alone; the decoder refuses it too.
+			return nil, fmt.Errorf("shared mount step of %q is not an unmapped file step without content", s.Target)
+		}
 		var mf byte
 		for _, f := range []struct {
 			on  bool
 			bit byte
-		}{{s.ReadOnly, mountReadOnly}, {s.Optional, mountOptional}, {s.Idmapped, mountIdmapped}} {
+		}{{s.ReadOnly, mountReadOnly}, {s.Optional, mountOptional}, {s.Idmapped, mountIdmapped}, {s.Shared, mountShared}} {
 			if f.on {
 				mf |= f.bit
 			}
@@ -264,8 +270,8 @@ func FormatPlan(p *Plan) string {
 		fmt.Fprintf(&b, "forward %d\n", port)
 	}
 	for _, s := range p.Mounts {
-		fmt.Fprintf(&b, "mount %s ro %t optional %t idmapped %t mode %o source [%x] target [%x] content [%x] field [%x] via [%x]\n",
-			s.Kind, s.ReadOnly, s.Optional, s.Idmapped, s.Mode, s.Source, s.Target, s.Content, s.Field, s.Via)
+		fmt.Fprintf(&b, "mount %s ro %t optional %t idmapped %t shared %t mode %o source [%x] target [%x] content [%x] field [%x] via [%x]\n",
+			s.Kind, s.ReadOnly, s.Optional, s.Idmapped, s.Shared, s.Mode, s.Source, s.Target, s.Content, s.Field, s.Via)
 	}
 	for _, a := range x.Argv {
 		fmt.Fprintf(&b, "arg [%x]\n", a)

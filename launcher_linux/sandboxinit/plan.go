@@ -41,9 +41,8 @@ const (
 	// MountSymlink creates a symlink Target -> Source in a tmpfs of ours.
 	MountSymlink MountKind = "symlink"
 	// MountFile covers the non-directory Target with a read-only file
-	// holding Content, made in the init's own tmpfs; or, with a Source,
-	// with a read-only bind of that host file, which the daemon wrote
-	// with Content once for all the sessions that have it.
+	// holding Content, made in the init's own tmpfs; or, Shared, with the
+	// file the daemon sends.
 	MountFile MountKind = "file"
 	// MountPlaceholder creates host directory Source (and missing parents) so
 	// that a carve-out or deny path that does not exist yet can be protected.
@@ -71,6 +70,14 @@ type MountStep struct {
 	// in plan order, and the init attaches it in place of a clone of
 	// Source.
 	Idmapped bool `json:"idmapped,omitempty"`
+	// Shared is set on a MountFile step whose file is the daemon's, one
+	// for all its sessions with that content: the daemon sends it as a
+	// read-only mount of its own (PassMount, in plan order with the
+	// ID-mapped ones), which the init attaches with no path looked up, so
+	// that nothing done to a name between the daemon's writing and the
+	// init's binding can change what the sandbox gets. Content is then
+	// empty.
+	Shared bool `json:"shared,omitempty"`
 	// Via is, for a placeholder inside an ID-mapped write root, that
 	// root: the directory is made through the mapped mount, where the
 	// init may create what the sandbox may, and is owned on the host as

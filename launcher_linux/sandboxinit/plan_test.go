@@ -86,6 +86,7 @@ func fullPlan() *Plan {
 			{Kind: MountTmpfs, Target: "/tmp", Mode: 0o1777, Field: "process"},
 			{Kind: MountTmpfs, Target: "/home/u/.ssh", Mode: 0o700, ReadOnly: true, Field: "filesystem.deny"},
 			{Kind: MountFile, Target: "/etc/passwd", Content: "u:x:1000:1000::/home/u:/bin/sh\n\"quoted\" \\ \xff", Field: "process"},
+			{Kind: MountFile, Target: "/etc/group", Shared: true, Field: "process"},
 			{Kind: MountPlaceholder, Source: "/home/u/ws/new", Via: "/home/u/ws", Field: "filesystem.deny"},
 			{Kind: MountSymlink, Source: "pts/ptmx", Target: "/dev/ptmx", Optional: true, Field: "process"},
 			{Kind: MountDevice, Source: "/dev/null", Target: "/dev/null", Field: "process"},
@@ -136,6 +137,9 @@ func TestPlanEncoderRefusesWhatCannotTravel(t *testing.T) {
 		"IPv6 proxy":         {ProxyListen: "[::1]:3128", Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
 		"ID-mapped root":     {Mounts: []MountStep{{Kind: MountBind, Source: "/w", Target: "/", Idmapped: true}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
 		"ID-mapped /a/..":    {Mounts: []MountStep{{Kind: MountBind, Source: "/w", Target: "/a/..", Idmapped: true}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
+		"shared bind":        {Mounts: []MountStep{{Kind: MountBind, Source: "/w", Target: "/w", Shared: true}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
+		"shared content":     {Mounts: []MountStep{{Kind: MountFile, Target: "/f", Content: "c", Shared: true}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
+		"shared ID-mapped":   {Mounts: []MountStep{{Kind: MountFile, Target: "/f", Shared: true, Idmapped: true, Field: "filesystem.write"}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
 	} {
 		if b, err := p.MarshalBinary(); err == nil {
 			t.Errorf("%s: encoded to %q", name, b)
@@ -191,6 +195,51 @@ func TestPlanDecoderRefusesAnIDMappedStepOfAnotherField(t *testing.T) {
 		"filesystem.write": false, "filesystem.layer": false,
 		"process": true, "": true, "filesystem": true, "network.mode": true,
 	}, func(m *MountStep, v string) { m.Field = v })
+}
+
+// What the daemon sends for a shared step is attached as the file of a
+// file step: the decoder refuses the flag on any other step, or on one
+// with content of its own or an ID-mapped clone coming for it.
+func TestPlanDecoderRefusesASharedStepThatIsNoFile(t *testing.T) {
+	for name, c := range map[string]struct {
+		step       MountStep
+		kind, flag byte
+	}{
+		"a bind":           {MountStep{Kind: MountBind, Source: "/s", Target: "/t", Field: "filesystem.write"}, 0, mountShared},
+		"content":          {MountStep{Kind: MountFile, Target: "/t", Content: "c", Field: "process"}, 0, mountShared},
+		"ID-mapped":        {MountStep{Kind: MountFile, Target: "/t", Shared: true, Field: "filesystem.write"}, 0, mountIdmapped},
+		"a shared symlink": {MountStep{Kind: MountFile, Target: "/t", Shared: true, Field: "process"}, 10, 0},
+	} {
+		p := &Plan{Mounts: []MountStep{c.step}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}}
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := decodeInC(t, b); strings.HasPrefix(got, "error: ") {
+			t.Fatalf("%s: the plan before the change decoded to\n%s", name, got)
+		}
+		rec := mountRecord(t, b)
+		if c.kind != 0 {
+			b[rec] = c.kind
+		}
+		b[rec+1] |= c.flag
+		if got := decodeInC(t, b); got != "error: a shared mount step is not an unmapped file step without content\n" {
+			t.Errorf("%s: decoded to\n%s", name, got)
+		}
+	}
+}
+
+// mountRecord is where the encoded plan's first mount record's bytes
+// start: its kind, then its flags.
+func mountRecord(t *testing.T, b []byte) int {
+	t.Helper()
+	for rec := len(planMagic); rec+5 <= len(b); rec += 5 + int(binary.LittleEndian.Uint32(b[rec+1:])) {
+		if b[rec] == tagMount {
+			return rec + 5
+		}
+	}
+	t.Fatalf("no mount record in %q", b)
+	return 0
 }
 
 // The init keeps a directory's fd by the spelling of its path, cut to

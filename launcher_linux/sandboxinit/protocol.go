@@ -43,7 +43,8 @@ const (
 	// Plan.LoopbackForwards, one each, in that order, after PassProxy.
 	PassForward = 'F'
 	// PassMount comes from the daemon, first of all: an ID-mapped clone
-	// of a write root (MountStep.Idmapped), one message each.
+	// of a write root (MountStep.Idmapped) or a shared file's read-only
+	// mount (MountStep.Shared), one message each, in plan order.
 	PassMount = 'M'
 	// PassStdio comes from the daemon with a pipe session's stdin, stdout
 	// and stderr, before the plan: an init is started before the session

@@ -65,8 +65,8 @@ static void dump(const struct plan *p)
 		put("forward %u\n", p->forwards[i]);
 	for (size_t i = 0; i < p->n_mounts; i++) {
 		const struct mount_step *m = &p->mounts[i];
-		put("mount %s ro %s optional %s idmapped %s mode %o source ", mount_kind_names[m->kind], tf(m->read_only),
-		    tf(m->optional), tf(m->idmapped), m->mode);
+		put("mount %s ro %s optional %s idmapped %s shared %s mode %o source ", mount_kind_names[m->kind],
+		    tf(m->read_only), tf(m->optional), tf(m->idmapped), tf(m->shared), m->mode);
 		str(m->source);
 		put(" target ");
 		str(m->target);
