@@ -60,5 +60,8 @@ func identityDir(opts BackendOptions) string {
 	if opts.SelfTest || opts.RuntimeDir == "" {
 		return ""
 	}
-	return filepath.Join(opts.RuntimeDir, "sandboxd-identity")
+	// Resolved, as the sockets and the state directory are: a sandbox's
+	// write roots are, and a mask planned under a symlinked spelling
+	// (/var/run for /run) would cover nothing.
+	return filepath.Join(protectedPath(opts.RuntimeDir), "sandboxd-identity")
 }

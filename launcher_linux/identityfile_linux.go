@@ -154,9 +154,13 @@ func (s *identityStore) take(content string) *identityFile {
 	f := s.files[content]
 	if f != nil && !f.named() {
 		// Removed by hand: the kernel mounts no file without a name.
+		// A session planned with it may still be making its mount: its
+		// descriptor goes when the last reference does (release).
 		delete(s.files, content)
 		s.idle = slices.DeleteFunc(s.idle, func(g *identityFile) bool { return g == f })
-		f.file.Close()
+		if f.refs == 0 {
+			f.file.Close()
+		}
 		f = nil
 	}
 	switch {
@@ -191,6 +195,11 @@ func (s *identityStore) release(files map[string]*identityFile) {
 	defer s.mu.Unlock()
 	for _, f := range files {
 		if f.refs--; f.refs > 0 || s.dir == nil {
+			continue
+		}
+		if s.files[f.content] != f {
+			// Replaced since (its name was removed by hand): not kept.
+			f.file.Close()
 			continue
 		}
 		s.idle = append(s.idle, f)
@@ -284,7 +293,11 @@ func (f *identityFile) mount() (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("identity file: open_tree: %w", err)
 	}
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
+	// Private: a clone of a mount stays in its peer group, and under a
+	// host whose /run is shared (systemd's) a carve-out the init mounts on
+	// /etc/passwd would propagate to the daemon's file and to every
+	// session binding it.
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC, Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 		unix.Close(tree)
 		return -1, fmt.Errorf("identity file: mount_setattr: %w", err)

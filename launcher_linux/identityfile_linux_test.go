@@ -2,10 +2,12 @@ package launcherlinux
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -290,6 +292,131 @@ true`
 	if b, err := os.ReadFile(shared); err != nil || string(b) != want {
 		t.Errorf("%s now holds %q (%v)", shared, b, err)
 	}
+}
+
+// A write root within the directory, at a file whose name the daemon
+// chose and a sandbox can guess, is refused: ID-mapped for a root caller,
+// it would hand the sandbox the file every session binds.
+func TestWriteRootWithinIdentityFilesIsRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a daemon that is not root shares no identity files")
+	}
+	b, dir := identityBackend(t)
+	_, st := sessionPasswd(t, b)
+	shared := fileOf(dir, st)
+	if shared == "" {
+		t.Fatalf("no file of %s is the sandbox's passwd", dir)
+	}
+	for _, w := range []string{shared, dir} {
+		spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, "/bin/true")
+		spec.RootCaller = true
+		p, err := b.Start(context.Background(), spec)
+		if err == nil {
+			p.Wait()
+			t.Errorf("write root %s within the identity files started", w)
+			continue
+		}
+		var u *launcher.Unenforceable
+		// Refused as the daemon's own, before any setup: the 0700
+		// directory alone would fail the init's bind later, naming the
+		// sandbox's uid and a remedy that cannot help.
+		if !errors.As(err, &u) || u.Field != "filesystem.write" || !strings.Contains(u.Mechanism, "daemon's own state") {
+			t.Errorf("write root %s: %v, want a refusal of filesystem.write as the daemon's own state", w, err)
+		}
+	}
+}
+
+// Every tree the daemon hands an init is private: a clone stays in its
+// source's peer group, and a carve-out the init mounts on it (a deny of
+// /etc/passwd, a read-only path in a write root) would otherwise reach the
+// host's mount of a shared tree (systemd makes / and /run shared) and
+// every session binding the same file.
+func TestDaemonsTreesArePrivate(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a mount namespace and shared mounts")
+	}
+	base := t.TempDir()
+	done := make(chan error, 1)
+	go func() {
+		// The thread ends with the goroutine, and its mount namespace
+		// with it.
+		runtime.LockOSThread()
+		done <- treesPrivateIn(base)
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func treesPrivateIn(base string) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("unshare: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return err
+	}
+	src := filepath.Join(base, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", src, "tmpfs", 0, ""); err != nil {
+		return err
+	}
+	if err := unix.Mount("", src, "", unix.MS_SHARED, ""); err != nil {
+		return err
+	}
+	file := filepath.Join(src, "passwd")
+	if err := os.WriteFile(file, []byte("root:x:0:0::/:/bin/sh\n"), 0o444); err != nil {
+		return err
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dir, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	for _, c := range []struct {
+		name string
+		make func() (int, error)
+		dst  string
+		dir  bool
+	}{
+		{"identity file", (&identityFile{file: f}).mount, filepath.Join(base, "passwd"), false},
+		{"layer clone", func() (int, error) { return cloneTree(dir) }, filepath.Join(base, "layer"), true},
+	} {
+		var err error
+		if c.dir {
+			err = os.Mkdir(c.dst, 0o755)
+		} else {
+			err = os.WriteFile(c.dst, nil, 0o644)
+		}
+		if err != nil {
+			return err
+		}
+		tree, err := c.make()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		err = unix.MoveMount(tree, "", unix.AT_FDCWD, c.dst, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		unix.Close(tree)
+		if err != nil {
+			return fmt.Errorf("%s: move_mount: %w", c.name, err)
+		}
+		info, err := os.ReadFile("/proc/thread-self/mountinfo")
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if f := strings.Fields(line); len(f) > 6 && f[4] == c.dst && strings.Contains(line, " shared:") {
+				return fmt.Errorf("%s attached at %s is a peer of the tree it was cloned from: %s", c.name, c.dst, line)
+			}
+		}
+	}
+	return nil
 }
 
 // A second daemon beside the same socket finds the directory locked and

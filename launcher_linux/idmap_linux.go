@@ -219,7 +219,10 @@ func idmappedTree(path string, userns int) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("open_tree %s: %w", path, err)
 	}
-	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Userns_fd: uint64(userns)}
+	// Private, as every tree the daemon hands an init: a clone stays in
+	// its source's peer group, and a carve-out the init mounts in it
+	// would otherwise propagate to the host's mount of a shared tree.
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Userns_fd: uint64(userns), Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
 		unix.Close(tree)
 		return -1, fmt.Errorf("mount_setattr(MOUNT_ATTR_IDMAP) %s: %w", path, err)
@@ -254,7 +257,7 @@ func cloneTree(root *os.File) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("open_tree %s: %w", root.Name(), err)
 	}
-	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
 		unix.Close(tree)
 		return -1, fmt.Errorf("mount_setattr %s: %w", root.Name(), err)

@@ -74,7 +74,10 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 	// be the sandbox's to read and rewrite for every session. Elsewhere
 	// it is root's 0700 in a read-only view: no mount spent on it.
 	for _, d := range b.identities.trees() {
-		if coveredBy(d, slices.Concat(fs.GetWrite(), fs.GetLayer())) {
+		// A root within it is refused as one within the daemon's state
+		// (refuseWithinDaemonState): its files' names are the daemon's
+		// to choose and may be guessed.
+		if roots := slices.Concat(fs.GetWrite(), fs.GetLayer()); coveredBy(d, roots) || anyWithin(roots, d) {
 			req.Protect = append(slices.Clip(req.Protect), d)
 		}
 	}
