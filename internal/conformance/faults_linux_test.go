@@ -44,14 +44,18 @@ func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 	marker := "killed-" + randomHex()
 	// A carve-out that does not exist gets a placeholder directory on the
 	// host; a limit gets the session a cgroup in the daemon's.
-	placeholder := f.path("made/by/daemon")
-	p := fsPolicy(list(f.dir), list(placeholder), nil)
+	// The write root beside the daemon's directory, not holding it: the
+	// landlock set cannot keep the daemon's state out of a root that holds
+	// it, and refuses one.
+	work := f.mkdir("w")
+	placeholder := filepath.Join(work, "made/by/daemon")
+	p := fsPolicy(list(work), list(placeholder), nil)
 	// The landlock set makes no placeholders: it refuses carve-outs
 	// inside write roots; the session then has only its cgroup and its
 	// audit record to leave behind.
 	placeholders := linuxHost.namespaces && suite.mechanism != "landlock"
 	if !placeholders {
-		p = fsPolicy(list(f.dir), nil, nil)
+		p = fsPolicy(list(work), nil, nil)
 	}
 	if !suite.noCgroup {
 		p.Limits = &sandboxdv1.Limits{Pids: 64}
@@ -105,7 +109,7 @@ func TestDaemonKilledLeavesNoGaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(d2.stop)
-	for _, p := range []string{placeholder, f.path("made/by"), f.path("made")} {
+	for _, p := range []string{placeholder, filepath.Join(work, "made/by"), filepath.Join(work, "made")} {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("placeholder %s of the dead daemon is still there after the next started", p)
 		}
@@ -213,13 +217,16 @@ func TestAuditLogFull(t *testing.T) {
 
 	filler := filepath.Join(state, "filler")
 	fill(t, filler)
+	// Beside the daemon's state, not holding it (the landlock set refuses
+	// a write root that holds it).
+	work := f.mkdir("w")
 	// The audit log's last page may still hold a record or two: the
 	// session whose start fits there runs, and the next is refused.
 	refused := false
 	for i := range 3 {
-		ran := f.path("ran" + strconv.Itoa(i))
+		ran := filepath.Join(work, "ran"+strconv.Itoa(i))
 		ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
-		res, err := c.Run(ctx, client.RunOptions{Start: probeStart(false, fsPolicy(list(f.dir), nil, nil), nil, "write", ran)})
+		res, err := c.Run(ctx, client.RunOptions{Start: probeStart(false, fsPolicy(list(work), nil, nil), nil, "write", ran)})
 		cancel()
 		if err == nil {
 			t.Logf("session %d ran with the filesystem full: exit %v", i, res.Exit)
@@ -245,8 +252,8 @@ func TestAuditLogFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	ran := f.path("ran-again")
-	runOn(t, c, probeStart(false, fsPolicy(list(f.dir), nil, nil), nil, "write", ran))
+	ran := filepath.Join(work, "ran-again")
+	runOn(t, c, probeStart(false, fsPolicy(list(work), nil, nil), nil, "write", ran))
 	unchanged(t, ran, payload)
 }
 
