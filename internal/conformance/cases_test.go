@@ -583,6 +583,10 @@ func baseCases() []conformanceCase {
 				state := suite.daemon.state
 				run := filepath.Dir(state)
 				planted := filepath.Join(state, "launcher-journal", "entry-planted-"+randomHex())
+				// Beside the socket, a root daemon's shared /etc/passwd
+				// and /etc/group: masked as the state is, else a file put
+				// there could be taken for one of them.
+				identity := filepath.Join(run, "sandboxd-identity", "planted-"+randomHex())
 				other := filepath.Join(run, "other-"+randomHex())
 				return spec{
 					policy: &sandboxdv1.Policy{
@@ -593,11 +597,12 @@ func baseCases() []conformanceCase {
 						deny("write", planted),
 						deny("read", filepath.Join(state, "audit.log")),
 						deny("mkdir", filepath.Join(state, "layers-planted")),
+						deny("write", identity),
 						allow("write", other),
 					},
 					after: func(t *testing.T, _ *session) {
 						os.Remove(other)
-						for _, p := range []string{planted, filepath.Join(state, "layers-planted")} {
+						for _, p := range []string{planted, filepath.Join(state, "layers-planted"), identity} {
 							if _, err := os.Lstat(p); err == nil {
 								t.Errorf("the sandbox made %s in the daemon's state directory", p)
 								os.RemoveAll(p)
