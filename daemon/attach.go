@@ -41,11 +41,11 @@ func (s *Service) attach(caller Caller, stream SessionStream, att *sandboxdv1.At
 		}
 		return nil
 	}
-	if err := send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: &sandboxdv1.Started{
-		SessionId:    sess.id,
-		PolicyDigest: sess.digest,
-		Enforcement:  sess.enforcementReport(),
-	}}}); err != nil {
+	started := &sandboxdv1.Started{SessionId: sess.id, PolicyDigest: sess.digest}
+	if !att.GetOmitEnforcement() {
+		started.Enforcement = sess.enforcementReport()
+	}
+	if err := send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: started}}); err != nil {
 		return err
 	}
 	for _, c := range replay {

@@ -135,6 +135,46 @@ func TestDetachedSessionOutlivesItsStreamAndReplaysOnAttach(t *testing.T) {
 	}
 }
 
+// Attach's Started, as Start's, leaves the report out only when the
+// client asks (every client before the field gets it), whatever the kind
+// of attach and whether the session still runs.
+func TestAttachStartedCarriesTheReportUnlessOmitted(t *testing.T) {
+	h := startDaemon(t)
+	wantReport := func(what string, omit bool, a *clientSession) {
+		t.Helper()
+		a.waitStarted()
+		if got := a.started.GetEnforcement(); omit != (got == nil) || !omit && got.GetBackend() != "fake" {
+			t.Errorf("%s, omit_enforcement %v: Started's report %v", what, omit, got)
+		}
+		if a.started.GetSessionId() == "" || a.started.GetPolicyDigest() == "" {
+			t.Errorf("%s, omit_enforcement %v: Started = %v", what, omit, a.started)
+		}
+	}
+	for _, omit := range []bool{false, true} {
+		s := h.open(detached(sh("echo up; read line; exit 3"))).finish()
+		id := s.started.GetSessionId()
+		h.waitState(id, sandboxdv1.State_RUNNING)
+
+		watcher := h.attachTo(h.client, &sandboxdv1.Attach{Id: id, ReadOnly: true, OmitEnforcement: omit})
+		wantReport("read-only", omit, watcher)
+		replay := h.attachTo(h.client, &sandboxdv1.Attach{Id: id, ReplayOnly: true, OmitEnforcement: omit}).finish()
+		wantReport("replay-only", omit, replay)
+		typist := h.attachTo(h.client, &sandboxdv1.Attach{Id: id, OmitEnforcement: omit})
+		wantReport("interactive", omit, typist)
+		typist.stdin("go\n", true)
+		for _, c := range []*clientSession{typist.finish(), watcher.finish()} {
+			wantExit(t, c, sandboxdv1.State_EXITED, 3, 0, "")
+		}
+
+		late := h.attachTo(h.client, &sandboxdv1.Attach{Id: id, ReadOnly: true, OmitEnforcement: omit}).finish()
+		wantReport("ended session", omit, late)
+		wantExit(t, late, sandboxdv1.State_EXITED, 3, 0, "")
+		if h.inspect(id).GetEnforcement().GetBackend() != "fake" {
+			t.Errorf("omit_enforcement %v: Inspect lost the report", omit)
+		}
+	}
+}
+
 func TestScrollbackIsBounded(t *testing.T) {
 	h := startDaemon(t, func(c *Config) { c.ScrollbackBytes = 1000 })
 	s := h.open(detached(sh("seq 1 2000"))).finish()

@@ -767,6 +767,41 @@ func TestAttachReplaysThenStreamsLive(t *testing.T) {
 	}
 }
 
+// AttachOptions.OmitEnforcement reaches the daemon, in every kind of
+// attach, and an attach without it asks for the report as before.
+func TestAttachAsksForTheReportUnlessOmitted(t *testing.T) {
+	for _, omit := range []bool{false, true} {
+		for _, opts := range []AttachOptions{{ReadOnly: true}, {ReplayOnly: true}, {}} {
+			srv := &scriptedServer{session: func(stream sessionStream) error {
+				att, err := recvAttach(stream)
+				if err != nil {
+					return err
+				}
+				if att.GetOmitEnforcement() != omit {
+					return status.Errorf(codes.InvalidArgument, "attach %v", att)
+				}
+				st := started("e1")
+				if !omit {
+					st.GetStarted().Enforcement = &sandboxdv1.EnforcementReport{Backend: "b"}
+				}
+				if err := stream.Send(st); err != nil {
+					return err
+				}
+				return stream.Send(exit(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED}))
+			}}
+			sock, _ := serve(t, srv)
+			opts.ID, opts.OmitEnforcement = "e1", omit
+			res, err := dial(t, sock).Attach(context.Background(), opts)
+			if err != nil {
+				t.Fatalf("%+v: %v", opts, err)
+			}
+			if got := res.Enforcement.GetBackend(); got != map[bool]string{false: "b", true: ""}[omit] {
+				t.Errorf("%+v: Result.Enforcement %v", opts, res.Enforcement)
+			}
+		}
+	}
+}
+
 // notifyingBuffer closes reached once its content is want, so that a
 // scripted daemon sends live output only after the client has the replay.
 type notifyingBuffer struct {

@@ -80,13 +80,17 @@ type AttachOptions struct {
 	// Window is the client's terminal size for a tty session; nil leaves
 	// the session's as it is.
 	Window *WindowSize
+	// OmitEnforcement asks the daemon to leave the enforcement report
+	// out of Started (Attach.omit_enforcement), for a caller that does
+	// not show it; Result.Enforcement is then nil.
+	OmitEnforcement bool
 }
 
 // Result is how a session ended, or how the client left it.
 type Result struct {
 	// SessionID, Digest and Enforcement come from Started; they are empty
 	// when the command failed to start, and Enforcement is nil when the
-	// Start set OmitEnforcement.
+	// Start set OmitEnforcement or the attach asked for it to be omitted.
 	SessionID   string
 	Digest      string
 	Enforcement *sandboxdv1.EnforcementReport
@@ -139,7 +143,12 @@ func (c *Client) Attach(ctx context.Context, opts AttachOptions) (*Result, error
 	if opts.ID == "" {
 		return nil, errors.New("attach: AttachOptions.ID is empty")
 	}
-	att := &sandboxdv1.Attach{Id: opts.ID, ReadOnly: opts.ReadOnly || opts.ReplayOnly, ReplayOnly: opts.ReplayOnly}
+	att := &sandboxdv1.Attach{
+		Id:              opts.ID,
+		ReadOnly:        opts.ReadOnly || opts.ReplayOnly,
+		ReplayOnly:      opts.ReplayOnly,
+		OmitEnforcement: opts.OmitEnforcement,
+	}
 	sc := sessionCall{
 		// The daemon ends a replay's stream after the scrollback.
 		detach: opts.ReplayOnly,

@@ -116,7 +116,9 @@ func (c *cli) attachFailed(err error, code codes.Code) int {
 // terminal is restored before it returns, so what follows prints on a sane
 // tty.
 func (c *cli) attach(ctx context.Context, cl *client.Client, info *sandboxdv1.SessionInfo, f attachFlags) (*client.Result, error) {
-	opts := client.AttachOptions{ID: info.GetId(), ReadOnly: f.readOnly, Stdout: c.stdout, Stderr: c.stderr}
+	// attach prints no enforcement report (inspect does), so Started comes
+	// without one, as for run.
+	opts := client.AttachOptions{ID: info.GetId(), ReadOnly: f.readOnly, Stdout: c.stdout, Stderr: c.stderr, OmitEnforcement: true}
 	if f.readOnly {
 		return cl.Attach(ctx, opts)
 	}

@@ -25,15 +25,15 @@ func exitMsg(e *sandboxdv1.Exit) *sandboxdv1.SessionResponse {
 }
 
 // recvAttach reads the first request of a stream, which must attach to id
-// as readOnly says.
+// as readOnly says, without the enforcement report attach never prints.
 func recvAttach(s sessionStream, id string, readOnly bool) (*sandboxdv1.Attach, error) {
 	req, err := s.Recv()
 	if err != nil {
 		return nil, err
 	}
 	att := req.GetAttach()
-	if att == nil || att.GetId() != id || att.GetReadOnly() != readOnly {
-		return nil, fmt.Errorf("first request %v, want an attach to %s, read-only %v", req, id, readOnly)
+	if att == nil || att.GetId() != id || att.GetReadOnly() != readOnly || !att.GetOmitEnforcement() {
+		return nil, fmt.Errorf("first request %v, want an attach to %s, read-only %v, omitting the enforcement report", req, id, readOnly)
 	}
 	return att, nil
 }

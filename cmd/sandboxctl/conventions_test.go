@@ -407,6 +407,9 @@ func TestLogsPrintsTheKeptOutput(t *testing.T) {
 		if !att.GetAttach().GetReadOnly() {
 			return fmt.Errorf("logs attached interactively: %v", att)
 		}
+		if !att.GetAttach().GetOmitEnforcement() {
+			return fmt.Errorf("logs asked for the enforcement report it does not print: %v", att)
+		}
 		return sendAll(s, startedMsg("e1"), outputMsg(sandboxdv1.Output_STDOUT, "kept\n"), outputMsg(sandboxdv1.Output_STDERR, "warned\n"),
 			outputMsg(sandboxdv1.Output_STDOUT, "more\n"), exitMsg(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED, ExitCode: 3}))
 	}})

@@ -38,7 +38,8 @@ func logsVerb(ctx context.Context, c *cli, args []string) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	return c.withClient(ctx, func(cl *client.Client) error {
-		_, err := cl.Attach(ctx, client.AttachOptions{ID: id, ReplayOnly: true, Stdout: c.stdout, Stderr: c.stderr})
+		// Only the output is printed: Started need not carry the report.
+		_, err := cl.Attach(ctx, client.AttachOptions{ID: id, ReplayOnly: true, Stdout: c.stdout, Stderr: c.stderr, OmitEnforcement: true})
 		switch {
 		case err == nil, ctx.Err() != nil:
 			return nil

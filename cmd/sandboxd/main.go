@@ -33,6 +33,14 @@ import (
 // CPU per launch.
 var sysmonAwakeErr error
 
+// warnSysmonAsleep logs sysmonAwakeErr, if any, as what it is: a warning
+// of a daemon that runs on without what it failed to set.
+func warnSysmonAsleep(logger *log.Logger) {
+	if sysmonAwakeErr != nil {
+		logger.Printf("warning: running with the Go runtime's monitor thread left to sleep deeply (more CPU per launch; see docs/performance.md): %v", sysmonAwakeErr)
+	}
+}
+
 func main() {
 	// A re-exec of this binary as a sandbox's init or as the self-test's
 	// probe must not parse flags or start a server; neither returns then.
@@ -126,9 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmd(args[:len(args)-fs.NArg()], *stateDir, stdout, stderr)
 	}
 	logger := log.New(stderr, "sandboxd: ", log.LstdFlags)
-	if sysmonAwakeErr != nil {
-		logger.Printf("%v", sysmonAwakeErr)
-	}
+	warnSysmonAsleep(logger)
 	// The backend's state is the host's (on Windows the sandbox users
 	// that install made), which the self-test needs too.
 	// The socket's directory is the daemon's runtime directory, as it is

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"strings"
 	"testing"
@@ -13,17 +15,26 @@ import (
 	"github.com/sandboxd/sandboxd/selftest"
 )
 
-// sysmonChild makes TestMain run keepSysmonAwake and print its pid and
-// GODEBUG.
-const sysmonChild = "SANDBOXD_TEST_SYSMON_CHILD"
+// sysmonChild makes TestMain run keepSysmonAwake and print its pid,
+// GODEBUG and what the daemon would log of it; set to sysmonAfterALine,
+// only once it has read a line.
+const (
+	sysmonChild      = "SANDBOXD_TEST_SYSMON_CHILD"
+	sysmonAfterALine = "after-a-line"
+)
 
 func TestMain(m *testing.M) {
 	// --self-test starts sandboxes whose init and probe are this binary.
 	runInitIfRequested()
 	selftest.RunProbeIfRequested()
-	if os.Getenv(sysmonChild) != "" {
+	if mode := os.Getenv(sysmonChild); mode != "" {
+		if mode == sysmonAfterALine {
+			// The parent does to the binary what it means to first.
+			bufio.NewReader(os.Stdin).ReadString('\n')
+		}
 		keepSysmonAwake()
 		fmt.Println(os.Getpid(), os.Getenv("GODEBUG"))
+		warnSysmonAsleep(log.New(os.Stdout, "sandboxd: ", 0))
 		os.Exit(0)
 	}
 	code := m.Run()

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +30,60 @@ func TestTheDaemonRunsWithItsMonitorAwake(t *testing.T) {
 		if want := fmt.Sprintf("%d %s\n", cmd.Process.Pid, tc.want); string(out) != want {
 			t.Errorf("GODEBUG=%q: printed %q, want %q", tc.godebug, out, want)
 		}
+	}
+}
+
+func TestSysmonAwakeEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want []string // nil: nothing to do
+	}{
+		{"no GODEBUG", []string{"A=1"}, []string{"A=1", "GODEBUG=" + sysmonAwake}},
+		{"empty GODEBUG", []string{"GODEBUG=", "A=1"}, []string{"A=1", "GODEBUG=" + sysmonAwake}},
+		{"other settings", []string{"GODEBUG=madvdontneed=1", "A=1"}, []string{"A=1", "GODEBUG=madvdontneed=1," + sysmonAwake}},
+		{"the operator's schedtrace", []string{"GODEBUG=gctrace=1,schedtrace=1000"}, nil},
+		{"run again", []string{"GODEBUG=" + sysmonAwake}, nil},
+		// The runtime reads the first; the others go, as they would
+		// otherwise stand beside the one set here.
+		{"twice", []string{"GODEBUG=gctrace=1", "GODEBUG=schedtrace=1000"}, []string{"GODEBUG=gctrace=1," + sysmonAwake}},
+	} {
+		got, ok := sysmonAwakeEnv(tc.env)
+		if ok != (tc.want != nil) || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, ok, tc.want)
+		}
+	}
+}
+
+// A daemon whose binary is gone by the time it would run again (removed
+// by an upgrade, say) runs on as it is, and its log says so and why.
+func TestAFailedReexecIsLoggedAndTheDaemonRunsOn(t *testing.T) {
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), "sandboxd")
+	if err := os.WriteFile(exe, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run", "^$")
+	cmd.Env = append(os.Environ(), sysmonChild+"="+sysmonAfterALine, "GODEBUG=madvdontneed=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	err = os.Remove(exe)
+	fmt.Fprintln(in, "go on")
+	if werr := cmd.Wait(); err != nil || werr != nil {
+		t.Fatalf("remove %v, child %v:\n%s", err, werr, out.String())
+	}
+	want := fmt.Sprintf("%d madvdontneed=1\nsandboxd: warning: running with the Go runtime's monitor thread left to sleep deeply (more CPU per launch; see docs/performance.md): run %s again with GODEBUG=%s: no such file or directory\n", cmd.Process.Pid, exe, sysmonAwake)
+	if out.String() != want {
+		t.Errorf("the daemon printed\n%q\nwant\n%q", out.String(), want)
 	}
 }

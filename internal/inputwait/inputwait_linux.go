@@ -113,6 +113,11 @@ type walkState struct {
 	datagram bool
 	cur      *Task // the task being classified, when collecting
 
+	// call is the syscall record of the task being classified, as read
+	// (callLen 0 when it did not fit), and again the same read later.
+	call, again [256]byte
+	callLen     int
+
 	path   []byte // NUL-terminated, relative to procfd, of the file being read
 	link   []byte // same, of the /proc/PID/task/TID/fd/N being stat'ed
 	buf    []byte // borrowed from readBuffers for one walk
@@ -519,6 +524,11 @@ func (p *Probe) task(pid, tid int) error {
 	p.datagram = false
 	v, timeout := Idle, time.Duration(-1)
 	if inCall {
+		// For sameCall: blockedOn reads into p.buf.
+		p.callLen = 0
+		if n < len(p.call) {
+			p.callLen = copy(p.call[:], p.buf[:n])
+		}
 		v, timeout, err = p.blockedOn(pid, tid, nr)
 		if err != nil {
 			return err
@@ -705,19 +715,48 @@ func (p *Probe) fd(pid, tid int, fd int32, events uint64) (Verdict, error) {
 	}
 	p.link = appendPath(p.link[:0], pid, tid, "fd/", int(fd))
 	if err := p.stat(p.link); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			// Closed, or the task exited, since its system call was read:
-			// the task has moved on, and what this check read of it is
-			// half of two states. Taken as busy, the check tells nothing
-			// of it; taken as idle, the end of a network attempt (its
-			// socket closed, its poll's timeout nearly over) would pass
-			// for a backoff due at once, and the real backoff after it,
-			// seen once that is over, for a wait for input.
-			return Busy, nil
+		if !errors.Is(err, unix.ENOENT) {
+			return Idle, err
 		}
-		return Idle, err
+		if p.sameCall(pid, tid) {
+			// Closed by another thread while the task waits in the call
+			// it was found in: a read holds the file and waits on, as
+			// long as nobody writes to it, on a file nothing here can
+			// name any more, so on nothing the check can tell.
+			if p.cur != nil {
+				p.cur.Files = append(p.cur.Files, File{Fd: int(fd), Kind: "closed", Detail: "closed since the call began", Verdict: Idle})
+			}
+			return Idle, nil
+		}
+		// Closed, or the task exited, since its system call was read:
+		// the task has moved on, and what this check read of it is half
+		// of two states. Taken as busy, the check tells nothing of it;
+		// taken as idle, the end of a network attempt (its socket
+		// closed, its poll's timeout nearly over) would pass for a
+		// backoff due at once, and the real backoff after it, seen once
+		// that is over, for a wait for input.
+		return Busy, nil
 	}
 	return p.file(pid, tid, fd, events)
+}
+
+// sameCall reports whether task tid of pid is still in the system call
+// this check found it in: its syscall record, stack and instruction
+// pointers included, is the one read then. A task that returned and made
+// the same call again on the closed descriptor would have failed at once
+// (EBADF) instead of waiting.
+func (p *Probe) sameCall(pid, tid int) bool {
+	if p.callLen == 0 {
+		return false
+	}
+	p.link = appendPath(p.link[:0], pid, tid, "syscall", -1)
+	fd, err := p.open(p.link, unix.O_RDONLY)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, p.again[:])
+	return err == nil && bytes.Equal(p.again[:n], p.call[:p.callLen])
 }
 
 // file classifies the file of fd that p.st describes.

@@ -78,6 +78,11 @@ func helper(mode string, args []string) error {
 		return backoffHelper(mode)
 	case "keepalive":
 		return keepaliveHelper()
+	case "closed-fd":
+		if err := closedFdHelper(); err != nil {
+			return err
+		}
+		mode = "read"
 	}
 	fd := 0
 	if rest, ok := strings.CutPrefix(mode, "devtty"); ok {
@@ -191,6 +196,35 @@ func backgroundHelper() error {
 	}
 	reader.Wait()
 	return sleeper.Wait()
+}
+
+// closedFdHelper leaves a thread blocked reading a pipe of its own whose
+// descriptor it then closes: the read holds the file and waits on, for
+// ever, as nobody writes to the pipe.
+func closedFdHelper() error {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return err
+	}
+	tids := make(chan int)
+	go func() {
+		runtime.LockOSThread()
+		tids <- unix.Gettid()
+		buf := make([]byte, 1)
+		unix.Syscall(unix.SYS_READ, uintptr(fds[0]), uintptr(unsafe.Pointer(&buf[0])), 1)
+	}()
+	call := fmt.Sprintf("/proc/self/task/%d/syscall", <-tids)
+	for {
+		b, err := os.ReadFile(call)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(string(b), strconv.Itoa(unix.SYS_READ)+" ") {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return unix.Close(fds[0])
 }
 
 func helperCmd(args ...string) *exec.Cmd {
@@ -997,6 +1031,35 @@ func TestUninspectableProcessIsSkipped(t *testing.T) {
 			t.Fatalf("Waiting: %v, %v; want false, nil", waiting, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A task blocked reading a file another of its threads closed since
+// waits on: it neither runs nor hides that the session waits for input.
+func TestBlockedOnAClosedDescriptor(t *testing.T) {
+	for _, st := range starts {
+		t.Run(st.name, func(t *testing.T) {
+			s := st.start(t, helperCmd("closed-fd"))
+			s.waitFor(t, true)
+			// Explain's state may be Waiting, on a runtime thread's timer
+			// it takes at once; its evidence names the closed file.
+			_, tasks, err := s.probe.Explain()
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := false
+			for _, task := range tasks {
+				for _, f := range task.Files {
+					closed = closed || f.Kind == "closed" && f.Verdict == Idle
+				}
+			}
+			if !closed {
+				t.Errorf("no task waits on a closed file: %+v", tasks)
+			}
+			s.write(t, "hello\n")
+			s.waitFor(t, false)
+			s.stays(t, false)
+		})
 	}
 }
 

@@ -380,9 +380,12 @@ type Attach struct {
 	// Only the kept output: the daemon ends the stream after the scrollback
 	// (with the Exit of a session that has ended), never sending live
 	// output. Implies read_only.
-	ReplayOnly    bool `protobuf:"varint,4,opt,name=replay_only,json=replayOnly,proto3" json:"replay_only,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ReplayOnly bool `protobuf:"varint,4,opt,name=replay_only,json=replayOnly,proto3" json:"replay_only,omitempty"`
+	// Leave the enforcement report out of Started, as Start.omit_enforcement
+	// does; Inspect has it still.
+	OmitEnforcement bool `protobuf:"varint,5,opt,name=omit_enforcement,json=omitEnforcement,proto3" json:"omit_enforcement,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Attach) Reset() {
@@ -439,6 +442,13 @@ func (x *Attach) GetWindow() *WindowSize {
 func (x *Attach) GetReplayOnly() bool {
 	if x != nil {
 		return x.ReplayOnly
+	}
+	return false
+}
+
+func (x *Attach) GetOmitEnforcement() bool {
+	if x != nil {
+		return x.OmitEnforcement
 	}
 	return false
 }
@@ -675,7 +685,8 @@ type Started struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	SessionId    string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	PolicyDigest string                 `protobuf:"bytes,2,opt,name=policy_digest,json=policyDigest,proto3" json:"policy_digest,omitempty"`
-	// Unset when the Start asked for it to be left out (omit_enforcement).
+	// Unset when the Start or Attach asked for it to be left out
+	// (omit_enforcement).
 	Enforcement   *EnforcementReport `protobuf:"bytes,3,opt,name=enforcement,proto3" json:"enforcement,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1567,7 +1578,8 @@ type WaitedFile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Fd    int32                  `protobuf:"varint,1,opt,name=fd,proto3" json:"fd,omitempty"`
 	// "terminal", "stdin", "tcp", "tcp6", "udp", "udp6", "unix", "pipe",
-	// "timerfd", "eventfd", "signalfd", "inotify", "epoll" or "file".
+	// "timerfd", "eventfd", "signalfd", "inotify", "epoll", "file", or
+	// "closed" (closed by another thread while the task waits on it).
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// What the daemon saw of it, e.g. "10.0.0.2:40112 -> 10.0.0.1:3128,
 	// request sent 1.2s ago, no answer".
@@ -2973,13 +2985,14 @@ const file_sandboxd_v1_sandboxd_proto_rawDesc = "" +
 	"\x06detach\x18\x05 \x01(\bR\x06detach\x12\x1d\n" +
 	"\n" +
 	"layer_from\x18\x06 \x01(\tR\tlayerFrom\x12)\n" +
-	"\x10omit_enforcement\x18\a \x01(\bR\x0fomitEnforcement\"\x87\x01\n" +
+	"\x10omit_enforcement\x18\a \x01(\bR\x0fomitEnforcement\"\xb2\x01\n" +
 	"\x06Attach\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12/\n" +
 	"\x06window\x18\x03 \x01(\v2\x17.sandboxd.v1.WindowSizeR\x06window\x12\x1f\n" +
 	"\vreplay_only\x18\x04 \x01(\bR\n" +
-	"replayOnly\"-\n" +
+	"replayOnly\x12)\n" +
+	"\x10omit_enforcement\x18\x05 \x01(\bR\x0fomitEnforcement\"-\n" +
 	"\x05Stdin\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x10\n" +
 	"\x03eof\x18\x02 \x01(\bR\x03eof\" \n" +

@@ -100,6 +100,7 @@ func (m *Attach) CloneVT() *Attach {
 	r.ReadOnly = m.ReadOnly
 	r.Window = m.Window.CloneVT()
 	r.ReplayOnly = m.ReplayOnly
+	r.OmitEnforcement = m.OmitEnforcement
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = make([]byte, len(m.unknownFields))
 		copy(r.unknownFields, m.unknownFields)
@@ -1183,6 +1184,16 @@ func (m *Attach) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.OmitEnforcement {
+		i--
+		if m.OmitEnforcement {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x28
 	}
 	if m.ReplayOnly {
 		i--
@@ -3657,6 +3668,9 @@ func (m *Attach) SizeVT() (n int) {
 	if m.ReplayOnly {
 		n += 2
 	}
+	if m.OmitEnforcement {
+		n += 2
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -5356,6 +5370,26 @@ func (m *Attach) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.ReplayOnly = bool(v != 0)
+		case 5:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OmitEnforcement", wireType)
+			}
+			var v int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				v |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			m.OmitEnforcement = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
