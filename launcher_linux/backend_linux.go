@@ -477,10 +477,14 @@ func namespaceRefusal(err error, netns bool) error {
 	if netns {
 		kinds += ", net"
 	}
+	found := "the kernel refused to create them for this daemon"
+	if errno == unix.ENOSPC {
+		found = userNSExhausted()
+	}
 	return &launcher.Unenforceable{
 		Field:     "process",
 		Mechanism: "new " + kinds + " namespaces with a one-uid map",
-		Found:     "the kernel refused to create them for this daemon",
+		Found:     found,
 		Errno:     errno,
 		Probe:     "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID...) + uid_map",
 		Remedy:    "run sandboxd as root, or allow unprivileged user namespaces (sysctl user.max_user_namespaces>0, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0)",

@@ -720,3 +720,51 @@ func TestIdleInitStackHasAGuardPage(t *testing.T) {
 		})
 	}
 }
+
+// envUserNSExhausted marks the child process of
+// TestNoUserNamespaceLeftIsNoFullDisk.
+const envUserNSExhausted = "SANDBOXD_TEST_USERNS_ENOSPC"
+
+// clone(CLONE_NEWUSER) fails with ENOSPC when no more user namespaces may
+// be made (user.max_user_namespaces reached or 0, or 32 nested), and the
+// probe and the refusal said "no space left on device", which sent an
+// operator of a rootless daemon, falling back to the landlock set, to the
+// disks. The child denies itself user namespaces with ENOSPC (hostsim)
+// and probes.
+func TestNoUserNamespaceLeftIsNoFullDisk(t *testing.T) {
+	const want = "no more user namespaces"
+	if err := namespaceRefusal(&spawnError{stage: 1, errno: unix.ENOSPC}, true); !strings.Contains(err.Error(), want) {
+		t.Errorf("the refusal of a clone that got ENOSPC: %q, want it to say %q", err, want)
+	}
+	if os.Getenv(envUserNSExhausted) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestNoUserNamespaceLeftIsNoFullDisk$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), envUserNSExhausted+"=1")
+		out, err := cmd.CombinedOutput()
+		switch {
+		case strings.Contains(string(out), "--- SKIP"):
+			t.Skipf("%s", out)
+		case err != nil || !strings.Contains(string(out), "--- PASS"):
+			t.Errorf("probe with user namespaces denied with ENOSPC: %v\n%s", err, out)
+		}
+		return
+	}
+	prog, err := hostsim.Program([]string{"userns"}, unix.ENOSPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hostsim.Install(prog); err != nil {
+		t.Skipf("cannot install the userns denial: %v", err)
+	}
+	uid, gid := sandboxIdentity()
+	h := ProbeHost(context.Background(), "/proc/self/exe", uid, gid)
+	for _, r := range h.Results {
+		if r.Name != PrimUserNS {
+			continue
+		}
+		if r.Errno != unix.ENOSPC || !strings.Contains(r.Detail, want) || strings.Contains(r.Detail, "no space left") {
+			t.Errorf("the user namespace probe found %v: %q, want ENOSPC saying %q, not a full disk", r.Errno, r.Detail, want)
+		}
+		return
+	}
+	t.Errorf("no %s probe in %+v", PrimUserNS, h.Results)
+}

@@ -49,6 +49,9 @@ func ProbeHost(ctx context.Context, initPath string, uid, gid uint32) *HostProbe
 	run := func(name, op, mode string, sys *syscall.SysProcAttr) ProbeResult {
 		r := runProbeChild(ctx, initPath, mode, sys)
 		r.Name = name
+		if r.Errno == unix.ENOSPC && sys != nil && sys.Cloneflags&unix.CLONE_NEWUSER != 0 {
+			r.Detail = userNSExhausted()
+		}
 		if r.Op == "" {
 			r.Op = op
 		}
@@ -99,6 +102,18 @@ func ProbeHost(ctx context.Context, initPath string, uid, gid uint32) *HostProbe
 	h.cgroups = detectCgroups()
 	h.Results = append(h.Results, h.cgroups.probes()...)
 	return h
+}
+
+// userNSExhausted says what ENOSPC from a clone with CLONE_NEWUSER means,
+// which its text, "no space left on device", sent operators to their
+// disks: no user namespace may be made for the daemon.
+func userNSExhausted() string {
+	limit := "user.max_user_namespaces"
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
+		limit += " is " + strings.TrimSpace(string(b))
+	}
+	return "ENOSPC from clone(CLONE_NEWUSER): no more user namespaces for this daemon, not a full filesystem (" + limit +
+		", a limit per user and per enclosing namespace as well as the host's, 0 turning them off; or the daemon is 32 user namespaces deep)"
 }
 
 // probeOutcome is what a probe child prints.

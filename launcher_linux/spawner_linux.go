@@ -128,6 +128,44 @@ func (l *spawnLane) stop() {
 	l.sock, l.rc = nil, nil
 }
 
+// send sends l's spawner req with fds, starting the spawner first when it
+// has not been or has gone; l.mu is held. A spawner found gone (it exits
+// only when the daemon's end closes, so it was killed) is started again,
+// once: a send that failed delivered nothing. A request that was delivered
+// is never sent again, to this spawner or another: the spawner may have
+// cloned an init with its fds before it went, and an init whose parent
+// dies before it has set its parent-death signal runs on, so that two
+// inits would share one plan pipe, report pipe and pass socket. Another
+// failure of the send (memory, the fds in flight) leaves the spawner as it
+// is: closing its socket would end it and, by their parent-death signal,
+// every session it cloned.
+func (l *spawnLane) send(initPath string, req []byte, fds [3]int) error {
+	rights := unix.UnixRights(fds[:]...)
+	for attempt := 0; ; attempt++ {
+		if l.sock == nil {
+			if err := l.start(initPath); err != nil {
+				return err
+			}
+		}
+		var serr error
+		err := l.rc.Write(func(fd uintptr) bool {
+			serr = unix.Sendmsg(int(fd), req, rights, nil, unix.MSG_NOSIGNAL)
+			return serr != unix.EAGAIN
+		})
+		if err = cmp.Or(err, serr); err == nil {
+			return nil
+		}
+		gone := errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.ENOTCONN)
+		if !gone {
+			return err
+		}
+		l.stop()
+		if attempt > 0 {
+			return err
+		}
+	}
+}
+
 // spawnError is a failed spawn: the stage of spawn.h that failed, and its
 // errno.
 type spawnError struct {
@@ -181,37 +219,25 @@ func (s *spawner) spawn(key initKey, fds [3]int) (*initHandle, error) {
 
 	l := s.lane()
 	defer l.mu.Unlock()
+	if err := l.send(s.initPath, req, fds); err != nil {
+		return nil, fmt.Errorf("sandbox init spawner: %w", err)
+	}
 	reply := make([]byte, spawnReplySize)
 	oob := make([]byte, unix.CmsgSpace(4))
 	var n, oobn, recvflags int
-	var err error
-	// A spawner that has gone is started again, once.
-	for attempt := 0; attempt < 2; attempt++ {
-		if l.sock == nil {
-			if err := l.start(s.initPath); err != nil {
-				return nil, err
-			}
-		}
-		var serr error
-		err = l.rc.Write(func(fd uintptr) bool {
-			serr = unix.Sendmsg(int(fd), req, unix.UnixRights(fds[:]...), nil, 0)
-			return serr != unix.EAGAIN
-		})
-		if err = cmp.Or(err, serr); err == nil {
-			err = l.rc.Read(func(fd uintptr) bool {
-				n, oobn, recvflags, _, serr = unix.Recvmsg(int(fd), reply, oob, unix.MSG_CMSG_CLOEXEC)
-				return serr != unix.EAGAIN
-			})
-			if err = cmp.Or(err, serr); err == nil && n == 0 {
-				err = errors.New("spawner closed its socket")
-			}
-		}
-		if err == nil {
-			break
-		}
-		l.stop()
+	var serr error
+	err := l.rc.Read(func(fd uintptr) bool {
+		n, oobn, recvflags, _, serr = unix.Recvmsg(int(fd), reply, oob, unix.MSG_CMSG_CLOEXEC)
+		return serr != unix.EAGAIN
+	})
+	if err = cmp.Or(err, serr); err == nil && n == 0 {
+		err = errors.New("spawner closed its socket")
 	}
 	if err != nil {
+		// Gone, or a reply left unread that the next request would
+		// take for its own. Not started again for this request: it
+		// reached the spawner, and its fds may be in an init by now.
+		l.stop()
 		return nil, fmt.Errorf("sandbox init spawner: %w", err)
 	}
 	if n != spawnReplySize {

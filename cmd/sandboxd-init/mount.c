@@ -851,7 +851,15 @@ static long take_staged(struct builder *b, const struct plan *p, size_t i)
 	return 0;
 }
 
-/* drop_staged detaches what the plan did not take. */
+/*
+ * drop_staged detaches what the plan did not take. A detach that fails
+ * leaves no launch to refuse: a staged tree is the sandbox's own /proc or
+ * /dev, nothing of the host's beyond the device nodes its /dev gets too,
+ * and it stays on the init's tmpfs, beneath the new root (setup_root),
+ * where no path of the sandbox's leads (the old root, the host's tree,
+ * is another matter, and its detach is checked). It costs its mounts'
+ * memory for the session's life.
+ */
 static void drop_staged(void)
 {
 	for (size_t k = 0; k < sizeof stages / sizeof stages[0]; k++) {

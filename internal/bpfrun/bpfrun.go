@@ -103,3 +103,65 @@ func run(prog []sandboxinit.SockFilter, load func(k uint32) (uint32, bool)) (ste
 	}
 	return steps, 0, false, errors.New("the program ran off its end")
 }
+
+// Check refuses prog where the kernel would refuse it at load (classic
+// BPF's checks and seccomp's, Linux's bpf_check_classic and
+// seccomp_check_filter), on every instruction, reached or not: Verdict and
+// Constant see only the ones the data they are given reaches. It is
+// stricter than the kernel in two ways: an instruction must be one run
+// reads, and a return must be one of seccomp's actions, which the kernel
+// takes any value for and treats an unknown one as killing the process.
+func Check(prog []sandboxinit.SockFilter) error {
+	const (
+		maxInsns     = 4096 // BPF_MAXINSNS
+		seccompData  = 64   // sizeof(struct seccomp_data)
+		actionMask   = 0xffff0000
+		maxErrno     = 4095
+		actErrno     = 0x00050000
+		actKillThr   = 0x00000000
+		actKillProc  = 0x80000000
+		actTrap      = 0x00030000
+		actUserNotif = 0x7fc00000
+		actTrace     = 0x7ff00000
+		actLog       = 0x7ffc0000
+		actAllow     = 0x7fff0000
+	)
+	if len(prog) == 0 || len(prog) > maxInsns {
+		return fmt.Errorf("%d instructions, the kernel takes 1 to %d", len(prog), maxInsns)
+	}
+	if prog[len(prog)-1].Code != retK {
+		return fmt.Errorf("instruction %d, the last, is no return", len(prog)-1)
+	}
+	for pc, f := range prog {
+		// Where a jump lands is counted from the next instruction.
+		within := func(off uint32) bool { return uint64(pc)+1+uint64(off) < uint64(len(prog)) }
+		switch f.Code {
+		case ldAbsW:
+			if f.K >= seccompData || f.K%4 != 0 {
+				return fmt.Errorf("instruction %d loads offset %d of struct seccomp_data, not a word of its %d bytes", pc, f.K, seccompData)
+			}
+		case ja:
+			if !within(f.K) {
+				return fmt.Errorf("instruction %d jumps %d past itself, off the program's %d", pc, f.K, len(prog))
+			}
+		case jeqK, jgeK, jsetK:
+			if !within(uint32(f.Jt)) || !within(uint32(f.Jf)) {
+				return fmt.Errorf("instruction %d jumps %d or %d past itself, off the program's %d", pc, f.Jt, f.Jf, len(prog))
+			}
+		case andK:
+		case retK:
+			switch f.K & actionMask {
+			case actErrno:
+				if f.K&^actionMask > maxErrno {
+					return fmt.Errorf("instruction %d returns errno %d", pc, f.K&^actionMask)
+				}
+			case actKillThr, actKillProc, actTrap, actUserNotif, actTrace, actLog, actAllow:
+			default:
+				return fmt.Errorf("instruction %d returns %#x, no seccomp action", pc, f.K)
+			}
+		default:
+			return fmt.Errorf("instruction %d: unknown code %#x", pc, f.Code)
+		}
+	}
+	return nil
+}
