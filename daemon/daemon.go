@@ -147,6 +147,10 @@ type Service struct {
 	closing bool
 	live    sync.WaitGroup // one per session not yet ended
 	srv     *grpc.Server   // serves session sockets; set by Serve
+	// sessionDir is the making of Config.SessionSocketDir, done once
+	// (prepareSessionSocketDir).
+	sessionDir    sync.Once
+	sessionDirErr error
 
 	selfTest        *sandboxdv1.SelfTest // the latest finished one
 	selfTestRunning int
