@@ -263,6 +263,9 @@ func New(cfg Config) (*Service, error) {
 	if l, ok := cfg.Backend.(interface{ Leftovers() []string }); ok && len(l.Leftovers()) > 0 {
 		logf("removed what a daemon that died had left on the host: %s", strings.Join(l.Leftovers(), ", "))
 	}
+	if l, ok := cfg.Backend.(interface{ LeftBehind() []string }); ok && len(l.LeftBehind()) > 0 {
+		logf("left on the host what the journal of a daemon that died named but is not known to be its own: %s", strings.Join(l.LeftBehind(), ", "))
+	}
 	// Last: the audit log holds a lock that nothing after may leak.
 	s.metrics = newMetrics(s)
 	sinks := []eventSink{s.metrics.sink}
