@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -466,5 +467,61 @@ func TestForgottenChildrenLeaveTheirParent(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("children kept after every child was forgotten: %v", children())
 		}
+	}
+}
+
+// A daemon embedding Serve, with a listener of its own, makes the session
+// sockets' directory before any session as ListenAndServe does, removing
+// a socket a daemon that died left there; a symlink in its place is
+// refused before anything is served. Made with the first session that
+// allows children, it could be made first by a sandbox with a write root
+// above it.
+func TestServeMakesTheSessionSocketDir(t *testing.T) {
+	var dir string
+	h := startDaemon(t, func(c *Config) {
+		dir = c.SessionSocketDir
+		if err := os.Mkdir(dir, 0o711); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "dead.sock"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Answered, so Serve is serving.
+	if _, err := h.client.List(ctxT(t), &sandboxdv1.ListRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "dead.sock")); err == nil {
+		t.Error("Serve left the stale socket of a daemon that died")
+	}
+
+	// A daemon serving for an instant, with the directory missing and
+	// with a symlink in its place.
+	serve := func(dir string) error {
+		svc, err := New(Config{Backend: &fakeBackend{}, SessionSocketDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lis, err := net.Listen("unix", filepath.Join(t.TempDir(), "d.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return svc.Serve(ctx, lis)
+	}
+	missing := filepath.Join(t.TempDir(), "s")
+	if err := serve(missing); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(missing); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o711 {
+		t.Errorf("session sockets' directory after Serve: %v, %v; want a directory of mode 0711", fi, err)
+	}
+	linked := filepath.Join(t.TempDir(), "s")
+	if err := os.Symlink(t.TempDir(), linked); err != nil {
+		t.Fatal(err)
+	}
+	if err := serve(linked); err == nil {
+		t.Error("Serve took a symlink for the session sockets' directory")
 	}
 }

@@ -147,6 +147,10 @@ type Service struct {
 	closing bool
 	live    sync.WaitGroup // one per session not yet ended
 	srv     *grpc.Server   // serves session sockets; set by Serve
+	// sessionDir is the making of Config.SessionSocketDir, done once
+	// (prepareSessionSocketDir).
+	sessionDir    sync.Once
+	sessionDirErr error
 
 	selfTest        *sandboxdv1.SelfTest // the latest finished one
 	selfTestRunning int
@@ -258,6 +262,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if l, ok := cfg.Backend.(interface{ Leftovers() []string }); ok && len(l.Leftovers()) > 0 {
 		logf("removed what a daemon that died had left on the host: %s", strings.Join(l.Leftovers(), ", "))
+	}
+	if l, ok := cfg.Backend.(interface{ LeftBehind() []string }); ok && len(l.LeftBehind()) > 0 {
+		logf("left on the host what the journal of a daemon that died named but is not known to be its own: %s", strings.Join(l.LeftBehind(), ", "))
 	}
 	// Last: the audit log holds a lock that nothing after may leak.
 	s.metrics = newMetrics(s)

@@ -43,6 +43,10 @@ const DefaultKeepalive = time.Minute
 // every sandbox, waits for the sessions to report their end, and stops.
 // Closing lis removes its socket file if it was made by net.Listen.
 func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
+	if err := s.prepareSessionSocketDir(); err != nil {
+		lis.Close()
+		return err
+	}
 	if a, ok := lis.Addr().(*net.UnixAddr); ok && a.Name != "" {
 		s.hide(a.Name)
 	}
@@ -109,6 +113,21 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 	return serveErr
 }
 
+// prepareSessionSocketDir makes Config.SessionSocketDir and removes the
+// sockets a daemon that died left there (transport.PrepareSessionSocketDir),
+// before any session: made with the first session allowing children, as it
+// was for a daemon embedding Serve, a sandbox with a write root above it
+// could have made it first. Once, as the sockets of sessions started
+// since are not stale.
+func (s *Service) prepareSessionSocketDir() error {
+	s.sessionDir.Do(func() {
+		if s.cfg.SessionSocketDir != "" {
+			s.sessionDirErr = transport.PrepareSessionSocketDir(s.cfg.SessionSocketDir)
+		}
+	})
+	return s.sessionDirErr
+}
+
 // ListenAndServe listens on Config.SocketPath (see Listen) and serves until
 // ctx is done. Once listening it runs the self-test in the background and
 // logs its result; Capabilities reports it pending until then.
@@ -124,11 +143,10 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 	} else if lis, err = transport.Listen(s.cfg.SocketPath); err != nil {
 		return err
 	}
-	if s.cfg.SessionSocketDir != "" {
-		if err := transport.PrepareSessionSocketDir(s.cfg.SessionSocketDir); err != nil {
-			lis.Close()
-			return err
-		}
+	// Before the self-test, which may open a session socket there.
+	if err := s.prepareSessionSocketDir(); err != nil {
+		lis.Close()
+		return err
 	}
 	if s.socketGID != nil && !activated {
 		if err := os.Chown(s.cfg.SocketPath, -1, int(*s.socketGID)); err != nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,7 +92,9 @@ type backend struct {
 	cgroups      *cgroups
 	idmaps       *idmapper
 	journal      *journal
-	leftovers    []string
+	// leftovers and leftBehind are what the journal removed at start and
+	// what it left though an entry named it (Leftovers, LeftBehind).
+	leftovers, leftBehind []string
 	// protect is the state directory, resolved, and uid and gid the
 	// sandbox identity: what Capabilities plans with, as a launch does.
 	protect  []string
@@ -123,7 +126,7 @@ func New(cfg Config) (launcher.Backend, error) {
 	defer cancel()
 	b.host = ProbeHost(ctx, selfExe, cfg.SandboxUID, cfg.SandboxGID)
 	b.cgroups = newCgroups(b.host.cgroups)
-	if b.journal, b.leftovers, err = openJournal(cfg.StateDir); err != nil {
+	if b.journal, b.leftovers, b.leftBehind, err = openJournal(cfg.StateDir); err != nil {
 		return nil, err
 	}
 	b.cgroups.journal = b.journal
@@ -232,9 +235,9 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	// on already being there.
 	b.mu.Lock()
 	sp, err := b.plan(spec.PlanRequest(), spec.Layers)
-	var held []string
+	var held, makes []string
 	if err == nil {
-		held = b.holdPlaceholders(sp.Plan, sp.carveOuts, spec.Layers)
+		held, makes = b.holdPlaceholders(sp.Plan, sp.carveOuts, spec.Layers)
 	}
 	b.mu.Unlock()
 	if err != nil {
@@ -389,6 +392,8 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 		passErr = p.receivePassed(pass, plan, spec, &b.diags)
 	}
 	m, err := p.next()
+	// The placeholders come first in the plan: made by now, if at all.
+	b.noteMadePlaceholders(makes)
 	if err != nil {
 		p.abort()
 		return nil, fmt.Errorf("sandbox init died during setup: %w", err)
@@ -626,8 +631,10 @@ type placeholder struct {
 	timer     *time.Timer
 	// made are the directories created for it, deepest first.
 	made []string
-	// entry is its journal entry.
+	// entry is its journal entry, and ids the identities of made it
+	// records (noteMadePlaceholders).
 	entry string
+	ids   []dirID
 	// layer is, for a placeholder inside a layer, the root of the layer's
 	// mount, which made is relative to. It has no journal entry: the
 	// layer is the daemon's, not the host's.
@@ -635,15 +642,15 @@ type placeholder struct {
 }
 
 // holdPlaceholders counts this session among the users of every placeholder
-// it plans or relies on; b.mu is held.
-func (b *backend) holdPlaceholders(plan *Plan, carveOuts []string, layers map[string]*os.File) []string {
+// it plans or relies on, and returns their keys and those of the ones its
+// init makes on the host; b.mu is held.
+func (b *backend) holdPlaceholders(plan *Plan, carveOuts []string, layers map[string]*os.File) (held, makes []string) {
 	planned := map[string]bool{}
 	for _, s := range plan.Mounts {
 		if s.Kind == MountPlaceholder {
 			planned[s.Source] = true
 		}
 	}
-	var held []string
 	for _, p := range carveOuts {
 		// Inside a layer the placeholder is made in the layer, which is
 		// the session's alone.
@@ -673,15 +680,51 @@ func (b *backend) holdPlaceholders(plan *Plan, carveOuts []string, layers map[st
 			b.placeholders[key] = e
 		case planned[p]:
 			e = &placeholder{made: missingDirs(p)}
-			e.entry = b.journal.record(entryPlaceholder, e.made)
+			if len(e.made) > 0 {
+				e.ids = make([]dirID, len(e.made))
+				e.entry = b.journal.record(placeholderEntry(p, e.ids))
+			}
 			b.placeholders[key] = e
 		default:
 			continue
 		}
 		e.users++
 		held = append(held, key)
+		if planned[p] && !inLayer {
+			makes = append(makes, key)
+		}
 	}
-	return held
+	return held, makes
+}
+
+// placeholderEntry is the journal entry of placeholder p, with the
+// identities of the directories made for it, deepest first.
+func placeholderEntry(p string, ids []dirID) journalEntry {
+	return journalEntry{Kind: entryPlaceholder, Path: []byte(p), Made: ids}
+}
+
+// noteMadePlaceholders records in the journal what the directories made
+// for the placeholders makes are, once the session's init has made them
+// (or failed to): the next start removes only those. A daemon killed
+// before leaves them; an init that made none leaves them unknown for the
+// next session that plans them.
+func (b *backend) noteMadePlaceholders(makes []string) {
+	if b.journal == nil || len(makes) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, key := range makes {
+		e := b.placeholders[key]
+		if e == nil || len(e.made) == 0 {
+			continue
+		}
+		ids := madeDirIDs(e.made[0], len(e.made))
+		if !slices.Equal(ids, e.ids) {
+			e.ids = ids
+			b.journal.update(e.entry, placeholderEntry(e.made[0], ids))
+		}
+	}
 }
 
 // missingDirs are p and those of its parents that do not exist, deepest
@@ -708,9 +751,10 @@ func (b *backend) replanPlaceholderLocked(p string, e *placeholder) {
 		return
 	}
 	// The new entry first: a crash in between leaves one naming them.
-	entry := b.journal.record(entryPlaceholder, made)
+	ids := make([]dirID, len(made))
+	entry := b.journal.record(placeholderEntry(p, ids))
 	b.journal.forget(e.entry)
-	e.made, e.entry = made, entry
+	e.made, e.entry, e.ids = made, entry, ids
 }
 
 func (b *backend) releasePlaceholders(held []string) {

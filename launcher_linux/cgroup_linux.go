@@ -202,7 +202,7 @@ func (g *cgroups) base() (map[string]string, error) {
 		if g.entries == nil {
 			g.entries = map[string]string{}
 		}
-		g.entries[dir] = g.journal.record(entryCgroup, []string{dir})
+		g.entries[dir] = g.journal.record(journalEntry{Kind: entryCgroup, Path: []byte(dir)})
 	}
 	g.bases = bases
 	return bases, nil

@@ -82,46 +82,67 @@ const (
 
 type journalEntry struct {
 	Kind string `json:"kind"`
-	// Paths are the directories to remove, in order: for a placeholder
-	// the ones made for it, deepest first; for a cgroup, the daemon's
-	// directory in one hierarchy (removed with what is beneath it).
-	Paths []string `json:"paths"`
+	// Path is what the entry names: a placeholder, the deepest directory
+	// made for it; a cgroup, the daemon's directory in one hierarchy
+	// (removed with what is beneath it). Bytes, which encoding/json
+	// writes in base64: a JSON string holds UTF-8 alone, and a name
+	// that is not would be written as another, which no start finds.
+	Path []byte `json:"path,omitempty"`
+	// Made are, for a placeholder, the directories made for it, deepest
+	// first: Made[i] is Path's i-th parent. Each is removed only if it
+	// still is that directory, and empty.
+	Made []dirID `json:"made,omitempty"`
+	// Paths is the entry of a daemon from before Path: the directories
+	// to remove, as strings. A cgroup's is still obeyed; a
+	// placeholder's says nothing of which directories the daemon made,
+	// and they are left (remove).
+	Paths []string `json:"paths,omitempty"`
+}
+
+// dirID is what a directory is, as the daemon saw it made: its device
+// and inode. Zero until the daemon has seen it (the init makes the
+// placeholders as it sets the sandbox up); a directory with no identity
+// recorded is not removed.
+type dirID struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
 }
 
 // openJournal opens the journal under stateDir, removes what the entries
-// of a daemon that died name, and returns what it removed. An empty
-// stateDir keeps no journal (nil, which records nothing).
-func openJournal(stateDir string) (*journal, []string, error) {
+// of a daemon that died name, and returns what it removed and what it
+// left though an entry named it (each with why). An empty stateDir keeps
+// no journal (nil, which records nothing).
+func openJournal(stateDir string) (*journal, []string, []string, error) {
 	if stateDir == "" {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	dir := filepath.Join(stateDir, journalDir)
 	fd, err := openOwnDir(stateDir, journalDir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("journal: %w", err)
+		return nil, nil, nil, fmt.Errorf("journal: %w", err)
 	}
 	lfd, err := unix.Openat(int(fd.Fd()), ".lock", unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		fd.Close()
-		return nil, nil, fmt.Errorf("journal %s: lock: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("journal %s: lock: %w", dir, err)
 	}
 	lock := os.NewFile(uintptr(lfd), filepath.Join(dir, ".lock"))
 	if err := unix.Flock(lfd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		lock.Close()
 		fd.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, nil, fmt.Errorf("journal %s: another sandboxd uses this state directory; give each daemon its own with --state-dir", dir)
+			return nil, nil, nil, fmt.Errorf("journal %s: another sandboxd uses this state directory; give each daemon its own with --state-dir", dir)
 		}
-		return nil, nil, fmt.Errorf("journal %s: lock: %w", dir, err)
+		return nil, nil, nil, fmt.Errorf("journal %s: lock: %w", dir, err)
 	}
 	j := &journal{dir: dir, fd: fd, lock: lock, used: map[string]*journalSlot{}}
-	cleaned, err := j.clean()
+	cleaned, left, err := j.clean()
 	if err != nil {
 		lock.Close()
 		fd.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return j, cleaned, nil
+	return j, cleaned, left, nil
 }
 
 // openOwnDir opens stateDir's directory sub, making both if they are not
@@ -183,22 +204,22 @@ func openOwnDirAt(dirfd int, name, path string) (int, error) {
 
 // clean removes what every entry names; an entry whose removal failed
 // (a cgroup whose processes are still exiting) stays for the next start.
-func (j *journal) clean() ([]string, error) {
+// It returns what it removed and what it left.
+func (j *journal) clean() (cleaned, left []string, err error) {
 	// A duplicate of j.fd: reading a directory moves its offset, and
 	// the slots are opened through j.fd later.
 	dfd, err := unix.Openat(int(j.fd.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
 	d := os.NewFile(uintptr(dfd), j.dir)
 	names, err := d.Readdirnames(-1)
 	d.Close()
 	if err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
+		return nil, nil, fmt.Errorf("journal: %w", err)
 	}
 	// In order, as the log of what was removed reads best.
 	slices.Sort(names)
-	var cleaned []string
 	for _, name := range names {
 		if strings.HasPrefix(name, spareEntry) {
 			j.unlink(name)
@@ -220,7 +241,7 @@ func (j *journal) clean() ([]string, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("journal: %w", err)
+			return nil, nil, fmt.Errorf("journal: %w", err)
 		}
 		if len(bytes.TrimSpace(b)) == 0 {
 			// A free slot: this daemon makes its own.
@@ -233,13 +254,14 @@ func (j *journal) clean() ([]string, error) {
 			j.unlink(name)
 			continue
 		}
-		removed, err := e.remove()
+		removed, kept, err := e.remove()
 		cleaned = append(cleaned, removed...)
+		left = append(left, kept...)
 		if err == nil {
 			j.unlink(name)
 		}
 	}
-	return cleaned, nil
+	return cleaned, left, nil
 }
 
 // errNotEntry is read's answer for what is not a regular file.
@@ -281,38 +303,34 @@ func (j *journal) unlink(name string) {
 	}
 }
 
-// maxEntryBytes bounds what clean reads of one entry, above the most the
-// daemon writes: a placeholder's entry lists each directory made and so
-// grows with the square of its depth, up to about 4 MiB for a PATH_MAX
-// path of one-letter names, six times that where JSON escapes every
-// byte. An entry beyond it is not the daemon's and is left as it is.
+// maxEntryBytes bounds what clean reads of one entry, above the most a
+// daemon writes: the entries of daemons from before Path listed each
+// directory made for a placeholder and so grew with the square of its
+// depth, up to about 4 MiB for a PATH_MAX path of one-letter names, six
+// times that where JSON escapes every byte (one of Path grows with its
+// depth alone). An entry beyond it is not a daemon's and is left as it
+// is.
 const maxEntryBytes = 32 << 20
 
 // valid says whether e names only what the daemon makes, so that an
 // entry someone else wrote (the journal is a file the next daemon obeys,
-// as root for a root daemon) can remove nothing else: a placeholder is a
-// chain of directories, each the parent of the one before it, absolute
-// and without '.' or '..'; a cgroup is a daemon's own directory,
+// as root for a root daemon) can remove nothing else: Path is absolute,
+// clean and not "/"; a placeholder's directories are Path and its
+// parents, short of "/"; a cgroup is a daemon's own directory,
 // sandboxd-PID, on a cgroup filesystem (checked as it is removed).
 func (e journalEntry) valid() bool {
-	if len(e.Paths) == 0 {
+	p := string(e.Path)
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
 		return false
-	}
-	for i, p := range e.Paths {
-		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
-			return false
-		}
-		if e.Kind == entryPlaceholder && i > 0 && e.Paths[i] != filepath.Dir(e.Paths[i-1]) {
-			return false
-		}
 	}
 	switch e.Kind {
 	case entryPlaceholder:
-		return true
+		// A clean absolute path has as many names as slashes.
+		return len(e.Made) > 0 && len(e.Made) <= strings.Count(p, "/")
 	case entryCgroup:
-		pid, ok := strings.CutPrefix(filepath.Base(e.Paths[0]), "sandboxd-")
+		pid, ok := strings.CutPrefix(filepath.Base(p), "sandboxd-")
 		n, err := strconv.Atoi(pid)
-		return len(e.Paths) == 1 && ok && err == nil && n > 0 && strconv.Itoa(n) == pid
+		return len(e.Made) == 0 && ok && err == nil && n > 0 && strconv.Itoa(n) == pid
 	}
 	return false
 }
@@ -332,47 +350,118 @@ func onCgroupFS(dir string) bool {
 	return st.Type == unix.CGROUP2_SUPER_MAGIC || st.Type == unix.CGROUP_SUPER_MAGIC
 }
 
-// remove removes what e names, returning the paths that were there and
-// are gone now. An entry that names what the daemon does not make is
-// dropped whole.
-func (e journalEntry) remove() ([]string, error) {
-	if !e.valid() {
-		return nil, nil
-	}
-	var gone []string
-	for _, p := range e.Paths {
-		if _, err := os.Lstat(p); err != nil {
-			continue
-		}
+// remove removes what e names, returning what was there and is gone now,
+// and what was there and is left, with why. An entry that names what the
+// daemon does not make is dropped whole.
+func (e journalEntry) remove() (gone, left []string, err error) {
+	if e.Path == nil && len(e.Paths) > 0 {
 		switch e.Kind {
-		case entryPlaceholder:
-			// Only if still empty, never through a symlink: the user
-			// may have put something there since.
-			removeEmptyDirNoFollow(p)
 		case entryCgroup:
-			if !onCgroupFS(p) {
-				return gone, nil
+			if len(e.Paths) == 1 {
+				e.Path = []byte(e.Paths[0])
 			}
-			if err := removeCgroupTree(p); err != nil {
-				return gone, err
+		case entryPlaceholder:
+			for _, p := range e.Paths {
+				if filepath.IsAbs(p) && lexists(p) {
+					left = append(left, e.Kind+" "+p+" (recorded by an earlier sandboxd, which did not say which directory it made)")
+				}
 			}
+			return nil, left, nil
 		}
-		if _, err := os.Lstat(p); err == nil {
-			continue
-		}
-		gone = append(gone, e.Kind+" "+p)
 	}
-	return gone, nil
+	if !e.valid() {
+		return nil, nil, nil
+	}
+	p := string(e.Path)
+	if e.Kind == entryCgroup {
+		if !lexists(p) || !onCgroupFS(p) {
+			return nil, nil, nil
+		}
+		if err := removeCgroupTree(p); err != nil {
+			return nil, nil, err
+		}
+		if !lexists(p) {
+			gone = append(gone, e.Kind+" "+p)
+		}
+		return gone, nil, nil
+	}
+	for _, id := range e.Made {
+		removed, why := removeMadeDir(p, id)
+		switch {
+		case removed:
+			gone = append(gone, e.Kind+" "+p)
+		case why != "":
+			left = append(left, e.Kind+" "+p+" ("+why+")")
+		}
+		p = filepath.Dir(p)
+	}
+	return gone, left, nil
 }
 
-// record writes an entry and returns its name, for forget; "" without a
+// lexists says whether there is something at path, a symlink included.
+func lexists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// removeMadeDir removes the directory at path if it is the one the daemon
+// made (id) and empty, never through a symlink: since the daemon died,
+// the user may have put something there or another directory in its
+// place, and an entry naming a directory the daemon did not make (not its
+// own, or from before Made) must not remove it. It says whether it did,
+// or why not; neither for nothing there. A directory swapped in between
+// the look and the removal is one its parent's owner put there, who
+// could remove it as well.
+func removeMadeDir(path string, id dirID) (bool, string) {
+	parent, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(path), &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return false, ""
+	}
+	defer unix.Close(parent)
+	var st unix.Stat_t
+	if err := unix.Fstatat(parent, filepath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return false, ""
+	}
+	switch {
+	case id == dirID{}:
+		return false, "the daemon died before it saw the directory made"
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR || uint64(st.Dev) != id.Dev || st.Ino != id.Ino:
+		return false, "not the directory the daemon made"
+	}
+	if err := unix.Unlinkat(parent, filepath.Base(path), unix.AT_REMOVEDIR); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}
+
+// madeDirIDs are the identities of the directories made for placeholder
+// p, n of them, deepest first (journalEntry.Made): zero for one that is
+// not there, or not a directory, when looked at without following a
+// symlink.
+func madeDirIDs(p string, n int) []dirID {
+	ids := make([]dirID, n)
+	for i := range ids {
+		parent, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(p), &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+		if err == nil {
+			var st unix.Stat_t
+			if unix.Fstatat(parent, filepath.Base(p), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				ids[i] = dirID{Dev: uint64(st.Dev), Ino: st.Ino}
+			}
+			unix.Close(parent)
+		}
+		p = filepath.Dir(p)
+	}
+	return ids
+}
+
+// record writes entry e and returns its name, for forget; "" without a
 // journal. A failed write is not an error of the session's: it only loses
 // the cleanup after a crash, as there was none before the journal.
-func (j *journal) record(kind string, paths []string) string {
-	if j == nil || len(paths) == 0 {
+func (j *journal) record(e journalEntry) string {
+	if j == nil || e.Path == nil {
 		return ""
 	}
-	b, err := json.Marshal(journalEntry{Kind: kind, Paths: paths})
+	b, err := json.Marshal(e)
 	if err != nil {
 		return ""
 	}
@@ -392,6 +481,36 @@ func (j *journal) record(kind string, paths []string) string {
 	j.used[sl.name] = sl
 	j.closeBeyondLimitLocked(sl)
 	return sl.name
+}
+
+// update writes e over entry name, in place: as a placeholder's
+// directories are seen made, their identities. A write that fails leaves
+// the entry as it was, or cut short: either way it names nothing more.
+func (j *journal) update(name string, e journalEntry) {
+	if j == nil || name == "" {
+		return
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	j.mu.Lock()
+	sl := j.used[name]
+	if sl != nil && sl.f == nil {
+		j.files++
+	}
+	j.mu.Unlock()
+	if sl == nil {
+		return
+	}
+	_ = sl.write(b)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if sl.f == nil {
+		// Not opened again.
+		j.files--
+	}
+	j.closeBeyondLimitLocked(sl)
 }
 
 // forget drops entry name once what it names is gone: its slot is blanked
@@ -513,3 +632,9 @@ func (sl *journalSlot) write(b []byte) error {
 // Leftovers are what the backend removed at its start of what a daemon
 // that died had made (placeholders, cgroups), for the daemon's log.
 func (b *backend) Leftovers() []string { return b.leftovers }
+
+// LeftBehind are what the backend left at its start though the journal
+// of a daemon that died named it, each with why (a placeholder that is
+// not the directory the daemon made, or no longer empty), for the
+// daemon's log.
+func (b *backend) LeftBehind() []string { return b.leftBehind }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -32,7 +33,7 @@ func journalFiles(t *testing.T, dir string) []string {
 // not what forgotten ones did, and every slot file.
 func TestJournalReusesForgottenEntries(t *testing.T) {
 	state := t.TempDir()
-	j, _, err := openJournal(state)
+	j, _, _, err := openJournal(state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,12 +41,12 @@ func TestJournalReusesForgottenEntries(t *testing.T) {
 	if err := os.Mkdir(ph, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	long := j.record(entryPlaceholder, []string{ph + "/a/much/longer/path/than/the/next/entry/has", ph + "/a/much"})
+	long := j.record(placeholderEntry(ph+"/a/much/longer/path/than/the/next/entry/has", make([]dirID, 8)))
 	if long == "" {
 		t.Fatal("record wrote no entry")
 	}
 	j.forget(long)
-	name := j.record(entryPlaceholder, []string{ph})
+	name := j.record(placeholderEntry(ph, madeDirIDs(ph, 1)))
 	if got := journalFiles(t, j.dir); name != long || !slices.Equal(got, []string{name}) {
 		t.Fatalf("after forget and a second record: entry %q, files %q, want the slot %q rewritten", name, got, long)
 	}
@@ -53,7 +54,7 @@ func TestJournalReusesForgottenEntries(t *testing.T) {
 	// ones beyond are closed and opened again to be blanked.
 	var many []string
 	for i := range maxSlotFiles + 3 {
-		many = append(many, j.record(entryPlaceholder, []string{filepath.Join(ph+"-gone", strconv.Itoa(i))}))
+		many = append(many, j.record(placeholderEntry(filepath.Join(ph+"-gone", strconv.Itoa(i)), make([]dirID, 1))))
 	}
 	for _, e := range many {
 		if e == "" {
@@ -64,7 +65,7 @@ func TestJournalReusesForgottenEntries(t *testing.T) {
 	// The daemon dies here: its lock goes with it, its entry and free
 	// slots stay.
 	j.lock.Close()
-	j2, cleaned, err := openJournal(state)
+	j2, cleaned, _, err := openJournal(state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,28 +81,27 @@ func TestJournalReusesForgottenEntries(t *testing.T) {
 // BenchmarkJournalEntry is what a launch holding a placeholder spends on
 // its journal entry, recorded and forgotten.
 func BenchmarkJournalEntry(b *testing.B) {
-	j, _, err := openJournal(b.TempDir())
+	j, _, _, err := openJournal(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer j.lock.Close()
-	paths := []string{"/nonexistent/placeholder"}
+	e := placeholderEntry("/nonexistent/placeholder", make([]dirID, 1))
 	for b.Loop() {
-		j.forget(j.record(entryPlaceholder, paths))
+		j.forget(j.record(e))
 	}
 }
 
 // A journal entry is a file the next daemon obeys, as root for a root
-// daemon: one written by anyone else must not make it remove more than
-// the daemon's own kind of entry can. Each victim below is an empty
-// directory (what removal takes) that a tampered entry names; only a
-// chain of placeholder directories is removed, never through a symlink,
-// and only what is still empty. That much a foreign entry can still do
-// (a placeholder is an empty directory the daemon does not mark), which
-// is why the journal's directory must be the daemon's alone
-// (TestJournalRefusesAStateDirNotItsOwn). Every entry names only the
-// test's own directories: run against a journal that obeys them, an
-// entry naming "/" removed every empty directory on the host.
+// daemon: one written by anyone else, or left by a daemon that died and
+// outdated since, must not make it remove more than the daemon made.
+// Each victim below is an empty directory (what removal takes) that an
+// entry names; only a placeholder directory that still is the one the
+// daemon made (its device and inode) is removed, never through a symlink,
+// and only if still empty. An entry from before Made says nothing of
+// what the daemon made, and what it names is left. Every entry names
+// only the test's own directories: run against a journal that obeys
+// them, an entry naming "/" removed every empty directory on the host.
 func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	state := t.TempDir()
 	dir := filepath.Join(state, journalDir)
@@ -114,12 +114,13 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 		}
 	}
 	v := func(rel string) string { return filepath.Join(victims, rel) }
-	mkdirs(dir, v("tree/a/b"), v("sandboxd-1/a/b"), v("chain/x/empty"), v("other-empty"), v("real/empty"), v("dots/a"), v("dots/b"), v("linked/empty"), v("own/a/b"), v("full/kept"), v("single"))
+	mkdirs(dir, v("tree/a/b"), v("sandboxd-1/a/b"), v("deep/x/empty"), v("real/empty"), v("dots/a"), v("dots/b"), v("linked/empty"), v("own/a/b"), v("full/kept"), v("old/single"), v("old/chain/a"), v("other"), v("wrong"), v("unseen"))
 	if err := os.Symlink(v("real"), v("link")); err != nil {
 		t.Fatal(err)
 	}
-	entry := func(name, kind string, paths ...string) {
-		b, err := json.Marshal(journalEntry{Kind: kind, Paths: paths})
+	id := func(rel string) dirID { return madeDirIDs(v(rel), 1)[0] }
+	entry := func(name string, e journalEntry) {
+		b, err := json.Marshal(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,18 +128,17 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entry("entry-1", entryCgroup, v("tree"))
-	entry("entry-2", entryCgroup, v("sandboxd-1"))
-	entry("entry-3", entryPlaceholder, v("chain/x/empty"), v("other-empty"))
-	entry("entry-4", entryPlaceholder, v("link/empty"))
-	entry("entry-5", entryPlaceholder, victims+"/dots/a/../b")
-	// One path, as a placeholder whose parent was there: removed only if
-	// empty, so "full" stays and "single" goes.
-	entry("entry-6", entryPlaceholder, v("full"))
-	entry("entry-9", entryPlaceholder, v("single"))
+	entry("entry-1", journalEntry{Kind: entryCgroup, Path: []byte(v("tree"))})
+	entry("entry-2", journalEntry{Kind: entryCgroup, Path: []byte(v("sandboxd-1"))})
+	// More directories made than the path has names: it would reach "/".
+	entry("entry-3", placeholderEntry(v("deep/x/empty"), make([]dirID, strings.Count(v("deep/x/empty"), "/")+1)))
+	entry("entry-4", placeholderEntry(v("link/empty"), []dirID{id("real/empty")}))
+	entry("entry-5", placeholderEntry(victims+"/dots/a/../b", []dirID{id("dots/b")}))
+	// Removed only if empty, so "full" stays.
+	entry("entry-6", placeholderEntry(v("full"), []dirID{id("full")}))
 	// An entry file that is a symlink to one written elsewhere.
 	elsewhere := filepath.Join(t.TempDir(), "entry")
-	b, _ := json.Marshal(journalEntry{Kind: entryPlaceholder, Paths: []string{v("linked/empty")}})
+	b, _ := json.Marshal(placeholderEntry(v("linked/empty"), []dirID{id("linked/empty")}))
 	if err := os.WriteFile(elsewhere, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -146,29 +146,36 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The daemon's own: a placeholder and the parent made for it.
-	entry("entry-8", entryPlaceholder, v("own/a/b"), v("own/a"))
+	entry("entry-8", placeholderEntry(v("own/a/b"), madeDirIDs(v("own/a/b"), 2)))
+	// Entries of a daemon from before Made: a one-path placeholder, and
+	// a chain of directories.
+	entry("entry-9", journalEntry{Kind: entryPlaceholder, Paths: []string{v("old/single")}})
+	entry("entry-10", journalEntry{Kind: entryPlaceholder, Paths: []string{v("old/chain/a"), v("old/chain")}})
+	// Another directory's identity, and none: the daemon died before it
+	// saw the directory made.
+	entry("entry-11", placeholderEntry(v("wrong"), []dirID{id("other")}))
+	entry("entry-12", placeholderEntry(v("unseen"), make([]dirID, 1)))
 
-	j, cleaned, err := openJournal(state)
+	j, cleaned, left, err := openJournal(state)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.lock.Close()
-	for _, p := range []string{"tree/a/b", "sandboxd-1/a/b", "chain/x/empty", "other-empty", "real/empty", "dots/b", "linked/empty", "full/kept"} {
+	for _, p := range []string{"tree/a/b", "sandboxd-1/a/b", "deep/x/empty", "real/empty", "dots/b", "linked/empty", "full/kept", "old/single", "old/chain/a", "wrong", "unseen"} {
 		if _, err := os.Lstat(v(p)); err != nil {
-			t.Errorf("a tampered entry removed %s: %v", v(p), err)
+			t.Errorf("an entry removed %s, which the daemon did not make: %v", v(p), err)
 		}
 	}
-	if _, err := os.Lstat(v("own/a")); err == nil {
-		t.Errorf("the daemon's own placeholder entry was not removed")
-	}
-	if _, err := os.Lstat(v("single")); err == nil {
-		t.Errorf("an empty directory a one-path placeholder entry names was not removed")
-	}
-	if want := []string{entryPlaceholder + " " + v("own/a/b"), entryPlaceholder + " " + v("own/a"), entryPlaceholder + " " + v("single")}; !slices.Equal(cleaned, want) {
+	if want := []string{entryPlaceholder + " " + v("own/a/b"), entryPlaceholder + " " + v("own/a")}; !slices.Equal(cleaned, want) {
 		t.Errorf("cleaned %q, want %q", cleaned, want)
 	}
+	for _, p := range []string{"full", "old/single", "old/chain/a", "old/chain", "wrong", "unseen"} {
+		if !slices.ContainsFunc(left, func(l string) bool { return strings.HasPrefix(l, entryPlaceholder+" "+v(p)+" (") }) {
+			t.Errorf("%s is not among what the start says it left: %q", v(p), left)
+		}
+	}
 	if got := journalFiles(t, dir); len(got) != 0 {
-		t.Errorf("journal after start: %q, want the tampered entries dropped too", got)
+		t.Errorf("journal after start: %q, want the entries dropped too", got)
 	}
 }
 
@@ -184,7 +191,7 @@ func TestJournalDropsWhatIsNotAFile(t *testing.T) {
 	if err := unix.Mkfifo(filepath.Join(dir, "entry-1"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	j, _, err := openJournal(state)
+	j, _, _, err := openJournal(state)
 	if err != nil {
 		t.Fatalf("start with a directory and a FIFO among the entries: %v", err)
 	}
@@ -216,7 +223,7 @@ func TestJournalRefusesAStateDirNotItsOwn(t *testing.T) {
 		}
 	}
 	for _, state := range []string{linkedState, linkedJournal, writable} {
-		if j, _, err := openJournal(state); err == nil {
+		if j, _, _, err := openJournal(state); err == nil {
 			j.lock.Close()
 			t.Errorf("state directory %s: the journal opened, want a refusal", state)
 		}
@@ -226,34 +233,51 @@ func TestJournalRefusesAStateDirNotItsOwn(t *testing.T) {
 	}
 }
 
-// A placeholder's entry grows with the square of its depth (each
-// directory made is listed): a deep one the daemon wrote must come back
-// whole at its next start, not be taken for a write cut short and
-// dropped with the placeholders it names left in the workspace.
+// A deep placeholder's entry must come back whole at the next start,
+// not be taken for a write cut short and dropped with the placeholders
+// it names left in the workspace.
 func TestDeepPlaceholderEntryIsObeyed(t *testing.T) {
-	state := t.TempDir()
-	root := t.TempDir()
-	p := root
+	p := t.TempDir()
 	for len(p) < 3800 {
 		p += "/d"
 	}
-	j, _, err := openJournal(state)
+	wantPlaceholderRemovedAtNextStart(t, p)
+}
+
+// A placeholder whose name is not UTF-8 is removed at the next start: a
+// JSON string of its path held U+FFFD instead of each byte that is not,
+// and named nothing there.
+func TestPlaceholderNotUTF8IsRemoved(t *testing.T) {
+	wantPlaceholderRemovedAtNextStart(t, filepath.Join(t.TempDir(), "a\xff\xfe", "\x80b"))
+}
+
+// wantPlaceholderRemovedAtNextStart records placeholder p, beneath a
+// directory of the test's, as the backend does (an entry, the init making
+// the directories, their identities seen), then starts a journal as a
+// daemon that died would be followed by one: p and the directory made for
+// it above must be gone.
+func wantPlaceholderRemovedAtNextStart(t *testing.T, p string) {
+	t.Helper()
+	state := t.TempDir()
+	j, _, _, err := openJournal(state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.record(entryPlaceholder, missingDirs(p))
-	// The daemon dies with the placeholder made.
-	j.lock.Close()
-	j.fd.Close()
+	made := missingDirs(p)
+	name := j.record(placeholderEntry(p, make([]dirID, len(made))))
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	j, cleaned, err := openJournal(state)
+	j.update(name, placeholderEntry(p, madeDirIDs(p, len(made))))
+	// The daemon dies with the placeholder made.
+	j.lock.Close()
+	j.fd.Close()
+	j, cleaned, left, err := openJournal(state)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.lock.Close()
-	if _, err := os.Lstat(filepath.Join(root, "d")); err == nil {
-		t.Errorf("the next start left the placeholder (removed %d of its directories)", len(cleaned))
+	if top := made[len(made)-1]; lexists(top) {
+		t.Errorf("the next start left the placeholder (removed %d of its %d directories; left %q)", len(cleaned), len(made), left)
 	}
 }
