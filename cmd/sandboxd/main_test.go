@@ -17,7 +17,7 @@ import (
 
 // sysmonChild makes TestMain run keepSysmonAwake and print its pid,
 // GODEBUG and what the daemon would log of it; set to sysmonAfterALine,
-// only once it has read a line.
+// only once it has read a line or the end of its input.
 const (
 	sysmonChild      = "SANDBOXD_TEST_SYSMON_CHILD"
 	sysmonAfterALine = "after-a-line"

@@ -25,35 +25,30 @@ const sysmonAwake = "schedtrace=2147483647"
 // GODEBUG, which the runtime reads only as it starts; the process keeps
 // its pid, its open files (a socket systemd passed) and the rest of its
 // environment. An operator's own schedtrace is left as it is, and a
-// daemon that cannot be executed again (its binary removed since it
-// started, say) runs on as it is, saying why once its log is open
-// (sysmonAwakeErr).
+// daemon that cannot be executed again runs on as it is, saying why once
+// its log is open (sysmonAwakeErr).
 func keepSysmonAwake() {
 	env, ok := sysmonAwakeEnv(os.Environ())
 	if !ok {
 		return
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		sysmonAwakeErr = fmt.Errorf("find the daemon's binary to run it with GODEBUG=%s: %w", sysmonAwake, err)
-		return
-	}
-	err = syscall.Exec(exe, os.Args, env)
-	sysmonAwakeErr = fmt.Errorf("run %s again with GODEBUG=%s: %w", exe, sysmonAwake, err)
+	// The binary the process runs, which its path may no longer name: an
+	// upgrade may have removed it, or renamed another over it.
+	const exe = "/proc/self/exe"
+	err := syscall.Exec(exe, os.Args, env)
+	sysmonAwakeErr = fmt.Errorf("run the daemon again from %s with GODEBUG=%s: %w", exe, sysmonAwake, err)
 }
 
-// sysmonAwakeEnv is env with sysmonAwake added to its GODEBUG, and false
-// when its GODEBUG sets schedtrace already: the operator's, or this
-// one once the daemon runs again with it.
+// sysmonAwakeEnv is env, os.Environ's (no name twice), with sysmonAwake
+// added to its GODEBUG, and false when its GODEBUG sets schedtrace
+// already: the operator's, or this one once the daemon runs again with
+// it.
 func sysmonAwakeEnv(env []string) ([]string, bool) {
-	godebug, seen := "", false
+	godebug := ""
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
-			// The runtime, like os.Getenv, takes the first.
-			if !seen {
-				godebug, seen = v, true
-			}
+			godebug = v
 			continue
 		}
 		out = append(out, kv)

@@ -117,9 +117,12 @@ type walkState struct {
 	// (callLen 0 when it did not fit), and again the same read later.
 	call, again [256]byte
 	callLen     int
+	status      []byte // the task's status, read by switches
 
-	path   []byte // NUL-terminated, relative to procfd, of the file being read
-	link   []byte // same, of the /proc/PID/task/TID/fd/N being stat'ed
+	path []byte // NUL-terminated, relative to procfd, of the file being read
+	// Same, of the /proc/PID/task/TID/fd/N being stat'ed, or of the
+	// task's syscall or status file read by heldClosed.
+	link   []byte
 	buf    []byte // borrowed from readBuffers for one walk
 	stack  []int
 	tids   []int
@@ -524,7 +527,7 @@ func (p *Probe) task(pid, tid int) error {
 	p.datagram = false
 	v, timeout := Idle, time.Duration(-1)
 	if inCall {
-		// For sameCall: blockedOn reads into p.buf.
+		// For heldClosed: blockedOn reads into p.buf.
 		p.callLen = 0
 		if n < len(p.call) {
 			p.callLen = copy(p.call[:], p.buf[:n])
@@ -607,12 +610,20 @@ func timerWait(nr int) bool {
 func (p *Probe) blockedOn(pid, tid, nr int) (Verdict, time.Duration, error) {
 	a := &p.args
 	switch nr {
-	case unix.SYS_READ, unix.SYS_READV, unix.SYS_PREAD64, unix.SYS_PREADV, unix.SYS_PREADV2,
-		unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
-		v, err := p.fd(pid, tid, int32(a[0]), unix.EPOLLIN)
+	case unix.SYS_READ, unix.SYS_READV, unix.SYS_PREAD64, unix.SYS_PREADV, unix.SYS_PREADV2:
+		// A read of a closed file: most likely of a pipe or a terminal,
+		// which a program reads with read; a socket has recv.
+		v, err := p.fd(pid, tid, int32(a[0]), unix.EPOLLIN, Idle)
+		return v, -1, err
+	case unix.SYS_RECVFROM, unix.SYS_RECVMSG, unix.SYS_RECVMMSG:
+		// A socket closed while a recv waits on it may be a connection
+		// whose answer will still end the wait.
+		v, err := p.fd(pid, tid, int32(a[0]), unix.EPOLLIN, Busy)
 		return v, -1, err
 	case unix.SYS_CONNECT:
-		v, err := p.fd(pid, tid, int32(a[0]), unix.EPOLLOUT)
+		// A connection being set up goes on being set up when its
+		// descriptor is closed: the call holds the socket.
+		v, err := p.fd(pid, tid, int32(a[0]), unix.EPOLLOUT, Network)
 		return v, -1, err
 	case unix.SYS_POLL:
 		v, err := p.pollSet(pid, tid, a[0], a[1])
@@ -708,8 +719,13 @@ func (p *Probe) timeval(tid int, addr uint64) time.Duration {
 }
 
 // fd classifies one file a task waits on, for events (EPOLLIN and
-// EPOLLOUT bits).
-func (p *Probe) fd(pid, tid int, fd int32, events uint64) (Verdict, error) {
+// EPOLLOUT bits). closed is the verdict for a file another thread closed
+// while the task waits on it: the call holds the file and waits on, on a
+// file nothing here can name any more. Busy for a call whose wait such a
+// file may still end without input (a poll or a recv of a socket whose
+// answer comes in), which can be told neither from idle nor from the
+// network.
+func (p *Probe) fd(pid, tid int, fd int32, events uint64, closed Verdict) (Verdict, error) {
 	if fd < 0 {
 		return Idle, nil
 	}
@@ -718,45 +734,106 @@ func (p *Probe) fd(pid, tid int, fd int32, events uint64) (Verdict, error) {
 		if !errors.Is(err, unix.ENOENT) {
 			return Idle, err
 		}
-		if p.sameCall(pid, tid) {
-			// Closed by another thread while the task waits in the call
-			// it was found in: a read holds the file and waits on, as
-			// long as nobody writes to it, on a file nothing here can
-			// name any more, so on nothing the check can tell.
+		if closed != Busy && p.heldClosed(pid, tid, fd) {
 			if p.cur != nil {
-				p.cur.Files = append(p.cur.Files, File{Fd: int(fd), Kind: "closed", Detail: "closed since the call began", Verdict: Idle})
+				p.cur.Files = append(p.cur.Files, File{Fd: int(fd), Kind: "closed", Detail: "closed by another thread while the call waits on it", Verdict: closed})
 			}
-			return Idle, nil
+			return closed, nil
 		}
-		// Closed, or the task exited, since its system call was read:
-		// the task has moved on, and what this check read of it is half
-		// of two states. Taken as busy, the check tells nothing of it;
-		// taken as idle, the end of a network attempt (its socket
-		// closed, its poll's timeout nearly over) would pass for a
-		// backoff due at once, and the real backoff after it, seen once
-		// that is over, for a wait for input.
+		// Closed while the call waits on it, or, as far as this check
+		// can tell, since the call was read: the task may have moved on,
+		// and what this check read of it is half of two states. Taken as
+		// busy, the check tells nothing of it; taken as idle, the end of
+		// a network attempt (its socket closed, its poll's timeout nearly
+		// over) would pass for a backoff due at once, and the real
+		// backoff after it, seen once that is over, for a wait for input.
+		if p.cur != nil {
+			p.cur.Files = append(p.cur.Files, File{Fd: int(fd), Kind: "closed", Detail: "closed while the call waits on it, or since it was read", Verdict: Busy})
+		}
 		return Busy, nil
 	}
 	return p.file(pid, tid, fd, events)
 }
 
-// sameCall reports whether task tid of pid is still in the system call
-// this check found it in: its syscall record, stack and instruction
-// pointers included, is the one read then. A task that returned and made
-// the same call again on the closed descriptor would have failed at once
-// (EBADF) instead of waiting.
-func (p *Probe) sameCall(pid, tid int) bool {
+// heldClosed reports whether task tid of pid still waits, in the system
+// call this check found it in, on the file fd named before it was closed.
+// An unchanged syscall record alone does not tell: a loop that closes fd
+// and makes the next file, which the kernel numbers fd again (the lowest
+// free number), then the same call on it, reads the same. So the task's
+// context switches are read, fd stat'ed again, the syscall record read
+// again, then the switches again. A task the second record finds off its
+// CPU in the call, and that was switched off its CPU no time between the
+// two reads of its switches, was off it, in that same call, from the
+// first read to the second record, across the stat that found fd closed.
+func (p *Probe) heldClosed(pid, tid int, fd int32) bool {
 	if p.callLen == 0 {
 		return false
 	}
+	before, ok := p.switches(pid, tid)
+	if !ok {
+		return false
+	}
+	p.link = appendPath(p.link[:0], pid, tid, "fd/", int(fd))
+	if err := p.stat(p.link); !errors.Is(err, unix.ENOENT) {
+		return false
+	}
 	p.link = appendPath(p.link[:0], pid, tid, "syscall", -1)
-	fd, err := p.open(p.link, unix.O_RDONLY)
+	rfd, err := p.open(p.link, unix.O_RDONLY)
 	if err != nil {
 		return false
 	}
+	n, err := unix.Read(rfd, p.again[:])
+	unix.Close(rfd)
+	// A record is read only of a task off its CPU ("running" otherwise).
+	if err != nil || !bytes.Equal(p.again[:n], p.call[:p.callLen]) {
+		return false
+	}
+	after, ok := p.switches(pid, tid)
+	return ok && after == before
+}
+
+var switchKeys = [...][]byte{[]byte("\nvoluntary_ctxt_switches:"), []byte("\nnonvoluntary_ctxt_switches:")}
+
+// switches is how many times task tid of pid was switched off its CPU,
+// from its status: voluntary_ctxt_switches and nonvoluntary_ctxt_switches.
+func (p *Probe) switches(pid, tid int) (uint64, bool) {
+	p.link = appendPath(p.link[:0], pid, tid, "status", -1)
+	fd, err := p.open(p.link, unix.O_RDONLY)
+	if err != nil {
+		return 0, false
+	}
 	defer unix.Close(fd)
-	n, err := unix.Read(fd, p.again[:])
-	return err == nil && bytes.Equal(p.again[:n], p.call[:p.callLen])
+	if p.status == nil {
+		p.status = make([]byte, 4096)
+	}
+	n := 0
+	for {
+		m, err := unix.Read(fd, p.status[n:])
+		if err != nil {
+			return 0, false
+		}
+		n += m
+		if m == 0 {
+			break
+		}
+		if n == len(p.status) {
+			p.status = slices.Grow(p.status, len(p.status))[:2*len(p.status)]
+		}
+	}
+	var sum uint64
+	for _, key := range switchKeys {
+		i := bytes.Index(p.status[:n], key)
+		if i < 0 {
+			return 0, false
+		}
+		f, _ := nextField(p.status[i+len(key) : n])
+		v, ok := parseUint(f, 10)
+		if !ok {
+			return 0, false
+		}
+		sum += v
+	}
+	return sum, true
 }
 
 // file classifies the file of fd that p.st describes.
@@ -809,7 +886,7 @@ func (p *Probe) pollSet(pid, tid int, addr, nfds uint64) (Verdict, error) {
 			if events&(readable|unix.EPOLLOUT) == 0 {
 				continue
 			}
-			w, err := p.fd(pid, tid, fd, events)
+			w, err := p.fd(pid, tid, fd, events, Busy)
 			if err != nil {
 				return v, err
 			}
@@ -837,7 +914,7 @@ func (p *Probe) selectSet(pid, tid int, nfds, addr, events uint64) (Verdict, err
 		if b[fd/8]&(1<<(fd%8)) == 0 {
 			continue
 		}
-		w, err := p.fd(pid, tid, int32(fd), events)
+		w, err := p.fd(pid, tid, int32(fd), events, Busy)
 		if err != nil {
 			return v, err
 		}

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -79,7 +80,7 @@ func helper(mode string, args []string) error {
 	case "keepalive":
 		return keepaliveHelper()
 	case "closed-fd":
-		if err := closedFdHelper(); err != nil {
+		if err := closedFdHelper(args[0]); err != nil {
 			return err
 		}
 		mode = "read"
@@ -198,33 +199,82 @@ func backgroundHelper() error {
 	return sleeper.Wait()
 }
 
-// closedFdHelper leaves a thread blocked reading a pipe of its own whose
-// descriptor it then closes: the read holds the file and waits on, for
-// ever, as nobody writes to the pipe.
-func closedFdHelper() error {
-	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
-		return err
+// closedFdHelper leaves a thread blocked in a call on a descriptor of
+// its own, then closes the descriptor: the call holds the file and waits
+// on. With "read" the thread reads a pipe nobody writes to, for ever; with
+// "connect" it connects to a listener whose backlog is full, which drops
+// the connection's SYNs for minutes; with "recv" it waits for the answer
+// to a request it sent a peer that never answers.
+func closedFdHelper(call string) error {
+	fd, nr := -1, unix.SYS_READ
+	buf := make([]byte, 1)
+	var sa unix.Sockaddr
+	switch call {
+	case "read":
+		var fds [2]int
+		if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+			return err
+		}
+		fd = fds[0]
+	case "connect", "recv":
+		l, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		if err := unix.Bind(l, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			return err
+		}
+		// A backlog of 0 takes one connection; the next one's SYNs are
+		// dropped.
+		if err := unix.Listen(l, 0); err != nil {
+			return err
+		}
+		if sa, err = unix.Getsockname(l); err != nil {
+			return err
+		}
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return err
+		}
+		if err := unix.Connect(fd, sa); err != nil {
+			return err
+		}
+		nr = unix.SYS_CONNECT
+		if call == "recv" {
+			if _, err := unix.Write(fd, []byte("request")); err != nil {
+				return err
+			}
+			nr = unix.SYS_RECVFROM
+		} else if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown call %q", call)
 	}
 	tids := make(chan int)
 	go func() {
 		runtime.LockOSThread()
 		tids <- unix.Gettid()
-		buf := make([]byte, 1)
-		unix.Syscall(unix.SYS_READ, uintptr(fds[0]), uintptr(unsafe.Pointer(&buf[0])), 1)
+		switch nr {
+		case unix.SYS_READ:
+			unix.Syscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), 1)
+		case unix.SYS_RECVFROM:
+			unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), 1, 0, 0, 0)
+		case unix.SYS_CONNECT:
+			unix.Connect(fd, sa)
+		}
 	}()
-	call := fmt.Sprintf("/proc/self/task/%d/syscall", <-tids)
+	record := fmt.Sprintf("/proc/self/task/%d/syscall", <-tids)
 	for {
-		b, err := os.ReadFile(call)
+		b, err := os.ReadFile(record)
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(string(b), strconv.Itoa(unix.SYS_READ)+" ") {
+		if strings.HasPrefix(string(b), strconv.Itoa(nr)+" ") {
 			break
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return unix.Close(fds[0])
+	return unix.Close(fd)
 }
 
 func helperCmd(args ...string) *exec.Cmd {
@@ -1039,7 +1089,7 @@ func TestUninspectableProcessIsSkipped(t *testing.T) {
 func TestBlockedOnAClosedDescriptor(t *testing.T) {
 	for _, st := range starts {
 		t.Run(st.name, func(t *testing.T) {
-			s := st.start(t, helperCmd("closed-fd"))
+			s := st.start(t, helperCmd("closed-fd", "read"))
 			s.waitFor(t, true)
 			// Explain's state may be Waiting, on a runtime thread's timer
 			// it takes at once; its evidence names the closed file.
@@ -1047,20 +1097,60 @@ func TestBlockedOnAClosedDescriptor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			closed := false
-			for _, task := range tasks {
-				for _, f := range task.Files {
-					closed = closed || f.Kind == "closed" && f.Verdict == Idle
-				}
-			}
-			if !closed {
+			if v, ok := closedFile(tasks); !ok || v != Idle {
 				t.Errorf("no task waits on a closed file: %+v", tasks)
 			}
-			s.write(t, "hello\n")
-			s.waitFor(t, false)
+		})
+	}
+}
+
+// A connect or a recv on a socket another thread closed still ends when
+// the network answers: the session does not wait for input while it
+// waits, though another thread reads the input.
+func TestNetworkCallOnAClosedDescriptor(t *testing.T) {
+	for _, tc := range []struct {
+		call string
+		want Verdict
+	}{
+		{"connect", Network},
+		// Any answer, or none.
+		{"recv", Busy},
+	} {
+		t.Run(tc.call, func(t *testing.T) {
+			s := startPipe(t, helperCmd("closed-fd", tc.call))
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				_, tasks, err := s.probe.Explain()
+				if err != nil {
+					t.Fatal(err)
+				}
+				v, closed := closedFile(tasks)
+				if closed && slices.ContainsFunc(tasks, func(t Task) bool { return t.Verdict == Input }) {
+					if v != tc.want {
+						t.Errorf("the closed socket's verdict is %v, want %v: %+v", v, tc.want, tasks)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no task on a closed file beside one reading the input in 5s: %+v", tasks)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 			s.stays(t, false)
 		})
 	}
+}
+
+// closedFile is the verdict of the first closed file among the tasks'.
+func closedFile(tasks []Task) (Verdict, bool) {
+	for _, task := range tasks {
+		for _, f := range task.Files {
+			if f.Kind == "closed" {
+				return f.Verdict, true
+			}
+		}
+	}
+	return Idle, false
 }
 
 func TestClosed(t *testing.T) {

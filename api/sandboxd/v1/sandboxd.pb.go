@@ -1579,7 +1579,8 @@ type WaitedFile struct {
 	Fd    int32                  `protobuf:"varint,1,opt,name=fd,proto3" json:"fd,omitempty"`
 	// "terminal", "stdin", "tcp", "tcp6", "udp", "udp6", "unix", "pipe",
 	// "timerfd", "eventfd", "signalfd", "inotify", "epoll", "file", or
-	// "closed" (closed by another thread while the task waits on it).
+	// "closed" (closed by another thread while the task waits on it, or
+	// since its system call was read).
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// What the daemon saw of it, e.g. "10.0.0.2:40112 -> 10.0.0.1:3128,
 	// request sent 1.2s ago, no answer".
