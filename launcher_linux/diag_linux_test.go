@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,7 +71,7 @@ func TestSockDiagIsMadeAtNeedInTheSandboxsNamespace(t *testing.T) {
 	var ownL net.Listener
 	var lerr error
 	if err := p.(*process).proc.rc.Control(func(pidfd uintptr) {
-		lerr = inNetNS(int(pidfd), func() (err error) {
+		lerr = inNetNS(int(pidfd), t.Errorf, func() (err error) {
 			ownL, err = net.Listen("unix", own)
 			return err
 		})
@@ -117,6 +120,67 @@ func daemonThreadsInTheirNamespace(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Errorf("threads of the daemon in another network namespace than its %s: %q", want, stray)
+}
+
+// A thread that entered another network namespace and cannot go back
+// (here, it gave up CAP_SYS_ADMIN there) is logged and left locked, so
+// that it ends with its goroutine: the runtime never runs another
+// goroutine on it in the other namespace. It is never the process's first
+// thread, which the runtime would park there for good instead; the
+// goroutine lands on that one now and then, so the test strands several.
+func TestSockDiagThreadThatCannotGoBackIsLoggedAndEnds(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a network namespace and enter it")
+	}
+	cmd := exec.Command("/bin/sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNET}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	for range 16 {
+		logs := &logLines{}
+		tid := 0
+		err = inNetNS(pidfd, logs.logf, func() error {
+			tid = unix.Gettid()
+			hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+			var caps [2]unix.CapUserData
+			if err := unix.Capget(&hdr, &caps[0]); err != nil {
+				return err
+			}
+			caps[0].Effective &^= 1 << unix.CAP_SYS_ADMIN
+			return unix.Capset(&hdr, &caps[0])
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tid == os.Getpid() {
+			t.Fatal("the process's first thread entered the other namespace")
+		}
+		if l := logs.get(); len(l) != 1 || !strings.Contains(l[0], fmt.Sprintf("thread %d cannot go back to the daemon's network namespace", tid)) {
+			t.Fatalf("logged %q, want thread %d's failure to go back", l, tid)
+		}
+		task := fmt.Sprintf("/proc/self/task/%d", tid)
+		for i := 0; ; i++ {
+			if _, err := os.Lstat(task); err != nil {
+				break
+			}
+			if i == 100 {
+				ns, _ := os.Readlink(task + "/ns/net")
+				t.Fatalf("thread %d, which could not go back, still runs, in network namespace %s", tid, ns)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	daemonThreadsInTheirNamespace(t)
 }
 
 // Only the kernel's refusal to enter the namespace (EPERM) makes every
