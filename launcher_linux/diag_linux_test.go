@@ -185,9 +185,18 @@ func TestSockDiagThreadThatCannotGoBackIsLoggedAndEnds(t *testing.T) {
 
 // Only the kernel's refusal to enter the namespace (EPERM) makes every
 // session keep its init's socket: a failure of one session's (its init
-// gone, no descriptor left) decides nothing.
+// gone, no descriptor left) decides nothing. Once decided, no later
+// session tries again.
 func TestSockDiagModeIsDecidedByEPERMAlone(t *testing.T) {
 	fail := func(err error) func() (int, error) { return func() (int, error) { return -1, err } }
+	// never is a try that a decided mode must not make; it would keep
+	// whatever was decided.
+	never := func(decided string) func() (int, error) {
+		return func() (int, error) {
+			t.Errorf("a mode decided for %s tried again", decided)
+			return -1, unix.EPERM
+		}
+	}
 	var m diagMode
 	for _, err := range []error{unix.ESRCH, unix.EMFILE, unix.EAGAIN} {
 		if m.decide(fail(err)) {
@@ -198,11 +207,11 @@ func TestSockDiagModeIsDecidedByEPERMAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m.decide(func() (int, error) { return fd, nil }) || !m.decide(fail(unix.EPERM)) {
+	if !m.decide(func() (int, error) { return fd, nil }) || !m.decide(never("making them at need")) {
 		t.Error("a socket made after other failures did not decide for making them at need")
 	}
 	var kept diagMode
-	if kept.decide(fail(fmt.Errorf("enter: %w", unix.EPERM))) || kept.decide(func() (int, error) { return -1, nil }) {
+	if kept.decide(fail(fmt.Errorf("enter: %w", unix.EPERM))) || kept.decide(never("keeping the init's")) {
 		t.Error("EPERM did not decide for keeping the init's")
 	}
 }
