@@ -66,7 +66,8 @@ type Config struct {
 	// sandboxes run as.
 	IdentityDir string
 	// Logf logs what the backend does not fail for but an operator
-	// should know: that the sessions' identity files cannot be shared.
+	// should know: that the sessions' identity files cannot be shared, or
+	// that a thread could not leave a sandbox's network namespace.
 	Logf func(format string, args ...any)
 }
 
@@ -130,6 +131,7 @@ func New(cfg Config) (launcher.Backend, error) {
 		return nil, err
 	}
 	b.cgroups.journal = b.journal
+	b.diags.logf = cfg.Logf
 	if cfg.IdentityDir != "" && os.Geteuid() == 0 {
 		b.identities = newIdentityStore(cfg.IdentityDir, cfg.Logf)
 	}
@@ -1102,7 +1104,7 @@ func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.
 			}
 			if diags.atNeed(p.proc) {
 				unix.Close(diag)
-				diag, openDiag = -1, p.proc.diagSocket
+				diag, openDiag = -1, diags.opener(p.proc)
 			}
 		case plan.Supervise.SharedNetNS:
 			// The sandbox's network namespace is the daemon's own.

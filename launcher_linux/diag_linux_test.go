@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,7 +71,7 @@ func TestSockDiagIsMadeAtNeedInTheSandboxsNamespace(t *testing.T) {
 	var ownL net.Listener
 	var lerr error
 	if err := p.(*process).proc.rc.Control(func(pidfd uintptr) {
-		lerr = inNetNS(int(pidfd), func() (err error) {
+		lerr = inNetNS(int(pidfd), t.Errorf, func() (err error) {
 			ownL, err = net.Listen("unix", own)
 			return err
 		})
@@ -119,11 +122,81 @@ func daemonThreadsInTheirNamespace(t *testing.T) {
 	t.Errorf("threads of the daemon in another network namespace than its %s: %q", want, stray)
 }
 
+// A thread that entered another network namespace and cannot go back
+// (here, it gave up CAP_SYS_ADMIN there) is logged and left locked, so
+// that it ends with its goroutine: the runtime never runs another
+// goroutine on it in the other namespace. It is never the process's first
+// thread, which the runtime would park there for good instead; the
+// goroutine lands on that one now and then, so the test strands several.
+func TestSockDiagThreadThatCannotGoBackIsLoggedAndEnds(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a network namespace and enter it")
+	}
+	cmd := exec.Command("/bin/sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNET}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(pidfd)
+	for range 16 {
+		logs := &logLines{}
+		tid := 0
+		err = inNetNS(pidfd, logs.logf, func() error {
+			tid = unix.Gettid()
+			hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+			var caps [2]unix.CapUserData
+			if err := unix.Capget(&hdr, &caps[0]); err != nil {
+				return err
+			}
+			caps[0].Effective &^= 1 << unix.CAP_SYS_ADMIN
+			return unix.Capset(&hdr, &caps[0])
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tid == os.Getpid() {
+			t.Fatal("the process's first thread entered the other namespace")
+		}
+		if l := logs.get(); len(l) != 1 || !strings.Contains(l[0], fmt.Sprintf("thread %d cannot go back to the daemon's network namespace", tid)) {
+			t.Fatalf("logged %q, want thread %d's failure to go back", l, tid)
+		}
+		task := fmt.Sprintf("/proc/self/task/%d", tid)
+		for i := 0; ; i++ {
+			if _, err := os.Lstat(task); err != nil {
+				break
+			}
+			if i == 100 {
+				ns, _ := os.Readlink(task + "/ns/net")
+				t.Fatalf("thread %d, which could not go back, still runs, in network namespace %s", tid, ns)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	daemonThreadsInTheirNamespace(t)
+}
+
 // Only the kernel's refusal to enter the namespace (EPERM) makes every
 // session keep its init's socket: a failure of one session's (its init
-// gone, no descriptor left) decides nothing.
+// gone, no descriptor left) decides nothing. Once decided, no later
+// session tries again.
 func TestSockDiagModeIsDecidedByEPERMAlone(t *testing.T) {
 	fail := func(err error) func() (int, error) { return func() (int, error) { return -1, err } }
+	// never is a try that a decided mode must not make; it would keep
+	// whatever was decided.
+	never := func(decided string) func() (int, error) {
+		return func() (int, error) {
+			t.Errorf("a mode decided for %s tried again", decided)
+			return -1, unix.EPERM
+		}
+	}
 	var m diagMode
 	for _, err := range []error{unix.ESRCH, unix.EMFILE, unix.EAGAIN} {
 		if m.decide(fail(err)) {
@@ -134,11 +207,11 @@ func TestSockDiagModeIsDecidedByEPERMAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !m.decide(func() (int, error) { return fd, nil }) || !m.decide(fail(unix.EPERM)) {
+	if !m.decide(func() (int, error) { return fd, nil }) || !m.decide(never("making them at need")) {
 		t.Error("a socket made after other failures did not decide for making them at need")
 	}
 	var kept diagMode
-	if kept.decide(fail(fmt.Errorf("enter: %w", unix.EPERM))) || kept.decide(func() (int, error) { return -1, nil }) {
+	if kept.decide(fail(fmt.Errorf("enter: %w", unix.EPERM))) || kept.decide(never("keeping the init's")) {
 		t.Error("EPERM did not decide for keeping the init's")
 	}
 }

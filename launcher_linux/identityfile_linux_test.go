@@ -205,34 +205,76 @@ func TestSharedIdentityFileIsTheOneWritten(t *testing.T) {
 }
 
 // What the daemon sends is what the init binds, or the launch fails: a
-// session never has the host's /etc/passwd for want of the daemon's.
+// session never has the host's /etc/passwd for want of the daemon's. The
+// daemon's file missing from its mount namespace fails the launch in the
+// daemon; a mount that is no file fails it in the init. Either way the
+// session gives back its reference to the file.
 func TestSharedIdentityFileMissingFailsTheLaunch(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a daemon that is not root shares no identity files")
 	}
-	b, dir := identityBackend(t)
-	sessionPasswd(t, b)
-	// A mount that cannot cover a file, as one of a name removed after
-	// the daemon made it could not.
-	notFile, err := os.OpenFile(filepath.Dir(dir), unix.O_PATH|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
+	for name, lose := range map[string]func(t *testing.T, mnt string, s *identityStore){
+		// Still named, so the daemon keeps it, but unmounted: no mount
+		// of it can be made.
+		"missing": func(t *testing.T, mnt string, s *identityStore) {
+			if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
+				t.Fatal(err)
+			}
+		},
+		// A mount that cannot cover a file, as one of a name removed
+		// after the daemon made it could not.
+		"not a file": func(t *testing.T, mnt string, s *identityStore) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for _, f := range s.files {
+				notFile, err := os.OpenFile(mnt, unix.O_PATH|unix.O_DIRECTORY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.file.Close()
+				f.file = notFile
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			mnt := hostDir(t, 0o755)
+			if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "mode=0755"); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+			b, _ := identityBackendIn(t, filepath.Join(mnt, "identity"))
+			if _, _, st := runWith(t, b, nil, "/bin/true"); st.ExitCode != 0 {
+				t.Fatalf("status %+v", st)
+			}
+			s := b.(*backend).identities
+			lose(t, mnt, s)
+			p, err := b.Start(context.Background(), testSpec(t, nil, "/bin/cat", "/etc/passwd"))
+			if err == nil {
+				p.Kill()
+				p.Wait()
+				t.Fatal("a session started without the daemon's /etc/passwd")
+			}
+			if !strings.Contains(err.Error(), "/etc/passwd") {
+				t.Errorf("Start: %v, want it to name /etc/passwd", err)
+			}
+			wantReleased(t, s)
+		})
 	}
-	s := b.(*backend).identities
+}
+
+// wantReleased fails unless no session holds a file of s; the sessions
+// the test started have ended.
+func wantReleased(t *testing.T, s *identityStore) {
+	t.Helper()
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.files) == 0 {
+		t.Fatal("the store holds no file")
+	}
 	for _, f := range s.files {
-		f.file.Close()
-		f.file = notFile
-	}
-	s.mu.Unlock()
-	p, err := b.Start(context.Background(), testSpec(t, nil, "/bin/cat", "/etc/passwd"))
-	if err == nil {
-		p.Kill()
-		p.Wait()
-		t.Fatal("a session started without the daemon's /etc/passwd")
-	}
-	if !strings.Contains(err.Error(), "/etc/passwd") {
-		t.Errorf("Start: %v, want it to name /etc/passwd", err)
+		if f.refs != 0 {
+			t.Errorf("a file is held %d times once its sessions ended or failed", f.refs)
+		}
 	}
 }
 
@@ -500,6 +542,38 @@ func TestIdentityFilesWhereNoneCanBeMade(t *testing.T) {
 	}
 }
 
+// A daemon that keeps no directory of identity files masks the one
+// another daemon keeps beneath a write root, and takes a write root over
+// one that is missing: nothing is there to hide, and the daemon never
+// looks there (it was refused as the daemon's own state gone missing).
+func TestIdentityDirNotKeptIsMaskedOnlyWhereItIs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a daemon that is not root shares no identity files")
+	}
+	work := hostDir(t, 0o777)
+	missing, logs := identityBackendIn(t, filepath.Join(work, "gone", "identity"))
+	if l := logs.get(); len(l) != 1 || !strings.Contains(l[0], "no such file") {
+		t.Fatalf("logged %q: want the directory's absence", l)
+	}
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{work}}}
+	if out, serr, st := runWith(t, missing, pol, "/bin/sh", "-c", "echo ok"); st.ExitCode != 0 || out != "ok\n" {
+		t.Errorf("a write root over the missing directory: status %+v, stdout %q, stderr %q", st, out, serr)
+	}
+
+	first, dir := identityBackend(t)
+	_, st := sessionPasswd(t, first)
+	if fileOf(dir, st) == "" {
+		t.Fatalf("no file of %s is the sandbox's passwd", dir)
+	}
+	second, _ := identityBackendIn(t, dir)
+	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{filepath.Dir(dir)}}}, "/bin/sh", "-c", `ls -A "$D" 2>/dev/null; cat "$D"/* 2>/dev/null; true`)
+	spec.Env = append(spec.Env, "D="+dir)
+	spec.RootCaller = true
+	if out, serr, _, status, err := runSpec(t, second, spec); err != nil || status.ExitCode != 0 || out != "" {
+		t.Errorf("the second daemon's root caller's write root over the first's directory: status %+v, %v, stderr %q; the sandbox found:\n%s", status, err, serr, out)
+	}
+}
+
 // The daemon keeps a file while sessions use it and a few it last used
 // besides; the others go, name and all, whatever number of contents it
 // has seen.
@@ -543,7 +617,9 @@ func TestIdentityStoreKeepsFewFiles(t *testing.T) {
 	}
 }
 
-// A session gives its files back as it ends.
+// A session gives its files back as it ends, and a launch refused once it
+// took them (here by the planner: children.allow without a session
+// socket) gives them back too.
 func TestSessionReleasesItsIdentityFiles(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a daemon that is not root shares no identity files")
@@ -552,17 +628,10 @@ func TestSessionReleasesItsIdentityFiles(t *testing.T) {
 	if _, _, st := runWith(t, b, nil, "/bin/true"); st.ExitCode != 0 {
 		t.Fatalf("status %+v", st)
 	}
-	s := b.(*backend).identities
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.files) == 0 {
-		t.Fatal("the session had no file of the daemon's")
-	}
-	for _, f := range s.files {
-		if f.refs != 0 {
-			t.Errorf("a file is held %d times once its session ended", f.refs)
-		}
-	}
+	wantReleased(t, b.(*backend).identities)
+	p, err := b.Start(context.Background(), testSpec(t, &sandboxdv1.Policy{Children: &sandboxdv1.Children{Allow: true}}, "/bin/true"))
+	wantRefusal(t, p, err, "children.allow")
+	wantReleased(t, b.(*backend).identities)
 }
 
 // A daemon that is not root keeps no shared files, even when given a

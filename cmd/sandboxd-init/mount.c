@@ -358,10 +358,13 @@ static int is_uncreatable(struct builder *b, const char *path)
 	return 0;
 }
 
+/* mapped_fd is the ID-mapped clone of source; a shared step's mount,
+ * also in mapped, is the daemon's file, never a clone to bind or to make
+ * placeholders through. */
 static int mapped_fd(struct builder *b, const char *source)
 {
 	for (size_t i = 0; i < b->plan->n_mounts; i++)
-		if (b->mapped[i] >= 0 && strcmp(b->plan->mounts[i].source, source) == 0)
+		if (b->mapped[i] >= 0 && b->plan->mounts[i].idmapped && strcmp(b->plan->mounts[i].source, source) == 0)
 			return b->mapped[i];
 	return -1;
 }

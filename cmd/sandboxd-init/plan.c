@@ -140,6 +140,12 @@ static int decode_mount(char *rec, size_t n, struct mount_step *m, const char **
 		*err = "a shared mount step is not an unmapped file step without content";
 		return -1;
 	}
+	/* The init finds an ID-mapped clone by its step's source (mapped_fd):
+	 * the daemon's file has none to be taken for one. */
+	if (m->shared && *m->source) {
+		*err = "a shared mount step has a source";
+		return -1;
+	}
 	return 0;
 }
 

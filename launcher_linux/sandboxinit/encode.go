@@ -183,6 +183,12 @@ func (p *Plan) AppendBinary(b []byte) ([]byte, error) {
 			// alone; the decoder refuses it too.
 			return nil, fmt.Errorf("shared mount step of %q is not an unmapped file step without content", s.Target)
 		}
+		if s.Shared && s.Source != "" {
+			// The init finds an ID-mapped clone by its step's source: a
+			// shared step with one could be taken for it. The decoder
+			// refuses it too.
+			return nil, fmt.Errorf("shared mount step of %q has a source, %q", s.Target, s.Source)
+		}
 		var mf byte
 		for _, f := range []struct {
 			on  bool

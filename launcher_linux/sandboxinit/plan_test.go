@@ -140,6 +140,7 @@ func TestPlanEncoderRefusesWhatCannotTravel(t *testing.T) {
 		"shared bind":        {Mounts: []MountStep{{Kind: MountBind, Source: "/w", Target: "/w", Shared: true}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
 		"shared content":     {Mounts: []MountStep{{Kind: MountFile, Target: "/f", Content: "c", Shared: true}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
 		"shared ID-mapped":   {Mounts: []MountStep{{Kind: MountFile, Target: "/f", Shared: true, Idmapped: true, Field: "filesystem.write"}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
+		"shared with source": {Mounts: []MountStep{{Kind: MountFile, Source: "/w", Target: "/f", Shared: true}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}},
 	} {
 		if b, err := p.MarshalBinary(); err == nil {
 			t.Errorf("%s: encoded to %q", name, b)
@@ -225,6 +226,24 @@ func TestPlanDecoderRefusesASharedStepThatIsNoFile(t *testing.T) {
 		b[rec+1] |= c.flag
 		if got := decodeInC(t, b); got != "error: a shared mount step is not an unmapped file step without content\n" {
 			t.Errorf("%s: decoded to\n%s", name, got)
+		}
+	}
+}
+
+// The init finds an ID-mapped clone by its step's source: a shared step
+// naming one could have the daemon's file taken for the clone, so the
+// decoder refuses a shared step with any source, and takes one without.
+func TestPlanDecoderRefusesASharedStepWithASource(t *testing.T) {
+	for source, refused := range map[string]bool{"": false, "/w": true, "/": true, "x": true} {
+		p := &Plan{Mounts: []MountStep{{Kind: MountFile, Source: source, Target: "/t", Field: "process"}}, Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}}
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[mountRecord(t, b)+1] |= mountShared
+		got := decodeInC(t, b)
+		if refused != (got == "error: a shared mount step has a source\n") || !refused && strings.HasPrefix(got, "error: ") {
+			t.Errorf("source %q: decoded to\n%s", source, got)
 		}
 	}
 }
