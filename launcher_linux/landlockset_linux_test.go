@@ -214,3 +214,52 @@ func refuseGetrandom() error {
 	}
 	return nil
 }
+
+// A write root swapped for a symlink between the daemon's check of the
+// policy and the init's Landlock rule must not move the grant to the
+// symlink's target: another process of the user, writing the root's
+// parent, exchanges the two while sessions launch.
+func TestLandlockSetRuleDoesNotFollowASwappedSymlink(t *testing.T) {
+	b := landlockBackend(t)
+	base := hostDir(t, 0o755)
+	target := hostDir(t, 0o777)
+	w, link := base+"/w", base+"/l"
+	if err := os.Mkdir(w, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(w, 0o777)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			unix.Renameat2(unix.AT_FDCWD, w, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
+		}
+	}()
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}
+	started := 0
+	for i := 0; i < 200 && started < 40; i++ {
+		// Refused, when the check saw the symlink, or failed at setup.
+		if p, err := b.Start(context.Background(), testSpec(t, pol, "/bin/sh", "-c", "echo x > "+target+"/f")); err == nil {
+			p.Wait()
+			started++
+		}
+		if _, err := os.Lstat(target + "/f"); err == nil {
+			break
+		}
+	}
+	close(stop)
+	<-done
+	if _, err := os.Lstat(target + "/f"); err == nil {
+		t.Fatalf("a session granted write on %s, its write root swapped for a symlink to %s, wrote there", w, target)
+	}
+	t.Logf("%d sessions started", started)
+}

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 
 /* struct landlock_ruleset_attr up to scoped (ABI 6); the kernel takes the
@@ -33,26 +34,43 @@ struct ll_path_beneath {
 
 #define LL_RULE_PATH_BENEATH 1
 
-static int add_rule(int ruleset, const char *path, uint64_t access)
+/* add_rule_fd grants access beneath fd, an O_PATH descriptor opened
+ * without following a symlink; path only names it in errors. */
+static int add_rule_fd(int ruleset, int fd, const char *path, uint64_t access)
 {
-	int fd = open(path, O_PATH | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT)
-		/* A granted path that does not exist grants nothing. */
-		return 0;
-	if (fd < 0)
-		return fail(errno, "landlock rule %s", path);
 	struct stat st;
-	if (fstat(fd, &st)) {
-		int e = errno;
-		close(fd);
-		return fail(e, "landlock rule %s", path);
-	}
+	if (fstat(fd, &st))
+		return fail(errno, "landlock rule %s", path);
+	if (S_ISLNK(st.st_mode))
+		/* Turned into a symlink since the daemon checked it: its
+		 * target is not what the policy named. */
+		return fail(ELOOP, "landlock rule %s is a symlink", path);
 	if (!S_ISDIR(st.st_mode))
 		access &= LL_FILE_RIGHTS;
 	struct ll_path_beneath pb = {.allowed_access = access, .parent_fd = fd};
-	int r = 0;
 	if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0))
-		r = fail(errno, "landlock_add_rule %s", path);
+		return fail(errno, "landlock_add_rule %s", path);
+	return 0;
+}
+
+/*
+ * add_rule opens path refusing every symlink on the way: the daemon checked
+ * the policy's paths when it planned, and a symlink swapped in since (a
+ * rename exchange by anyone who can write the parent) would move the
+ * grant to wherever it points.
+ */
+static int add_rule(int ruleset, const char *path, uint64_t access)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	if (fd < 0 && errno == ENOENT)
+		/* A granted path that does not exist grants nothing. */
+		return 0;
+	if (fd < 0 && errno == ELOOP)
+		return fail(ELOOP, "landlock rule %s crosses a symlink", path);
+	if (fd < 0)
+		return fail(errno, "landlock rule %s", path);
+	int r = add_rule_fd(ruleset, fd, path, access);
 	close(fd);
 	return r;
 }
@@ -74,23 +92,33 @@ static int leads_to(const char *p, const struct plan *plan)
 }
 
 /*
- * grant_except grants access beneath each entry of dir, descending into the
- * entries that lead to an excepted path and skipping the excepted ones:
- * Landlock cannot take a right away beneath a rule.
+ * grant_except grants access beneath each entry of dir (name, opened from
+ * parent), descending into the entries that lead to an excepted path and
+ * skipping the excepted ones: Landlock cannot take a right away beneath a
+ * rule. Every level is opened from the one above without following a
+ * symlink, so an entry swapped for one after it was listed grants nothing
+ * beyond its own inode.
  */
-static int grant_except(int ruleset, const char *dir, const struct plan *p)
+static int grant_except(int ruleset, int parent, const char *name, const char *dir, const struct plan *p)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == EACCES) {
-		if (access(dir, X_OK))
+		int pfd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0)
+			return fail(errno, "landlock: list %s: open %s", dir, dir);
+		int r = 0;
+		if (syscall(SYS_faccessat2, pfd, "", X_OK, AT_EMPTY_PATH))
 			/* Not searchable: nothing beneath is reachable anyway. */
-			return 0;
-		/* Searchable but not listable: the directory is granted whole,
-		 * and the excepted path beneath rests on the mount layer alone,
-		 * if there is one. */
-		if (p->flags & FLAG_STRICT)
-			return fail(EACCES, "landlock: cannot list %s to keep a deny path beneath it unreadable: open %s", dir, dir);
-		return add_rule(ruleset, dir, p->ll_read_access);
+			;
+		else if (p->flags & FLAG_STRICT)
+			/* Searchable but not listable: the directory would be
+			 * granted whole, and the excepted path beneath rests on
+			 * the mount layer alone, if there is one. */
+			r = fail(EACCES, "landlock: cannot list %s to keep a deny path beneath it unreadable: open %s", dir, dir);
+		else
+			r = add_rule_fd(ruleset, pfd, dir, p->ll_read_access);
+		close(pfd);
+		return r;
 	}
 	if (fd < 0)
 		return fail(errno, "landlock: list %s: open %s", dir, dir);
@@ -118,15 +146,26 @@ static int grant_except(int ruleset, const char *dir, const struct plan *p)
 		case EXCEPT_EXACT:
 			break;
 		case EXCEPT_BENEATH:
-			r = grant_except(ruleset, path, p);
+			r = grant_except(ruleset, fd, e->d_name, path, p);
 			break;
 		default: {
 			/* A symlink's inode grants nothing; following it here could
 			 * grant the tree an excepted path lives in. */
-			struct stat st;
-			if (lstat(path, &st) || S_ISLNK(st.st_mode))
+			int efd = openat(fd, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			if (efd < 0 && (errno == ENOENT || errno == EACCES))
+				/* Gone since the listing, or in a directory that
+				 * cannot be searched: nothing to reach. */
 				break;
-			r = add_rule(ruleset, path, p->ll_read_access);
+			if (efd < 0) {
+				r = fail(errno, "landlock rule %s", path);
+				break;
+			}
+			struct stat st;
+			if (fstat(efd, &st))
+				r = fail(errno, "landlock rule %s", path);
+			else if (!S_ISLNK(st.st_mode))
+				r = add_rule_fd(ruleset, efd, path, p->ll_read_access);
+			close(efd);
 		}
 		}
 	}
@@ -147,7 +186,7 @@ int apply_landlock(const struct plan *p)
 	for (size_t i = 0; i < p->n_ll_rules && !r; i++)
 		r = add_rule(fd, p->ll_rules[i].path, p->ll_rules[i].access);
 	if (!r && p->n_ll_except > 0)
-		r = grant_except(fd, "/", p);
+		r = grant_except(fd, AT_FDCWD, "/", "/", p);
 	if (!r && syscall(SYS_landlock_restrict_self, fd, 0))
 		r = fail(errno, "landlock_restrict_self");
 	close(fd);
