@@ -78,6 +78,7 @@ int loopback_up(void);
  * otherwise. */
 int run_init(uint32_t spawn_flags);
 int apply_landlock(const struct plan *p);
+int hidden_by_except(int fd, const struct plan *p);
 int apply_seccomp(const struct plan *p, int *listener);
 /* drop_bounding_set empties the bounding set; optional lets it stop where
  * it may not (EPERM). */

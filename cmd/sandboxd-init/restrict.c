@@ -92,6 +92,29 @@ static int leads_to(const char *p, const struct plan *plan)
 }
 
 /*
+ * hidden_by_except says whether fd, open on a file, lies at or beneath an
+ * excepted path: Landlock does not govern stat or access, so a lookup the
+ * init makes for the command must not tell it what exists there. Judged by
+ * the path the kernel resolved, so no symlink or dot-dot leads around it.
+ */
+int hidden_by_except(int fd, const struct plan *p)
+{
+	char link[32], real[PATH_MAX];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, real, sizeof real - 1);
+	if (n < 0)
+		/* Unknown is kept out. */
+		return 1;
+	real[n] = '\0';
+	for (size_t i = 0; i < p->n_ll_except; i++) {
+		size_t el = strlen(p->ll_except[i]);
+		if (strncmp(real, p->ll_except[i], el) == 0 && (real[el] == '\0' || real[el] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/*
  * grant_except grants access beneath each entry of dir (name, opened from
  * parent), descending into the entries that lead to an excepted path and
  * skipping the excepted ones: Landlock cannot take a right away beneath a
