@@ -613,6 +613,8 @@ static void __attribute__((noreturn)) run_command(const struct plan *p, const in
 	 * no call the filter notifies: nothing would answer it. sendmsg,
 	 * close and execve are not notified; the command's own calls wait
 	 * for the daemon, which they may. */
+	if (own_keyring(p))
+		child_fail("setup-error", "process", "join a session keyring of its own", NULL, NULL);
 	int listener = -1;
 	if (apply_seccomp(p, &listener))
 		child_fail("setup-error", "process", "seccomp", NULL, NULL);

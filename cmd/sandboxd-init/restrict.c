@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/keyctl.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 
@@ -240,6 +241,24 @@ int apply_seccomp(const struct plan *p, int *listener)
 		return fail(e, "seccomp(SET_MODE_FILTER)");
 	if (p->flags & FLAG_LISTENER)
 		*listener = (int)r;
+	return 0;
+}
+
+/*
+ * own_keyring gives the command a new anonymous session keyring when no
+ * seccomp filter denies it the key calls: the daemon's session keyring,
+ * inherited down to the init, would otherwise be the command's, with
+ * every key it holds. Not under a filter: each session keyring counts
+ * against its user's key quota (200 for a user other than root), which
+ * would cap a rootless daemon's sessions. A keyring it cannot make
+ * (EDQUOT) fails the launch.
+ */
+int own_keyring(const struct plan *p)
+{
+	if (p->n_seccomp > 0)
+		return 0;
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL, 0, 0, 0) < 0)
+		return fail(errno, "keyctl(KEYCTL_JOIN_SESSION_KEYRING)");
 	return 0;
 }
 
