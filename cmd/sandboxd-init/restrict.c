@@ -19,7 +19,6 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/keyctl.h>
-#include <linux/openat2.h>
 #include <linux/seccomp.h>
 
 /* struct landlock_ruleset_attr up to scoped (ABI 6); the kernel takes the
@@ -35,23 +34,76 @@ struct ll_path_beneath {
 
 #define LL_RULE_PATH_BENEATH 1
 
-/* add_rule_fd grants access beneath fd, an O_PATH descriptor opened
- * without following a symlink; path only names it in errors. */
+/* add_rule_fd grants access beneath fd, an O_PATH descriptor of what is
+ * not a symlink; path only names it in errors. */
 static int add_rule_fd(int ruleset, int fd, const char *path, uint64_t access)
 {
 	struct stat st;
 	if (fstat(fd, &st))
 		return fail(errno, "landlock rule %s", path);
-	if (S_ISLNK(st.st_mode))
-		/* Turned into a symlink since the daemon checked it: its
-		 * target is not what the policy named. */
-		return fail(ELOOP, "landlock rule %s is a symlink", path);
 	if (!S_ISDIR(st.st_mode))
 		access &= LL_FILE_RIGHTS;
 	struct ll_path_beneath pb = {.allowed_access = access, .parent_fd = fd};
 	if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0))
 		return fail(errno, "landlock_add_rule %s", path);
 	return 0;
+}
+
+/*
+ * open_no_symlinks opens path (absolute) with O_PATH, one component at a
+ * time from the root, each from the one above without following a
+ * symlink: ELOOP if any is one. Not openat2's RESOLVE_NO_SYMLINKS, which
+ * an outer seccomp profile (a container runtime's, where the landlock set
+ * is the one that works) may refuse.
+ */
+static int open_no_symlinks(const char *path)
+{
+	if (path[0] != '/') {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (const char *c = path; fd >= 0;) {
+		while (*c == '/')
+			c++;
+		if (!*c)
+			return fd;
+		const char *end = strchrnul(c, '/');
+		char name[NAME_MAX + 1];
+		size_t len = (size_t)(end - c);
+		int e = 0;
+		if (len > NAME_MAX)
+			e = ENAMETOOLONG;
+		else if (len == 2 && c[0] == '.' && c[1] == '.')
+			/* The plan's paths are clean: one with a dot-dot is not
+			 * what the daemon checked. */
+			e = EINVAL;
+		if (e) {
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		memcpy(name, c, len);
+		name[len] = '\0';
+		int next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		e = errno;
+		close(fd);
+		struct stat st;
+		if (next >= 0 && fstat(next, &st))
+			e = errno;
+		else if (next >= 0 && !S_ISLNK(st.st_mode))
+			e = 0;
+		else if (next >= 0)
+			e = ELOOP;
+		if (next >= 0 && e) {
+			close(next);
+			next = -1;
+		}
+		fd = next;
+		errno = e;
+		c = end;
+	}
+	return -1;
 }
 
 /*
@@ -62,8 +114,7 @@ static int add_rule_fd(int ruleset, int fd, const char *path, uint64_t access)
  */
 static int add_rule(int ruleset, const char *path, uint64_t access)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
-	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	int fd = open_no_symlinks(path);
 	if (fd < 0 && errno == ENOENT)
 		/* A granted path that does not exist grants nothing. */
 		return 0;
@@ -131,7 +182,7 @@ static int grant_except(int ruleset, int parent, const char *name, const char *d
 		if (pfd < 0)
 			return fail(errno, "landlock: list %s: open %s", dir, dir);
 		int r = 0;
-		if (syscall(SYS_faccessat2, pfd, "", X_OK, AT_EMPTY_PATH))
+		if (faccessat(pfd, ".", X_OK, 0))
 			/* Not searchable: nothing beneath is reachable anyway. */
 			;
 		else if (p->flags & FLAG_STRICT)
