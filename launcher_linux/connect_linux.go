@@ -182,19 +182,77 @@ const (
 )
 
 // ownListener says whether a socket listening in the sandbox's network
-// namespace is bound to the inode dev, ino: a unix socket belongs to the
-// namespace of the process that made it, so such a listener is the
-// sandbox's own, and a host daemon's socket, wherever its file lies, is
-// not. In the host's namespace (sharedNetNS) the listener must also be
-// held by a process of the session.
+// namespace, held by a process of the session, is bound to the inode dev,
+// ino: a unix socket belongs to the namespace of the process that made
+// it, so such a listener is the sandbox's own, and a host daemon's
+// socket, wherever its file lies, is not. In the host's namespace
+// (sharedNetNS) holding it is what tells the session's from the host's.
 func (s *supervisor) ownListener(dev, ino uint64) bool {
-	return s.whoseListener(udiagShowVFS, func(msg []byte) bool {
-		// The kernel's own dev_t (major<<20 | minor), not stat's
-		// encoding; the inode number cut to 32 bits.
+	// sock_diag names the bound file by the kernel's own dev_t
+	// (major<<20 | minor) and the inode number cut to 32 bits: on a
+	// filesystem with wider ones another file can match, so a listener
+	// found is then asked for its file itself.
+	found := s.listeners(udiagShowVFS, func(msg []byte) bool {
 		vfs := diagAttr(msg, unixDiagVFS)
 		return len(vfs) >= 8 && binary.NativeEndian.Uint32(vfs[4:]) == unix.Major(dev)<<20|unix.Minor(dev) &&
 			binary.NativeEndian.Uint32(vfs) == uint32(ino)
-	}) == listenerOwn
+	})
+	for _, l := range found {
+		bound, err := s.heldListenerFile(l)
+		switch {
+		case err == nil:
+			if bound.Dev == dev && bound.Ino == ino {
+				return true
+			}
+		case errors.Is(err, unix.EPERM) && s.sharedNetNS:
+			// Only a daemon with CAP_NET_ADMIN over the namespace may
+			// open a socket's file (SIOCUNIXFILE): a rootless one in
+			// the host's has the 32-bit match and the holding.
+			if ino <= 0xffffffff {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// siocUnixFile (linux/un.h) opens the file a unix socket is bound to,
+// with O_PATH.
+const siocUnixFile = unix.SIOCPROTOPRIVATE + 0
+
+// heldListenerFile is the file that the listener whose socket inode is ino
+// is bound to, from a copy of the fd of a session process holding it;
+// ENOENT when none does. A listener nobody in the session holds is not
+// the session's.
+func (s *supervisor) heldListenerFile(ino uint32) (unix.Stat_t, error) {
+	var bound unix.Stat_t
+	pid, fd, ok := s.sessionHolder(ino)
+	if !ok {
+		return bound, unix.ENOENT
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return bound, err
+	}
+	defer unix.Close(pidfd)
+	sock, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		return bound, err
+	}
+	defer unix.Close(sock)
+	// The process may have ended and its pid and fd number gone to
+	// others since /proc was read: the copy must be that socket.
+	var st unix.Stat_t
+	if err := unix.Fstat(sock, &st); err != nil || st.Mode&modeType != modeSock || st.Ino != uint64(ino) {
+		return bound, unix.ENOENT
+	}
+	file, err := unix.IoctlRetInt(sock, siocUnixFile)
+	if err != nil {
+		return bound, err
+	}
+	defer unix.Close(file)
+	err = unix.Fstat(file, &bound)
+	return bound, err
 }
 
 // abstractListener says whose the listener bound to the abstract name is
@@ -213,54 +271,11 @@ const (
 	listenerOwn
 )
 
-// listener finds, through sock_diag, the unix socket listening in diag's
-// namespace that match accepts (show says which attributes it reads), and
-// says whose it is.
+// whoseListener finds, through sock_diag, the unix sockets listening in
+// diag's namespace that match accepts (show says which attributes it
+// reads), and says whose they are.
 func (s *supervisor) whoseListener(show uint32, match func(msg []byte) bool) listenerOwner {
-	s.diagMu.Lock()
-	defer s.diagMu.Unlock()
-	if s.diag < 0 && s.openDiag != nil {
-		// Not made, the listener is nobody's found: refused as another's
-		// would be (ownListener), and tried again on the next connect.
-		if fd, err := s.openDiag(); err == nil {
-			s.diag, s.openDiag = fd, nil
-		}
-	}
-	if s.diag < 0 {
-		return listenerNone
-	}
-	req := make([]byte, nlmsgHdrSize+unixDiagReqSz)
-	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
-	binary.NativeEndian.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
-	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
-	req[nlmsgHdrSize] = unix.AF_UNIX
-	binary.NativeEndian.PutUint32(req[nlmsgHdrSize+4:], 1<<tcpListen)
-	binary.NativeEndian.PutUint32(req[nlmsgHdrSize+12:], show)
-	if _, err := unix.Write(s.diag, req); err != nil {
-		return listenerNone
-	}
-	var found []uint32
-	buf := make([]byte, 32<<10)
-	for done := false; !done; {
-		n, _, err := unix.Recvfrom(s.diag, buf, 0)
-		if err != nil {
-			return listenerNone
-		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-		if err != nil {
-			return listenerNone
-		}
-		for _, m := range msgs {
-			switch m.Header.Type {
-			case unix.NLMSG_DONE, unix.NLMSG_ERROR:
-				done = true
-			case unix.SOCK_DIAG_BY_FAMILY:
-				if len(m.Data) >= unixDiagMsgSz && match(m.Data) {
-					found = append(found, binary.NativeEndian.Uint32(m.Data[4:]))
-				}
-			}
-		}
-	}
+	found := s.listeners(show, match)
 	switch {
 	case len(found) == 0:
 		return listenerNone
@@ -273,6 +288,56 @@ func (s *supervisor) whoseListener(show uint32, match func(msg []byte) bool) lis
 		}
 	}
 	return listenerOthers
+}
+
+// listeners are the socket inodes of the unix sockets listening in diag's
+// namespace that match accepts; none when sock_diag fails.
+func (s *supervisor) listeners(show uint32, match func(msg []byte) bool) []uint32 {
+	s.diagMu.Lock()
+	defer s.diagMu.Unlock()
+	if s.diag < 0 && s.openDiag != nil {
+		// Not made, the listener is nobody's found: refused as another's
+		// would be (ownListener), and tried again on the next connect.
+		if fd, err := s.openDiag(); err == nil {
+			s.diag, s.openDiag = fd, nil
+		}
+	}
+	if s.diag < 0 {
+		return nil
+	}
+	req := make([]byte, nlmsgHdrSize+unixDiagReqSz)
+	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
+	binary.NativeEndian.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	req[nlmsgHdrSize] = unix.AF_UNIX
+	binary.NativeEndian.PutUint32(req[nlmsgHdrSize+4:], 1<<tcpListen)
+	binary.NativeEndian.PutUint32(req[nlmsgHdrSize+12:], show)
+	if _, err := unix.Write(s.diag, req); err != nil {
+		return nil
+	}
+	var found []uint32
+	buf := make([]byte, 32<<10)
+	for done := false; !done; {
+		n, _, err := unix.Recvfrom(s.diag, buf, 0)
+		if err != nil {
+			return nil
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return nil
+		}
+		for _, m := range msgs {
+			switch m.Header.Type {
+			case unix.NLMSG_DONE, unix.NLMSG_ERROR:
+				done = true
+			case unix.SOCK_DIAG_BY_FAMILY:
+				if len(m.Data) >= unixDiagMsgSz && match(m.Data) {
+					found = append(found, binary.NativeEndian.Uint32(m.Data[4:]))
+				}
+			}
+		}
+	}
+	return found
 }
 
 // diagAttr is the payload of a unix_diag_msg's attribute typ, nil when
@@ -301,6 +366,13 @@ func diagAttr(msg []byte, typ uint16) []byte {
 // another unix socket, all of which the session's own connects confine
 // to the session.
 func (s *supervisor) sessionHolds(ino uint32) bool {
+	_, _, ok := s.sessionHolder(ino)
+	return ok
+}
+
+// sessionHolder is a process of the session holding the socket whose
+// inode is ino, and the number of its fd.
+func (s *supervisor) sessionHolder(ino uint32) (pid, fd int, ok bool) {
 	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
 	for _, pid := range descendants(s.init) {
 		dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
@@ -308,13 +380,15 @@ func (s *supervisor) sessionHolds(ino uint32) bool {
 		if err != nil {
 			continue
 		}
-		for _, fd := range fds {
-			if l, err := os.Readlink(dir + fd.Name()); err == nil && l == want {
-				return true
+		for _, f := range fds {
+			if l, err := os.Readlink(dir + f.Name()); err == nil && l == want {
+				if n, err := strconv.Atoi(f.Name()); err == nil {
+					return pid, n, true
+				}
 			}
 		}
 	}
-	return false
+	return 0, 0, false
 }
 
 // descendants is pid and every process below it, read from each task's

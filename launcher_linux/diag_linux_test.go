@@ -1,6 +1,7 @@
 package launcherlinux
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -13,17 +14,52 @@ import (
 	"testing"
 	"time"
 
+	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"golang.org/x/sys/unix"
 )
+
+// envListen makes TestSockDiagIsMadeAtNeedInTheSandboxsNamespace's
+// sandboxed copy of the test binary listen on a unix socket at its path.
+const envListen = "SANDBOXD_TEST_LISTEN"
 
 // A root daemon holds no sock_diag socket for an idle session: it makes
 // one in the sandbox's network namespace when the sandbox first connects
 // by path, and a listener of the daemon's own namespace is then not the
 // sandbox's. A rootless daemon, which may not enter the namespace, keeps
-// the one the init sent.
+// the one the init sent. A listener of the sandbox's is its own by the
+// file it is bound to, whole: sock_diag's inode number is cut to 32 bits.
 func TestSockDiagIsMadeAtNeedInTheSandboxsNamespace(t *testing.T) {
+	if path := os.Getenv(envListen); path != "" {
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		fmt.Println("listening")
+		time.Sleep(time.Minute)
+		return
+	}
 	b := backendFor(t, SetNamespaces)
-	p, err := b.Start(context.Background(), testSpec(t, nil, "/bin/sleep", "60"))
+	exe, err := os.ReadFile("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := hostDir(t, 0o777)
+	copied := w + "/launcher.test"
+	if err := os.WriteFile(copied, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	own := w + "/own.sock"
+	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}, copied, "-test.run=^TestSockDiagIsMadeAtNeedInTheSandboxsNamespace$")
+	spec.Env = append(spec.Env, envListen+"="+own)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	spec.Stdio.Stdout = outW
+	p, err := b.Start(context.Background(), spec)
+	outW.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +67,9 @@ func TestSockDiagIsMadeAtNeedInTheSandboxsNamespace(t *testing.T) {
 		p.Kill()
 		p.Wait()
 	}()
+	if line, err := bufio.NewReader(outR).ReadString('\n'); line != "listening\n" {
+		t.Fatalf("the sandbox printed %q (%v), want it listening", line, err)
+	}
 	s := p.(*process).supervisor
 	if s == nil || s.sharedNetNS {
 		t.Skip("this session has no supervision of its own network namespace")
@@ -42,9 +81,7 @@ func TestSockDiagIsMadeAtNeedInTheSandboxsNamespace(t *testing.T) {
 		if diag < 0 || atNeed {
 			t.Errorf("a rootless daemon's session: sock_diag %d, made at need %v; want the init's", diag, atNeed)
 		}
-		return
-	}
-	if diag >= 0 || !atNeed {
+	} else if diag >= 0 || !atNeed {
 		t.Fatalf("an idle session holds sock_diag socket %d (made at need: %v)", diag, atNeed)
 	}
 	path := filepath.Join(hostDir(t, 0o755), "host.sock")
@@ -67,25 +104,16 @@ func TestSockDiagIsMadeAtNeedInTheSandboxsNamespace(t *testing.T) {
 		t.Fatal("no sock_diag socket once the sandbox needed one")
 	}
 	daemonThreadsInTheirNamespace(t)
-	own := filepath.Join(filepath.Dir(path), "own.sock")
-	var ownL net.Listener
-	var lerr error
-	if err := p.(*process).proc.rc.Control(func(pidfd uintptr) {
-		lerr = inNetNS(int(pidfd), t.Errorf, func() (err error) {
-			ownL, err = net.Listen("unix", own)
-			return err
-		})
-	}); err != nil || lerr != nil {
-		t.Fatal(err, lerr)
-	}
-	defer ownL.Close()
-	daemonThreadsInTheirNamespace(t)
 	if err := unix.Stat(own, &st); err != nil {
 		t.Fatal(err)
 	}
 	if !s.ownListener(st.Dev, st.Ino) {
 		t.Error("a listener of the sandbox's network namespace was not found its own")
 	}
+	if s.ownListener(st.Dev, st.Ino+1<<32) {
+		t.Error("a file whose inode number matches the sandbox's listener's in its low 32 bits passed for the listener's")
+	}
+	daemonThreadsInTheirNamespace(t)
 	p.Kill()
 	p.Wait()
 	if s.ownListener(st.Dev, st.Ino) {

@@ -2,6 +2,7 @@ package launcherlinux
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -213,4 +215,104 @@ func refuseGetrandom() error {
 		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
 	}
 	return nil
+}
+
+// A write root swapped for a symlink between the daemon's check of the
+// policy and the init's Landlock rule must not move the grant to the
+// symlink's target: another process of the user, writing the root's
+// parent, exchanges the two while sessions launch.
+func TestLandlockSetRuleDoesNotFollowASwappedSymlink(t *testing.T) {
+	b := landlockBackend(t)
+	base := hostDir(t, 0o755)
+	target := hostDir(t, 0o777)
+	w, link := base+"/w", base+"/l"
+	if err := os.Mkdir(w, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(w, 0o777)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			unix.Renameat2(unix.AT_FDCWD, w, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
+		}
+	}()
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}
+	started := 0
+	for i := 0; i < 200 && started < 40; i++ {
+		// Refused, when the check saw the symlink, or failed at setup.
+		if p, err := b.Start(context.Background(), testSpec(t, pol, "/bin/sh", "-c", "echo x > "+target+"/f")); err == nil {
+			p.Wait()
+			started++
+		}
+		if _, err := os.Lstat(target + "/f"); err == nil {
+			break
+		}
+	}
+	close(stop)
+	<-done
+	if _, err := os.Lstat(target + "/f"); err == nil {
+		t.Fatalf("a session granted write on %s, its write root swapped for a symlink to %s, wrote there", w, target)
+	}
+	t.Logf("%d sessions started", started)
+}
+
+// Looking argv0 up on PATH, the init must not tell a file in a deny path
+// from none there: Landlock does not govern stat or access, and the
+// command's own lookups of a deny path the daemon answers alike.
+func TestLandlockSetPathLookupHidesDenyPath(t *testing.T) {
+	b := landlockBackend(t)
+	secret := hostDir(t, 0o755)
+	if err := os.WriteFile(secret+"/id_rsa", []byte("k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}
+	errnos := map[string]syscall.Errno{}
+	for _, name := range []string{"id_rsa", "absent"} {
+		spec := testSpec(t, pol, name)
+		spec.Env = []string{"PATH=" + secret}
+		p, err := b.Start(context.Background(), spec)
+		if err == nil {
+			p.Wait()
+			t.Fatalf("%s started", name)
+		}
+		var ee *launcher.ExecError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%s: %v, want an exec error", name, err)
+		}
+		errnos[name] = ee.Errno
+	}
+	if errnos["id_rsa"] != errnos["absent"] {
+		t.Errorf("a file in a deny path fails with %v, a missing one with %v: the lookup tells them apart", errnos["id_rsa"], errnos["absent"])
+	}
+}
+
+// A cwd in a deny path is refused: Landlock does not govern chdir, so the
+// command would start inside it.
+func TestLandlockSetRefusesCwdInDenyPath(t *testing.T) {
+	b := landlockBackend(t)
+	secret := hostDir(t, 0o755)
+	if err := os.Mkdir(secret+"/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}, "/bin/true")
+	spec.Cwd = secret + "/d"
+	p, err := b.Start(context.Background(), spec)
+	if err == nil {
+		p.Wait()
+		t.Fatal("started with its cwd in a deny path")
+	}
+	var fe *policy.FieldError
+	if !errors.As(err, &fe) || fe.Field != "filesystem.deny[0]" {
+		t.Errorf("Start = %v, want a refusal naming filesystem.deny[0]", err)
+	}
 }

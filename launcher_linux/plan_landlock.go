@@ -7,6 +7,7 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // landlockDevices are the host device nodes a landlock-set sandbox may
@@ -60,6 +61,14 @@ func buildLandlockPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	cwd := in.Cwd
 	if cwd == "" {
 		cwd = "/"
+	}
+	for i, d := range fs.GetDeny() {
+		if within(cwd, d) {
+			// Landlock does not govern chdir, and the init enters the
+			// cwd before the daemon answers for the command's lookups:
+			// the command would start inside the deny path.
+			return nil, &policy.FieldError{Field: fmt.Sprintf("filesystem.deny[%d]", i), Msg: fmt.Sprintf("%s holds the command's cwd %s, which the sandbox may not enter", d, cwd)}
+		}
 	}
 	plan := &Plan{Set: SetLandlock}
 	// Outside every write root (else refused above) the daemon's state is

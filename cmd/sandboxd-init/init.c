@@ -499,6 +499,22 @@ static int inaccessible(const char *name, int write, char *blocker, size_t blen)
 	return 0;
 }
 
+/* hidden says whether name, in the landlock set, resolves into an
+ * excepted path (a deny path), which a lookup must not reveal. */
+static int hidden(const char *name, const struct plan *p)
+{
+	if (!(p->flags & FLAG_STRICT) || p->n_ll_except == 0)
+		return 0;
+	int fd = open(name, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		/* Not there, or not reachable, which the command can tell
+		 * itself. */
+		return 0;
+	int h = hidden_by_except(fd, p);
+	close(fd);
+	return h;
+}
+
 /* look_path finds argv0 on the sandbox's PATH (never the daemon's). */
 static int look_path(const struct plan *p, char *out, size_t outlen)
 {
@@ -520,7 +536,9 @@ static int look_path(const struct plan *p, char *out, size_t outlen)
 		else
 			snprintf(out, outlen, "%.*s/%s", dl, d, argv0);
 		struct stat st;
-		if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		/* One in a deny path is passed over as if it were not there:
+		 * its modes would tell whether it is. */
+		if (!hidden(out, p) && stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
 			if (faccessat(AT_FDCWD, out, X_OK, AT_EACCESS) == 0)
 				return 0;
 			if (first == ENOENT)
@@ -595,6 +613,8 @@ static void __attribute__((noreturn)) run_command(const struct plan *p, const in
 	 * no call the filter notifies: nothing would answer it. sendmsg,
 	 * close and execve are not notified; the command's own calls wait
 	 * for the daemon, which they may. */
+	if (own_keyring(p))
+		child_fail("setup-error", "process", "join a session keyring of its own", NULL, NULL);
 	int listener = -1;
 	if (apply_seccomp(p, &listener))
 		child_fail("setup-error", "process", "seccomp", NULL, NULL);

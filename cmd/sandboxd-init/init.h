@@ -78,7 +78,9 @@ int loopback_up(void);
  * otherwise. */
 int run_init(uint32_t spawn_flags);
 int apply_landlock(const struct plan *p);
+int hidden_by_except(int fd, const struct plan *p);
 int apply_seccomp(const struct plan *p, int *listener);
+int own_keyring(const struct plan *p);
 /* drop_bounding_set empties the bounding set; optional lets it stop where
  * it may not (EPERM). */
 int drop_bounding_set(int optional);

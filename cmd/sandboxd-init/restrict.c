@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/keyctl.h>
 #include <linux/seccomp.h>
 
 /* struct landlock_ruleset_attr up to scoped (ABI 6); the kernel takes the
@@ -33,26 +34,95 @@ struct ll_path_beneath {
 
 #define LL_RULE_PATH_BENEATH 1
 
-static int add_rule(int ruleset, const char *path, uint64_t access)
+/* add_rule_fd grants access beneath fd, an O_PATH descriptor of what is
+ * not a symlink; path only names it in errors. */
+static int add_rule_fd(int ruleset, int fd, const char *path, uint64_t access)
 {
-	int fd = open(path, O_PATH | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT)
-		/* A granted path that does not exist grants nothing. */
-		return 0;
-	if (fd < 0)
-		return fail(errno, "landlock rule %s", path);
 	struct stat st;
-	if (fstat(fd, &st)) {
-		int e = errno;
-		close(fd);
-		return fail(e, "landlock rule %s", path);
-	}
+	if (fstat(fd, &st))
+		return fail(errno, "landlock rule %s", path);
 	if (!S_ISDIR(st.st_mode))
 		access &= LL_FILE_RIGHTS;
 	struct ll_path_beneath pb = {.allowed_access = access, .parent_fd = fd};
-	int r = 0;
 	if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0))
-		r = fail(errno, "landlock_add_rule %s", path);
+		return fail(errno, "landlock_add_rule %s", path);
+	return 0;
+}
+
+/*
+ * open_no_symlinks opens path (absolute) with O_PATH, one component at a
+ * time from the root, each from the one above without following a
+ * symlink: ELOOP if any is one. Not openat2's RESOLVE_NO_SYMLINKS, which
+ * an outer seccomp profile (a container runtime's, where the landlock set
+ * is the one that works) may refuse.
+ */
+static int open_no_symlinks(const char *path)
+{
+	if (path[0] != '/') {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (const char *c = path; fd >= 0;) {
+		while (*c == '/')
+			c++;
+		if (!*c)
+			return fd;
+		const char *end = strchrnul(c, '/');
+		char name[NAME_MAX + 1];
+		size_t len = (size_t)(end - c);
+		int e = 0;
+		if (len > NAME_MAX)
+			e = ENAMETOOLONG;
+		else if (len == 2 && c[0] == '.' && c[1] == '.')
+			/* The plan's paths are clean: one with a dot-dot is not
+			 * what the daemon checked. */
+			e = EINVAL;
+		if (e) {
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		memcpy(name, c, len);
+		name[len] = '\0';
+		int next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		e = errno;
+		close(fd);
+		struct stat st;
+		if (next >= 0 && fstat(next, &st))
+			e = errno;
+		else if (next >= 0 && !S_ISLNK(st.st_mode))
+			e = 0;
+		else if (next >= 0)
+			e = ELOOP;
+		if (next >= 0 && e) {
+			close(next);
+			next = -1;
+		}
+		fd = next;
+		errno = e;
+		c = end;
+	}
+	return -1;
+}
+
+/*
+ * add_rule opens path refusing every symlink on the way: the daemon checked
+ * the policy's paths when it planned, and a symlink swapped in since (a
+ * rename exchange by anyone who can write the parent) would move the
+ * grant to wherever it points.
+ */
+static int add_rule(int ruleset, const char *path, uint64_t access)
+{
+	int fd = open_no_symlinks(path);
+	if (fd < 0 && errno == ENOENT)
+		/* A granted path that does not exist grants nothing. */
+		return 0;
+	if (fd < 0 && errno == ELOOP)
+		return fail(ELOOP, "landlock rule %s crosses a symlink", path);
+	if (fd < 0)
+		return fail(errno, "landlock rule %s", path);
+	int r = add_rule_fd(ruleset, fd, path, access);
 	close(fd);
 	return r;
 }
@@ -74,23 +144,56 @@ static int leads_to(const char *p, const struct plan *plan)
 }
 
 /*
- * grant_except grants access beneath each entry of dir, descending into the
- * entries that lead to an excepted path and skipping the excepted ones:
- * Landlock cannot take a right away beneath a rule.
+ * hidden_by_except says whether fd, open on a file, lies at or beneath an
+ * excepted path: Landlock does not govern stat or access, so a lookup the
+ * init makes for the command must not tell it what exists there. Judged by
+ * the path the kernel resolved, so no symlink or dot-dot leads around it.
  */
-static int grant_except(int ruleset, const char *dir, const struct plan *p)
+int hidden_by_except(int fd, const struct plan *p)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char link[32], real[PATH_MAX];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, real, sizeof real - 1);
+	if (n < 0)
+		/* Unknown is kept out. */
+		return 1;
+	real[n] = '\0';
+	for (size_t i = 0; i < p->n_ll_except; i++) {
+		size_t el = strlen(p->ll_except[i]);
+		if (strncmp(real, p->ll_except[i], el) == 0 && (real[el] == '\0' || real[el] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * grant_except grants access beneath each entry of dir (name, opened from
+ * parent), descending into the entries that lead to an excepted path and
+ * skipping the excepted ones: Landlock cannot take a right away beneath a
+ * rule. Every level is opened from the one above without following a
+ * symlink, so an entry swapped for one after it was listed grants nothing
+ * beyond its own inode.
+ */
+static int grant_except(int ruleset, int parent, const char *name, const char *dir, const struct plan *p)
+{
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == EACCES) {
-		if (access(dir, X_OK))
+		int pfd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0)
+			return fail(errno, "landlock: list %s: open %s", dir, dir);
+		int r = 0;
+		if (faccessat(pfd, ".", X_OK, 0))
 			/* Not searchable: nothing beneath is reachable anyway. */
-			return 0;
-		/* Searchable but not listable: the directory is granted whole,
-		 * and the excepted path beneath rests on the mount layer alone,
-		 * if there is one. */
-		if (p->flags & FLAG_STRICT)
-			return fail(EACCES, "landlock: cannot list %s to keep a deny path beneath it unreadable: open %s", dir, dir);
-		return add_rule(ruleset, dir, p->ll_read_access);
+			;
+		else if (p->flags & FLAG_STRICT)
+			/* Searchable but not listable: the directory would be
+			 * granted whole, and the excepted path beneath rests on
+			 * the mount layer alone, if there is one. */
+			r = fail(EACCES, "landlock: cannot list %s to keep a deny path beneath it unreadable: open %s", dir, dir);
+		else
+			r = add_rule_fd(ruleset, pfd, dir, p->ll_read_access);
+		close(pfd);
+		return r;
 	}
 	if (fd < 0)
 		return fail(errno, "landlock: list %s: open %s", dir, dir);
@@ -118,15 +221,26 @@ static int grant_except(int ruleset, const char *dir, const struct plan *p)
 		case EXCEPT_EXACT:
 			break;
 		case EXCEPT_BENEATH:
-			r = grant_except(ruleset, path, p);
+			r = grant_except(ruleset, fd, e->d_name, path, p);
 			break;
 		default: {
 			/* A symlink's inode grants nothing; following it here could
 			 * grant the tree an excepted path lives in. */
-			struct stat st;
-			if (lstat(path, &st) || S_ISLNK(st.st_mode))
+			int efd = openat(fd, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			if (efd < 0 && (errno == ENOENT || errno == EACCES))
+				/* Gone since the listing, or in a directory that
+				 * cannot be searched: nothing to reach. */
 				break;
-			r = add_rule(ruleset, path, p->ll_read_access);
+			if (efd < 0) {
+				r = fail(errno, "landlock rule %s", path);
+				break;
+			}
+			struct stat st;
+			if (fstat(efd, &st))
+				r = fail(errno, "landlock rule %s", path);
+			else if (!S_ISLNK(st.st_mode))
+				r = add_rule_fd(ruleset, efd, path, p->ll_read_access);
+			close(efd);
 		}
 		}
 	}
@@ -147,7 +261,7 @@ int apply_landlock(const struct plan *p)
 	for (size_t i = 0; i < p->n_ll_rules && !r; i++)
 		r = add_rule(fd, p->ll_rules[i].path, p->ll_rules[i].access);
 	if (!r && p->n_ll_except > 0)
-		r = grant_except(fd, "/", p);
+		r = grant_except(fd, AT_FDCWD, "/", "/", p);
 	if (!r && syscall(SYS_landlock_restrict_self, fd, 0))
 		r = fail(errno, "landlock_restrict_self");
 	close(fd);
@@ -178,6 +292,24 @@ int apply_seccomp(const struct plan *p, int *listener)
 		return fail(e, "seccomp(SET_MODE_FILTER)");
 	if (p->flags & FLAG_LISTENER)
 		*listener = (int)r;
+	return 0;
+}
+
+/*
+ * own_keyring gives the command a new anonymous session keyring when no
+ * seccomp filter denies it the key calls: the daemon's session keyring,
+ * inherited down to the init, would otherwise be the command's, with
+ * every key it holds. Not under a filter: each session keyring counts
+ * against its user's key quota (200 for a user other than root), which
+ * would cap a rootless daemon's sessions. A keyring it cannot make
+ * (EDQUOT) fails the launch.
+ */
+int own_keyring(const struct plan *p)
+{
+	if (p->n_seccomp > 0)
+		return 0;
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL, 0, 0, 0) < 0)
+		return fail(errno, "keyctl(KEYCTL_JOIN_SESSION_KEYRING)");
 	return 0;
 }
 
