@@ -129,22 +129,10 @@ func openIdentityDir(path string) (*os.File, error) {
 }
 
 // trees are what a sandbox whose write roots cover them has masked: the
-// directory, even where another daemon has it. One this daemon keeps is
-// its own state, refused missing beneath a write root (the sandbox could
-// make it); one it keeps none in is named only where it is: missing,
-// there is nothing to hide, and this daemon never looks there.
+// directory, even where another daemon has it.
 func (s *identityStore) trees() []string {
 	if s == nil {
 		return nil
-	}
-	s.mu.Lock()
-	kept := s.dir != nil
-	s.mu.Unlock()
-	if !kept {
-		// Any other error leaves it named: when unsure, masked.
-		if _, err := os.Lstat(s.path); errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
 	}
 	return []string{s.path}
 }

@@ -542,38 +542,6 @@ func TestIdentityFilesWhereNoneCanBeMade(t *testing.T) {
 	}
 }
 
-// A daemon that keeps no directory of identity files masks the one
-// another daemon keeps beneath a write root, and takes a write root over
-// one that is missing: nothing is there to hide, and the daemon never
-// looks there (it was refused as the daemon's own state gone missing).
-func TestIdentityDirNotKeptIsMaskedOnlyWhereItIs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a daemon that is not root shares no identity files")
-	}
-	work := hostDir(t, 0o777)
-	missing, logs := identityBackendIn(t, filepath.Join(work, "gone", "identity"))
-	if l := logs.get(); len(l) != 1 || !strings.Contains(l[0], "no such file") {
-		t.Fatalf("logged %q: want the directory's absence", l)
-	}
-	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{work}}}
-	if out, serr, st := runWith(t, missing, pol, "/bin/sh", "-c", "echo ok"); st.ExitCode != 0 || out != "ok\n" {
-		t.Errorf("a write root over the missing directory: status %+v, stdout %q, stderr %q", st, out, serr)
-	}
-
-	first, dir := identityBackend(t)
-	_, st := sessionPasswd(t, first)
-	if fileOf(dir, st) == "" {
-		t.Fatalf("no file of %s is the sandbox's passwd", dir)
-	}
-	second, _ := identityBackendIn(t, dir)
-	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{filepath.Dir(dir)}}}, "/bin/sh", "-c", `ls -A "$D" 2>/dev/null; cat "$D"/* 2>/dev/null; true`)
-	spec.Env = append(spec.Env, "D="+dir)
-	spec.RootCaller = true
-	if out, serr, _, status, err := runSpec(t, second, spec); err != nil || status.ExitCode != 0 || out != "" {
-		t.Errorf("the second daemon's root caller's write root over the first's directory: status %+v, %v, stderr %q; the sandbox found:\n%s", status, err, serr, out)
-	}
-}
-
 // The daemon keeps a file while sessions use it and a few it last used
 // besides; the others go, name and all, whatever number of contents it
 // has seen.
