@@ -75,8 +75,9 @@ type MountStep struct {
 	// read-only mount of its own (PassMount, in plan order with the
 	// ID-mapped ones), which the init attaches with no path looked up, so
 	// that nothing done to a name between the daemon's writing and the
-	// init's binding can change what the sandbox gets. Content is then
-	// empty.
+	// init's binding can change what the sandbox gets. Content and
+	// Source are then empty (a source would let the init take the step
+	// for a clone of that path; the encoder and decoder refuse one).
 	Shared bool `json:"shared,omitempty"`
 	// Via is, for a placeholder inside an ID-mapped write root, that
 	// root: the directory is made through the mapped mount, where the
