@@ -223,6 +223,11 @@ func TestSessionSocketStartsNarrowedChildrenAndSeesItsSubtree(t *testing.T) {
 	if got, _ := envOf(h.backend.lastSpec().Env, envDigest); got != cinfo.GetPolicyDigest() {
 		t.Fatalf("child's %s %q, Inspect says %q", envDigest, got, cinfo.GetPolicyDigest())
 	}
+	for _, sp := range h.backend.allSpecs() {
+		if sp.SessionID == cid && sp.ParentMechanismSet != fakeMechanismSet {
+			t.Fatalf("child's ParentMechanismSet %q, want its parent's %q", sp.ParentMechanismSet, fakeMechanismSet)
+		}
+	}
 	if cinfo.GetOwnerUid() != uint32(os.Getuid()) {
 		t.Fatalf("child owner %d, want the root session's owner", cinfo.GetOwnerUid())
 	}

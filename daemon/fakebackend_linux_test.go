@@ -88,6 +88,10 @@ func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.P
 	return &fakeProcess{cmd: cmd, master: master}, nil
 }
 
+// fakeMechanismSet is what every fake sandbox reports it runs under, which
+// the daemon passes on as a child's launcher.Spec.ParentMechanismSet.
+const fakeMechanismSet = "fake-set"
+
 type fakeProcess struct {
 	cmd    *exec.Cmd
 	master *os.File
@@ -100,7 +104,7 @@ func (p *fakeProcess) Pid() int { return p.cmd.Process.Pid }
 func (p *fakeProcess) Terminal() *os.File { return p.master }
 
 func (p *fakeProcess) Enforcement() *sandboxdv1.EnforcementReport {
-	return &sandboxdv1.EnforcementReport{Backend: "fake"}
+	return &sandboxdv1.EnforcementReport{Backend: "fake", MechanismSet: fakeMechanismSet}
 }
 
 func (p *fakeProcess) Signal(sig syscall.Signal) error {

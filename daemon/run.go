@@ -202,10 +202,13 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 	var (
 		pol      *sandboxdv1.Policy
 		parentID string
-		owner    uint32
-		ownerSID string
-		uid, gid uint32
-		groups   []uint32
+		// parentSet is the parent's mechanism set, which a child is
+		// built with or refused (launcher.Spec.ParentMechanismSet).
+		parentSet string
+		owner     uint32
+		ownerSID  string
+		uid, gid  uint32
+		groups    []uint32
 	)
 	if caller.Session != "" {
 		if start.GetLayerFrom() != "" {
@@ -222,6 +225,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 			return nil, launcher.Spec{}, fmt.Errorf("child policy: %w", err)
 		}
 		parentID, owner, ownerSID = parent.id, parent.ownerUID, parent.ownerSID
+		parentSet = parent.enforcementReport().GetMechanismSet()
 		uid, gid = parent.sandboxUID, parent.sandboxGID
 		groups = parent.callerGroups
 	} else {
@@ -307,20 +311,21 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		return nil, launcher.Spec{}, err
 	}
 	spec := launcher.Spec{
-		ParentSessionID: parentID,
-		SessionID:       id,
-		Policy:          pol,
-		Digest:          digest,
-		Argv:            sess.argv,
-		Env:             env,
-		Cwd:             cwd,
-		UID:             uid,
-		GID:             gid,
-		HideSockets:     s.hiddenSockets(),
-		Protect:         s.protect,
-		OnDenial:        sess.denied,
-		RootCaller:      owner == 0,
-		CallerGroups:    groups,
+		ParentSessionID:    parentID,
+		ParentMechanismSet: parentSet,
+		SessionID:          id,
+		Policy:             pol,
+		Digest:             digest,
+		Argv:               sess.argv,
+		Env:                env,
+		Cwd:                cwd,
+		UID:                uid,
+		GID:                gid,
+		HideSockets:        s.hiddenSockets(),
+		Protect:            s.protect,
+		OnDenial:           sess.denied,
+		RootCaller:         owner == 0,
+		CallerGroups:       groups,
 	}
 	if sess.socket != nil {
 		spec.SessionSocket = sess.socket.Path()
