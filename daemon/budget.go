@@ -21,11 +21,8 @@ func (s *session) budget(child *sandboxdv1.Policy) error {
 		l = &sandboxdv1.Limits{}
 		child.Limits = l
 	}
-	s.mu.Lock()
-	deadline := s.deadline
-	s.mu.Unlock()
-	if !deadline.IsZero() {
-		left := time.Until(deadline).Truncate(time.Millisecond)
+	if !s.deadline.IsZero() {
+		left := time.Until(s.deadline).Truncate(time.Millisecond)
 		if left <= 0 {
 			return &policy.WidenError{Field: policy.FieldLimitsTimeout, Msg: "the parent session's time is up"}
 		}
@@ -42,12 +39,6 @@ func (s *session) budget(child *sandboxdv1.Policy) error {
 		}
 	}
 	return nil
-}
-
-func (s *session) setDeadline(t time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.deadline = t
 }
 
 func (s *session) closeProxy() {

@@ -11,8 +11,7 @@ import (
 )
 
 func TestChildGetsWhatItsParentHasLeft(t *testing.T) {
-	parent := &session{outCap: &outputCap{limit: 100, written: 60}}
-	parent.setDeadline(time.Now().Add(10 * time.Second))
+	parent := &session{outCap: &outputCap{limit: 100, written: 60}, deadline: time.Now().Add(10 * time.Second)}
 	child := &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Timeout: durationpb.New(time.Minute), OutputBytes: 80}}
 	if err := parent.budget(child); err != nil {
 		t.Fatal(err)
@@ -41,8 +40,7 @@ func TestSpentBudgetRefusesTheChild(t *testing.T) {
 	if err := spent.budget(&sandboxdv1.Policy{}); !errors.As(err, &we) || we.Field != "limits.output_bytes" {
 		t.Errorf("spent output: %v", err)
 	}
-	late := &session{}
-	late.setDeadline(time.Now().Add(-time.Second))
+	late := &session{deadline: time.Now().Add(-time.Second)}
 	if err := late.budget(&sandboxdv1.Policy{}); !errors.As(err, &we) || we.Field != "limits.timeout" {
 		t.Errorf("time up: %v", err)
 	}

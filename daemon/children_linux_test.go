@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
+	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 )
 
@@ -431,5 +433,100 @@ func TestForgottenChildrenLeaveTheirParent(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("children kept after every child was forgotten: %v", children())
 		}
+	}
+}
+
+// holdStarts makes the fake backend's Start of every session whose spec
+// hold says so wait until the returned release is called; started gets
+// each held spec as its Start begins to wait.
+func (h *harness) holdStarts(hold func(launcher.Spec) bool) (started <-chan launcher.Spec, release func()) {
+	gate := make(chan struct{})
+	ch := make(chan launcher.Spec, 4)
+	h.backend.mu.Lock()
+	h.backend.gate = func(spec launcher.Spec) {
+		if hold(spec) {
+			ch <- spec
+			<-gate
+		}
+	}
+	h.backend.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	h.t.Cleanup(release)
+	return ch, release
+}
+
+// A child still STARTING when its parent ends, or when an operator kills
+// it, is killed as soon as its launch is over, with that reason: it does
+// not run on outside a tree that has ended.
+func TestStartingChildIsKilledWithItsParent(t *testing.T) {
+	h := startDaemon(t)
+	start := sh("read x")
+	start.Policy = childPolicy(t.TempDir())
+	parent := h.open(start)
+	parent.waitStarted()
+	pid := parent.started.GetSessionId()
+	inside := h.dial(h.backend.lastSpec().SessionSocket)
+	started, release := h.holdStarts(func(spec launcher.Spec) bool { return spec.ParentSessionID == pid })
+	child := make(chan *clientSession, 1)
+	go func() { child <- h.openOn(inside, detached(cmd("/bin/sleep", "60"))).finish() }()
+	spec := <-started
+	parent.stdin("\n", true)
+	parent.finish()
+	wantExit(t, parent, sandboxdv1.State_EXITED, 0, 0, "")
+	release()
+	c := <-child
+	if c.err != nil {
+		t.Fatalf("child: %v", c.err)
+	}
+	info := h.waitState(spec.SessionID, sandboxdv1.State_KILLED)
+	if info.GetReason() != reasonParentEnded {
+		t.Fatalf("child ended %q, want %q", info.GetReason(), reasonParentEnded)
+	}
+
+	// An operator's kill of a session still starting.
+	started, release = h.holdStarts(func(launcher.Spec) bool { return true })
+	s := make(chan *clientSession, 1)
+	go func() { s <- h.open(detached(cmd("/bin/sleep", "60"))).finish() }()
+	spec = <-started
+	if _, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: spec.SessionID}); err != nil {
+		t.Fatalf("Kill of a starting session: %v", err)
+	}
+	release()
+	if r := <-s; r.err != nil {
+		t.Fatalf("start: %v", r.err)
+	}
+	if info := h.waitState(spec.SessionID, sandboxdv1.State_KILLED); info.GetReason() != reasonOperator {
+		t.Fatalf("killed while starting: ended %q, want %q", info.GetReason(), reasonOperator)
+	}
+}
+
+// A child asked for while its parent's launch is not over yet still gets
+// no more than the time its parent has left.
+func TestChildOfAStartingParentIsWithinItsTime(t *testing.T) {
+	h := startDaemon(t)
+	start := sh("exec sleep 60")
+	start.Policy = childPolicy(t.TempDir())
+	started, release := h.holdStarts(func(spec launcher.Spec) bool { return spec.ParentSessionID == "" })
+	parent := h.open(start)
+	spec := <-started
+	time.Sleep(20 * time.Millisecond)
+	c := h.openOn(h.dial(spec.SessionSocket), detached(cmd("/bin/true")))
+	var child launcher.Spec
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if sp := h.backend.lastSpec(); sp.ParentSessionID == spec.SessionID {
+			child = sp
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child was not launched")
+		}
+	}
+	release()
+	parent.waitStarted()
+	c.finish()
+	full := spec.Policy.GetLimits().GetTimeout().AsDuration()
+	if got := child.Policy.GetLimits().GetTimeout().AsDuration(); got <= 0 || got > full-20*time.Millisecond {
+		t.Fatalf("child timeout %v, want at most what the parent (%v) had left", got, full)
 	}
 }

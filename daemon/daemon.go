@@ -491,12 +491,6 @@ func (s *Service) forgetLocked(id string) {
 	}
 }
 
-func (s *Service) isClosing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closing
-}
-
 // List returns the sessions the caller may see, live ones and the most
 // recent ended ones, oldest first.
 func (s *Service) List(ctx context.Context, caller Caller) []*sandboxdv1.SessionInfo {

@@ -19,6 +19,9 @@ type fakeBackend struct {
 	mu     sync.Mutex
 	refuse *launcher.Unenforceable
 	specs  []launcher.Spec
+	// gate, when set, is called with each spec before Start starts
+	// anything: a test holds a launch in STARTING by blocking in it.
+	gate func(launcher.Spec)
 }
 
 func (b *fakeBackend) Name() string { return "fake" }
@@ -42,8 +45,11 @@ func (b *fakeBackend) allSpecs() []launcher.Spec {
 func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.Process, error) {
 	b.mu.Lock()
 	b.specs = append(b.specs, spec)
-	refuse := b.refuse
+	refuse, gate := b.refuse, b.gate
 	b.mu.Unlock()
+	if gate != nil {
+		gate(spec)
+	}
 	if refuse != nil {
 		return nil, refuse
 	}

@@ -292,6 +292,9 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 	}
 	sess.callerGroups = groups
 	sess.layerFrom = start.GetLayerFrom()
+	if d := pol.GetLimits().GetTimeout().AsDuration(); d > 0 {
+		sess.deadline = sess.created.Add(d)
+	}
 	if n := pol.GetLimits().GetOutputBytes(); n != 0 {
 		sess.outCap = &outputCap{limit: n, tty: sess.tty}
 	}
@@ -405,15 +408,35 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 			return fail(err)
 		}
 	}
-	if err := sess.running(proc, proc.Enforcement(), sio); err != nil {
+	killed, err := sess.running(proc, proc.Enforcement(), sio)
+	if err != nil {
 		// Only this goroutine moves a STARTING session, so this means a bug;
 		// even then no sandbox is left behind.
 		return fail(err)
 	}
-	if s.isClosing() {
-		s.end(sess, reasonShutdown)
-	}
+	s.endIfOver(sess, killed)
 	return proc, sio, nil, nil
+}
+
+// endIfOver ends sess, just moved to RUNNING, when it was killed while it
+// was STARTING (killed is the reason), when its parent has ended or when
+// the daemon shuts down. Under s.mu: a parent that ends after this sees
+// sess RUNNING among its children and kills it itself (finished).
+func (s *Service) endIfOver(sess *session, killed string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reason := killed
+	if reason == "" && sess.parentID != "" {
+		if p := s.sessions[sess.parentID]; p == nil || p.closed {
+			reason = reasonParentEnded
+		}
+	}
+	if reason == "" && s.closing {
+		reason = reasonShutdown
+	}
+	if reason != "" {
+		s.end(sess, reason)
+	}
 }
 
 // supervise runs a started session to its end, whoever watches it: it
@@ -423,9 +446,8 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 // where the backend can say when that is.
 func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 	stopTimeout := func() bool { return false }
-	if d := sess.policy.GetLimits().GetTimeout().AsDuration(); d > 0 {
-		sess.setDeadline(time.Now().Add(d))
-		stopTimeout = time.AfterFunc(d, func() { s.end(sess, reasonTimeout) }).Stop
+	if !sess.deadline.IsZero() {
+		stopTimeout = time.AfterFunc(time.Until(sess.deadline), func() { s.end(sess, reasonTimeout) }).Stop
 	}
 	stopLayerSize := s.watchLayerSize(sess)
 	stopInput := s.watchInput(sess, sio)
