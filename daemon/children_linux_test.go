@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -528,5 +529,43 @@ func TestChildOfAStartingParentIsWithinItsTime(t *testing.T) {
 	full := spec.Policy.GetLimits().GetTimeout().AsDuration()
 	if got := child.Policy.GetLimits().GetTimeout().AsDuration(); got <= 0 || got > full-20*time.Millisecond {
 		t.Fatalf("child timeout %v, want at most what the parent (%v) had left", got, full)
+	}
+}
+
+// Every session of a tree counts against its owner's quota of sessions,
+// not only against the socket it was asked for on: a tree of sockets each
+// with its own quota would give a user that quota to the power of its
+// depth.
+func TestSessionTreeCountsAgainstItsOwnersQuota(t *testing.T) {
+	h := startDaemon(t, func(c *Config) { c.Quotas.Sessions = 3 })
+	start := sh("exec sleep 60")
+	start.Policy = childPolicy(t.TempDir())
+	parent := h.open(start)
+	parent.waitStarted()
+	inside := h.dial(h.backend.lastSpec().SessionSocket)
+	child := h.openOn(inside, detached(sh("exec sleep 60"))).finish()
+	if child.err != nil {
+		t.Fatalf("first child: %v", child.err)
+	}
+	childSocket := h.backend.lastSpec().SessionSocket
+	second := h.openOn(inside, detached(sh("exec sleep 60"))).finish()
+	if second.err != nil {
+		t.Fatalf("second child: %v", second.err)
+	}
+	// The owner's fourth session: a grandchild, on a socket that has
+	// started nothing yet.
+	grand := h.openOn(h.dial(childSocket), detached(sh("exec sleep 60"))).finish()
+	wantCode(t, grand.err, codes.ResourceExhausted, "--max-sessions")
+	if u := h.svc.quotas.usage("uid " + strconv.Itoa(os.Getuid())); u.sessions != 3 {
+		t.Errorf("owner holds %d sessions, want the tree's 3", u.sessions)
+	}
+	if _, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: parent.started.GetSessionId()}); err != nil {
+		t.Fatal(err)
+	}
+	parent.finish()
+	for deadline := time.Now().Add(10 * time.Second); h.svc.quotas.usage("uid "+strconv.Itoa(os.Getuid())).sessions != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner still holds %d sessions after its tree ended", h.svc.quotas.usage("uid "+strconv.Itoa(os.Getuid())).sessions)
+		}
 	}
 }

@@ -80,7 +80,8 @@ type session struct {
 
 	// quota is the quota key of the caller that started the session (for
 	// a child: the connection on its parent's socket), which the session
-	// counts against while it lives. The caller itself is only announced:
+	// counts against while it lives, as it does against its owner's
+	// (ownerKey) when that is another. The caller itself is only announced:
 	// the record does not keep it (80 bytes and its groups).
 	quota string
 	// events records the session's transitions and denials.
