@@ -10,7 +10,8 @@ import (
 )
 
 // budget narrows a child's policy, already narrowed against s's, to what
-// s has left of the limits that run down: its time and its output. The
+// s has left of the limits that run down: its time and its output, which
+// the child then draws from (childOutputCap). The
 // other limits need nothing here: the Linux backend places the child
 // within s's cgroup, where s's memory, pids and CPU limits count both; the
 // Windows backend, whose job objects do not nest, refuses a child that has
@@ -39,6 +40,15 @@ func (s *session) budget(child *sandboxdv1.Policy) error {
 		}
 	}
 	return nil
+}
+
+// childOutputCap is the cap of a child of s whose policy keeps limit
+// bytes of output (nil for none): what it keeps is drawn from s's too.
+func (s *session) childOutputCap(limit uint64, tty bool) *outputCap {
+	if limit == 0 {
+		return nil
+	}
+	return &outputCap{limit: limit, tty: tty, parent: s.outCap}
 }
 
 func (s *session) closeProxy() {

@@ -205,17 +205,19 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		// parentSet is the parent's mechanism set, which a child is
 		// built with or refused (launcher.Spec.ParentMechanismSet).
 		parentSet string
-		owner     uint32
-		ownerSID  string
-		uid, gid  uint32
-		groups    []uint32
+		// parent is the session on whose socket the child is asked for.
+		parent   *session
+		owner    uint32
+		ownerSID string
+		uid, gid uint32
+		groups   []uint32
 	)
 	if caller.Session != "" {
 		if start.GetLayerFrom() != "" {
 			return nil, launcher.Spec{}, &RequestError{Field: "layer_from", Msg: "set, but a child sandbox cannot have layers"}
 		}
-		parent, err := s.lookupFor(caller, caller.Session)
-		if err != nil {
+		var err error
+		if parent, err = s.lookupFor(caller, caller.Session); err != nil {
 			return nil, launcher.Spec{}, err
 		}
 		if pol, err = policy.Narrow(parent.policy, start.GetPolicy()); err != nil {
@@ -295,7 +297,9 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 	if d := pol.GetLimits().GetTimeout().AsDuration(); d > 0 {
 		sess.deadline = sess.created.Add(d)
 	}
-	if n := pol.GetLimits().GetOutputBytes(); n != 0 {
+	if parent != nil {
+		sess.outCap = parent.childOutputCap(pol.GetLimits().GetOutputBytes(), sess.tty)
+	} else if n := pol.GetLimits().GetOutputBytes(); n != 0 {
 		sess.outCap = &outputCap{limit: n, tty: sess.tty}
 	}
 	ids := sessionIdentity{id: id, digest: digest}
