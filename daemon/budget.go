@@ -10,7 +10,8 @@ import (
 )
 
 // budget narrows a child's policy, already narrowed against s's, to what
-// s has left of the limits that run down: its time and its output. The
+// s has left of the limits that run down: its time and its output, which
+// the child then draws from (childOutputCap). The
 // other limits need nothing here: the Linux backend places the child
 // within s's cgroup, where s's memory, pids and CPU limits count both; the
 // Windows backend, whose job objects do not nest, refuses a child that has
@@ -21,11 +22,8 @@ func (s *session) budget(child *sandboxdv1.Policy) error {
 		l = &sandboxdv1.Limits{}
 		child.Limits = l
 	}
-	s.mu.Lock()
-	deadline := s.deadline
-	s.mu.Unlock()
-	if !deadline.IsZero() {
-		left := time.Until(deadline).Truncate(time.Millisecond)
+	if !s.deadline.IsZero() {
+		left := time.Until(s.deadline).Truncate(time.Millisecond)
 		if left <= 0 {
 			return &policy.WidenError{Field: policy.FieldLimitsTimeout, Msg: "the parent session's time is up"}
 		}
@@ -44,10 +42,13 @@ func (s *session) budget(child *sandboxdv1.Policy) error {
 	return nil
 }
 
-func (s *session) setDeadline(t time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.deadline = t
+// childOutputCap is the cap of a child of s whose policy keeps limit
+// bytes of output (nil for none): what it keeps is drawn from s's too.
+func (s *session) childOutputCap(limit uint64, tty bool) *outputCap {
+	if limit == 0 {
+		return nil
+	}
+	return &outputCap{limit: limit, tty: tty, parent: s.outCap}
 }
 
 func (s *session) closeProxy() {

@@ -11,8 +11,7 @@ import (
 )
 
 func TestChildGetsWhatItsParentHasLeft(t *testing.T) {
-	parent := &session{outCap: &outputCap{limit: 100, written: 60}}
-	parent.setDeadline(time.Now().Add(10 * time.Second))
+	parent := &session{outCap: &outputCap{limit: 100, written: 60}, deadline: time.Now().Add(10 * time.Second)}
 	child := &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Timeout: durationpb.New(time.Minute), OutputBytes: 80}}
 	if err := parent.budget(child); err != nil {
 		t.Fatal(err)
@@ -41,8 +40,7 @@ func TestSpentBudgetRefusesTheChild(t *testing.T) {
 	if err := spent.budget(&sandboxdv1.Policy{}); !errors.As(err, &we) || we.Field != "limits.output_bytes" {
 		t.Errorf("spent output: %v", err)
 	}
-	late := &session{}
-	late.setDeadline(time.Now().Add(-time.Second))
+	late := &session{deadline: time.Now().Add(-time.Second)}
 	if err := late.budget(&sandboxdv1.Policy{}); !errors.As(err, &we) || we.Field != "limits.timeout" {
 		t.Errorf("time up: %v", err)
 	}
@@ -50,5 +48,41 @@ func TestSpentBudgetRefusesTheChild(t *testing.T) {
 	p := &sandboxdv1.Policy{}
 	if err := free.budget(p); err != nil || p.GetLimits().GetTimeout() != nil || p.GetLimits().GetOutputBytes() != 0 {
 		t.Errorf("unlimited parent: %v %v", p.GetLimits(), err)
+	}
+}
+
+// A child's output is drawn from its parent's: two children cut to what
+// their parent had left cannot each keep all of it, and what they keep
+// is gone from the parent's own.
+func TestChildrenDrawFromTheParentsOutput(t *testing.T) {
+	parent := &session{outCap: &outputCap{limit: 100}}
+	out := func(c *outputCap, n int) int {
+		keep, _ := c.admit(&sandboxdv1.Output{Data: make([]byte, n)})
+		return len(keep.GetData())
+	}
+	var kids []*session
+	for range 2 {
+		p := &sandboxdv1.Policy{}
+		if err := parent.budget(p); err != nil {
+			t.Fatal(err)
+		}
+		kids = append(kids, &session{outCap: parent.childOutputCap(p.GetLimits().GetOutputBytes(), false)})
+	}
+	if got := out(kids[0].outCap, 70); got != 70 {
+		t.Fatalf("first child kept %d of 70", got)
+	}
+	if got := out(kids[1].outCap, 70); got != 30 {
+		t.Errorf("second child kept %d of 70, want the 30 its parent had left", got)
+	}
+	if left, _ := parent.outCap.remaining(); left != 0 {
+		t.Errorf("parent has %d bytes left, want none", left)
+	}
+	if got := out(parent.outCap, 10); got != 0 {
+		t.Errorf("parent kept %d bytes its children had used", got)
+	}
+	// A grandchild's budget is what the whole line above it has left.
+	grand := &sandboxdv1.Policy{}
+	if err := kids[0].budget(grand); err == nil {
+		t.Errorf("grandchild given %d bytes of a spent parent's", grand.GetLimits().GetOutputBytes())
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
+	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 )
 
@@ -263,6 +266,11 @@ func TestSessionSocketStartsNarrowedChildrenAndSeesItsSubtree(t *testing.T) {
 	}
 	if got, _ := envOf(h.backend.lastSpec().Env, envDigest); got != cinfo.GetPolicyDigest() {
 		t.Fatalf("child's %s %q, Inspect says %q", envDigest, got, cinfo.GetPolicyDigest())
+	}
+	for _, sp := range h.backend.allSpecs() {
+		if sp.SessionID == cid && sp.ParentMechanismSet != fakeMechanismSet {
+			t.Fatalf("child's ParentMechanismSet %q, want its parent's %q", sp.ParentMechanismSet, fakeMechanismSet)
+		}
 	}
 	if cinfo.GetOwnerUid() != uint32(os.Getuid()) {
 		t.Fatalf("child owner %d, want the root session's owner", cinfo.GetOwnerUid())
@@ -523,5 +531,138 @@ func TestServeMakesTheSessionSocketDir(t *testing.T) {
 	}
 	if err := serve(linked); err == nil {
 		t.Error("Serve took a symlink for the session sockets' directory")
+	}
+}
+
+// holdStarts makes the fake backend's Start of every session whose spec
+// hold says so wait until the returned release is called; started gets
+// each held spec as its Start begins to wait.
+func (h *harness) holdStarts(hold func(launcher.Spec) bool) (started <-chan launcher.Spec, release func()) {
+	gate := make(chan struct{})
+	ch := make(chan launcher.Spec, 4)
+	h.backend.mu.Lock()
+	h.backend.gate = func(spec launcher.Spec) {
+		if hold(spec) {
+			ch <- spec
+			<-gate
+		}
+	}
+	h.backend.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	h.t.Cleanup(release)
+	return ch, release
+}
+
+// A child still STARTING when its parent ends, or when an operator kills
+// it, is killed as soon as its launch is over, with that reason: it does
+// not run on outside a tree that has ended.
+func TestStartingChildIsKilledWithItsParent(t *testing.T) {
+	h := startDaemon(t)
+	start := sh("read x")
+	start.Policy = childPolicy(t.TempDir())
+	parent := h.open(start)
+	parent.waitStarted()
+	pid := parent.started.GetSessionId()
+	inside := h.dial(h.backend.lastSpec().SessionSocket)
+	started, release := h.holdStarts(func(spec launcher.Spec) bool { return spec.ParentSessionID == pid })
+	child := make(chan *clientSession, 1)
+	go func() { child <- h.openOn(inside, detached(cmd("/bin/sleep", "60"))).finish() }()
+	spec := <-started
+	parent.stdin("\n", true)
+	parent.finish()
+	wantExit(t, parent, sandboxdv1.State_EXITED, 0, 0, "")
+	release()
+	c := <-child
+	if c.err != nil {
+		t.Fatalf("child: %v", c.err)
+	}
+	info := h.waitState(spec.SessionID, sandboxdv1.State_KILLED)
+	if info.GetReason() != reasonParentEnded {
+		t.Fatalf("child ended %q, want %q", info.GetReason(), reasonParentEnded)
+	}
+
+	// An operator's kill of a session still starting.
+	started, release = h.holdStarts(func(launcher.Spec) bool { return true })
+	s := make(chan *clientSession, 1)
+	go func() { s <- h.open(detached(cmd("/bin/sleep", "60"))).finish() }()
+	spec = <-started
+	if _, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: spec.SessionID}); err != nil {
+		t.Fatalf("Kill of a starting session: %v", err)
+	}
+	release()
+	if r := <-s; r.err != nil {
+		t.Fatalf("start: %v", r.err)
+	}
+	if info := h.waitState(spec.SessionID, sandboxdv1.State_KILLED); info.GetReason() != reasonOperator {
+		t.Fatalf("killed while starting: ended %q, want %q", info.GetReason(), reasonOperator)
+	}
+}
+
+// A child asked for while its parent's launch is not over yet still gets
+// no more than the time its parent has left.
+func TestChildOfAStartingParentIsWithinItsTime(t *testing.T) {
+	h := startDaemon(t)
+	start := sh("exec sleep 60")
+	start.Policy = childPolicy(t.TempDir())
+	started, release := h.holdStarts(func(spec launcher.Spec) bool { return spec.ParentSessionID == "" })
+	parent := h.open(start)
+	spec := <-started
+	time.Sleep(20 * time.Millisecond)
+	c := h.openOn(h.dial(spec.SessionSocket), detached(cmd("/bin/true")))
+	var child launcher.Spec
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if sp := h.backend.lastSpec(); sp.ParentSessionID == spec.SessionID {
+			child = sp
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child was not launched")
+		}
+	}
+	release()
+	parent.waitStarted()
+	c.finish()
+	full := spec.Policy.GetLimits().GetTimeout().AsDuration()
+	if got := child.Policy.GetLimits().GetTimeout().AsDuration(); got <= 0 || got > full-20*time.Millisecond {
+		t.Fatalf("child timeout %v, want at most what the parent (%v) had left", got, full)
+	}
+}
+
+// Every session of a tree counts against its owner's quota of sessions,
+// not only against the socket it was asked for on: a tree of sockets each
+// with its own quota would give a user that quota to the power of its
+// depth.
+func TestSessionTreeCountsAgainstItsOwnersQuota(t *testing.T) {
+	h := startDaemon(t, func(c *Config) { c.Quotas.Sessions = 3 })
+	start := sh("exec sleep 60")
+	start.Policy = childPolicy(t.TempDir())
+	parent := h.open(start)
+	parent.waitStarted()
+	inside := h.dial(h.backend.lastSpec().SessionSocket)
+	child := h.openOn(inside, detached(sh("exec sleep 60"))).finish()
+	if child.err != nil {
+		t.Fatalf("first child: %v", child.err)
+	}
+	childSocket := h.backend.lastSpec().SessionSocket
+	second := h.openOn(inside, detached(sh("exec sleep 60"))).finish()
+	if second.err != nil {
+		t.Fatalf("second child: %v", second.err)
+	}
+	// The owner's fourth session: a grandchild, on a socket that has
+	// started nothing yet.
+	grand := h.openOn(h.dial(childSocket), detached(sh("exec sleep 60"))).finish()
+	wantCode(t, grand.err, codes.ResourceExhausted, "--max-sessions")
+	if u := h.svc.quotas.usage("uid " + strconv.Itoa(os.Getuid())); u.sessions != 3 {
+		t.Errorf("owner holds %d sessions, want the tree's 3", u.sessions)
+	}
+	if _, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: parent.started.GetSessionId()}); err != nil {
+		t.Fatal(err)
+	}
+	parent.finish()
+	for deadline := time.Now().Add(10 * time.Second); h.svc.quotas.usage("uid "+strconv.Itoa(os.Getuid())).sessions != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the owner still holds %d sessions after its tree ended", h.svc.quotas.usage("uid "+strconv.Itoa(os.Getuid())).sessions)
+		}
 	}
 }

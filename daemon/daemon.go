@@ -385,6 +385,15 @@ func (s *Service) add(sess *session, caller Caller, key string) error {
 	if err := s.quotas.acquire(key, quotaSessions); err != nil {
 		return err
 	}
+	// A child counts against its owner too: each session socket has a
+	// quota of its own, and a tree of them would give one user that quota
+	// to the power of the tree's depth.
+	if owner := sess.ownerKey(); owner != key {
+		if err := s.quotas.acquire(owner, quotaSessions); err != nil {
+			s.quotas.release(key, quotaSessions)
+			return err
+		}
+	}
 	sess.quota = key
 	s.sessions[sess.id] = sess
 	if sess.parentID != "" {
@@ -445,6 +454,9 @@ func (s *Service) done(sess *session) {
 	defer s.mu.Unlock()
 	s.quotas.release(sess.quota, quotaSessions)
 	key := sess.ownerKey()
+	if key != sess.quota {
+		s.quotas.release(key, quotaSessions)
+	}
 	s.ended[key] = append(s.ended[key], endedSession{id: sess.id, ended: time.Now()})
 	if l := s.ended[key]; len(l) > s.cfg.RetainEnded {
 		for _, e := range l[:len(l)-s.cfg.RetainEnded] {
@@ -496,12 +508,6 @@ func (s *Service) forgetLocked(id string) {
 	} else {
 		s.children[sess.parentID] = kids
 	}
-}
-
-func (s *Service) isClosing() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closing
 }
 
 // List returns the sessions the caller may see, live ones and the most

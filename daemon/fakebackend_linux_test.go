@@ -19,6 +19,9 @@ type fakeBackend struct {
 	mu     sync.Mutex
 	refuse *launcher.Unenforceable
 	specs  []launcher.Spec
+	// gate, when set, is called with each spec before Start starts
+	// anything: a test holds a launch in STARTING by blocking in it.
+	gate func(launcher.Spec)
 }
 
 func (b *fakeBackend) Name() string { return "fake" }
@@ -42,8 +45,11 @@ func (b *fakeBackend) allSpecs() []launcher.Spec {
 func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.Process, error) {
 	b.mu.Lock()
 	b.specs = append(b.specs, spec)
-	refuse := b.refuse
+	refuse, gate := b.refuse, b.gate
 	b.mu.Unlock()
+	if gate != nil {
+		gate(spec)
+	}
 	if refuse != nil {
 		return nil, refuse
 	}
@@ -88,6 +94,10 @@ func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.P
 	return &fakeProcess{cmd: cmd, master: master}, nil
 }
 
+// fakeMechanismSet is what every fake sandbox reports it runs under, which
+// the daemon passes on as a child's launcher.Spec.ParentMechanismSet.
+const fakeMechanismSet = "fake-set"
+
 type fakeProcess struct {
 	cmd    *exec.Cmd
 	master *os.File
@@ -100,7 +110,7 @@ func (p *fakeProcess) Pid() int { return p.cmd.Process.Pid }
 func (p *fakeProcess) Terminal() *os.File { return p.master }
 
 func (p *fakeProcess) Enforcement() *sandboxdv1.EnforcementReport {
-	return &sandboxdv1.EnforcementReport{Backend: "fake"}
+	return &sandboxdv1.EnforcementReport{Backend: "fake", MechanismSet: fakeMechanismSet}
 }
 
 func (p *fakeProcess) Signal(sig syscall.Signal) error {

@@ -14,6 +14,9 @@ import (
 type outputCap struct {
 	limit uint64
 	tty   bool
+	// parent is the parent session's cap, which what this one keeps is
+	// drawn from too, nil for none.
+	parent *outputCap
 
 	mu      sync.Mutex
 	written uint64
@@ -33,18 +36,24 @@ func truncationMarker(limit uint64, tty bool) []byte {
 
 // admit returns what of o to publish, nil for nothing, and the marker to
 // publish after it the one time the limit is crossed. A zero limit admits
-// everything.
+// everything. What is kept counts against every ancestor's limit too, and
+// no more is kept than the one with the least left has.
 func (c *outputCap) admit(o *sandboxdv1.Output) (keep, marker *sandboxdv1.Output) {
 	if c == nil || c.limit == 0 {
 		return o, nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	line := c.lock()
+	defer unlock(line)
 	data := o.GetData()
-	room := c.limit - c.written
+	room := roomLocked(line)
 	if uint64(len(data)) <= room {
-		c.written += uint64(len(data))
+		for _, a := range line {
+			a.written += uint64(len(data))
+		}
 		return o, nil
+	}
+	for _, a := range line[1:] {
+		a.written += room
 	}
 	c.written = c.limit
 	c.dropped += uint64(len(data)) - room
@@ -58,13 +67,40 @@ func (c *outputCap) admit(o *sandboxdv1.Output) (keep, marker *sandboxdv1.Output
 	return keep, marker
 }
 
-// remaining is how much output may still be kept, and whether there is a
-// limit at all.
+// lock locks c and its ancestors, in that order (every caller takes them
+// from the descendant up, so no two wait for each other), and returns
+// them.
+func (c *outputCap) lock() []*outputCap {
+	var line []*outputCap
+	for a := c; a != nil; a = a.parent {
+		a.mu.Lock()
+		line = append(line, a)
+	}
+	return line
+}
+
+func unlock(line []*outputCap) {
+	for _, a := range line {
+		a.mu.Unlock()
+	}
+}
+
+// roomLocked is the least any cap of line has left; they are locked.
+func roomLocked(line []*outputCap) uint64 {
+	room := line[0].limit - line[0].written
+	for _, a := range line[1:] {
+		room = min(room, a.limit-a.written)
+	}
+	return room
+}
+
+// remaining is how much output may still be kept, its ancestors' counted,
+// and whether there is a limit at all.
 func (c *outputCap) remaining() (n uint64, limited bool) {
 	if c == nil || c.limit == 0 {
 		return 0, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.limit - c.written, true
+	line := c.lock()
+	defer unlock(line)
+	return roomLocked(line), true
 }

@@ -14,7 +14,8 @@ import (
 // Quotas bound what one caller may hold of the daemon at once, so that one
 // user of the socket cannot starve the others (of file descriptors, memory
 // or launch capacity). A caller is a uid (a SID on Windows); on a session's
-// own socket, the session. Zero fields take the Default* values.
+// own socket, the session, whose children count against their owner's
+// Sessions as well (Service.add). Zero fields take the Default* values.
 type Quotas struct {
 	// Connections open to the daemon.
 	Connections int

@@ -202,6 +202,11 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 	var (
 		pol      *sandboxdv1.Policy
 		parentID string
+		// parentSet is the parent's mechanism set, which a child is
+		// built with or refused (launcher.Spec.ParentMechanismSet).
+		parentSet string
+		// parent is the session on whose socket the child is asked for.
+		parent   *session
 		owner    uint32
 		ownerSID string
 		uid, gid uint32
@@ -211,8 +216,8 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		if start.GetLayerFrom() != "" {
 			return nil, launcher.Spec{}, &RequestError{Field: "layer_from", Msg: "set, but a child sandbox cannot have layers"}
 		}
-		parent, err := s.lookupFor(caller, caller.Session)
-		if err != nil {
+		var err error
+		if parent, err = s.lookupFor(caller, caller.Session); err != nil {
 			return nil, launcher.Spec{}, err
 		}
 		if pol, err = policy.Narrow(parent.policy, start.GetPolicy()); err != nil {
@@ -222,6 +227,7 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 			return nil, launcher.Spec{}, fmt.Errorf("child policy: %w", err)
 		}
 		parentID, owner, ownerSID = parent.id, parent.ownerUID, parent.ownerSID
+		parentSet = parent.enforcementReport().GetMechanismSet()
 		uid, gid = parent.sandboxUID, parent.sandboxGID
 		groups = parent.callerGroups
 	} else {
@@ -288,7 +294,12 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 	}
 	sess.callerGroups = groups
 	sess.layerFrom = start.GetLayerFrom()
-	if n := pol.GetLimits().GetOutputBytes(); n != 0 {
+	if d := pol.GetLimits().GetTimeout().AsDuration(); d > 0 {
+		sess.deadline = sess.created.Add(d)
+	}
+	if parent != nil {
+		sess.outCap = parent.childOutputCap(pol.GetLimits().GetOutputBytes(), sess.tty)
+	} else if n := pol.GetLimits().GetOutputBytes(); n != 0 {
 		sess.outCap = &outputCap{limit: n, tty: sess.tty}
 	}
 	ids := sessionIdentity{id: id, digest: digest}
@@ -307,20 +318,21 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		return nil, launcher.Spec{}, err
 	}
 	spec := launcher.Spec{
-		ParentSessionID: parentID,
-		SessionID:       id,
-		Policy:          pol,
-		Digest:          digest,
-		Argv:            sess.argv,
-		Env:             env,
-		Cwd:             cwd,
-		UID:             uid,
-		GID:             gid,
-		HideSockets:     s.hiddenSockets(),
-		Protect:         s.protect,
-		OnDenial:        sess.denied,
-		RootCaller:      owner == 0,
-		CallerGroups:    groups,
+		ParentSessionID:    parentID,
+		ParentMechanismSet: parentSet,
+		SessionID:          id,
+		Policy:             pol,
+		Digest:             digest,
+		Argv:               sess.argv,
+		Env:                env,
+		Cwd:                cwd,
+		UID:                uid,
+		GID:                gid,
+		HideSockets:        s.hiddenSockets(),
+		Protect:            s.protect,
+		OnDenial:           sess.denied,
+		RootCaller:         owner == 0,
+		CallerGroups:       groups,
 	}
 	if sess.socket != nil {
 		spec.SessionSocket = sess.socket.Path()
@@ -400,15 +412,35 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 			return fail(err)
 		}
 	}
-	if err := sess.running(proc, proc.Enforcement(), sio); err != nil {
+	killed, err := sess.running(proc, proc.Enforcement(), sio)
+	if err != nil {
 		// Only this goroutine moves a STARTING session, so this means a bug;
 		// even then no sandbox is left behind.
 		return fail(err)
 	}
-	if s.isClosing() {
-		s.end(sess, reasonShutdown)
-	}
+	s.endIfOver(sess, killed)
 	return proc, sio, nil, nil
+}
+
+// endIfOver ends sess, just moved to RUNNING, when it was killed while it
+// was STARTING (killed is the reason), when its parent has ended or when
+// the daemon shuts down. Under s.mu: a parent that ends after this sees
+// sess RUNNING among its children and kills it itself (finished).
+func (s *Service) endIfOver(sess *session, killed string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reason := killed
+	if reason == "" && sess.parentID != "" {
+		if p := s.sessions[sess.parentID]; p == nil || p.closed {
+			reason = reasonParentEnded
+		}
+	}
+	if reason == "" && s.closing {
+		reason = reasonShutdown
+	}
+	if reason != "" {
+		s.end(sess, reason)
+	}
 }
 
 // supervise runs a started session to its end, whoever watches it: it
@@ -418,9 +450,8 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 // where the backend can say when that is.
 func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 	stopTimeout := func() bool { return false }
-	if d := sess.policy.GetLimits().GetTimeout().AsDuration(); d > 0 {
-		sess.setDeadline(time.Now().Add(d))
-		stopTimeout = time.AfterFunc(d, func() { s.end(sess, reasonTimeout) }).Stop
+	if !sess.deadline.IsZero() {
+		stopTimeout = time.AfterFunc(time.Until(sess.deadline), func() { s.end(sess, reasonTimeout) }).Stop
 	}
 	stopLayerSize := s.watchLayerSize(sess)
 	stopInput := s.watchInput(sess, sio)

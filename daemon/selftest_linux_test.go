@@ -164,7 +164,7 @@ func TestListenAndServeRunsTheSelfTest(t *testing.T) {
 		t.Fatalf("ListenAndServe: %v", err)
 	}
 	text := log.text()
-	for _, want := range []string{"self-test: ok   write-root:", "self-test: FAIL read-deny:", "self-test FAILED: write-outside:"} {
+	for _, want := range []string{"self-test: ok   write-root:", "self-test: FAIL read-deny:", "self-test FAILED (mechanism set " + fakeMechanismSet + "): write-outside:"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("log has no %q:\n%s", want, text)
 		}

@@ -57,6 +57,10 @@ type session struct {
 	policy                 *sandboxdv1.Policy
 	digest                 string
 	created                time.Time
+	// deadline is when limits.timeout ends the session, counted from its
+	// creation, zero for never: known before the launch, so that a child
+	// asked for before the launch is over gets no more.
+	deadline time.Time
 	// out fans the output out to viewers and keeps the scrollback.
 	out *broadcast
 	// socket is the session's own socket when its policy allows children.
@@ -76,7 +80,8 @@ type session struct {
 
 	// quota is the quota key of the caller that started the session (for
 	// a child: the connection on its parent's socket), which the session
-	// counts against while it lives. The caller itself is only announced:
+	// counts against while it lives, as it does against its owner's
+	// (ownerKey) when that is another. The caller itself is only announced:
 	// the record does not keep it (80 bytes and its groups).
 	quota string
 	// events records the session's transitions and denials.
@@ -110,9 +115,6 @@ type session struct {
 	// denials are the most recent ones, oldest first; denialCount all.
 	denials     []*sandboxdv1.Denial
 	denialCount uint64
-	// deadline is when limits.timeout ends the session, zero for never
-	// or not yet running.
-	deadline time.Time
 }
 
 // policies holds each normalized policy that some session still runs
@@ -231,14 +233,16 @@ func (s *session) snapshot() ([]*sandboxdv1.Event, uint64) {
 	return out, s.lastSeq
 }
 
-func (s *session) running(p launcher.Process, enforcement *sandboxdv1.EnforcementReport, input *stdio) error {
+// running moves the launched session to RUNNING and returns the reason of
+// a kill asked for while it was STARTING, which the caller carries out.
+func (s *session) running(p launcher.Process, enforcement *sandboxdv1.EnforcementReport, input *stdio) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.proc = p
 	s.pid = p.Pid()
 	s.enforcement = enforcement
 	s.input = input
-	return s.moveLocked(sandboxdv1.State_RUNNING, &eventDetail{enforcement: enforcement, launchLatency: time.Since(s.created)})
+	return s.killReason, s.moveLocked(sandboxdv1.State_RUNNING, &eventDetail{enforcement: enforcement, launchLatency: time.Since(s.created)})
 }
 
 // setActivity moves a live session between RUNNING and the waiting states
@@ -369,9 +373,18 @@ func (s *session) finish(st launcher.Status, waitErr error) (*sandboxdv1.Exit, e
 }
 
 // kill ends every process of the sandbox and records why, so the session
-// ends KILLED with that reason.
+// ends KILLED with that reason. A session still STARTING has no sandbox to
+// kill yet: the reason is recorded, and its launch kills the sandbox once
+// there is one (Service.launch).
 func (s *session) kill(reason string) error {
 	s.mu.Lock()
+	if s.state == sandboxdv1.State_STARTING {
+		if s.killReason == "" {
+			s.killReason = reason
+		}
+		s.mu.Unlock()
+		return nil
+	}
 	if !live(s.state) || s.waited {
 		s.mu.Unlock()
 		return fmt.Errorf("kill session %s: %w", s.id, ErrNotRunning)

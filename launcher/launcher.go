@@ -79,6 +79,12 @@ type Spec struct {
 	// for a root session. A backend keeps a child within its parent's
 	// resource budget (limits).
 	ParentSessionID string
+	// ParentMechanismSet is the mechanism set the parent's sandbox runs
+	// under (its EnforcementReport's), "" for a root session. A backend
+	// with several sets builds a child with its parent's or refuses it: a
+	// child under another set would be confined by other means, some of
+	// which show it what its parent never saw.
+	ParentMechanismSet string
 	// Proxy serves a network.mode ALLOWLIST sandbox's only way out: the
 	// backend calls it, in a goroutine of its own, with the listener the
 	// sandbox reaches at ProxyAddress, and closes the listener once the
@@ -246,6 +252,8 @@ type PlanRequest struct {
 	SessionSocket string
 	// Child says the session is another session's child.
 	Child bool
+	// ParentMechanismSet is Spec's.
+	ParentMechanismSet string
 	// Proxy says the daemon serves the session's allowlist proxy
 	// (Spec.Proxy is set).
 	Proxy bool
@@ -260,7 +268,8 @@ func (s Spec) PlanRequest() PlanRequest {
 		Policy: s.Policy, SessionID: s.SessionID, Argv: s.Argv, Env: s.Env, Cwd: s.Cwd,
 		UID: s.UID, GID: s.GID, RootCaller: s.RootCaller, CallerGroups: s.CallerGroups, Terminal: s.Stdio.Terminal, Rows: s.Stdio.Rows, Cols: s.Stdio.Cols,
 		HideSockets: s.HideSockets, Protect: s.Protect, SessionSocket: s.SessionSocket, Child: s.ParentSessionID != "",
-		Proxy:   s.Proxy != nil,
-		Layered: slices.Sorted(maps.Keys(s.Layers)),
+		ParentMechanismSet: s.ParentMechanismSet,
+		Proxy:              s.Proxy != nil,
+		Layered:            slices.Sorted(maps.Keys(s.Layers)),
 	}
 }

@@ -152,12 +152,12 @@ func TestSpecPlanRequest(t *testing.T) {
 		SessionID: "s", Policy: p, Argv: []string{"sh"}, Env: []string{"A=1"}, Cwd: "/w", UID: 7, GID: 8,
 		Stdio: Stdio{Terminal: true, Rows: 24, Cols: 80}, HideSockets: []string{"/run/d.sock"}, SessionSocket: "/run/s.sock",
 		RootCaller: true, CallerGroups: []uint32{9}, Proxy: func(net.Listener) {},
-		ParentSessionID: "parent", Layers: map[string]*os.File{"/b": nil, "/a": nil, "/c": nil},
+		ParentSessionID: "parent", ParentMechanismSet: "namespaces", Layers: map[string]*os.File{"/b": nil, "/a": nil, "/c": nil},
 	}
 	r := spec.PlanRequest()
 	if r.Policy != p || r.SessionID != "s" || r.Argv[0] != "sh" || r.Env[0] != "A=1" || r.Cwd != "/w" || r.UID != 7 || r.GID != 8 ||
 		!r.Terminal || r.Rows != 24 || r.Cols != 80 || r.HideSockets[0] != "/run/d.sock" || r.SessionSocket != "/run/s.sock" || !r.Child ||
-		!r.RootCaller || r.CallerGroups[0] != 9 || !r.Proxy {
+		r.ParentMechanismSet != "namespaces" || !r.RootCaller || r.CallerGroups[0] != 9 || !r.Proxy {
 		t.Errorf("PlanRequest() = %+v", r)
 	}
 	// Sorted, so that a plan does not depend on the order of a map.

@@ -181,6 +181,7 @@ func TestChildSessionIsWithinItsParentsCgroup(t *testing.T) {
 	child := limitSpec(t, nil, "/bin/sh", "-c", "cat /proc/self/cgroup")
 	child.SessionID = parent.SessionID + "-child"
 	child.ParentSessionID = parent.SessionID
+	child.ParentMechanismSet = p.Enforcement().GetMechanismSet()
 	out, _, _, st, err := runSpec(t, b, child)
 	if err != nil || st.ExitCode != 0 {
 		t.Fatalf("child: %+v %v", st, err)

@@ -52,7 +52,7 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 		// same place for both.
 		return nil, fmt.Errorf("session socket %q is not an absolute path", req.SessionSocket)
 	}
-	set, err := choose(p, b.host, b.forced, req.SessionSocket != "" || p.GetChildren().GetAllow())
+	set, err := b.chooseFor(req)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +110,32 @@ func (b *backend) plan(req launcher.PlanRequest, layers map[string]*os.File) (*s
 		return nil, err
 	}
 	return sp, nil
+}
+
+// chooseFor picks the mechanism set of req's session. A child gets its
+// parent's or none: another set confines by other means, and the landlock
+// set would show it the host's /tmp, /run and processes its parent never
+// saw.
+func (b *backend) chooseFor(req launcher.PlanRequest) (MechanismSet, error) {
+	p := req.Policy
+	children := req.SessionSocket != "" || p.GetChildren().GetAllow()
+	if !req.Child {
+		return choose(p, b.host, b.forced, children)
+	}
+	parent, err := ParseMechanismSet(req.ParentMechanismSet)
+	if err != nil || parent == "" {
+		return "", &launcher.Unenforceable{
+			Field: policy.FieldChildrenAllow, Mechanism: "the parent's mechanism set",
+			Found:  fmt.Sprintf("the daemon named none this backend has (%q)", req.ParentMechanismSet),
+			Remedy: "start the child through its parent's session socket",
+		}
+	}
+	set, err := choose(p, b.host, parent, children)
+	var u *launcher.Unenforceable
+	if errors.As(err, &u) {
+		u.Found += fmt.Sprintf("; a child runs under its parent's mechanism set, %s", parent)
+	}
+	return set, err
 }
 
 // checkPaths refuses policies whose paths cross symlinks: the policy names

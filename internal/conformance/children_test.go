@@ -657,3 +657,61 @@ echo "== end"
 		checkForkBomb(t, o, 1, limit)
 	}
 }
+
+// TestChildKeepsItsParentsMechanismSet: a child runs under its parent's
+// mechanism set or is refused. A network HOST parent asks for a network
+// NONE child without children of its own, the one narrowing that needs
+// more of the host (a network namespace with its loopback) and that the
+// landlock set could take: where the parent's set cannot give it
+// (hostsim --deny netns), the child is refused naming network.mode rather
+// than built by another set, which would show it what its parent never
+// saw.
+func TestChildKeepsItsParentsMechanismSet(t *testing.T) {
+	outcomeHere(t)
+	for _, tty := range []bool{false, true} {
+		t.Run(pathName(tty), func(t *testing.T) {
+			testChildMechanismSet(t, tty)
+		})
+	}
+}
+
+func testChildMechanismSet(t *testing.T, tty bool) {
+	f := newFixture(t)
+	work := f.mkdir("work")
+	pol := supervisorPolicy(work)
+	pol.Network.Mode = sandboxdv1.Network_HOST
+	// No children of its own: the landlock set, which refuses those,
+	// would otherwise take the child.
+	childPolicy := filepath.Join(work, "child.json")
+	if err := os.WriteFile(childPolicy, []byte(`{"network": {"mode": "NONE"}, "children": {"allow": false}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`echo "== none"; %s run --policy %s -- %s env 2>&1; echo "rc=$?"
+echo "== end"
+`, suite.sandboxctl, childPolicy, suite.probe)
+	s := run(t, commandStart(tty, pol, nil, "/bin/sh", "-c", script), nil)
+	if childrenRefused(t, s.err) {
+		return
+	}
+	exitedCleanly(t, s)
+	sec := sections(s.stdout + s.stderr)
+	if _, ok := sec["end"]; !ok {
+		t.Fatalf("the supervisor script did not finish:\n%s", s)
+	}
+	parentSet := inspect(t, s.res.SessionID).GetEnforcement().GetMechanismSet()
+	if rc := rcOf(sec["none"]); rc == client.ExitDaemonFailed && refusalsAllowed() {
+		if !strings.Contains(sec["none"], "network.mode") || !strings.Contains(sec["none"], "parent's mechanism set") {
+			t.Errorf("child refused without naming network.mode and its parent's set: %q", sec["none"])
+		}
+		t.Logf("refused, as this host allows: %q", sec["none"])
+		return
+	}
+	o, ok := findOp(parseOutcomes(sec["none"]), "env")
+	if !ok || rcOf(sec["none"]) != 0 {
+		t.Fatalf("the network none child did not run: %q", sec["none"])
+	}
+	child := inspect(t, envOf(o, "SANDBOXD_SESSION"))
+	if got := child.GetEnforcement().GetMechanismSet(); got != parentSet || child.GetPolicy().GetNetwork().GetMode() != sandboxdv1.Network_NONE {
+		t.Errorf("child runs network %v under the %q set, want network NONE under its parent's %q", child.GetPolicy().GetNetwork().GetMode(), got, parentSet)
+	}
+}
