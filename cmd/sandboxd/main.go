@@ -76,7 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	proxyHosts := fs.String("proxy-hosts", "", "hosts-format `FILE` (ADDR NAME...) of names the allowlist proxy resolves as written there, even to loopback, instead of through DNS (default: none)")
 	maxConns := fs.Int("max-connections", daemon.DefaultMaxConnections, "connections one caller (a uid; a session on its own socket) may have open; beyond them the daemon closes new ones at once")
 	maxStreams := fs.Int("max-streams", daemon.DefaultMaxStreams, "Session and Watch streams one caller may have open; beyond them new ones are refused with RESOURCE_EXHAUSTED")
-	maxSessions := fs.Int("max-sessions", daemon.DefaultMaxSessions, "sessions not yet ended (detached ones included) one caller may have; beyond them a Start is refused with RESOURCE_EXHAUSTED")
+	maxSessions := fs.Int("max-sessions", daemon.DefaultMaxSessions, "sessions not yet ended (detached ones included) one caller may have, its sandboxes' child sessions included; beyond them a Start is refused with RESOURCE_EXHAUSTED")
 	maxLaunches := fs.Int("max-launches", daemon.DefaultMaxLaunches, "Starts of one caller accepted and not yet running (queued for a launch slot or being built); beyond them a Start is refused with RESOURCE_EXHAUSTED")
 	keepalive := fs.Duration("keepalive", daemon.DefaultKeepalive, "ping a connection silent this long, and close it (with its streams) when the ping is not answered within a third of it")
 	firstMessage := fs.Duration("first-message-timeout", daemon.DefaultFirstMessageTimeout, "how long a Session stream may take to send its Start or Attach before it is ended with DEADLINE_EXCEEDED")
