@@ -721,9 +721,37 @@ func TestIdleInitStackHasAGuardPage(t *testing.T) {
 	}
 }
 
-// envUserNSExhausted marks the child process of
-// TestNoUserNamespaceLeftIsNoFullDisk.
-const envUserNSExhausted = "SANDBOXD_TEST_USERNS_ENOSPC"
+// envENOSPCDenial marks the child process of the tests that probe with a
+// hostsim denial failing with ENOSPC, and names the denial.
+const envENOSPCDenial = "SANDBOXD_TEST_ENOSPC_DENIAL"
+
+// probeWithENOSPC runs the calling test again in a child that denies itself
+// what denial takes away with ENOSPC, and returns, in that child, what the
+// probe found; in the parent it reports the child's outcome and returns nil.
+func probeWithENOSPC(t *testing.T, denial string) *HostProbe {
+	t.Helper()
+	if os.Getenv(envENOSPCDenial) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), envENOSPCDenial+"="+denial)
+		out, err := cmd.CombinedOutput()
+		switch {
+		case strings.Contains(string(out), "--- SKIP"):
+			t.Skipf("%s", out)
+		case err != nil || !strings.Contains(string(out), "--- PASS"):
+			t.Errorf("probe with %s denied with ENOSPC: %v\n%s", denial, err, out)
+		}
+		return nil
+	}
+	prog, err := hostsim.Program([]string{os.Getenv(envENOSPCDenial)}, unix.ENOSPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hostsim.Install(prog); err != nil {
+		t.Skipf("cannot install the %s denial: %v", denial, err)
+	}
+	uid, gid := sandboxIdentity()
+	return ProbeHost(context.Background(), "/proc/self/exe", uid, gid)
+}
 
 // clone(CLONE_NEWUSER) fails with ENOSPC when no more user namespaces may
 // be made (user.max_user_namespaces reached or 0, or 32 nested), and the
@@ -733,30 +761,14 @@ const envUserNSExhausted = "SANDBOXD_TEST_USERNS_ENOSPC"
 // and probes.
 func TestNoUserNamespaceLeftIsNoFullDisk(t *testing.T) {
 	const want = "no more user namespaces"
-	if err := namespaceRefusal(&spawnError{stage: 1, errno: unix.ENOSPC}, true); !strings.Contains(err.Error(), want) {
-		t.Errorf("the refusal of a clone that got ENOSPC: %q, want it to say %q", err, want)
+	if err := namespaceRefusal(&spawnError{stage: 1, errno: unix.ENOSPC}, true); !strings.Contains(err.Error(), "not a full filesystem") ||
+		!strings.Contains(err.Error(), "user.max_user_namespaces") || !strings.Contains(err.Error(), "user.max_net_namespaces") {
+		t.Errorf("the refusal of a clone that got ENOSPC: %q, want it to name the limits of user and net namespaces, not a full disk", err)
 	}
-	if os.Getenv(envUserNSExhausted) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestNoUserNamespaceLeftIsNoFullDisk$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), envUserNSExhausted+"=1")
-		out, err := cmd.CombinedOutput()
-		switch {
-		case strings.Contains(string(out), "--- SKIP"):
-			t.Skipf("%s", out)
-		case err != nil || !strings.Contains(string(out), "--- PASS"):
-			t.Errorf("probe with user namespaces denied with ENOSPC: %v\n%s", err, out)
-		}
+	h := probeWithENOSPC(t, "userns")
+	if h == nil {
 		return
 	}
-	prog, err := hostsim.Program([]string{"userns"}, unix.ENOSPC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hostsim.Install(prog); err != nil {
-		t.Skipf("cannot install the userns denial: %v", err)
-	}
-	uid, gid := sandboxIdentity()
-	h := ProbeHost(context.Background(), "/proc/self/exe", uid, gid)
 	for _, r := range h.Results {
 		if r.Name != PrimUserNS {
 			continue
@@ -767,4 +779,57 @@ func TestNoUserNamespaceLeftIsNoFullDisk(t *testing.T) {
 		return
 	}
 	t.Errorf("no %s probe in %+v", PrimUserNS, h.Results)
+}
+
+// ENOSPC from a step of a probe child that did start (open_tree past
+// fs.mount-max) is that step's: the probe blamed it on the namespace
+// limits too.
+func TestProbeStepENOSPCIsNotANamespaceLimit(t *testing.T) {
+	h := probeWithENOSPC(t, "mount")
+	if h == nil {
+		return
+	}
+	for _, r := range h.Results {
+		if r.Name != PrimMounts {
+			continue
+		}
+		if r.Errno != unix.ENOSPC || !strings.Contains(r.Detail, "open_tree") || strings.Contains(r.Detail, "namespaces") {
+			t.Errorf("the mount probe, open_tree denied with ENOSPC, found %v: %q, want open_tree's ENOSPC as is", r.Errno, r.Detail)
+		}
+		return
+	}
+	t.Errorf("no %s probe in %+v", PrimMounts, h.Results)
+}
+
+// ENOSPC from a clone may come from the limit of any kind of namespace it
+// makes; the refusal named only the user namespaces' limit.
+func TestNamespacesExhaustedNamesTheLimits(t *testing.T) {
+	dir := t.TempDir()
+	set := func(name, v string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("max_user_namespaces", "100")
+	set("max_mnt_namespaces", "0")
+	set("max_pid_namespaces", "50")
+	set("max_net_namespaces", "70")
+	const flags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID
+	got := namespacesExhausted(flags, dir)
+	if !strings.Contains(got, "user.max_mnt_namespaces is 0") || strings.Contains(got, "max_user_namespaces") || strings.Contains(got, "max_net") {
+		t.Errorf("with mount namespaces off: %q, want it to name user.max_mnt_namespaces is 0 and no other limit", got)
+	}
+	set("max_mnt_namespaces", "60")
+	got = namespacesExhausted(flags, dir)
+	for _, w := range []string{"user.max_user_namespaces is 100", "user.max_mnt_namespaces is 60", "user.max_pid_namespaces is 50", "32 pid namespaces deep", "not a full filesystem"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("with every limit above 0: %q, want it to say %q", got, w)
+		}
+	}
+	if strings.Contains(got, "max_net") {
+		t.Errorf("with no CLONE_NEWNET: %q names the net namespaces' limit", got)
+	}
+	if got := namespacesExhausted(unix.CLONE_NEWUSER, dir); !strings.Contains(got, "no more user namespaces") || strings.Contains(got, "pid") {
+		t.Errorf("for clone(CLONE_NEWUSER): %q, want it to say no more user namespaces, and nothing of pid namespaces", got)
+	}
 }
