@@ -598,6 +598,97 @@ func earlyFailureChild(t *testing.T, deny string) {
 	}
 }
 
+// envPersonalityDenied marks the child process of
+// TestLaunchesWherePersonalityIsDenied, and says whether it runs with
+// ADDR_NO_RANDOMIZE.
+const envPersonalityDenied = "SANDBOXD_TEST_PERSONALITY_DENIED"
+
+// Where personality(2) is denied, queries included (a container's seccomp
+// profile), the init refused every launch, though the spawner promised such
+// a host launches on; it now refuses only when /proc shows the flag it
+// cannot clear, ADDR_NO_RANDOMIZE.
+func TestLaunchesWherePersonalityIsDenied(t *testing.T) {
+	if norandom := os.Getenv(envPersonalityDenied); norandom != "" {
+		personalityDeniedChild(t, norandom == "norandom")
+		return
+	}
+	for _, mode := range []string{"random", "norandom"} {
+		args := []string{os.Args[0], "-test.run", "^TestLaunchesWherePersonalityIsDenied$", "-test.v", "-test.count=1"}
+		if mode == "norandom" {
+			// Every thread of the child, as personality(2) sets only
+			// the caller's.
+			setarch, err := exec.LookPath("setarch")
+			if err != nil {
+				t.Logf("no setarch: %v", err)
+				continue
+			}
+			args = append([]string{setarch, "-R"}, args...)
+		}
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), envPersonalityDenied+"="+mode)
+		out, err := cmd.CombinedOutput()
+		switch {
+		case strings.Contains(string(out), "--- SKIP"):
+			t.Skipf("%s: %s", mode, out)
+		case err != nil || !strings.Contains(string(out), "--- PASS"):
+			t.Errorf("%s, personality denied: %v\n%s", mode, err, out)
+		}
+	}
+}
+
+// personalityDeniedChild denies itself personality(2), so that the
+// spawner, started on the first launch, and its inits inherit the denial,
+// and launches in each mechanism set.
+func personalityDeniedChild(t *testing.T, norandom bool) {
+	if b, err := os.ReadFile("/proc/self/personality"); err != nil || strings.HasSuffix(strings.TrimSpace(string(b)), "40000") != norandom {
+		t.Fatalf("personality %q (%v), want ADDR_NO_RANDOMIZE %v", b, err, norandom)
+	}
+	uid, gid := sandboxIdentity()
+	var sets []*setBackend
+	for _, set := range []MechanismSet{SetNamespaces, SetLandlock} {
+		b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(set), InitPath: initBinaryPath(t)})
+		if err != nil {
+			t.Logf("no %s set here: %v", set, err)
+			continue
+		}
+		sets = append(sets, &setBackend{set, b})
+	}
+	if len(sets) == 0 {
+		t.Skip("no mechanism set here")
+	}
+	prog, err := hostsim.Program([]string{"personality"}, unix.EPERM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hostsim.Install(prog); err != nil {
+		t.Skipf("cannot install the personality denial: %v", err)
+	}
+	for _, bf := range sets {
+		p, err := bf.b.Start(context.Background(), testSpec(t, nil, "/bin/true"))
+		if norandom {
+			if err == nil {
+				p.Wait()
+				t.Errorf("%s: launched with ADDR_NO_RANDOMIZE that may not be cleared", bf.set)
+			} else if u := (*launcher.Unenforceable)(nil); !errors.As(err, &u) || u.Probe != "personality" {
+				t.Errorf("%s: %v, want a refusal by personality", bf.set, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: a launch with personality denied: %v", bf.set, err)
+			continue
+		}
+		if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
+			t.Errorf("%s: /bin/true with personality denied: %+v, %v", bf.set, st, err)
+		}
+	}
+}
+
+type setBackend struct {
+	set MechanismSet
+	b   launcher.Backend
+}
+
 // The report lines read without encoding/json decode as encoding/json
 // decodes them, and a line that only looks like one goes through it.
 func TestQuickReportDecodesAsEncodingJSON(t *testing.T) {

@@ -327,6 +327,7 @@ static void without_randomization(int argc, char **argv)
 int run_spawner(int argc, char **argv)
 {
 	without_randomization(argc, argv);
+	note_personality();
 	/*
 	 * Nothing of the daemon's reaches the spawner's inits or commands;
 	 * each init closes the spawner's own. What the daemon was started
