@@ -535,6 +535,15 @@ func TestSpawnFailureBlamesWhatFailed(t *testing.T) {
 			t.Errorf("%v: %q does not name the stage that failed", errno, err)
 		}
 	}
+	// The spawner killed the init whose pidfd it could not pass: fds in
+	// flight or memory, not the namespaces.
+	for _, errno := range []syscall.Errno{unix.ETOOMANYREFS, unix.ENOBUFS, unix.ENOMEM} {
+		err := spawnFailure(&spawnError{stage: spawnStageReply, errno: errno}, ns)
+		var ue *launcher.Unenforceable
+		if !errors.Is(err, launcher.ErrHostResources) || errors.As(err, &ue) || !strings.Contains(err.Error(), "reply: "+errno.Error()) {
+			t.Errorf("reply %v: got %v, want a host-resources error naming the reply, not a refusal", errno, err)
+		}
+	}
 	var ue *launcher.Unenforceable
 	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns); !errors.As(err, &ue) || ue.Field != "process" {
 		t.Errorf("EPERM: got %v, want the namespaces refusal", err)
