@@ -481,20 +481,25 @@ func namespaceRefusal(err error, netns bool) error {
 		return fmt.Errorf("start sandbox init: %w", err)
 	}
 	kinds := "user, mount, pid, ipc, uts, cgroup"
+	// The flags of spawner.c's clone of an init.
+	flags := uint64(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP)
 	if netns {
 		kinds += ", net"
+		flags |= unix.CLONE_NEWNET
 	}
 	found := "the kernel refused to create them for this daemon"
+	remedy := "run sandboxd as root, or allow unprivileged user namespaces (sysctl user.max_user_namespaces>0, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0)"
 	if errno == unix.ENOSPC {
-		found = userNSExhausted()
+		found = namespacesExhausted(flags, "/proc/sys/user")
+		remedy = "raise the user.max_*_namespaces limit named (on the host, or in the enclosing container), or end sessions"
 	}
 	return &launcher.Unenforceable{
 		Field:     "process",
 		Mechanism: "new " + kinds + " namespaces with a one-uid map",
 		Found:     found,
 		Errno:     errno,
-		Probe:     "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID...) + uid_map",
-		Remedy:    "run sandboxd as root, or allow unprivileged user namespaces (sysctl user.max_user_namespaces>0, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0)",
+		Probe:     "clone(" + cloneFlagNames(flags) + ") + uid_map",
+		Remedy:    remedy,
 	}
 }
 

@@ -114,8 +114,11 @@ func spawnFailure(err error, key initKey) error {
 	if !errors.As(err, &se) {
 		return err
 	}
-	switch se.errno {
-	case unix.EMFILE, unix.ENFILE, unix.EAGAIN, unix.ENOMEM:
+	switch {
+	case se.stage == spawnStageReply:
+		// The init ran, but its pidfd could not reach the daemon.
+		return fmt.Errorf("start sandbox init: the spawner could not pass the init's pidfd, and killed it: %w (raise the daemon's LimitNOFILE, or end sessions): %w", launcher.ErrHostResources, err)
+	case se.errno == unix.EMFILE || se.errno == unix.ENFILE || se.errno == unix.EAGAIN || se.errno == unix.ENOMEM:
 		// Out of fds, tasks or memory: blaming the namespaces would send
 		// the operator after the wrong setting.
 		return fmt.Errorf("start sandbox init: %w (raise the daemon's LimitNOFILE or TasksMax, or end sessions): %w", launcher.ErrHostResources, err)

@@ -535,6 +535,15 @@ func TestSpawnFailureBlamesWhatFailed(t *testing.T) {
 			t.Errorf("%v: %q does not name the stage that failed", errno, err)
 		}
 	}
+	// The spawner killed the init whose pidfd it could not pass: fds in
+	// flight or memory, not the namespaces.
+	for _, errno := range []syscall.Errno{unix.ETOOMANYREFS, unix.ENOBUFS, unix.ENOMEM} {
+		err := spawnFailure(&spawnError{stage: spawnStageReply, errno: errno}, ns)
+		var ue *launcher.Unenforceable
+		if !errors.Is(err, launcher.ErrHostResources) || errors.As(err, &ue) || !strings.Contains(err.Error(), "reply: "+errno.Error()) {
+			t.Errorf("reply %v: got %v, want a host-resources error naming the reply, not a refusal", errno, err)
+		}
+	}
 	var ue *launcher.Unenforceable
 	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns); !errors.As(err, &ue) || ue.Field != "process" {
 		t.Errorf("EPERM: got %v, want the namespaces refusal", err)
@@ -596,6 +605,97 @@ func earlyFailureChild(t *testing.T, deny string) {
 	if !errors.As(err, &u) || u.Field != os.Getenv("WANT_FIELD") || u.Probe != os.Getenv("WANT_PROBE") {
 		t.Fatalf("with %s denied: %v (%+v); want a refusal of %s by %q", deny, err, u, os.Getenv("WANT_FIELD"), os.Getenv("WANT_PROBE"))
 	}
+}
+
+// envPersonalityDenied marks the child process of
+// TestLaunchesWherePersonalityIsDenied, and says whether it runs with
+// ADDR_NO_RANDOMIZE.
+const envPersonalityDenied = "SANDBOXD_TEST_PERSONALITY_DENIED"
+
+// Where personality(2) is denied, queries included (a container's seccomp
+// profile), the init refused every launch, though the spawner promised such
+// a host launches on; it now refuses only when /proc shows the flag it
+// cannot clear, ADDR_NO_RANDOMIZE.
+func TestLaunchesWherePersonalityIsDenied(t *testing.T) {
+	if norandom := os.Getenv(envPersonalityDenied); norandom != "" {
+		personalityDeniedChild(t, norandom == "norandom")
+		return
+	}
+	for _, mode := range []string{"random", "norandom"} {
+		args := []string{os.Args[0], "-test.run", "^TestLaunchesWherePersonalityIsDenied$", "-test.v", "-test.count=1"}
+		if mode == "norandom" {
+			// Every thread of the child, as personality(2) sets only
+			// the caller's.
+			setarch, err := exec.LookPath("setarch")
+			if err != nil {
+				t.Logf("no setarch: %v", err)
+				continue
+			}
+			args = append([]string{setarch, "-R"}, args...)
+		}
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), envPersonalityDenied+"="+mode)
+		out, err := cmd.CombinedOutput()
+		switch {
+		case strings.Contains(string(out), "--- SKIP"):
+			t.Skipf("%s: %s", mode, out)
+		case err != nil || !strings.Contains(string(out), "--- PASS"):
+			t.Errorf("%s, personality denied: %v\n%s", mode, err, out)
+		}
+	}
+}
+
+// personalityDeniedChild denies itself personality(2), so that the
+// spawner, started on the first launch, and its inits inherit the denial,
+// and launches in each mechanism set.
+func personalityDeniedChild(t *testing.T, norandom bool) {
+	if b, err := os.ReadFile("/proc/self/personality"); err != nil || strings.HasSuffix(strings.TrimSpace(string(b)), "40000") != norandom {
+		t.Fatalf("personality %q (%v), want ADDR_NO_RANDOMIZE %v", b, err, norandom)
+	}
+	uid, gid := sandboxIdentity()
+	var sets []*setBackend
+	for _, set := range []MechanismSet{SetNamespaces, SetLandlock} {
+		b, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(set), InitPath: initBinaryPath(t)})
+		if err != nil {
+			t.Logf("no %s set here: %v", set, err)
+			continue
+		}
+		sets = append(sets, &setBackend{set, b})
+	}
+	if len(sets) == 0 {
+		t.Skip("no mechanism set here")
+	}
+	prog, err := hostsim.Program([]string{"personality"}, unix.EPERM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hostsim.Install(prog); err != nil {
+		t.Skipf("cannot install the personality denial: %v", err)
+	}
+	for _, bf := range sets {
+		p, err := bf.b.Start(context.Background(), testSpec(t, nil, "/bin/true"))
+		if norandom {
+			if err == nil {
+				p.Wait()
+				t.Errorf("%s: launched with ADDR_NO_RANDOMIZE that may not be cleared", bf.set)
+			} else if u := (*launcher.Unenforceable)(nil); !errors.As(err, &u) || u.Probe != "personality" {
+				t.Errorf("%s: %v, want a refusal by personality", bf.set, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: a launch with personality denied: %v", bf.set, err)
+			continue
+		}
+		if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
+			t.Errorf("%s: /bin/true with personality denied: %+v, %v", bf.set, st, err)
+		}
+	}
+}
+
+type setBackend struct {
+	set MechanismSet
+	b   launcher.Backend
 }
 
 // The report lines read without encoding/json decode as encoding/json
@@ -721,9 +821,37 @@ func TestIdleInitStackHasAGuardPage(t *testing.T) {
 	}
 }
 
-// envUserNSExhausted marks the child process of
-// TestNoUserNamespaceLeftIsNoFullDisk.
-const envUserNSExhausted = "SANDBOXD_TEST_USERNS_ENOSPC"
+// envENOSPCDenial marks the child process of the tests that probe with a
+// hostsim denial failing with ENOSPC, and names the denial.
+const envENOSPCDenial = "SANDBOXD_TEST_ENOSPC_DENIAL"
+
+// probeWithENOSPC runs the calling test again in a child that denies itself
+// what denial takes away with ENOSPC, and returns, in that child, what the
+// probe found; in the parent it reports the child's outcome and returns nil.
+func probeWithENOSPC(t *testing.T, denial string) *HostProbe {
+	t.Helper()
+	if os.Getenv(envENOSPCDenial) == "" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), envENOSPCDenial+"="+denial)
+		out, err := cmd.CombinedOutput()
+		switch {
+		case strings.Contains(string(out), "--- SKIP"):
+			t.Skipf("%s", out)
+		case err != nil || !strings.Contains(string(out), "--- PASS"):
+			t.Errorf("probe with %s denied with ENOSPC: %v\n%s", denial, err, out)
+		}
+		return nil
+	}
+	prog, err := hostsim.Program([]string{os.Getenv(envENOSPCDenial)}, unix.ENOSPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hostsim.Install(prog); err != nil {
+		t.Skipf("cannot install the %s denial: %v", denial, err)
+	}
+	uid, gid := sandboxIdentity()
+	return ProbeHost(context.Background(), "/proc/self/exe", uid, gid)
+}
 
 // clone(CLONE_NEWUSER) fails with ENOSPC when no more user namespaces may
 // be made (user.max_user_namespaces reached or 0, or 32 nested), and the
@@ -733,30 +861,14 @@ const envUserNSExhausted = "SANDBOXD_TEST_USERNS_ENOSPC"
 // and probes.
 func TestNoUserNamespaceLeftIsNoFullDisk(t *testing.T) {
 	const want = "no more user namespaces"
-	if err := namespaceRefusal(&spawnError{stage: 1, errno: unix.ENOSPC}, true); !strings.Contains(err.Error(), want) {
-		t.Errorf("the refusal of a clone that got ENOSPC: %q, want it to say %q", err, want)
+	if err := namespaceRefusal(&spawnError{stage: 1, errno: unix.ENOSPC}, true); !strings.Contains(err.Error(), "not a full filesystem") ||
+		!strings.Contains(err.Error(), "user.max_user_namespaces") || !strings.Contains(err.Error(), "user.max_net_namespaces") {
+		t.Errorf("the refusal of a clone that got ENOSPC: %q, want it to name the limits of user and net namespaces, not a full disk", err)
 	}
-	if os.Getenv(envUserNSExhausted) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestNoUserNamespaceLeftIsNoFullDisk$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), envUserNSExhausted+"=1")
-		out, err := cmd.CombinedOutput()
-		switch {
-		case strings.Contains(string(out), "--- SKIP"):
-			t.Skipf("%s", out)
-		case err != nil || !strings.Contains(string(out), "--- PASS"):
-			t.Errorf("probe with user namespaces denied with ENOSPC: %v\n%s", err, out)
-		}
+	h := probeWithENOSPC(t, "userns")
+	if h == nil {
 		return
 	}
-	prog, err := hostsim.Program([]string{"userns"}, unix.ENOSPC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hostsim.Install(prog); err != nil {
-		t.Skipf("cannot install the userns denial: %v", err)
-	}
-	uid, gid := sandboxIdentity()
-	h := ProbeHost(context.Background(), "/proc/self/exe", uid, gid)
 	for _, r := range h.Results {
 		if r.Name != PrimUserNS {
 			continue
@@ -767,4 +879,57 @@ func TestNoUserNamespaceLeftIsNoFullDisk(t *testing.T) {
 		return
 	}
 	t.Errorf("no %s probe in %+v", PrimUserNS, h.Results)
+}
+
+// ENOSPC from a step of a probe child that did start (open_tree past
+// fs.mount-max) is that step's: the probe blamed it on the namespace
+// limits too.
+func TestProbeStepENOSPCIsNotANamespaceLimit(t *testing.T) {
+	h := probeWithENOSPC(t, "mount")
+	if h == nil {
+		return
+	}
+	for _, r := range h.Results {
+		if r.Name != PrimMounts {
+			continue
+		}
+		if r.Errno != unix.ENOSPC || !strings.Contains(r.Detail, "open_tree") || strings.Contains(r.Detail, "namespaces") {
+			t.Errorf("the mount probe, open_tree denied with ENOSPC, found %v: %q, want open_tree's ENOSPC as is", r.Errno, r.Detail)
+		}
+		return
+	}
+	t.Errorf("no %s probe in %+v", PrimMounts, h.Results)
+}
+
+// ENOSPC from a clone may come from the limit of any kind of namespace it
+// makes; the refusal named only the user namespaces' limit.
+func TestNamespacesExhaustedNamesTheLimits(t *testing.T) {
+	dir := t.TempDir()
+	set := func(name, v string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("max_user_namespaces", "100")
+	set("max_mnt_namespaces", "0")
+	set("max_pid_namespaces", "50")
+	set("max_net_namespaces", "70")
+	const flags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID
+	got := namespacesExhausted(flags, dir)
+	if !strings.Contains(got, "user.max_mnt_namespaces is 0") || strings.Contains(got, "max_user_namespaces") || strings.Contains(got, "max_net") {
+		t.Errorf("with mount namespaces off: %q, want it to name user.max_mnt_namespaces is 0 and no other limit", got)
+	}
+	set("max_mnt_namespaces", "60")
+	got = namespacesExhausted(flags, dir)
+	for _, w := range []string{"user.max_user_namespaces is 100", "user.max_mnt_namespaces is 60", "user.max_pid_namespaces is 50", "32 pid namespaces deep", "not a full filesystem"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("with every limit above 0: %q, want it to say %q", got, w)
+		}
+	}
+	if strings.Contains(got, "max_net") {
+		t.Errorf("with no CLONE_NEWNET: %q names the net namespaces' limit", got)
+	}
+	if got := namespacesExhausted(unix.CLONE_NEWUSER, dir); !strings.Contains(got, "no more user namespaces") || strings.Contains(got, "pid") {
+		t.Errorf("for clone(CLONE_NEWUSER): %q, want it to say no more user namespaces, and nothing of pid namespaces", got)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -47,10 +48,12 @@ func ProbeHost(ctx context.Context, initPath string, uid, gid uint32) *HostProbe
 		return sys
 	}
 	run := func(name, op, mode string, sys *syscall.SysProcAttr) ProbeResult {
-		r := runProbeChild(ctx, initPath, mode, sys)
+		r, started := runProbeChild(ctx, initPath, mode, sys)
 		r.Name = name
-		if r.Errno == unix.ENOSPC && sys != nil && sys.Cloneflags&unix.CLONE_NEWUSER != 0 {
-			r.Detail = userNSExhausted()
+		// Only the clone's ENOSPC is about namespaces: the child's own
+		// steps have theirs (open_tree past fs.mount-max).
+		if !started && r.Errno == unix.ENOSPC && sys != nil && sys.Cloneflags != 0 {
+			r.Detail = namespacesExhausted(uint64(sys.Cloneflags), "/proc/sys/user")
 		}
 		if r.Op == "" {
 			r.Op = op
@@ -104,16 +107,58 @@ func ProbeHost(ctx context.Context, initPath string, uid, gid uint32) *HostProbe
 	return h
 }
 
-// userNSExhausted says what ENOSPC from a clone with CLONE_NEWUSER means,
-// which its text, "no space left on device", sent operators to their
-// disks: no user namespace may be made for the daemon.
-func userNSExhausted() string {
-	limit := "user.max_user_namespaces"
-	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
-		limit += " is " + strings.TrimSpace(string(b))
+// nsLimits are the sysctls under /proc/sys/user that cap, each for its own
+// kind, the namespaces a clone flag makes; any of them reached or 0 fails
+// the clone with ENOSPC.
+var nsLimits = []struct {
+	flag uint64
+	kind string
+	name string
+}{
+	{unix.CLONE_NEWUSER, "user", "max_user_namespaces"}, {unix.CLONE_NEWNS, "mount", "max_mnt_namespaces"},
+	{unix.CLONE_NEWPID, "pid", "max_pid_namespaces"}, {unix.CLONE_NEWIPC, "ipc", "max_ipc_namespaces"},
+	{unix.CLONE_NEWUTS, "uts", "max_uts_namespaces"}, {unix.CLONE_NEWCGROUP, "cgroup", "max_cgroup_namespaces"},
+	{unix.CLONE_NEWNET, "net", "max_net_namespaces"}, {unix.CLONE_NEWTIME, "time", "max_time_namespaces"},
+}
+
+// namespacesExhausted says what ENOSPC from a clone with the namespace flags
+// flags means, which its text, "no space left on device", sent operators to
+// their disks: no more namespaces of one of those kinds may be made for the
+// daemon. It names the limits, read from dir (/proc/sys/user), that are 0,
+// which is the likely cause, or else every limit of those kinds.
+func namespacesExhausted(flags uint64, dir string) string {
+	var kinds, off, all []string
+	for _, l := range nsLimits {
+		if flags&l.flag == 0 {
+			continue
+		}
+		kinds = append(kinds, l.kind)
+		limit := "user." + l.name
+		if b, err := os.ReadFile(filepath.Join(dir, l.name)); err == nil {
+			v := strings.TrimSpace(string(b))
+			limit += " is " + v
+			if v == "0" {
+				off = append(off, limit)
+			}
+		}
+		all = append(all, limit)
 	}
-	return "ENOSPC from clone(CLONE_NEWUSER): no more user namespaces for this daemon, not a full filesystem (" + limit +
-		", a limit per user and per enclosing namespace as well as the host's, 0 turning them off; or the daemon is 32 user namespaces deep)"
+	what := "no more " + strings.Join(kinds, ", ") + " namespaces"
+	if len(kinds) > 1 {
+		what = "no more namespaces of one of the kinds " + strings.Join(kinds, ", ")
+	}
+	head := "ENOSPC from clone(" + cloneFlagNames(flags) + "): " + what + " for this daemon, not a full filesystem ("
+	if len(off) > 0 {
+		return head + strings.Join(off, ", ") + ", 0 turning that kind off)"
+	}
+	nested := ""
+	if flags&unix.CLONE_NEWUSER != 0 {
+		nested += "; or the daemon is 32 user namespaces deep"
+	}
+	if flags&unix.CLONE_NEWPID != 0 {
+		nested += "; or it is 32 pid namespaces deep"
+	}
+	return head + strings.Join(all, ", ") + ": each a limit per user and per enclosing user namespace as well as the host's" + nested + ")"
 }
 
 // probeOutcome is what a probe child prints.
@@ -124,7 +169,9 @@ type probeOutcome struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-func runProbeChild(ctx context.Context, initPath, mode string, sys *syscall.SysProcAttr) ProbeResult {
+// runProbeChild runs one probe child; started is false when it could not be
+// started, the clone (or the id maps' writes) failing.
+func runProbeChild(ctx context.Context, initPath, mode string, sys *syscall.SysProcAttr) (r ProbeResult, started bool) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var out bytes.Buffer
@@ -140,17 +187,17 @@ func runProbeChild(ctx context.Context, initPath, mode string, sys *syscall.SysP
 	if err := cmd.Start(); err != nil {
 		var errno syscall.Errno
 		errors.As(err, &errno)
-		return ProbeResult{Errno: errno, Detail: err.Error()}
+		return ProbeResult{Errno: errno, Detail: err.Error()}, false
 	}
 	err := cmd.Wait()
 	if ctx.Err() != nil {
-		return ProbeResult{Errno: syscall.ETIMEDOUT, Detail: fmt.Sprintf("no answer within %v", probeTimeout)}
+		return ProbeResult{Errno: syscall.ETIMEDOUT, Detail: fmt.Sprintf("no answer within %v", probeTimeout)}, true
 	}
 	var o probeOutcome
 	if jerr := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &o); jerr != nil {
-		return ProbeResult{Detail: fmt.Sprintf("probe child: %v (%v)", err, jerr)}
+		return ProbeResult{Detail: fmt.Sprintf("probe child: %v (%v)", err, jerr)}, true
 	}
-	return ProbeResult{OK: o.OK, Op: o.Op, Errno: syscall.Errno(o.Errno), Detail: o.Detail}
+	return ProbeResult{OK: o.OK, Op: o.Op, Errno: syscall.Errno(o.Errno), Detail: o.Detail}, true
 }
 
 // RunProbeIfRequested turns this process into a host probe child when it

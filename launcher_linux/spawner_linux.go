@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/internal/fdwait"
+	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/launcher_linux/sandboxinit"
 	"golang.org/x/sys/unix"
 )
@@ -130,7 +131,10 @@ func (l *spawnLane) stop() {
 
 // send sends l's spawner req with fds, starting the spawner first when it
 // has not been or has gone; l.mu is held. A spawner found gone (it exits
-// only when the daemon's end closes, so it was killed) is started again,
+// when the daemon's end closes, or when it cannot send even a reply
+// without fds; a reply that cannot pass its init's pidfd, for memory or
+// fds in flight, costs only that init, so it was most likely killed) is
+// started again,
 // once: a send that failed delivered nothing. A request that was delivered
 // is never sent again, to this spawner or another: the spawner may have
 // cloned an init with its fds before it went, and an init whose parent
@@ -157,6 +161,9 @@ func (l *spawnLane) send(initPath string, req []byte, fds [3]int) error {
 		}
 		gone := errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.ENOTCONN)
 		if !gone {
+			if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ETOOMANYREFS) {
+				return fmt.Errorf("%w (memory, or too many fds in flight: raise the daemon's LimitNOFILE, or end sessions): %w", err, launcher.ErrHostResources)
+			}
 			return err
 		}
 		l.stop()
@@ -174,7 +181,11 @@ type spawnError struct {
 }
 
 // spawnStages name the stages of spawn.h, from 1.
-var spawnStages = []string{"clone", "identity", "start"}
+var spawnStages = []string{"clone", "identity", "start", "reply"}
+
+// spawnStageReply is the stage of a reply that could not pass the init's
+// pidfd: the spawner killed that init and says why without it.
+const spawnStageReply = 4
 
 func (e *spawnError) Error() string {
 	if e.stage >= 1 && e.stage <= len(spawnStages) {

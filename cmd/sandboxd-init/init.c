@@ -463,6 +463,35 @@ static void __attribute__((noreturn)) child_fail(const char *type, const char *f
 	_exit(127);
 }
 
+/* personality_from_proc reads the personality from /proc/self/personality;
+ * -1 when it cannot. */
+static int personality_from_proc(void)
+{
+	int fd = open("/proc/self/personality", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char buf[16];
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(buf, &end, 16);
+	if (errno || end == buf || (*end != '\n' && *end) || v > INT_MAX)
+		return -1;
+	return (int)v;
+}
+
+int noted_personality = -1;
+
+void note_personality(void)
+{
+	if (noted_personality < 0 && personality(0xffffffff) < 0)
+		noted_personality = personality_from_proc();
+}
+
 /*
  * inaccessible says why this process, by its real ids, cannot use name:
  * search it (a directory) and, with write, create and remove names in it or
@@ -583,11 +612,21 @@ static void __attribute__((noreturn)) run_command(const struct plan *p, const in
 	if (drop_capabilities(!ns, setup.bounding_dropped))
 		child_fail("setup-error", "process", "drop capabilities", NULL, NULL);
 	/* The spawner runs without address-space randomization (spawner.c);
-	 * the command gets it back, with the rest of the personality the
-	 * spawner was started with. Before the seccomp filter, which may
-	 * deny personality. */
+	 * the command gets it back, with the execution domain the spawner
+	 * was started with. Before the seccomp filter, which may deny
+	 * personality. */
 	int persona = personality(0xffffffff);
-	if (persona < 0 || ((persona & ADDR_NO_RANDOMIZE) && personality((unsigned long)persona & ~(unsigned long)ADDR_NO_RANDOMIZE) < 0)) {
+	if (persona < 0) {
+		/* The query denied (a container's seccomp profile), as the
+		 * spawner's own setting was: the flag is likely clear, and the
+		 * command runs if /proc showed so. */
+		int e = errno;
+		persona = noted_personality;
+		if (persona < 0 || (persona & ADDR_NO_RANDOMIZE)) {
+			fail_errno(e);
+			child_fail("setup-error", "process", "personality", NULL, NULL);
+		}
+	} else if ((persona & ADDR_NO_RANDOMIZE) && personality((unsigned long)persona & ~(unsigned long)ADDR_NO_RANDOMIZE) < 0) {
 		fail_errno(errno);
 		child_fail("setup-error", "process", "personality", NULL, NULL);
 	}
@@ -1052,6 +1091,7 @@ int run_init(uint32_t spawn_flags)
 	}
 	struct plan *p = &plan;
 	int ns = !!(p->flags & FLAG_NAMESPACES);
+	note_personality();
 	/* Not dumpable: the command, though the same host uid, must not open
 	 * /proc/1/exe or ptrace the init. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)) {

@@ -26,6 +26,17 @@ enum {
 };
 
 /*
+ * note_personality records, where personality(2) may not be queried (a
+ * container's seccomp profile), the personality /proc/self/personality
+ * shows, while this process may still open its own files there: the
+ * spawner at its start, for the inits it forks, which change their ids and
+ * stop being dumpable; an init started on its own before it stops being
+ * dumpable. noted_personality is -1 where it is unknown.
+ */
+void note_personality(void);
+extern int noted_personality;
+
+/*
  * A failed step leaves its errno in err.no and a sentence in err.detail, as
  * the Go init's wrapped errors read (for example "open target: permission
  * denied"), for the report. They fill a page of their own, which the idle

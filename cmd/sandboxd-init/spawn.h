@@ -24,7 +24,9 @@ struct spawn_request {
 	uint64_t caps;
 };
 
-enum { SPAWN_STAGE_CLONE = 1, SPAWN_STAGE_IDENTITY = 2, SPAWN_STAGE_START = 3 };
+/* SPAWN_STAGE_REPLY: the init ran, but the reply that passes its pidfd
+ * could not be sent (memory, or too many fds in flight); it is killed. */
+enum { SPAWN_STAGE_CLONE = 1, SPAWN_STAGE_IDENTITY = 2, SPAWN_STAGE_START = 3, SPAWN_STAGE_REPLY = 4 };
 
 struct spawn_reply {
 	/* 0 when the init runs, else the errno of the stage that failed. */

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
 #include <linux/sched.h>
@@ -131,6 +132,45 @@ static void reap(void)
 {
 	while (waitpid(-1, NULL, WNOHANG) > 0) {
 	}
+}
+
+/* The daemon's end is closed: the spawner's, and by their parent-death
+ * signal its inits', end. Any other failure is this request's or passes. */
+static int daemon_gone(int e)
+{
+	return e == EPIPE || e == ECONNRESET || e == ENOTCONN;
+}
+
+/* A failure that passes: memory, or buffers. The spawner waits a little
+ * and tries again rather than spin. */
+static void pause_briefly(void)
+{
+	struct timespec ts = {.tv_nsec = 10 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+}
+
+/* send_reply sends rp, with pidfd unless it is -1; 0 when sent, else the
+ * errno. */
+static int send_reply(struct spawn_reply *rp, int pidfd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	memset(cbuf, 0, sizeof cbuf);
+	struct iovec riov = {.iov_base = rp, .iov_len = sizeof *rp};
+	struct msghdr reply = {.msg_iov = &riov, .msg_iovlen = 1};
+	if (pidfd >= 0) {
+		reply.msg_control = cbuf;
+		reply.msg_controllen = sizeof cbuf;
+		struct cmsghdr *c = CMSG_FIRSTHDR(&reply);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pidfd, sizeof pidfd);
+	}
+	ssize_t w;
+	do
+		w = sendmsg(SOCK_FD, &reply, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	return w < 0 ? errno : 0;
 }
 
 /* spawn clones and starts one init; its answer goes into *rp, with the
@@ -287,6 +327,7 @@ static void without_randomization(int argc, char **argv)
 int run_spawner(int argc, char **argv)
 {
 	without_randomization(argc, argv);
+	note_personality();
 	/*
 	 * Nothing of the daemon's reaches the spawner's inits or commands;
 	 * each init closes the spawner's own. What the daemon was started
@@ -308,8 +349,12 @@ int run_spawner(int argc, char **argv)
 		return 1;
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = SOCK_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-			return 1;
+		if (poll(pfd, 2, -1) < 0) {
+			/* EINTR, or ENOMEM: nothing is lost by polling again. */
+			if (errno != EINTR)
+				pause_briefly();
+			continue;
+		}
 		if (pfd[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof si) > 0) {
@@ -327,14 +372,17 @@ int run_spawner(int argc, char **argv)
 		struct iovec iov = {.iov_base = &rq, .iov_len = sizeof rq};
 		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
 		ssize_t n = recvmsg(SOCK_FD, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-		if (n < 0 && errno == EAGAIN)
-			continue;
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
+		if (n == 0 || (n < 0 && daemon_gone(errno)))
 			/* The daemon is gone: so are we, and with us, by their
 			 * parent-death signal, the inits. */
 			return 0;
+		if (n < 0) {
+			/* EAGAIN, EINTR, or one that passes (ENOMEM): the
+			 * request, if any, stays queued for the next try. */
+			if (errno != EAGAIN && errno != EINTR)
+				pause_briefly();
+			continue;
+		}
 		int nfds = 0;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
 			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -359,26 +407,29 @@ int run_spawner(int argc, char **argv)
 		}
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
-		char cbuf[CMSG_SPACE(sizeof(int))];
-		memset(cbuf, 0, sizeof cbuf);
-		struct iovec riov = {.iov_base = &rp, .iov_len = sizeof rp};
-		struct msghdr reply = {.msg_iov = &riov, .msg_iovlen = 1};
-		if (pidfd >= 0) {
-			reply.msg_control = cbuf;
-			reply.msg_controllen = sizeof cbuf;
-			struct cmsghdr *c = CMSG_FIRSTHDR(&reply);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(c), &pidfd, sizeof pidfd);
-		}
-		ssize_t w;
-		do
-			w = sendmsg(SOCK_FD, &reply, MSG_NOSIGNAL);
-		while (w < 0 && errno == EINTR);
+		int e = send_reply(&rp, pidfd);
 		if (pidfd >= 0)
 			close(pidfd);
-		if (w < 0)
+		if (e && !daemon_gone(e) && pidfd >= 0) {
+			/* The pidfd could not be passed (ENOMEM, ENOBUFS,
+			 * ETOOMANYREFS: too many fds in flight): the daemon
+			 * would hold an init it cannot wait for. That one init
+			 * goes, not the spawner, whose end would end every
+			 * session it cloned; the reply, without the fd, says
+			 * why. */
+			kill(rp.pid, SIGKILL);
+			waitpid(rp.pid, NULL, 0);
+			rp = (struct spawn_reply){.err = e, .stage = SPAWN_STAGE_REPLY};
+			e = send_reply(&rp, -1);
+		}
+		/* A reply without fds that fails for memory is tried again:
+		 * the daemon waits for it. Any other failure ends the spawner,
+		 * which cannot answer. */
+		while (e == ENOMEM || e == ENOBUFS) {
+			pause_briefly();
+			e = send_reply(&rp, -1);
+		}
+		if (e)
 			return 0;
 	}
 }

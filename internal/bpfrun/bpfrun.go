@@ -108,9 +108,11 @@ func run(prog []sandboxinit.SockFilter, load func(k uint32) (uint32, bool)) (ste
 // BPF's checks and seccomp's, Linux's bpf_check_classic and
 // seccomp_check_filter), on every instruction, reached or not: Verdict and
 // Constant see only the ones the data they are given reaches. It is
-// stricter than the kernel in two ways: an instruction must be one run
-// reads, and a return must be one of seccomp's actions, which the kernel
-// takes any value for and treats an unknown one as killing the process.
+// stricter than the kernel in three ways: an instruction must be one run
+// reads; a return must be one of seccomp's actions, which the kernel
+// takes any value for and treats an unknown one as killing the process;
+// and an errno return's errno must be at most 4095 (MAX_ERRNO), which the
+// kernel caps at that instead.
 func Check(prog []sandboxinit.SockFilter) error {
 	const (
 		maxInsns     = 4096 // BPF_MAXINSNS

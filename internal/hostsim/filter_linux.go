@@ -41,6 +41,7 @@ const (
 	nrClone                 = unix.SYS_CLONE
 	nrPivotRoot             = unix.SYS_PIVOT_ROOT
 	nrPrctl                 = unix.SYS_PRCTL
+	nrPersonality           = unix.SYS_PERSONALITY
 	nrMount                 = unix.SYS_MOUNT
 	nrUnshare               = unix.SYS_UNSHARE
 	nrSetns                 = unix.SYS_SETNS
@@ -92,6 +93,9 @@ var denials = map[string]denial{
 	// setns is denied whatever its nstype: with nstype 0 the kernel takes the
 	// type from the fd, which the filter cannot see.
 	"namespaces": {cloneFlags: cloneNewAll, syscalls: []uint32{nrSetns}},
+	// personality(2), queries included, as a container runtime's default
+	// seccomp profile denies all but a few personas.
+	"personality": {syscalls: []uint32{nrPersonality}},
 	"landlock": {syscalls: []uint32{
 		nrLandlockCreateRuleset, nrLandlockAddRule, nrLandlockRestrictSelf,
 	}},

@@ -151,6 +151,10 @@ func TestProgram(t *testing.T) {
 			{"landlock_create_ruleset", call(nrLandlockCreateRuleset, 0, 0, 1), unix.SECCOMP_RET_ERRNO | uint32(unix.EOPNOTSUPP)},
 			{"x32 keeps EPERM", call(x32Bit | nrGetpid), eperm},
 		}},
+		{[]string{"personality"}, unix.EPERM, []check{
+			{"personality query", call(nrPersonality, 0xffffffff), eperm},
+			{"getpid", call(nrGetpid), allow},
+		}},
 		{[]string{"seccomp"}, unix.EPERM, []check{
 			{"seccomp", call(nrSeccomp, unix.SECCOMP_SET_MODE_FILTER), eperm},
 			{"prctl(PR_SET_SECCOMP)", call(nrPrctl, unix.PR_SET_SECCOMP, 2), eperm},
