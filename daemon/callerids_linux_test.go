@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -16,14 +17,14 @@ func TestSpecNamesTheCallersAuthority(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := &sandboxdv1.Start{Command: &sandboxdv1.Command{Argv: []string{"true"}}}
-	_, spec, err := svc.prepare(Caller{UID: 1000, GID: 100, Groups: []uint32{4343}}, start)
+	_, spec, err := svc.prepare(context.Background(), Caller{UID: 1000, GID: 100, Groups: []uint32{4343}}, start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if spec.RootCaller || !slices.Equal(spec.CallerGroups, []uint32{100, 4343}) {
 		t.Errorf("user's spec: RootCaller %v, CallerGroups %v; want false, [100 4343]", spec.RootCaller, spec.CallerGroups)
 	}
-	_, spec, err = svc.prepare(Caller{UID: 0, GID: 0, Groups: []uint32{4343}}, start)
+	_, spec, err = svc.prepare(context.Background(), Caller{UID: 0, GID: 0, Groups: []uint32{4343}}, start)
 	if err != nil {
 		t.Fatal(err)
 	}

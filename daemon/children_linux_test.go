@@ -420,7 +420,7 @@ func TestChildrenNeedASocketToBeServedOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = svc.prepare(Caller{UID: 1000, GID: 1000}, &sandboxdv1.Start{Policy: childPolicy("/tmp"), Command: &sandboxdv1.Command{Argv: []string{"true"}}})
+	_, _, err = svc.prepare(context.Background(), Caller{UID: 1000, GID: 1000}, &sandboxdv1.Start{Policy: childPolicy("/tmp"), Command: &sandboxdv1.Command{Argv: []string{"true"}}})
 	wantCode(t, toStatus(err), codes.FailedPrecondition, "children.allow")
 }
 
@@ -599,8 +599,9 @@ func TestStartingChildIsKilledWithItsParent(t *testing.T) {
 	}
 }
 
-// A child asked for while its parent's launch is not over yet still gets
-// no more than the time its parent has left.
+// A child asked for while its parent's launch is not over yet waits for
+// it, is built with the parent's mechanism set, and gets no more than the
+// time its parent has left.
 func TestChildOfAStartingParentIsWithinItsTime(t *testing.T) {
 	h := startDaemon(t)
 	start := sh("exec sleep 60")
@@ -610,6 +611,14 @@ func TestChildOfAStartingParentIsWithinItsTime(t *testing.T) {
 	spec := <-started
 	time.Sleep(20 * time.Millisecond)
 	c := h.openOn(h.dial(spec.SessionSocket), detached(cmd("/bin/true")))
+	// The child waits for its parent's launch: planned before it, it
+	// would have no parent's mechanism set to be built with.
+	time.Sleep(100 * time.Millisecond)
+	if sp := h.backend.lastSpec(); sp.ParentSessionID == spec.SessionID {
+		t.Fatal("the child was launched while its parent was starting")
+	}
+	release()
+	parent.waitStarted()
 	var child launcher.Spec
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if sp := h.backend.lastSpec(); sp.ParentSessionID == spec.SessionID {
@@ -620,11 +629,14 @@ func TestChildOfAStartingParentIsWithinItsTime(t *testing.T) {
 			t.Fatal("the child was not launched")
 		}
 	}
-	release()
-	parent.waitStarted()
-	c.finish()
+	if r := c.finish(); r.err != nil {
+		t.Fatalf("child: %v", r.err)
+	}
+	if child.ParentMechanismSet != fakeMechanismSet {
+		t.Errorf("child's ParentMechanismSet %q, want its parent's %q", child.ParentMechanismSet, fakeMechanismSet)
+	}
 	full := spec.Policy.GetLimits().GetTimeout().AsDuration()
-	if got := child.Policy.GetLimits().GetTimeout().AsDuration(); got <= 0 || got > full-20*time.Millisecond {
+	if got := child.Policy.GetLimits().GetTimeout().AsDuration(); got <= 0 || got > full-120*time.Millisecond {
 		t.Fatalf("child timeout %v, want at most what the parent (%v) had left", got, full)
 	}
 }

@@ -132,7 +132,7 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		s.quotas.release(key, quotaLaunches)
 	})
 	defer launchOver()
-	sess, spec, err := s.prepare(caller, start)
+	sess, spec, err := s.prepare(stream.Context(), caller, start)
 	if err != nil {
 		s.metrics.refused(err)
 		return err
@@ -198,7 +198,7 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 // gets, the one Inspect shows and the digest the sandbox sees are all the
 // same normalized value. On a session's socket the policy is the parent's
 // narrowed by the request.
-func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, launcher.Spec, error) {
+func (s *Service) prepare(ctx context.Context, caller Caller, start *sandboxdv1.Start) (*session, launcher.Spec, error) {
 	var (
 		pol      *sandboxdv1.Policy
 		parentID string
@@ -219,6 +219,11 @@ func (s *Service) prepare(caller Caller, start *sandboxdv1.Start) (*session, lau
 		var err error
 		if parent, err = s.lookupFor(caller, caller.Session); err != nil {
 			return nil, launcher.Spec{}, err
+		}
+		// The parent's mechanism set and time left are known once its
+		// launch is over.
+		if err := parent.waitLaunched(ctx); err != nil {
+			return nil, launcher.Spec{}, fmt.Errorf("wait for parent session %s to start: %w", parent.id, err)
 		}
 		if pol, err = policy.Narrow(parent.policy, start.GetPolicy()); err != nil {
 			return nil, launcher.Spec{}, fmt.Errorf("child policy: %w", err)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -102,6 +103,12 @@ type session struct {
 	proc        launcher.Process // set while RUNNING and until waited
 	waited      bool             // proc.Wait returned; proc must not be signalled
 	killReason  string           // why the daemon killed proc, first reason wins
+	// launched is closed when the session leaves STARTING. It is made only
+	// when a child is asked for on the session's socket before then (the
+	// socket is served from the start, and the command runs before the
+	// daemon hears that it does), so that the child waits for the
+	// parent's mechanism set rather than be planned without it.
+	launched chan struct{}
 	enforcement *sandboxdv1.EnforcementReport
 	pid         int
 	exitCode    int32
@@ -177,6 +184,10 @@ func (s *session) moveLocked(to sandboxdv1.State, d *eventDetail) error {
 	}
 	from := s.state
 	s.state = to
+	if from == sandboxdv1.State_STARTING && s.launched != nil {
+		close(s.launched)
+		s.launched = nil
+	}
 	if terminal(to) {
 		s.ended = time.Now()
 	}
@@ -335,6 +346,27 @@ func (s *session) markWaited() {
 }
 
 // enforcementReport is what Started shows an attaching client.
+// waitLaunched waits until the session has left STARTING (running, or
+// failed to start), or ctx is done.
+func (s *session) waitLaunched(ctx context.Context) error {
+	s.mu.Lock()
+	if s.state != sandboxdv1.State_STARTING {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.launched == nil {
+		s.launched = make(chan struct{})
+	}
+	ch := s.launched
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
 func (s *session) enforcementReport() *sandboxdv1.EnforcementReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
