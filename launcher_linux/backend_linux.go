@@ -724,7 +724,7 @@ func (b *backend) noteMadePlaceholders(makes []string) {
 		ids := madeDirIDs(e.made[0], len(e.made))
 		if !slices.Equal(ids, e.ids) {
 			e.ids = ids
-			b.journal.update(e.entry, placeholderEntry(e.made[0], ids))
+			e.entry = b.journal.replace(e.entry, placeholderEntry(e.made[0], ids))
 		}
 	}
 }
@@ -752,11 +752,9 @@ func (b *backend) replanPlaceholderLocked(p string, e *placeholder) {
 	if len(made) <= len(e.made) {
 		return
 	}
-	// The new entry first: a crash in between leaves one naming them.
 	ids := make([]dirID, len(made))
-	entry := b.journal.record(placeholderEntry(p, ids))
-	b.journal.forget(e.entry)
-	e.made, e.entry, e.ids = made, entry, ids
+	e.made, e.ids = made, ids
+	e.entry = b.journal.replace(e.entry, placeholderEntry(p, ids))
 }
 
 func (b *backend) releasePlaceholders(held []string) {

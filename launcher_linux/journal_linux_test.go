@@ -268,7 +268,7 @@ func wantPlaceholderRemovedAtNextStart(t *testing.T, p string) {
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	j.update(name, placeholderEntry(p, madeDirIDs(p, len(made))))
+	j.replace(name, placeholderEntry(p, madeDirIDs(p, len(made))))
 	// The daemon dies with the placeholder made.
 	j.lock.Close()
 	j.fd.Close()
@@ -279,5 +279,53 @@ func wantPlaceholderRemovedAtNextStart(t *testing.T, p string) {
 	defer j.lock.Close()
 	if top := made[len(made)-1]; lexists(top) {
 		t.Errorf("the next start left the placeholder (removed %d of its %d directories; left %q)", len(cleaned), len(made), left)
+	}
+}
+
+// The identities seen once the init made a placeholder go in an entry of
+// their own before the entry without them is forgotten, not over it: a
+// crash in the middle of rewriting an entry longer than a page left text
+// that is not JSON, which the next start dropped as a write that never
+// finished, with the directories on the host unlogged. A crash before
+// the old entry is forgotten leaves both, and the next start still
+// removes the placeholder.
+func TestJournalReplaceWritesANewEntry(t *testing.T) {
+	state := t.TempDir()
+	j, _, _, err := openJournal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := t.TempDir()
+	for len(p) < 3800 {
+		p += "/d"
+	}
+	made := missingDirs(p)
+	old := j.record(placeholderEntry(p, make([]dirID, len(made))))
+	if old == "" {
+		t.Fatal("record wrote no entry")
+	}
+	before, err := os.ReadFile(filepath.Join(j.dir, old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if name := j.replace(old, placeholderEntry(p, madeDirIDs(p, len(made)))); name == old || name == "" {
+		t.Fatalf("replace wrote the identities over the entry %q (got %q), where a crash would tear it", old, name)
+	}
+	// The daemon dies before the old entry is blanked.
+	if err := os.WriteFile(filepath.Join(j.dir, old), before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j.lock.Close()
+	j.fd.Close()
+	j, _, left, err := openJournal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.lock.Close()
+	if top := made[len(made)-1]; lexists(top) {
+		t.Errorf("with both entries, the next start left the placeholder (left %q)", left)
 	}
 }
