@@ -411,16 +411,23 @@ func lexists(path string) bool {
 // own, or from before Made) must not remove it. It says whether it did,
 // or why not; neither for nothing there. A directory swapped in between
 // the look and the removal is one its parent's owner put there, who
-// could remove it as well.
+// could remove it as well. A parent that cannot be opened (a symlink on
+// the way, no search permission) may still hold the directory, which is
+// left and said so.
 func removeMadeDir(path string, id dirID) (bool, string) {
 	parent, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(path), &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
-	if err != nil {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return false, ""
+	}
+	if err != nil {
+		return false, "its parent: " + err.Error()
 	}
 	defer unix.Close(parent)
 	var st unix.Stat_t
-	if err := unix.Fstatat(parent, filepath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fstatat(parent, filepath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
 		return false, ""
+	} else if err != nil {
+		return false, err.Error()
 	}
 	switch {
 	case id == dirID{}:

@@ -130,8 +130,9 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	}
 	entry("entry-1", journalEntry{Kind: entryCgroup, Path: []byte(v("tree"))})
 	entry("entry-2", journalEntry{Kind: entryCgroup, Path: []byte(v("sandboxd-1"))})
-	// More directories made than the path has names: it would reach "/".
-	entry("entry-3", placeholderEntry(v("deep/x/empty"), make([]dirID, strings.Count(v("deep/x/empty"), "/")+1)))
+	// More directories made than the path has names, each the one
+	// there: it would reach "/", removing every empty one on the way.
+	entry("entry-3", placeholderEntry(v("deep/x/empty"), madeDirIDs(v("deep/x/empty"), strings.Count(v("deep/x/empty"), "/")+1)))
 	entry("entry-4", placeholderEntry(v("link/empty"), []dirID{id("real/empty")}))
 	entry("entry-5", placeholderEntry(victims+"/dots/a/../b", []dirID{id("dots/b")}))
 	// Removed only if empty, so "full" stays.
@@ -169,7 +170,7 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	if want := []string{entryPlaceholder + " " + v("own/a/b"), entryPlaceholder + " " + v("own/a")}; !slices.Equal(cleaned, want) {
 		t.Errorf("cleaned %q, want %q", cleaned, want)
 	}
-	for _, p := range []string{"full", "old/single", "old/chain/a", "old/chain", "wrong", "unseen"} {
+	for _, p := range []string{"full", "link/empty", "old/single", "old/chain/a", "old/chain", "wrong", "unseen"} {
 		if !slices.ContainsFunc(left, func(l string) bool { return strings.HasPrefix(l, entryPlaceholder+" "+v(p)+" (") }) {
 			t.Errorf("%s is not among what the start says it left: %q", v(p), left)
 		}
