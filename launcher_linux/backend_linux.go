@@ -808,8 +808,15 @@ func (b *backend) removePlaceholderLocked(key string, e *placeholder) {
 		}
 		return
 	}
-	for _, d := range e.made {
-		removeEmptyDirNoFollow(d)
+	for i, d := range e.made {
+		// Seen made, a directory is removed only if it still is that
+		// one: since, the user may have removed it and made another
+		// there, as the next start would check.
+		if i < len(e.ids) && e.ids[i] != (dirID{}) {
+			removeMadeDir(d, e.ids[i])
+		} else {
+			removeEmptyDirNoFollow(d)
+		}
 	}
 	b.journal.forget(e.entry)
 }
