@@ -705,11 +705,13 @@ func placeholderEntry(p string, ids []dirID) journalEntry {
 	return journalEntry{Kind: entryPlaceholder, Path: []byte(p), Made: ids}
 }
 
-// noteMadePlaceholders records in the journal what the directories made
-// for the placeholders makes are, once the session's init has made them
-// (or failed to): the next start removes only those. A daemon killed
-// before leaves them; an init that made none leaves them unknown for the
-// next session that plans them.
+// noteMadePlaceholders records in the journal the identities of what is
+// at the paths made for the placeholders makes, once the session's init
+// has set up (or failed to): the next start, and the placeholder's
+// expiry, remove only those. The init does not say what it made, so a
+// directory someone else made there in between is taken for its. A
+// daemon killed before leaves them; an init that made none leaves them
+// unknown for the next session that plans them.
 func (b *backend) noteMadePlaceholders(makes []string) {
 	if b.journal == nil || len(makes) == 0 {
 		return

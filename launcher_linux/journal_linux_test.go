@@ -99,7 +99,11 @@ func BenchmarkJournalEntry(b *testing.B) {
 // entry names; only a placeholder directory that still is the one the
 // daemon made (its device and inode) is removed, never through a symlink,
 // and only if still empty. An entry from before Made says nothing of
-// what the daemon made, and what it names is left. Every entry names
+// what the daemon made, and what it names is left. A device and inode
+// are not secret: a foreign entry can still name an empty directory its
+// writer looked at (a placeholder is an empty directory the daemon does
+// not mark), which is why the journal's directory must be the daemon's
+// alone (TestJournalRefusesAStateDirNotItsOwn). Every entry names
 // only the test's own directories: run against a journal that obeys
 // them, an entry naming "/" removed every empty directory on the host.
 func TestTamperedJournalRemovesNothingElse(t *testing.T) {
