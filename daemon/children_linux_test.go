@@ -480,7 +480,8 @@ func TestForgottenChildrenLeaveTheirParent(t *testing.T) {
 
 // A daemon embedding Serve, with a listener of its own, makes the session
 // sockets' directory before any session as ListenAndServe does, removing
-// a socket a daemon that died left there; a symlink in its place is
+// a socket a daemon that died left there but not one a listener holds
+// (its directory may be a running daemon's); a symlink in its place is
 // refused before anything is served. Made with the first session that
 // allows children, it could be made first by a sandbox with a write root
 // above it.
@@ -491,9 +492,17 @@ func TestServeMakesTheSessionSocketDir(t *testing.T) {
 		if err := os.Mkdir(dir, 0o711); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "dead.sock"), nil, 0o600); err != nil {
+		dead, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "dead.sock"), Net: "unix"})
+		if err != nil {
 			t.Fatal(err)
 		}
+		dead.SetUnlinkOnClose(false)
+		dead.Close()
+		live, err := net.Listen("unix", filepath.Join(dir, "live.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { live.Close() })
 	})
 	// Answered, so Serve is serving.
 	if _, err := h.client.List(ctxT(t), &sandboxdv1.ListRequest{}); err != nil {
@@ -501,6 +510,9 @@ func TestServeMakesTheSessionSocketDir(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "dead.sock")); err == nil {
 		t.Error("Serve left the stale socket of a daemon that died")
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "live.sock")); err != nil {
+		t.Errorf("Serve removed a live session socket in the directory: %v", err)
 	}
 
 	// A daemon serving for an instant, with the directory missing and

@@ -710,11 +710,13 @@ func placeholderEntry(p string, ids []dirID) journalEntry {
 	return journalEntry{Kind: entryPlaceholder, Path: []byte(p), Made: ids}
 }
 
-// noteMadePlaceholders records in the journal what the directories made
-// for the placeholders makes are, once the session's init has made them
-// (or failed to): the next start removes only those. A daemon killed
-// before leaves them; an init that made none leaves them unknown for the
-// next session that plans them.
+// noteMadePlaceholders records in the journal the identities of what is
+// at the paths made for the placeholders makes, once the session's init
+// has set up (or failed to): the next start, and the placeholder's
+// expiry, remove only those. The init does not say what it made, so a
+// directory someone else made there in between is taken for its. A
+// daemon killed before leaves them; an init that made none leaves them
+// unknown for the next session that plans them.
 func (b *backend) noteMadePlaceholders(makes []string) {
 	if b.journal == nil || len(makes) == 0 {
 		return
@@ -729,7 +731,7 @@ func (b *backend) noteMadePlaceholders(makes []string) {
 		ids := madeDirIDs(e.made[0], len(e.made))
 		if !slices.Equal(ids, e.ids) {
 			e.ids = ids
-			b.journal.update(e.entry, placeholderEntry(e.made[0], ids))
+			e.entry = b.journal.replace(e.entry, placeholderEntry(e.made[0], ids))
 		}
 	}
 }
@@ -757,11 +759,9 @@ func (b *backend) replanPlaceholderLocked(p string, e *placeholder) {
 	if len(made) <= len(e.made) {
 		return
 	}
-	// The new entry first: a crash in between leaves one naming them.
 	ids := make([]dirID, len(made))
-	entry := b.journal.record(placeholderEntry(p, ids))
-	b.journal.forget(e.entry)
-	e.made, e.entry, e.ids = made, entry, ids
+	e.made, e.ids = made, ids
+	e.entry = b.journal.replace(e.entry, placeholderEntry(p, ids))
 }
 
 func (b *backend) releasePlaceholders(held []string) {
@@ -815,8 +815,15 @@ func (b *backend) removePlaceholderLocked(key string, e *placeholder) {
 		}
 		return
 	}
-	for _, d := range e.made {
-		removeEmptyDirNoFollow(d)
+	for i, d := range e.made {
+		// Seen made, a directory is removed only if it still is that
+		// one: since, the user may have removed it and made another
+		// there, as the next start would check.
+		if i < len(e.ids) && e.ids[i] != (dirID{}) {
+			removeMadeDir(d, e.ids[i])
+		} else {
+			removeEmptyDirNoFollow(d)
+		}
 	}
 	b.journal.forget(e.entry)
 }

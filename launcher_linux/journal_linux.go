@@ -411,16 +411,23 @@ func lexists(path string) bool {
 // own, or from before Made) must not remove it. It says whether it did,
 // or why not; neither for nothing there. A directory swapped in between
 // the look and the removal is one its parent's owner put there, who
-// could remove it as well.
+// could remove it as well. A parent that cannot be opened (a symlink on
+// the way, no search permission) may still hold the directory, which is
+// left and said so.
 func removeMadeDir(path string, id dirID) (bool, string) {
 	parent, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(path), &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
-	if err != nil {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return false, ""
+	}
+	if err != nil {
+		return false, "its parent: " + err.Error()
 	}
 	defer unix.Close(parent)
 	var st unix.Stat_t
-	if err := unix.Fstatat(parent, filepath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fstatat(parent, filepath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
 		return false, ""
+	} else if err != nil {
+		return false, err.Error()
 	}
 	switch {
 	case id == dirID{}:
@@ -483,34 +490,20 @@ func (j *journal) record(e journalEntry) string {
 	return sl.name
 }
 
-// update writes e over entry name, in place: as a placeholder's
-// directories are seen made, their identities. A write that fails leaves
-// the entry as it was, or cut short: either way it names nothing more.
-func (j *journal) update(name string, e journalEntry) {
-	if j == nil || name == "" {
-		return
+// replace writes e as a new entry, then forgets entry old, and returns
+// the name of the one that stands. Rewritten in place, an entry longer
+// than a page could be cut short by a crash, and clean would drop it as
+// a write that never finished, with the directories it names; this way a
+// crash leaves old, e or both, each whole, and the next start removes
+// what the one naming identities does. If e cannot be written, old
+// stands.
+func (j *journal) replace(old string, e journalEntry) string {
+	name := j.record(e)
+	if name == "" {
+		return old
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return
-	}
-	j.mu.Lock()
-	sl := j.used[name]
-	if sl != nil && sl.f == nil {
-		j.files++
-	}
-	j.mu.Unlock()
-	if sl == nil {
-		return
-	}
-	_ = sl.write(b)
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if sl.f == nil {
-		// Not opened again.
-		j.files--
-	}
-	j.closeBeyondLimitLocked(sl)
+	j.forget(old)
+	return name
 }
 
 // forget drops entry name once what it names is gone: its slot is blanked

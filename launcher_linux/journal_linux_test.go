@@ -99,7 +99,11 @@ func BenchmarkJournalEntry(b *testing.B) {
 // entry names; only a placeholder directory that still is the one the
 // daemon made (its device and inode) is removed, never through a symlink,
 // and only if still empty. An entry from before Made says nothing of
-// what the daemon made, and what it names is left. Every entry names
+// what the daemon made, and what it names is left. A device and inode
+// are not secret: a foreign entry can still name an empty directory its
+// writer looked at (a placeholder is an empty directory the daemon does
+// not mark), which is why the journal's directory must be the daemon's
+// alone (TestJournalRefusesAStateDirNotItsOwn). Every entry names
 // only the test's own directories: run against a journal that obeys
 // them, an entry naming "/" removed every empty directory on the host.
 func TestTamperedJournalRemovesNothingElse(t *testing.T) {
@@ -130,8 +134,9 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	}
 	entry("entry-1", journalEntry{Kind: entryCgroup, Path: []byte(v("tree"))})
 	entry("entry-2", journalEntry{Kind: entryCgroup, Path: []byte(v("sandboxd-1"))})
-	// More directories made than the path has names: it would reach "/".
-	entry("entry-3", placeholderEntry(v("deep/x/empty"), make([]dirID, strings.Count(v("deep/x/empty"), "/")+1)))
+	// More directories made than the path has names, each the one
+	// there: it would reach "/", removing every empty one on the way.
+	entry("entry-3", placeholderEntry(v("deep/x/empty"), madeDirIDs(v("deep/x/empty"), strings.Count(v("deep/x/empty"), "/")+1)))
 	entry("entry-4", placeholderEntry(v("link/empty"), []dirID{id("real/empty")}))
 	entry("entry-5", placeholderEntry(victims+"/dots/a/../b", []dirID{id("dots/b")}))
 	// Removed only if empty, so "full" stays.
@@ -169,7 +174,7 @@ func TestTamperedJournalRemovesNothingElse(t *testing.T) {
 	if want := []string{entryPlaceholder + " " + v("own/a/b"), entryPlaceholder + " " + v("own/a")}; !slices.Equal(cleaned, want) {
 		t.Errorf("cleaned %q, want %q", cleaned, want)
 	}
-	for _, p := range []string{"full", "old/single", "old/chain/a", "old/chain", "wrong", "unseen"} {
+	for _, p := range []string{"full", "link/empty", "old/single", "old/chain/a", "old/chain", "wrong", "unseen"} {
 		if !slices.ContainsFunc(left, func(l string) bool { return strings.HasPrefix(l, entryPlaceholder+" "+v(p)+" (") }) {
 			t.Errorf("%s is not among what the start says it left: %q", v(p), left)
 		}
@@ -268,7 +273,7 @@ func wantPlaceholderRemovedAtNextStart(t *testing.T, p string) {
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	j.update(name, placeholderEntry(p, madeDirIDs(p, len(made))))
+	j.replace(name, placeholderEntry(p, madeDirIDs(p, len(made))))
 	// The daemon dies with the placeholder made.
 	j.lock.Close()
 	j.fd.Close()
@@ -279,5 +284,53 @@ func wantPlaceholderRemovedAtNextStart(t *testing.T, p string) {
 	defer j.lock.Close()
 	if top := made[len(made)-1]; lexists(top) {
 		t.Errorf("the next start left the placeholder (removed %d of its %d directories; left %q)", len(cleaned), len(made), left)
+	}
+}
+
+// The identities seen once the init made a placeholder go in an entry of
+// their own before the entry without them is forgotten, not over it: a
+// crash in the middle of rewriting an entry longer than a page left text
+// that is not JSON, which the next start dropped as a write that never
+// finished, with the directories on the host unlogged. A crash before
+// the old entry is forgotten leaves both, and the next start still
+// removes the placeholder.
+func TestJournalReplaceWritesANewEntry(t *testing.T) {
+	state := t.TempDir()
+	j, _, _, err := openJournal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := t.TempDir()
+	for len(p) < 3800 {
+		p += "/d"
+	}
+	made := missingDirs(p)
+	old := j.record(placeholderEntry(p, make([]dirID, len(made))))
+	if old == "" {
+		t.Fatal("record wrote no entry")
+	}
+	before, err := os.ReadFile(filepath.Join(j.dir, old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if name := j.replace(old, placeholderEntry(p, madeDirIDs(p, len(made)))); name == old || name == "" {
+		t.Fatalf("replace wrote the identities over the entry %q (got %q), where a crash would tear it", old, name)
+	}
+	// The daemon dies before the old entry is blanked.
+	if err := os.WriteFile(filepath.Join(j.dir, old), before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j.lock.Close()
+	j.fd.Close()
+	j, _, left, err := openJournal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.lock.Close()
+	if top := made[len(made)-1]; lexists(top) {
+		t.Errorf("with both entries, the next start left the placeholder (left %q)", left)
 	}
 }

@@ -1,9 +1,13 @@
 package launcherlinux
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +22,7 @@ import (
 // session uses it.
 func TestPlaceholderLingersForTheNextSession(t *testing.T) {
 	w := hostDir(t, 0o777)
-	b, session := lingering(t, w, w+"/.git", time.Hour)
+	b, session := lingering(t, "", w, w+"/.git", time.Hour)
 	inode := func() uint64 {
 		t.Helper()
 		var st syscall.Stat_t
@@ -46,7 +50,7 @@ func TestPlaceholderLingersForTheNextSession(t *testing.T) {
 // Once no session has held it for PlaceholderLinger, the placeholder goes.
 func TestPlaceholderLingerEnds(t *testing.T) {
 	w := hostDir(t, 0o777)
-	b, session := lingering(t, w, w+"/.git", time.Millisecond)
+	b, session := lingering(t, "", w, w+"/.git", time.Millisecond)
 	defer b.(interface{ Close() error }).Close()
 	for range 3 {
 		if out := session(); out != "denied\n" {
@@ -77,7 +81,7 @@ func TestPlaceholderRemovedDuringLingerIsReplanned(t *testing.T) {
 	if err := os.Chmod(w+"/sub", 0o777); err != nil {
 		t.Fatal(err)
 	}
-	b, session := lingering(t, w, w+"/sub/.git", time.Hour)
+	b, session := lingering(t, "", w, w+"/sub/.git", time.Hour)
 	if out := session(); out != "denied\n" {
 		t.Fatalf("first session: %q", out)
 	}
@@ -96,13 +100,71 @@ func TestPlaceholderRemovedDuringLingerIsReplanned(t *testing.T) {
 	}
 }
 
-// lingering is a backend of its own with PlaceholderLinger d, and a
-// session under it that tries to write beneath the carve-out carve.
-func lingering(t *testing.T, w, carve string, d time.Duration) (launcher.Backend, func() string) {
+// A placeholder whose directory was seen made is removed at the end of
+// its linger only if it still is that directory: one the user made in its
+// place since (empty, as a placeholder is) stays.
+func TestPlaceholderReplacedDuringLingerIsLeft(t *testing.T) {
+	w := hostDir(t, 0o777)
+	b, session := lingering(t, t.TempDir(), w, w+"/.git", time.Hour)
+	if out := session(); out != "denied\n" {
+		t.Fatalf("session: %q", out)
+	}
+	// Made before the placeholder goes, so it cannot get its inode.
+	if err := os.Mkdir(w+"/.mine", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(w + "/.git"); err != nil {
+		t.Fatalf("removing the lingering placeholder: %v", err)
+	}
+	if err := os.Rename(w+"/.mine", w+"/.git"); err != nil {
+		t.Fatal(err)
+	}
+	b.(interface{ Close() error }).Close()
+	if _, err := os.Lstat(w + "/.git"); err != nil {
+		t.Errorf("the user's directory in the placeholder's place was removed: %v", err)
+	}
+}
+
+// Once a session's init has made a placeholder, and the parent missing
+// for it, its journal entry names their identities, which the next start
+// needs to remove them: with none it leaves them.
+func TestPlaceholderEntryHasTheMadeDirectories(t *testing.T) {
+	w := hostDir(t, 0o777)
+	state := t.TempDir()
+	p := w + "/sub/.git"
+	b, session := lingering(t, state, w, p, time.Hour)
+	defer b.(interface{ Close() error }).Close()
+	if out := session(); out != "denied\n" {
+		t.Fatalf("session: %q", out)
+	}
+	want := madeDirIDs(p, 2)
+	if slices.Contains(want, dirID{}) {
+		t.Fatalf("the session made no placeholder: %v", want)
+	}
+	var entries []journalEntry
+	for _, name := range journalFiles(t, filepath.Join(state, journalDir)) {
+		b, err := os.ReadFile(filepath.Join(state, journalDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e journalEntry
+		if len(bytes.TrimSpace(b)) > 0 && json.Unmarshal(b, &e) == nil {
+			entries = append(entries, e)
+		}
+	}
+	if len(entries) != 1 || string(entries[0].Path) != p || !slices.Equal(entries[0].Made, want) {
+		t.Errorf("journal entries %+v, want one for %s made %v", entries, p, want)
+	}
+}
+
+// lingering is a backend of its own with PlaceholderLinger d, its journal
+// in state ("" for none), and a session under it that tries to write
+// beneath the carve-out carve.
+func lingering(t *testing.T, state, w, carve string, d time.Duration) (launcher.Backend, func() string) {
 	t.Helper()
 	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}, ReadOnly: []string{carve}}}
 	uid, gid := sandboxIdentity()
-	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, InitPath: initBinaryPath(t), PlaceholderLinger: d})
+	b, err := New(Config{SandboxUID: uid, SandboxGID: gid, InitPath: initBinaryPath(t), PlaceholderLinger: d, StateDir: state})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"google.golang.org/grpc"
 )
@@ -54,12 +55,17 @@ func OpenSessionSocket(srv *grpc.Server, dir, id string, uid, gid uint32) (*Sess
 }
 
 // PrepareSessionSocketDir makes dir, the session sockets' directory, and
-// removes the sockets a daemon that died left there. It runs once this
-// daemon holds the main socket, so no other daemon can be serving them,
-// and before any sandbox runs: made later, a sandbox with a write root
-// above it could make it first (or a symlink there), and the daemon
-// would serve its sessions in the sandbox's directory. Neither a symlink
-// nor a directory another user owns or may write to is taken.
+// removes the sockets a daemon that died left there. It runs before any
+// sandbox runs: made later, a sandbox with a write root above it could
+// make it first (or a symlink there), and the daemon would serve its
+// sessions in the sandbox's directory. Neither a symlink nor a directory
+// another user owns or may write to is taken.
+//
+// A socket is removed only when a connect to it is refused, which is what
+// a socket nobody listens on gives: holding the main socket does not make
+// the directory this daemon's alone, as a daemon embedding Serve with a
+// listener of its own may name (or default to) the directory a running
+// daemon serves its sessions in, whose live sockets must stay.
 func PrepareSessionSocketDir(dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("session socket directory: %w", err)
@@ -70,16 +76,32 @@ func PrepareSessionSocketDir(dir string) error {
 	if err := checkSessionDir(dir); err != nil {
 		return err
 	}
-	stale, err := filepath.Glob(filepath.Join(dir, "*.sock"))
+	socks, err := filepath.Glob(filepath.Join(dir, "*.sock"))
 	if err != nil {
 		return err
 	}
-	for _, p := range stale {
+	for _, p := range socks {
+		if !stale(p) {
+			continue
+		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove stale session socket: %w", err)
 		}
 	}
 	return nil
+}
+
+// stale reports whether nothing listens on the socket at p. Any answer but
+// a refusal (a connection, a full backlog's timeout, EACCES) keeps it: a
+// socket left behind costs a name, a live one removed costs a session its
+// children.
+func stale(p string) bool {
+	c, err := net.DialTimeout("unix", p, time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // checkSessionDir refuses a session sockets' directory that is a symlink,
