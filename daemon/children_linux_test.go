@@ -653,6 +653,26 @@ func TestChildOfAStartingParentIsWithinItsTime(t *testing.T) {
 	}
 }
 
+// A child asked for while its parent starts, whose launch then fails, is
+// refused as having no running parent, not planned without the parent's
+// mechanism set.
+func TestChildOfAParentThatFailsToStartIsRefused(t *testing.T) {
+	h := startDaemon(t)
+	start := cmd("/nonexistent/program")
+	start.Policy = childPolicy(t.TempDir())
+	started, release := h.holdStarts(func(spec launcher.Spec) bool { return spec.ParentSessionID == "" })
+	h.open(start)
+	spec := <-started
+	c := h.openOn(h.dial(spec.SessionSocket), detached(cmd("/bin/true")))
+	time.Sleep(50 * time.Millisecond)
+	release()
+	r := c.finish()
+	wantCode(t, r.err, codes.FailedPrecondition, "is not running")
+	if sp := h.backend.lastSpec(); sp.ParentSessionID == spec.SessionID {
+		t.Error("the child of a parent that failed to start was launched")
+	}
+}
+
 // Every session of a tree counts against its owner's quota of sessions,
 // not only against the socket it was asked for on: a tree of sockets each
 // with its own quota would give a user that quota to the power of its

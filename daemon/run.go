@@ -223,7 +223,7 @@ func (s *Service) prepare(ctx context.Context, caller Caller, start *sandboxdv1.
 		// The parent's mechanism set and time left are known once its
 		// launch is over.
 		if err := parent.waitLaunched(ctx); err != nil {
-			return nil, launcher.Spec{}, fmt.Errorf("wait for parent session %s to start: %w", parent.id, err)
+			return nil, launcher.Spec{}, fmt.Errorf("parent: %w", err)
 		}
 		if pol, err = policy.Narrow(parent.policy, start.GetPolicy()); err != nil {
 			return nil, launcher.Spec{}, fmt.Errorf("child policy: %w", err)

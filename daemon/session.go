@@ -345,28 +345,33 @@ func (s *session) markWaited() {
 	s.waited = true
 }
 
-// enforcementReport is what Started shows an attaching client.
-// waitLaunched waits until the session has left STARTING (running, or
-// failed to start), or ctx is done.
+// waitLaunched waits until the session has left STARTING, or ctx is
+// done, and fails with ErrNotRunning unless the session then runs and is
+// not being killed: a child of a parent that failed to start, or is to
+// end, has no sandbox to be narrower than.
 func (s *session) waitLaunched(ctx context.Context) error {
 	s.mu.Lock()
-	if s.state != sandboxdv1.State_STARTING {
+	if s.state == sandboxdv1.State_STARTING {
+		if s.launched == nil {
+			s.launched = make(chan struct{})
+		}
+		ch := s.launched
 		s.mu.Unlock()
-		return nil
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		s.mu.Lock()
 	}
-	if s.launched == nil {
-		s.launched = make(chan struct{})
+	defer s.mu.Unlock()
+	if !live(s.state) || s.killReason != "" {
+		return fmt.Errorf("session %s: %w", s.id, ErrNotRunning)
 	}
-	ch := s.launched
-	s.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return nil
 }
 
+// enforcementReport is what Started shows an attaching client.
 func (s *session) enforcementReport() *sandboxdv1.EnforcementReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
