@@ -92,9 +92,12 @@ func PrepareSessionSocketDir(dir string) error {
 }
 
 // stale reports whether nothing listens on the socket at p. Any answer but
-// a refusal (a connection, a full backlog's timeout, EACCES) keeps it: a
-// socket left behind costs a name, a live one removed costs a session its
-// children.
+// a refusal (a connection, EAGAIN from a full backlog on Linux, EACCES)
+// keeps it: a socket left behind costs a name, a live one removed costs a
+// session its children. BSD-derived kernels (macOS) refuse a connect to a
+// full backlog too, so there a busy session socket of another daemon
+// sharing the directory could be taken for stale; sandboxd does not share
+// it (one directory per daemon socket).
 func stale(p string) bool {
 	c, err := net.DialTimeout("unix", p, time.Second)
 	if err == nil {
