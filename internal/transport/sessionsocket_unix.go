@@ -96,8 +96,8 @@ func PrepareSessionSocketDir(dir string) error {
 // keeps it: a socket left behind costs a name, a live one removed costs a
 // session its children. BSD-derived kernels (macOS) refuse a connect to a
 // full backlog too, so there a busy session socket of another daemon
-// sharing the directory could be taken for stale; sandboxd does not share
-// it (one directory per daemon socket).
+// sharing the directory (two daemons whose sockets are in one directory,
+// without --session-socket-dir apart) could be taken for stale.
 func stale(p string) bool {
 	c, err := net.DialTimeout("unix", p, time.Second)
 	if err == nil {
