@@ -98,17 +98,17 @@ type session struct {
 	// and its subtree is being killed; no child may be added after.
 	closed bool
 
-	mu          sync.Mutex
-	state       sandboxdv1.State
-	proc        launcher.Process // set while RUNNING and until waited
-	waited      bool             // proc.Wait returned; proc must not be signalled
-	killReason  string           // why the daemon killed proc, first reason wins
+	mu         sync.Mutex
+	state      sandboxdv1.State
+	proc       launcher.Process // set while RUNNING and until waited
+	waited     bool             // proc.Wait returned; proc must not be signalled
+	killReason string           // why the daemon killed proc, first reason wins
 	// launched is closed when the session leaves STARTING. It is made only
 	// when a child is asked for on the session's socket before then (the
 	// socket is served from the start, and the command runs before the
 	// daemon hears that it does), so that the child waits for the
 	// parent's mechanism set rather than be planned without it.
-	launched chan struct{}
+	launched    chan struct{}
 	enforcement *sandboxdv1.EnforcementReport
 	pid         int
 	exitCode    int32
