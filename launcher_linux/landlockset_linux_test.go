@@ -316,3 +316,24 @@ func TestLandlockSetRefusesCwdInDenyPath(t *testing.T) {
 		t.Errorf("Start = %v, want a refusal naming filesystem.deny[0]", err)
 	}
 }
+
+// A deny path beneath a directory the sandbox may list but not search
+// grants nothing there, and the launch proceeds: nothing beneath is
+// reachable to the command either.
+func TestLandlockSetDenyPathBeneathAnUnsearchableDirectory(t *testing.T) {
+	b := landlockBackend(t)
+	base := hostDir(t, 0o755)
+	if err := os.MkdirAll(base+"/a/b/secret", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base+"/a", 0o744); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Start(context.Background(), testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{base + "/a/b/secret"}}}, "/bin/true"))
+	if err != nil {
+		t.Fatalf("Start = %v, want the command started", err)
+	}
+	if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
+		t.Fatalf("Wait = %+v, %v; want exit code 0", st, err)
+	}
+}

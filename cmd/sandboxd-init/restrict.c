@@ -179,6 +179,10 @@ static int grant_except(int ruleset, int parent, const char *name, const char *d
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == EACCES) {
 		int pfd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0 && errno == EACCES)
+			/* In a directory that can be listed but not searched:
+			 * nothing beneath is reachable. */
+			return 0;
 		if (pfd < 0)
 			return fail(errno, "landlock: list %s: open %s", dir, dir);
 		int r = 0;
@@ -235,10 +239,12 @@ static int grant_except(int ruleset, int parent, const char *name, const char *d
 				r = fail(errno, "landlock rule %s", path);
 				break;
 			}
+			/* One that cannot be stat'ed (another user's FUSE
+			 * mount, a dead network mount) is granted nothing, as
+			 * a symlink is: failing here would fail every launch
+			 * beside a deny path in the same directory. */
 			struct stat st;
-			if (fstat(efd, &st))
-				r = fail(errno, "landlock rule %s", path);
-			else if (!S_ISLNK(st.st_mode))
+			if (fstat(efd, &st) == 0 && !S_ISLNK(st.st_mode))
 				r = add_rule_fd(ruleset, efd, path, p->ll_read_access);
 			close(efd);
 		}
