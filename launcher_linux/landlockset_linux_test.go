@@ -297,23 +297,42 @@ func TestLandlockSetPathLookupHidesDenyPath(t *testing.T) {
 }
 
 // A cwd in a deny path is refused: Landlock does not govern chdir, so the
-// command would start inside it.
+// command would start inside it. The daemon judges the path as the kernel
+// resolves it (dot-dot, dot and doubled slashes); a symlink leading in, the
+// init judges after its chdir.
 func TestLandlockSetRefusesCwdInDenyPath(t *testing.T) {
 	b := landlockBackend(t)
-	secret := hostDir(t, 0o755)
-	if err := os.Mkdir(secret+"/d", 0o755); err != nil {
+	base := hostDir(t, 0o755)
+	secret := base + "/s"
+	for _, d := range []string{secret + "/d", base + "/x"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(secret+"/d", base+"/l"); err != nil {
 		t.Fatal(err)
 	}
-	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}, "/bin/true")
-	spec.Cwd = secret + "/d"
-	p, err := b.Start(context.Background(), spec)
-	if err == nil {
-		p.Wait()
-		t.Fatal("started with its cwd in a deny path")
-	}
-	var fe *policy.FieldError
-	if !errors.As(err, &fe) || fe.Field != "filesystem.deny[0]" {
-		t.Errorf("Start = %v, want a refusal naming filesystem.deny[0]", err)
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}
+	for _, cwd := range []string{secret + "/d", base + "/x/../s/d", base + "//s/d", base + "/./s/d", base + "/l"} {
+		spec := testSpec(t, pol, "/bin/true")
+		spec.Cwd = cwd
+		p, err := b.Start(context.Background(), spec)
+		if err == nil {
+			p.Wait()
+			t.Errorf("started with its cwd %s in a deny path", cwd)
+			continue
+		}
+		if cwd == base+"/l" {
+			var ee *launcher.ExecError
+			if !errors.As(err, &ee) {
+				t.Errorf("cwd %s: Start = %v, want an exec error", cwd, err)
+			}
+			continue
+		}
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Field != "filesystem.deny[0]" {
+			t.Errorf("cwd %s: Start = %v, want a refusal naming filesystem.deny[0]", cwd, err)
+		}
 	}
 }
 
