@@ -266,9 +266,10 @@ func TestLandlockSetRuleDoesNotFollowASwappedSymlink(t *testing.T) {
 	t.Logf("%d sessions started", started)
 }
 
-// Looking argv0 up on PATH, the init must not tell a file in a deny path
-// from none there: Landlock does not govern stat or access, and the
-// command's own lookups of a deny path the daemon answers alike.
+// Looking argv0 up on PATH, or execing it by its path, the init must not
+// tell a file in a deny path from none there: Landlock does not govern
+// stat or access, and the command's own lookups of a deny path the daemon
+// answers alike.
 func TestLandlockSetPathLookupHidesDenyPath(t *testing.T) {
 	b := landlockBackend(t)
 	secret := hostDir(t, 0o755)
@@ -277,7 +278,7 @@ func TestLandlockSetPathLookupHidesDenyPath(t *testing.T) {
 	}
 	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}
 	errnos := map[string]syscall.Errno{}
-	for _, name := range []string{"id_rsa", "absent"} {
+	for _, name := range []string{"id_rsa", "absent", secret + "/id_rsa", secret + "/absent"} {
 		spec := testSpec(t, pol, name)
 		spec.Env = []string{"PATH=" + secret}
 		p, err := b.Start(context.Background(), spec)
@@ -293,6 +294,9 @@ func TestLandlockSetPathLookupHidesDenyPath(t *testing.T) {
 	}
 	if errnos["id_rsa"] != errnos["absent"] {
 		t.Errorf("a file in a deny path fails with %v, a missing one with %v: the lookup tells them apart", errnos["id_rsa"], errnos["absent"])
+	}
+	if a, b := errnos[secret+"/id_rsa"], errnos[secret+"/absent"]; a != b {
+		t.Errorf("named by its path, a file in a deny path fails with %v, a missing one with %v: the exec tells them apart", a, b)
 	}
 }
 

@@ -520,6 +520,10 @@ static int look_path(const struct plan *p, char *out, size_t outlen)
 {
 	const char *argv0 = p->argv[0];
 	if (strchr(argv0, '/')) {
+		/* The execve would tell a file in a deny path (EACCES) from
+		 * none there (ENOENT). */
+		if (hidden(argv0, p))
+			return fail_errno(ENOENT);
 		snprintf(out, outlen, "%s", argv0);
 		return 0;
 	}
