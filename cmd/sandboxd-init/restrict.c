@@ -307,14 +307,16 @@ int apply_seccomp(const struct plan *p, int *listener)
  * inherited down to the init, would otherwise be the command's, with
  * every key it holds. Not under a filter: each session keyring counts
  * against its user's key quota (200 for a user other than root), which
- * would cap a rootless daemon's sessions. A keyring it cannot make
- * (EDQUOT) fails the launch.
+ * would cap the daemon's sessions. A keyring it cannot make (EDQUOT)
+ * fails the launch.
  */
 int own_keyring(const struct plan *p)
 {
 	if (p->n_seccomp > 0)
 		return 0;
-	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL, 0, 0, 0) < 0)
+	/* ENOSYS: a kernel without keys (CONFIG_KEYS=n) has no keyring
+	 * to leak. */
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL, 0, 0, 0) < 0 && errno != ENOSYS)
 		return fail(errno, "keyctl(KEYCTL_JOIN_SESSION_KEYRING)");
 	return 0;
 }
