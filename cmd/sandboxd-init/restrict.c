@@ -85,10 +85,16 @@ static int open_no_symlinks(const char *path)
 		}
 		memcpy(name, c, len);
 		name[len] = '\0';
-		int next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		/* An intermediate component is opened as a directory, which
+		 * triggers an automount there as a path walk would; a symlink
+		 * then fails with ENOTDIR, reported as the ELOOP it is. */
+		int last = !end[strspn(end, "/")];
+		int next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY));
 		e = errno;
-		close(fd);
 		struct stat st;
+		if (next < 0 && e == ENOTDIR && !fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
+			e = ELOOP;
+		close(fd);
 		if (next >= 0 && fstat(next, &st))
 			e = errno;
 		else if (next >= 0 && !S_ISLNK(st.st_mode))
