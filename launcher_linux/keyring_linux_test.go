@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/hostsim"
@@ -27,9 +28,22 @@ func TestNoSeccompSessionHasItsOwnKeyring(t *testing.T) {
 		fmt.Println(id, err)
 		return
 	case "launch":
-		noSeccompKeyringChild(t)
+		noSeccompKeyringChild(t, false)
+		return
+	case "launch-without-keys":
+		noSeccompKeyringChild(t, true)
 		return
 	}
+	runNoSeccompKeyringChild(t, "launch")
+}
+
+// A kernel without keys (CONFIG_KEYS=n, keyctl failing with ENOSYS) has no
+// keyring to leak: a session on a host without seccomp starts there.
+func TestNoSeccompSessionStartsOnAKernelWithoutKeys(t *testing.T) {
+	runNoSeccompKeyringChild(t, "launch-without-keys")
+}
+
+func runNoSeccompKeyringChild(t *testing.T, mode string) {
 	// Keyrings are a thread's: this one, never unlocked, ends with the
 	// test, and the child it starts has the keyring in every thread.
 	runtime.LockOSThread()
@@ -37,7 +51,7 @@ func TestNoSeccompSessionHasItsOwnKeyring(t *testing.T) {
 		t.Skipf("cannot join a session keyring: %v", err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestNoSeccompSessionHasItsOwnKeyring$", "-test.v")
-	cmd.Env = append(os.Environ(), envNoSeccompKeyring+"=launch")
+	cmd.Env = append(os.Environ(), envNoSeccompKeyring+"="+mode)
 	out, err := cmd.CombinedOutput()
 	switch {
 	case strings.Contains(string(out), "--- SKIP"):
@@ -50,11 +64,17 @@ func TestNoSeccompSessionHasItsOwnKeyring(t *testing.T) {
 // noSeccompKeyringChild, with the session keyring its parent joined, denies itself
 // seccomp (the spawner and its inits inherit that), and launches a copy of
 // the test binary (the sandbox has a private /tmp) that prints its session
-// keyring.
-func noSeccompKeyringChild(t *testing.T) {
+// keyring. Without keys, keyctl fails with ENOSYS for it and what it
+// starts, and the command need only start.
+func noSeccompKeyringChild(t *testing.T, withoutKeys bool) {
 	daemonRing, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if withoutKeys {
+		if err := refuseKeyctl(); err != nil {
+			t.Skipf("cannot install the keyctl denial: %v", err)
+		}
 	}
 	exe, err := os.ReadFile("/proc/self/exe")
 	if err != nil {
@@ -87,6 +107,9 @@ func noSeccompKeyringChild(t *testing.T) {
 	if err != nil || st.ExitCode != 0 {
 		t.Fatalf("status %+v, %v", st, err)
 	}
+	if withoutKeys {
+		return
+	}
 	var ring int
 	var ringErr string
 	if _, err := fmt.Sscan(out, &ring, &ringErr); err != nil || ringErr != "<nil>" {
@@ -95,4 +118,23 @@ func noSeccompKeyringChild(t *testing.T) {
 	if ring == daemonRing {
 		t.Errorf("the command possesses the daemon's session keyring %d", daemonRing)
 	}
+}
+
+// refuseKeyctl makes keyctl fail with ENOSYS on this thread and what it
+// starts, as on a kernel built without keys.
+func refuseKeyctl() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	filters := []unix.SockFilter{
+		{Code: bpfLdAbsW, K: 0},
+		{Code: bpfJeqK, Jt: 0, Jf: 1, K: unix.SYS_KEYCTL},
+		{Code: bpfRetK, K: retErrno | uint32(unix.ENOSYS)},
+		{Code: bpfRetK, K: retAllow},
+	}
+	prog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
+	}
+	return nil
 }

@@ -266,9 +266,10 @@ func TestLandlockSetRuleDoesNotFollowASwappedSymlink(t *testing.T) {
 	t.Logf("%d sessions started", started)
 }
 
-// Looking argv0 up on PATH, the init must not tell a file in a deny path
-// from none there: Landlock does not govern stat or access, and the
-// command's own lookups of a deny path the daemon answers alike.
+// Looking argv0 up on PATH, or execing it by its path, the init must not
+// tell a file in a deny path from none there: Landlock does not govern
+// stat or access, and the command's own lookups of a deny path the daemon
+// answers alike.
 func TestLandlockSetPathLookupHidesDenyPath(t *testing.T) {
 	b := landlockBackend(t)
 	secret := hostDir(t, 0o755)
@@ -277,7 +278,7 @@ func TestLandlockSetPathLookupHidesDenyPath(t *testing.T) {
 	}
 	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}
 	errnos := map[string]syscall.Errno{}
-	for _, name := range []string{"id_rsa", "absent"} {
+	for _, name := range []string{"id_rsa", "absent", secret + "/id_rsa", secret + "/absent"} {
 		spec := testSpec(t, pol, name)
 		spec.Env = []string{"PATH=" + secret}
 		p, err := b.Start(context.Background(), spec)
@@ -294,25 +295,68 @@ func TestLandlockSetPathLookupHidesDenyPath(t *testing.T) {
 	if errnos["id_rsa"] != errnos["absent"] {
 		t.Errorf("a file in a deny path fails with %v, a missing one with %v: the lookup tells them apart", errnos["id_rsa"], errnos["absent"])
 	}
+	if a, b := errnos[secret+"/id_rsa"], errnos[secret+"/absent"]; a != b {
+		t.Errorf("named by its path, a file in a deny path fails with %v, a missing one with %v: the exec tells them apart", a, b)
+	}
 }
 
 // A cwd in a deny path is refused: Landlock does not govern chdir, so the
-// command would start inside it.
+// command would start inside it. The daemon judges the path as the kernel
+// resolves it (dot-dot, dot and doubled slashes); a symlink leading in, the
+// init judges after its chdir.
 func TestLandlockSetRefusesCwdInDenyPath(t *testing.T) {
 	b := landlockBackend(t)
-	secret := hostDir(t, 0o755)
-	if err := os.Mkdir(secret+"/d", 0o755); err != nil {
+	base := hostDir(t, 0o755)
+	secret := base + "/s"
+	for _, d := range []string{secret + "/d", base + "/x"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(secret+"/d", base+"/l"); err != nil {
 		t.Fatal(err)
 	}
-	spec := testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}, "/bin/true")
-	spec.Cwd = secret + "/d"
-	p, err := b.Start(context.Background(), spec)
-	if err == nil {
-		p.Wait()
-		t.Fatal("started with its cwd in a deny path")
+	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{secret}}}
+	for _, cwd := range []string{secret + "/d", base + "/x/../s/d", base + "//s/d", base + "/./s/d", base + "/l"} {
+		spec := testSpec(t, pol, "/bin/true")
+		spec.Cwd = cwd
+		p, err := b.Start(context.Background(), spec)
+		if err == nil {
+			p.Wait()
+			t.Errorf("started with its cwd %s in a deny path", cwd)
+			continue
+		}
+		if cwd == base+"/l" {
+			var ee *launcher.ExecError
+			if !errors.As(err, &ee) {
+				t.Errorf("cwd %s: Start = %v, want an exec error", cwd, err)
+			}
+			continue
+		}
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Field != "filesystem.deny[0]" {
+			t.Errorf("cwd %s: Start = %v, want a refusal naming filesystem.deny[0]", cwd, err)
+		}
 	}
-	var fe *policy.FieldError
-	if !errors.As(err, &fe) || fe.Field != "filesystem.deny[0]" {
-		t.Errorf("Start = %v, want a refusal naming filesystem.deny[0]", err)
+}
+
+// A deny path beneath a directory the sandbox may list but not search
+// grants nothing there, and the launch proceeds: nothing beneath is
+// reachable to the command either.
+func TestLandlockSetDenyPathBeneathAnUnsearchableDirectory(t *testing.T) {
+	b := landlockBackend(t)
+	base := hostDir(t, 0o755)
+	if err := os.MkdirAll(base+"/a/b/secret", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base+"/a", 0o744); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Start(context.Background(), testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{base + "/a/b/secret"}}}, "/bin/true"))
+	if err != nil {
+		t.Fatalf("Start = %v, want the command started", err)
+	}
+	if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
+		t.Fatalf("Wait = %+v, %v; want exit code 0", st, err)
 	}
 }

@@ -2,6 +2,7 @@ package launcherlinux
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -62,8 +63,11 @@ func buildLandlockPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	if cwd == "" {
 		cwd = "/"
 	}
+	// Cleaned, as the kernel resolves it: /home/u/x/../.ssh enters
+	// .ssh. A symlink on the way the init judges after its chdir.
+	clean := filepath.Clean(cwd)
 	for i, d := range fs.GetDeny() {
-		if within(cwd, d) {
+		if within(clean, d) {
 			// Landlock does not govern chdir, and the init enters the
 			// cwd before the daemon answers for the command's lookups:
 			// the command would start inside the deny path.

@@ -549,6 +549,10 @@ static int look_path(const struct plan *p, char *out, size_t outlen)
 {
 	const char *argv0 = p->argv[0];
 	if (strchr(argv0, '/')) {
+		/* The execve would tell a file in a deny path (EACCES) from
+		 * none there (ENOENT). */
+		if (hidden(argv0, p))
+			return fail_errno(ENOENT);
 		snprintf(out, outlen, "%s", argv0);
 		return 0;
 	}
@@ -647,6 +651,17 @@ static void __attribute__((noreturn)) run_command(const struct plan *p, const in
 	if (chdir(p->cwd)) {
 		fail_errno(errno);
 		child_fail("exec-error", "process", "chdir", p->cwd, NULL);
+	}
+	/* The daemon refused a cwd whose path lies in a deny path; one
+	 * reaching it through a symlink it judges only here, by where the
+	 * chdir landed. Landlock does not govern chdir. */
+	if ((p->flags & FLAG_STRICT) && p->n_ll_except > 0) {
+		int fd = open(".", O_PATH | O_CLOEXEC);
+		if (fd < 0 || hidden_by_except(fd, p)) {
+			fail_errno(fd < 0 ? errno : EACCES);
+			child_fail("exec-error", "process", "chdir", p->cwd, NULL);
+		}
+		close(fd);
 	}
 	/* From here until the daemon holds the listener this process may make
 	 * no call the filter notifies: nothing would answer it. sendmsg,

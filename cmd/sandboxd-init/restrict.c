@@ -85,10 +85,16 @@ static int open_no_symlinks(const char *path)
 		}
 		memcpy(name, c, len);
 		name[len] = '\0';
-		int next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		/* An intermediate component is opened as a directory, which
+		 * triggers an automount there as a path walk would; a symlink
+		 * then fails with ENOTDIR, reported as the ELOOP it is. */
+		int last = !end[strspn(end, "/")];
+		int next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY));
 		e = errno;
-		close(fd);
 		struct stat st;
+		if (next < 0 && e == ENOTDIR && !fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode))
+			e = ELOOP;
+		close(fd);
 		if (next >= 0 && fstat(next, &st))
 			e = errno;
 		else if (next >= 0 && !S_ISLNK(st.st_mode))
@@ -179,6 +185,10 @@ static int grant_except(int ruleset, int parent, const char *name, const char *d
 	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == EACCES) {
 		int pfd = openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (pfd < 0 && errno == EACCES)
+			/* In a directory that can be listed but not searched:
+			 * nothing beneath is reachable. */
+			return 0;
 		if (pfd < 0)
 			return fail(errno, "landlock: list %s: open %s", dir, dir);
 		int r = 0;
@@ -235,10 +245,12 @@ static int grant_except(int ruleset, int parent, const char *name, const char *d
 				r = fail(errno, "landlock rule %s", path);
 				break;
 			}
+			/* One that cannot be stat'ed (another user's FUSE
+			 * mount, a dead network mount) is granted nothing, as
+			 * a symlink is: failing here would fail every launch
+			 * beside a deny path in the same directory. */
 			struct stat st;
-			if (fstat(efd, &st))
-				r = fail(errno, "landlock rule %s", path);
-			else if (!S_ISLNK(st.st_mode))
+			if (fstat(efd, &st) == 0 && !S_ISLNK(st.st_mode))
 				r = add_rule_fd(ruleset, efd, path, p->ll_read_access);
 			close(efd);
 		}
@@ -301,14 +313,16 @@ int apply_seccomp(const struct plan *p, int *listener)
  * inherited down to the init, would otherwise be the command's, with
  * every key it holds. Not under a filter: each session keyring counts
  * against its user's key quota (200 for a user other than root), which
- * would cap a rootless daemon's sessions. A keyring it cannot make
- * (EDQUOT) fails the launch.
+ * would cap the daemon's sessions. A keyring it cannot make (EDQUOT)
+ * fails the launch.
  */
 int own_keyring(const struct plan *p)
 {
 	if (p->n_seccomp > 0)
 		return 0;
-	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL, 0, 0, 0) < 0)
+	/* ENOSYS: a kernel without keys (CONFIG_KEYS=n) has no keyring
+	 * to leak. */
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL, 0, 0, 0) < 0 && errno != ENOSYS)
 		return fail(errno, "keyctl(KEYCTL_JOIN_SESSION_KEYRING)");
 	return 0;
 }
