@@ -543,6 +543,10 @@ func TestSpawnFailureBlamesWhatFailed(t *testing.T) {
 		if !errors.Is(err, launcher.ErrHostResources) || errors.As(err, &ue) || !strings.Contains(err.Error(), "reply: "+errno.Error()) {
 			t.Errorf("reply %v: got %v, want a host-resources error naming the reply, not a refusal", errno, err)
 		}
+		// Only fds in flight count against LimitNOFILE.
+		if strings.Contains(err.Error(), "LimitNOFILE") != (errno == unix.ETOOMANYREFS) || (errno != unix.ETOOMANYREFS && !strings.Contains(err.Error(), "memory")) {
+			t.Errorf("reply %v: %q advises the wrong remedy", errno, err)
+		}
 	}
 	var ue *launcher.Unenforceable
 	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns); !errors.As(err, &ue) || ue.Field != "process" {
