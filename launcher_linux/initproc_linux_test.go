@@ -865,9 +865,12 @@ func probeWithENOSPC(t *testing.T, denial string) *HostProbe {
 // and probes.
 func TestNoUserNamespaceLeftIsNoFullDisk(t *testing.T) {
 	const want = "no more user namespaces"
+	// Which limits it names is read from this host's /proc/sys/user: a
+	// limit of 0 here is named alone. The errno's own text stays, after
+	// the explanation.
 	if err := namespaceRefusal(&spawnError{stage: 1, errno: unix.ENOSPC}, true); !strings.Contains(err.Error(), "not a full filesystem") ||
-		!strings.Contains(err.Error(), "user.max_user_namespaces") || !strings.Contains(err.Error(), "user.max_net_namespaces") {
-		t.Errorf("the refusal of a clone that got ENOSPC: %q, want it to name the limits of user and net namespaces, not a full disk", err)
+		!strings.Contains(err.Error(), "user.max_") {
+		t.Errorf("the refusal of a clone that got ENOSPC: %q, want it to name a limit of namespaces, not a full disk", err)
 	}
 	h := probeWithENOSPC(t, "userns")
 	if h == nil {
