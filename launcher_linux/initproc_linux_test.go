@@ -653,7 +653,12 @@ func TestLaunchesWherePersonalityIsDenied(t *testing.T) {
 // spawner, started on the first launch, and its inits inherit the denial,
 // and launches in each mechanism set.
 func personalityDeniedChild(t *testing.T, norandom bool) {
-	if b, err := os.ReadFile("/proc/self/personality"); err != nil || strings.HasSuffix(strings.TrimSpace(string(b)), "40000") != norandom {
+	b, err := os.ReadFile("/proc/self/personality")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pers, err := strconv.ParseUint(strings.TrimSpace(string(b)), 16, 32)
+	if err != nil || (pers&addrNoRandomize != 0) != norandom {
 		t.Fatalf("personality %q (%v), want ADDR_NO_RANDOMIZE %v", b, err, norandom)
 	}
 	uid, gid := sandboxIdentity()
