@@ -108,6 +108,16 @@ func shrinkPipe(f *os.File) {
 	}
 }
 
+// passAdvice says what to do when an fd could not be passed over a socket
+// with errno: ETOOMANYREFS counts the fds in flight of the sender's user
+// against its RLIMIT_NOFILE; ENOMEM and ENOBUFS are the host's memory.
+func passAdvice(errno syscall.Errno) string {
+	if errno == unix.ETOOMANYREFS {
+		return "too many fds in flight: raise the daemon's LimitNOFILE, or end sessions"
+	}
+	return "the host is short of memory: free some, or end sessions"
+}
+
 // spawnFailure says why the spawner could not start an init for key.
 func spawnFailure(err error, key initKey) error {
 	var se *spawnError
@@ -117,7 +127,7 @@ func spawnFailure(err error, key initKey) error {
 	switch {
 	case se.stage == spawnStageReply:
 		// The init ran, but its pidfd could not reach the daemon.
-		return fmt.Errorf("start sandbox init: the spawner could not pass the init's pidfd, and killed it: %w (raise the daemon's LimitNOFILE, or end sessions): %w", launcher.ErrHostResources, err)
+		return fmt.Errorf("start sandbox init: the spawner could not pass the init's pidfd, and killed it: %w (%s): %w", launcher.ErrHostResources, passAdvice(se.errno), err)
 	case se.errno == unix.EMFILE || se.errno == unix.ENFILE || se.errno == unix.EAGAIN || se.errno == unix.ENOMEM:
 		// Out of fds, tasks or memory: blaming the namespaces would send
 		// the operator after the wrong setting.

@@ -161,8 +161,10 @@ func (l *spawnLane) send(initPath string, req []byte, fds [3]int) error {
 		}
 		gone := errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.ENOTCONN)
 		if !gone {
-			if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ETOOMANYREFS) {
-				return fmt.Errorf("%w (memory, or too many fds in flight: raise the daemon's LimitNOFILE, or end sessions): %w", err, launcher.ErrHostResources)
+			for _, errno := range []syscall.Errno{unix.ENOMEM, unix.ENOBUFS, unix.ETOOMANYREFS} {
+				if errors.Is(err, errno) {
+					return fmt.Errorf("%w (%s): %w", err, passAdvice(errno), launcher.ErrHostResources)
+				}
 			}
 			return err
 		}

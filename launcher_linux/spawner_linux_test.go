@@ -134,3 +134,42 @@ func TestAGoneSpawnerIsStartedAgain(t *testing.T) {
 		t.Errorf("the init was cloned by spawner %d, which was killed", p)
 	}
 }
+
+// A spawner whose poll fails for good (EINVAL: its RLIMIT_NOFILE, lowered
+// here, is below the two fds it polls) exits rather than try again
+// forever: a request would never be taken, the daemon would wait for its
+// reply holding the lane, and a spawner that does not poll would not see
+// the daemon end.
+func TestASpawnerWhosePollFailsForGoodExits(t *testing.T) {
+	uid, gid := sandboxIdentity()
+	key := initKey{uid: uid, gid: gid}
+	sp := newSpawner(initBinaryPath(t))
+	defer stopSpawners(sp)
+	first, err := startInit(sp, key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.discard()
+	spawnerPid := parentOf(t, first.proc.pid)
+	if err := unix.Prlimit(spawnerPid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: 1, Max: 1}, nil); err != nil {
+		t.Fatalf("lower the spawner's RLIMIT_NOFILE: %v", err)
+	}
+	// The init's end (SIGCHLD) wakes the spawner; its next poll fails.
+	if err := first.proc.signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", spawnerPid))
+		if err != nil {
+			break
+		}
+		if f := strings.Fields(string(b)); len(f) > 2 && f[2] == "Z" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spawner %d still runs 5 s after its poll failed with EINVAL", spawnerPid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

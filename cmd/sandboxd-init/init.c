@@ -616,8 +616,9 @@ static void __attribute__((noreturn)) run_command(const struct plan *p, const in
 	if (drop_capabilities(!ns, setup.bounding_dropped))
 		child_fail("setup-error", "process", "drop capabilities", NULL, NULL);
 	/* The spawner runs without address-space randomization (spawner.c);
-	 * the command gets it back, with the execution domain the spawner
-	 * was started with. Before the seccomp filter, which may deny
+	 * the command gets it back, with the rest of the personality the
+	 * spawner was started with (UNAME26, ADDR_COMPAT_LAYOUT, the
+	 * execution domain). Before the seccomp filter, which may deny
 	 * personality. */
 	int persona = personality(0xffffffff);
 	if (persona < 0) {

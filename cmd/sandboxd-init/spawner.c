@@ -141,6 +141,10 @@ static int daemon_gone(int e)
 	return e == EPIPE || e == ECONNRESET || e == ENOTCONN;
 }
 
+/* Tries after a failure for memory or buffers before the shortage is
+ * taken as lasting: a second of pauses. */
+#define MAX_NOMEM 100
+
 /* A failure that passes: memory, or buffers. The spawner waits a little
  * and tries again rather than spin. */
 static void pause_briefly(void)
@@ -347,21 +351,31 @@ int run_spawner(int argc, char **argv)
 	int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		return 1;
+	/* Consecutive failures for memory, of each call. */
+	int poll_nomem = 0, recv_nomem = 0;
 	for (;;) {
 		struct pollfd pfd[2] = {{.fd = SOCK_FD, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
 		if (poll(pfd, 2, -1) < 0) {
-			/* EINTR, or ENOMEM: nothing is lost by polling again. */
-			if (errno != EINTR)
-				pause_briefly();
+			/* Only a passing failure is tried again. Any other
+			 * (EINVAL, say, after RLIMIT_NOFILE fell below 2)
+			 * lasts: retrying it would leave the daemon waiting
+			 * for a reply forever, and a spawner that no longer
+			 * polls would not see the daemon end. */
+			if (errno == EINTR)
+				continue;
+			if (errno != ENOMEM || ++poll_nomem > MAX_NOMEM)
+				return 1;
+			pause_briefly();
 			continue;
 		}
+		poll_nomem = 0;
 		if (pfd[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof si) > 0) {
 			}
 			reap();
 		}
-		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
 			continue;
 		struct spawn_request rq;
 		int fds[3] = {-1, -1, -1};
@@ -377,12 +391,22 @@ int run_spawner(int argc, char **argv)
 			 * parent-death signal, the inits. */
 			return 0;
 		if (n < 0) {
-			/* EAGAIN, EINTR, or one that passes (ENOMEM): the
-			 * request, if any, stays queued for the next try. */
-			if (errno != EAGAIN && errno != EINTR)
-				pause_briefly();
+			/* A request, if any, stays queued for the next try;
+			 * but a lasting failure (EACCES or EPERM from an LSM)
+			 * would never take it, nor would a hang-up that cannot
+			 * be read. The spawner exits then, which the daemon
+			 * sees as the end of its socket, rather than leave
+			 * the daemon waiting for a reply. */
+			if (pfd[0].revents & (POLLHUP | POLLERR | POLLNVAL))
+				return 1;
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			if ((errno != ENOMEM && errno != ENOBUFS) || ++recv_nomem > MAX_NOMEM)
+				return 1;
+			pause_briefly();
 			continue;
 		}
+		recv_nomem = 0;
 		int nfds = 0;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
 			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
