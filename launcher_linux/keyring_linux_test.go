@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"unsafe"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/internal/hostsim"
@@ -72,7 +71,7 @@ func noSeccompKeyringChild(t *testing.T, withoutKeys bool) {
 		t.Fatal(err)
 	}
 	if withoutKeys {
-		if err := refuseKeyctl(); err != nil {
+		if err := refuseSyscall(unix.SYS_KEYCTL); err != nil {
 			t.Skipf("cannot install the keyctl denial: %v", err)
 		}
 	}
@@ -118,23 +117,4 @@ func noSeccompKeyringChild(t *testing.T, withoutKeys bool) {
 	if ring == daemonRing {
 		t.Errorf("the command possesses the daemon's session keyring %d", daemonRing)
 	}
-}
-
-// refuseKeyctl makes keyctl fail with ENOSYS on this thread and what it
-// starts, as on a kernel built without keys.
-func refuseKeyctl() error {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return err
-	}
-	filters := []unix.SockFilter{
-		{Code: bpfLdAbsW, K: 0},
-		{Code: bpfJeqK, Jt: 0, Jf: 1, K: unix.SYS_KEYCTL},
-		{Code: bpfRetK, K: retErrno | uint32(unix.ENOSYS)},
-		{Code: bpfRetK, K: retAllow},
-	}
-	prog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
-		return fmt.Errorf("seccomp(SET_MODE_FILTER): %w", errno)
-	}
-	return nil
 }

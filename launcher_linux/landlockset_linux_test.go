@@ -170,7 +170,7 @@ func TestInitEndsWithoutGetrandom(t *testing.T) {
 		// thread, inherits its filter, and so do its inits. The thread
 		// ends with the goroutine, filter and all.
 		runtime.LockOSThread()
-		if err := refuseGetrandom(); err != nil {
+		if err := refuseSyscall(unix.SYS_GETRANDOM); err != nil {
 			got <- started{err: err}
 			return
 		}
@@ -198,15 +198,15 @@ func TestInitEndsWithoutGetrandom(t *testing.T) {
 	}
 }
 
-// refuseGetrandom makes getrandom fail with ENOSYS on this thread and what
-// it starts.
-func refuseGetrandom() error {
+// refuseSyscall makes system call nr fail with ENOSYS on this thread and
+// what it starts, as on a kernel without it.
+func refuseSyscall(nr uint32) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return err
 	}
 	filters := []unix.SockFilter{
 		{Code: bpfLdAbsW, K: 0},
-		{Code: bpfJeqK, Jt: 0, Jf: 1, K: unix.SYS_GETRANDOM},
+		{Code: bpfJeqK, Jt: 0, Jf: 1, K: nr},
 		{Code: bpfRetK, K: retErrno | uint32(unix.ENOSYS)},
 		{Code: bpfRetK, K: retAllow},
 	}
