@@ -33,7 +33,8 @@ func TestMain(m *testing.M) {
 			bufio.NewReader(os.Stdin).ReadString('\n')
 		}
 		keepSysmonAwake()
-		fmt.Println(os.Getpid(), os.Getenv("GODEBUG"))
+		comm, _ := os.ReadFile("/proc/self/comm")
+		fmt.Println(os.Getpid(), strings.TrimSpace(string(comm)), os.Getenv("GODEBUG"))
 		warnSysmonAsleep(log.New(os.Stdout, "sandboxd: ", 0))
 		os.Exit(0)
 	}

@@ -3,9 +3,26 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
+
+// The kernel names a process after the file it executes, so a daemon run
+// again from /proc/self/exe would be "exe" to ps, pgrep, top and the OOM
+// killer's log. Package initialisers run on the main thread, whose name is
+// the process's; the name is argv[0]'s, as the first exec gave it.
+func init() {
+	name := []byte(filepath.Base(os.Args[0]))
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	name = append(name, 0)
+	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
+}
 
 // sysmonAwake is the GODEBUG setting under which the daemon runs. The Go
 // runtime's monitor thread (sysmon) sleeps deeply while every processor is

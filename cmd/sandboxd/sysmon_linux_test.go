@@ -66,7 +66,8 @@ func TestTheDaemonRunsAgainOnceItsBinaryIsRemoved(t *testing.T) {
 	cmd := exec.Command(exe, "-test.run", "^$")
 	cmd.Env = append(os.Environ(), sysmonChild+"="+sysmonAfterALine, "GODEBUG=madvdontneed=1")
 	out := runAfterALine(t, cmd, func() error { return os.Remove(exe) })
-	if want := fmt.Sprintf("%d madvdontneed=1,%s\n", cmd.Process.Pid, sysmonAwake); out != want {
+	// Named as its binary, not "exe" after the file it ran again from.
+	if want := fmt.Sprintf("%d sandboxd madvdontneed=1,%s\n", cmd.Process.Pid, sysmonAwake); out != want {
 		t.Errorf("the daemon printed\n%q\nwant\n%q", out, want)
 	}
 }
@@ -82,7 +83,7 @@ func TestAFailedReexecIsLoggedAndTheDaemonRunsOn(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run", "^$")
 	cmd.Env = append(os.Environ(), sysmonChild+"="+sysmonAfterALine, "GODEBUG="+godebug)
 	out := runAfterALine(t, cmd, func() error { return nil })
-	want := fmt.Sprintf("%d %s\nsandboxd: warning: running with the Go runtime's monitor thread left to sleep deeply (more CPU per launch; see docs/performance.md): run the daemon again from /proc/self/exe with GODEBUG=%s: argument list too long\n", cmd.Process.Pid, godebug, sysmonAwake)
+	want := fmt.Sprintf("%d %s %s\nsandboxd: warning: running with the Go runtime's monitor thread left to sleep deeply (more CPU per launch; see docs/performance.md): run the daemon again from /proc/self/exe with GODEBUG=%s: argument list too long\n", cmd.Process.Pid, filepath.Base(os.Args[0]), godebug, sysmonAwake)
 	if out != want {
 		t.Errorf("the daemon printed\n%q\nwant\n%q", strings.Replace(out, godebug, "$GODEBUG", 1), strings.Replace(want, godebug, "$GODEBUG", 1))
 	}
