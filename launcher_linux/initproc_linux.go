@@ -125,9 +125,13 @@ func spawnFailure(err error, key initKey) error {
 		return err
 	}
 	switch {
-	case se.stage == spawnStageReply:
+	case se.stage == spawnStageReply && (se.errno == unix.ETOOMANYREFS || se.errno == unix.ENOMEM || se.errno == unix.ENOBUFS):
 		// The init ran, but its pidfd could not reach the daemon.
 		return fmt.Errorf("start sandbox init: the spawner could not pass the init's pidfd, and killed it: %w (%s): %w", launcher.ErrHostResources, passAdvice(se.errno), err)
+	case se.stage == spawnStageReply:
+		// Not the host's resources (an LSM refusing the pass, say): no
+		// advice would be true.
+		return fmt.Errorf("start sandbox init: the spawner could not pass the init's pidfd, and killed it: %w", err)
 	case se.errno == unix.EMFILE || se.errno == unix.ENFILE || se.errno == unix.EAGAIN || se.errno == unix.ENOMEM:
 		// Out of fds, tasks or memory: blaming the namespaces would send
 		// the operator after the wrong setting.

@@ -548,6 +548,13 @@ func TestSpawnFailureBlamesWhatFailed(t *testing.T) {
 			t.Errorf("reply %v: %q advises the wrong remedy", errno, err)
 		}
 	}
+	// A pass an LSM refused is no shortage: no host-resources error, no
+	// advice, and no refusal of the policy either.
+	if err := spawnFailure(&spawnError{stage: spawnStageReply, errno: unix.EACCES}, ns); errors.Is(err, launcher.ErrHostResources) || strings.Contains(err.Error(), "memory") {
+		t.Errorf("reply EACCES: got %v, want a plain error", err)
+	} else if ue := (*launcher.Unenforceable)(nil); errors.As(err, &ue) {
+		t.Errorf("reply EACCES: got %v, want no refusal", err)
+	}
 	var ue *launcher.Unenforceable
 	if err := spawnFailure(&spawnError{stage: 1, errno: unix.EPERM}, ns); !errors.As(err, &ue) || ue.Field != "process" {
 		t.Errorf("EPERM: got %v, want the namespaces refusal", err)

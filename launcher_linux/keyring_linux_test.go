@@ -71,6 +71,10 @@ func noSeccompKeyringChild(t *testing.T, withoutKeys bool) {
 		t.Fatal(err)
 	}
 	if withoutKeys {
+		// The filter is this thread's: it must be the one hostsim
+		// installs its own from (with TSYNC), and the one that starts
+		// the daemon's spawner.
+		runtime.LockOSThread()
 		if err := refuseSyscall(unix.SYS_KEYCTL); err != nil {
 			t.Skipf("cannot install the keyctl denial: %v", err)
 		}

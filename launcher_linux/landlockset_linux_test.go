@@ -349,9 +349,12 @@ func TestLandlockSetDenyPathBeneathAnUnsearchableDirectory(t *testing.T) {
 	if err := os.MkdirAll(base+"/a/b/secret", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(base+"/a", 0o744); err != nil {
+	// Not searchable even by its owner, who is the sandbox's uid when
+	// the test does not run as root.
+	if err := os.Chmod(base+"/a", 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.Chmod(base+"/a", 0o755) })
 	p, err := b.Start(context.Background(), testSpec(t, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{base + "/a/b/secret"}}}, "/bin/true"))
 	if err != nil {
 		t.Fatalf("Start = %v, want the command started", err)
