@@ -1,6 +1,7 @@
 package launcherlinux
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,19 +28,25 @@ func TestNoSeccompSessionHasItsOwnKeyring(t *testing.T) {
 		fmt.Println(id, err)
 		return
 	case "launch":
-		noSeccompKeyringChild(t, false)
+		noSeccompKeyringChild(t, nil, true)
 		return
 	case "launch-without-keys":
-		noSeccompKeyringChild(t, true)
+		noSeccompKeyringChild(t, []uint32{unix.SYS_KEYCTL, unix.SYS_ADD_KEY}, true)
+		return
+	case "launch-keyctl-faked":
+		noSeccompKeyringChild(t, []uint32{unix.SYS_KEYCTL}, false)
 		return
 	}
 	runNoSeccompKeyringChild(t, "launch")
 }
 
-// A kernel without keys (CONFIG_KEYS=n, keyctl failing with ENOSYS) has no
-// keyring to leak: a session on a host without seccomp starts there.
+// A kernel without keys (CONFIG_KEYS=n, the key calls failing with
+// ENOSYS) has no keyring to leak: a session on a host without seccomp
+// starts there. A filter that fakes ENOSYS for keyctl alone, where add_key
+// is there, does not pass for such a kernel: the launch fails.
 func TestNoSeccompSessionStartsOnAKernelWithoutKeys(t *testing.T) {
 	runNoSeccompKeyringChild(t, "launch-without-keys")
+	runNoSeccompKeyringChild(t, "launch-keyctl-faked")
 }
 
 func runNoSeccompKeyringChild(t *testing.T, mode string) {
@@ -63,20 +70,20 @@ func runNoSeccompKeyringChild(t *testing.T, mode string) {
 // noSeccompKeyringChild, with the session keyring its parent joined, denies itself
 // seccomp (the spawner and its inits inherit that), and launches a copy of
 // the test binary (the sandbox has a private /tmp) that prints its session
-// keyring. Without keys, keyctl fails with ENOSYS for it and what it
-// starts, and the command need only start.
-func noSeccompKeyringChild(t *testing.T, withoutKeys bool) {
+// keyring. The calls in refuse fail with ENOSYS for it and what it
+// starts; then the command need only start, or, wantStart false, must not.
+func noSeccompKeyringChild(t *testing.T, refuse []uint32, wantStart bool) {
 	daemonRing, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if withoutKeys {
-		// The filter is this thread's: it must be the one hostsim
-		// installs its own from (with TSYNC), and the one that starts
-		// the daemon's spawner.
-		runtime.LockOSThread()
-		if err := refuseSyscall(unix.SYS_KEYCTL); err != nil {
-			t.Skipf("cannot install the keyctl denial: %v", err)
+	// The filters are this thread's: it must be the one hostsim installs
+	// its own from (with TSYNC), and the one that starts the daemon's
+	// spawner.
+	runtime.LockOSThread()
+	for _, nr := range refuse {
+		if err := refuseSyscall(nr); err != nil {
+			t.Skipf("cannot install the denial of system call %d: %v", nr, err)
 		}
 	}
 	exe, err := os.ReadFile("/proc/self/exe")
@@ -105,12 +112,24 @@ func noSeccompKeyringChild(t *testing.T, withoutKeys bool) {
 	pol := &sandboxdv1.Policy{Network: &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST}}
 	spec := testSpec(t, pol, copied, "-test.run=^TestNoSeccompSessionHasItsOwnKeyring$")
 	spec.Env = append(spec.Env, envNoSeccompKeyring+"=print")
+	if !wantStart {
+		p, err := b.Start(context.Background(), spec)
+		if err == nil {
+			p.Kill()
+			p.Wait()
+			t.Fatal("the command started where keyctl alone fails with ENOSYS")
+		}
+		if !strings.Contains(err.Error(), "add_key") {
+			t.Fatalf("Start = %v, want the keyring step's failure", err)
+		}
+		return
+	}
 	out, serr, _, st, err := runSpec(t, b, spec)
 	t.Logf("stdout:\n%s\nstderr:\n%s", out, serr)
 	if err != nil || st.ExitCode != 0 {
 		t.Fatalf("status %+v, %v", st, err)
 	}
-	if withoutKeys {
+	if len(refuse) > 0 {
 		return
 	}
 	var ring int
