@@ -27,7 +27,8 @@ func TestTheDaemonRunsWithItsMonitorAwake(t *testing.T) {
 			t.Fatalf("GODEBUG=%q: %v", tc.godebug, err)
 		}
 		// Executed again in place: the pid a supervisor knows stays.
-		if want := fmt.Sprintf("%d %s\n", cmd.Process.Pid, tc.want); string(out) != want {
+		// Named as its binary, not "exe", once run again.
+		if want := fmt.Sprintf("%d %s %s\n", cmd.Process.Pid, comm(os.Args[0]), tc.want); string(out) != want {
 			t.Errorf("GODEBUG=%q: printed %q, want %q", tc.godebug, out, want)
 		}
 	}
@@ -83,7 +84,7 @@ func TestAFailedReexecIsLoggedAndTheDaemonRunsOn(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run", "^$")
 	cmd.Env = append(os.Environ(), sysmonChild+"="+sysmonAfterALine, "GODEBUG="+godebug)
 	out := runAfterALine(t, cmd, func() error { return nil })
-	want := fmt.Sprintf("%d %s %s\nsandboxd: warning: running with the Go runtime's monitor thread left to sleep deeply (more CPU per launch; see docs/performance.md): run the daemon again from /proc/self/exe with GODEBUG=%s: argument list too long\n", cmd.Process.Pid, filepath.Base(os.Args[0]), godebug, sysmonAwake)
+	want := fmt.Sprintf("%d %s %s\nsandboxd: warning: running with the Go runtime's monitor thread left to sleep deeply (more CPU per launch; see docs/performance.md): run the daemon again from /proc/self/exe with GODEBUG=%s: argument list too long\n", cmd.Process.Pid, comm(os.Args[0]), godebug, sysmonAwake)
 	if out != want {
 		t.Errorf("the daemon printed\n%q\nwant\n%q", strings.Replace(out, godebug, "$GODEBUG", 1), strings.Replace(want, godebug, "$GODEBUG", 1))
 	}
@@ -109,4 +110,13 @@ func runAfterALine(t *testing.T, cmd *exec.Cmd, before func() error) string {
 		t.Fatalf("%v, child %v:\n%s", err, werr, out.String())
 	}
 	return out.String()
+}
+
+// comm is the name the kernel gives a process that executes path.
+func comm(path string) string {
+	name := filepath.Base(path)
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return name
 }
