@@ -446,10 +446,11 @@ int run_spawner(int argc, char **argv)
 			rp = (struct spawn_reply){.err = e, .stage = SPAWN_STAGE_REPLY};
 			e = send_reply(&rp, -1);
 		}
-		/* A reply without fds that fails for memory is tried again:
-		 * the daemon waits for it. Any other failure ends the spawner,
-		 * which cannot answer. */
-		while (e == ENOMEM || e == ENOBUFS) {
+		/* A reply without fds that fails for memory is tried again,
+		 * for as long as a wait for memory is (the daemon waits for
+		 * it, holding the lane). Any other failure, or one that
+		 * lasts, ends the spawner, which cannot answer. */
+		for (int tries = 0; (e == ENOMEM || e == ENOBUFS) && tries < MAX_NOMEM; tries++) {
 			pause_briefly();
 			e = send_reply(&rp, -1);
 		}
