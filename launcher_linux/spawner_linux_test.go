@@ -65,20 +65,27 @@ func TestARequestReachesOneSpawnerOnly(t *testing.T) {
 	}
 }
 
+// firstInit starts a spawner of its own and an init through it, both ended
+// with the test.
+func firstInit(t *testing.T) (*spawner, initKey, *initProc) {
+	uid, gid := sandboxIdentity()
+	key := initKey{uid: uid, gid: gid}
+	sp := newSpawner(initBinaryPath(t))
+	t.Cleanup(func() { stopSpawners(sp) })
+	first, err := startInit(sp, key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(first.discard)
+	return sp, key, first
+}
+
 // A send that fails for another reason than the spawner's going (memory,
 // the fds in flight; here an fd that is not open) leaves the spawner
 // running: stopping it would end every session it cloned, by their
 // parent-death signal.
 func TestAFailedSendKeepsTheSpawner(t *testing.T) {
-	uid, gid := sandboxIdentity()
-	key := initKey{uid: uid, gid: gid}
-	sp := newSpawner(initBinaryPath(t))
-	defer stopSpawners(sp)
-	first, err := startInit(sp, key, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.discard()
+	sp, key, first := firstInit(t)
 	spawnerPid := parentOf(t, first.proc.pid)
 	if _, err := sp.spawn(key, [3]int{-1, -1, -1}); !errors.Is(err, unix.EBADF) {
 		t.Fatalf("spawn with fds that are not open: %v, want EBADF", err)
@@ -100,15 +107,7 @@ func TestAFailedSendKeepsTheSpawner(t *testing.T) {
 // A spawner that went while it served no request (killed) is started again
 // for the next one.
 func TestAGoneSpawnerIsStartedAgain(t *testing.T) {
-	uid, gid := sandboxIdentity()
-	key := initKey{uid: uid, gid: gid}
-	sp := newSpawner(initBinaryPath(t))
-	defer stopSpawners(sp)
-	first, err := startInit(sp, key, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.discard()
+	sp, key, first := firstInit(t)
 	gone := parentOf(t, first.proc.pid)
 	if err := syscall.Kill(gone, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -141,15 +140,7 @@ func TestAGoneSpawnerIsStartedAgain(t *testing.T) {
 // reply holding the lane, and a spawner that does not poll would not see
 // the daemon end.
 func TestASpawnerWhosePollFailsForGoodExits(t *testing.T) {
-	uid, gid := sandboxIdentity()
-	key := initKey{uid: uid, gid: gid}
-	sp := newSpawner(initBinaryPath(t))
-	defer stopSpawners(sp)
-	first, err := startInit(sp, key, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.discard()
+	_, _, first := firstInit(t)
 	spawnerPid := parentOf(t, first.proc.pid)
 	if err := unix.Prlimit(spawnerPid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: 1, Max: 1}, nil); err != nil {
 		t.Fatalf("lower the spawner's RLIMIT_NOFILE: %v", err)
