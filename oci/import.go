@@ -338,12 +338,13 @@ func importMounts(fs *sandboxdv1.Filesystem, s *specs.Spec) error {
 			fs.Deny = append(fs.Deny, m.Destination)
 		case bind:
 			return refuse("sandboxd shows host paths where they are: a bind from " + m.Source + " to " + m.Destination + " moves one")
-		case m.Type == "tmpfs" && ro && tmpfsMode(m.Options) == 0 || m.Type == "tmpfs" && ro && !within(m.Destination, fs.Write):
-			fs.Deny = append(fs.Deny, m.Destination)
 		case m.Type == "tmpfs" && ro:
-			// An empty read-only directory in a write root: a carve-out
-			// that does not exist yet.
-			fs.ReadOnly = append(fs.ReadOnly, m.Destination)
+			// An empty read-only directory, whatever its mode: a runtime
+			// hides what is there. The export's form of a carve-out that
+			// did not exist yet looks the same, but an importer cannot
+			// tell that the path is still missing, and a carve-out of a
+			// path that exists would show its contents.
+			fs.Deny = append(fs.Deny, m.Destination)
 		default:
 			return refuse(fmt.Sprintf("sandboxd has no mount of type %q at %s", m.Type, m.Destination))
 		}
@@ -352,18 +353,6 @@ func importMounts(fs *sandboxdv1.Filesystem, s *specs.Spec) error {
 		return &Refusal{Field: "root.path", Reason: "sandboxd runs on the host's tree, read-only: bind / read-only at / as the first mount"}
 	}
 	return nil
-}
-
-// tmpfsMode is a tmpfs's mode= option, 0o777 when there is none.
-func tmpfsMode(opts []string) uint64 {
-	for _, o := range opts {
-		if v, ok := strings.CutPrefix(o, "mode="); ok {
-			if m, err := strconv.ParseUint(v, 8, 32); err == nil {
-				return m
-			}
-		}
-	}
-	return 0o777
 }
 
 // within reports whether p lies within one of roots, by the rules of the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -34,8 +35,30 @@ func marshal(t *testing.T, in Input) []byte {
 	return b
 }
 
-// TestRoundTrip: export, import, export gives the same config, and the
-// import the policy exported (normalized).
+// missingCarveOutsDenied is in with each carve-out that does not exist on
+// the host made a deny path: what its export imports as.
+func missingCarveOutsDenied(in Input) Input {
+	p := proto.Clone(in.Policy).(*sandboxdv1.Policy)
+	fs := p.GetFilesystem()
+	if fs == nil {
+		return in
+	}
+	var ro []string
+	for _, path := range fs.ReadOnly {
+		if ok, _ := in.Exists(path); !ok && within(path, fs.Write) {
+			fs.Deny = append(fs.Deny, path)
+			continue
+		}
+		ro = append(ro, path)
+	}
+	fs.ReadOnly = ro
+	in.Policy = p
+	return in
+}
+
+// TestRoundTrip: export, import, export gives the same config, but for a
+// carve-out that did not exist, which comes back denied, and the import
+// the policy exported (normalized).
 func TestRoundTrip(t *testing.T) {
 	exportable(t)
 	for _, c := range goldenCases() {
@@ -45,9 +68,10 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("import of the export: %v\n%s", err, first)
 			}
+			want := marshal(t, missingCarveOutsDenied(c.in))
 			second := marshal(t, reexport(c.in, im))
-			if !bytes.Equal(first, second) {
-				t.Fatalf("export, import, export differs:\n%s\nfirst:\n%s", second, first)
+			if !bytes.Equal(want, second) {
+				t.Fatalf("export, import, export differs:\n%s\nwant:\n%s", second, want)
 			}
 			im2, err := Import(second, hiddenSockets)
 			if err != nil {
@@ -134,6 +158,37 @@ func TestImportRefuses(t *testing.T) {
 	}
 	if _, err := Import(base, hiddenSockets); err != nil {
 		t.Fatalf("the unedited config: %v", err)
+	}
+}
+
+// TestImportReadOnlyTmpfsHides: a read-only tmpfs in a write root hides
+// what is there under a runtime, whatever its mode, so it comes in as a
+// deny path; a carve-out would show an existing directory's contents.
+func TestImportReadOnlyTmpfsHides(t *testing.T) {
+	exportable(t)
+	base := marshal(t, input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{"/w"}}}, "make"))
+	for _, mode := range []string{"mode=755", "mode=000", ""} {
+		var cfg map[string]any
+		if err := json.Unmarshal(base, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		opts := []any{"ro", "nosuid", "nodev"}
+		if mode != "" {
+			opts = append(opts, mode)
+		}
+		cfg["mounts"] = append(cfg["mounts"].([]any), map[string]any{"destination": "/w/secrets", "type": "tmpfs", "source": "tmpfs", "options": opts})
+		data, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		im, err := Import(data, hiddenSockets)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		fs := im.Policy.GetFilesystem()
+		if !slices.Contains(fs.GetDeny(), "/w/secrets") || slices.Contains(fs.GetReadOnly(), "/w/secrets") {
+			t.Errorf("%q: read-only tmpfs at /w/secrets imported as deny %v, read-only %v; want it denied", mode, fs.GetDeny(), fs.GetReadOnly())
+		}
 	}
 }
 
