@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
@@ -158,6 +160,11 @@ func (im *importer) srtPaths(key string, paths []string, widen bool) ([]string, 
 		abs, err := im.path(k, p)
 		if err != nil {
 			return nil, err
+		}
+		if isGlob(p) && slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "..") {
+			// A ".." after a glob can lead above the literal directory
+			// before it, and the cleaned path has lost the glob.
+			return nil, &KeyError{Key: k, Msg: fmt.Sprintf("%q is a glob with a \"..\" in it; write the path out", p)}
 		}
 		if isGlob(p) {
 			narrower := "dropped"

@@ -138,6 +138,7 @@ var srtSeeds = []string{
 	`{"filesystem":{"allowWrite":["/w","/w/.git/x"],"denyWrite":["/w/a","/v"],"denyRead":["/w/b/*"]}}`,
 	`{"filesystem":{"allowWrite":["/w/s"],"denyRead":["/w"]},"network":{"allowedDomains":["*.a.example","b.a.example"],"deniedDomains":["*"]}}`,
 	`{"network":{"allowedDomains":["example.com:443","[::1]","10.0.0.1"]}}`,
+	`{"filesystem":{"denyRead":["/home/a/*/../.ssh","~/*/../../b"]}}`,
 }
 
 // FuzzImportSRT checks that whatever the settings, an import either fails
