@@ -46,6 +46,7 @@ func DecodeFile(data []byte, home, cwd string) (*sandboxdv1.Policy, error) {
 			{FieldFilesystemWrite, fs.Write},
 			{FieldFilesystemReadOnly, fs.ReadOnly},
 			{FieldFilesystemDeny, fs.Deny},
+			{FieldFilesystemLayer, fs.Layer},
 		} {
 			for i, path := range l.paths {
 				if path == "" {

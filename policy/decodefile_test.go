@@ -24,6 +24,8 @@ func TestDecodeFile(t *testing.T) {
 			wantErr: `filesystem.write[0]: "/home/u/proj" lies within filesystem.deny[0] "/home/u"`},
 		{name: "home and relative", in: `{"filesystem":{"write":[".","~/.cache/x","/abs/../w"],"readOnly":[".git"],"deny":["~/.ssh","../secret"]}}`,
 			want: `{"filesystem":{"write":["/home/u/proj","/home/u/.cache/x","/w"],"read_only":["/home/u/proj/.git"],"deny":["/home/u/.ssh","/home/u/secret"]}}`},
+		{name: "layer", in: `{"filesystem":{"layer":[".","~/w"]}}`,
+			want: `{"filesystem":{"layer":["/home/u/proj","/home/u/w"]}}`},
 		{name: "big limit", in: `{"limits":{"memory_bytes":18446744073709551615}}`,
 			want: `{"limits":{"memory_bytes":"18446744073709551615"}}`},
 		{name: "other user", in: `{"filesystem":{"deny":["~root/x"]}}`, wantErr: `filesystem.deny[0]: "~root/x" names another user's home directory`},

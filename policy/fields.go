@@ -13,6 +13,7 @@ const (
 	FieldFilesystemWrite     = "filesystem.write"
 	FieldFilesystemReadOnly  = "filesystem.read_only"
 	FieldFilesystemDeny      = "filesystem.deny"
+	FieldFilesystemLayer     = "filesystem.layer"
 	FieldNetworkMode         = "network.mode"
 	FieldNetworkAllow        = "network.allow"
 	FieldLimitsTimeout       = "limits.timeout"

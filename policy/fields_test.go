@@ -14,7 +14,7 @@ import (
 // proto name, at the depth it says.
 func TestFieldNamesAreTheProtos(t *testing.T) {
 	for _, name := range []string{
-		FieldFilesystemRead, FieldFilesystemReadRoots, FieldFilesystemWrite, FieldFilesystemReadOnly, FieldFilesystemDeny,
+		FieldFilesystemRead, FieldFilesystemReadRoots, FieldFilesystemWrite, FieldFilesystemReadOnly, FieldFilesystemDeny, FieldFilesystemLayer,
 		FieldNetworkMode, FieldNetworkAllow,
 		FieldLimitsTimeout, FieldLimitsMemoryBytes, FieldLimitsPids, FieldLimitsCPUMillis, FieldLimitsOutputBytes,
 		FieldChildrenAllow,
