@@ -139,6 +139,11 @@ func NewPlan(req launcher.PlanRequest, host PlanHost) (*Plan, error) {
 		resolve = resolvePrivate
 	}
 	fs := in.Policy.GetFilesystem()
+	if in.Child {
+		if err := childGrantsUnmoved(fs, resolve); err != nil {
+			return nil, err
+		}
+	}
 	canon := func(paths []string) []string {
 		out := make([]string, 0, len(paths))
 		for _, p := range paths {
@@ -442,6 +447,29 @@ func (b *builder) build(in input, pl *Plan) {
 		}
 		b.rule("allow", "network-outbound", filters)
 	}
+}
+
+// childGrantsUnmoved refuses a child's write root or read root that leads
+// through a symlink other than the ones every Mac has. Narrowing checked
+// the child's paths against its parent's as written, while Seatbelt grants
+// where a link leads: a link the parent made in its write root would give
+// the child what the parent never had.
+func childGrantsUnmoved(fs *sandboxdv1.Filesystem, resolve func(string) string) error {
+	for _, l := range []struct {
+		field string
+		paths []string
+	}{
+		{policy.FieldFilesystemWrite, fs.GetWrite()},
+		{policy.FieldFilesystemReadRoots, fs.GetReadRoots()},
+	} {
+		for i, p := range l.paths {
+			clean := filepath.Clean(p)
+			if r := resolve(clean); r != resolvePrivate(clean) {
+				return &policy.FieldError{Field: policy.Index(l.field, i), Msg: fmt.Sprintf("%q leads through a symlink to %q; a child's paths are checked against its parent's as written, so name the real path", p, r)}
+			}
+		}
+	}
+	return nil
 }
 
 // resolvePrivate is the resolution every Mac shares: /tmp, /var and /etc

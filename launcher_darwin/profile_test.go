@@ -323,6 +323,54 @@ func TestProfileCarveOutThroughSymlink(t *testing.T) {
 	})
 }
 
+// TestChildGrantThroughSymlinkIsRefused: a parent that may write
+// /Users/dev/proj makes /Users/dev/proj/l a link to /Users/dev and asks
+// for a child writing /Users/dev/proj/l. Narrowing passes it, as written;
+// Seatbelt would grant where the link leads.
+func TestChildGrantThroughSymlinkIsRefused(t *testing.T) {
+	resolve := func(p string) string {
+		p = resolvePrivate(p)
+		if rest, ok := strings.CutPrefix(p, "/Users/dev/proj/l"); ok && (rest == "" || rest[0] == '/') {
+			return "/Users/dev" + rest
+		}
+		return p
+	}
+	writer := normalized(t, &sandboxdv1.Policy{
+		Filesystem: &sandboxdv1.Filesystem{Write: []string{"/Users/dev/proj"}},
+		Children:   &sandboxdv1.Children{Allow: true},
+	})
+	reader := normalized(t, &sandboxdv1.Policy{
+		Filesystem: &sandboxdv1.Filesystem{Read: sandboxdv1.Filesystem_LISTED, ReadRoots: []string{"/Users/dev/proj"}},
+		Children:   &sandboxdv1.Children{Allow: true},
+	})
+	for _, c := range []struct {
+		field  string
+		parent *sandboxdv1.Policy
+		fs     *sandboxdv1.Filesystem
+	}{
+		{"filesystem.write[0]", writer, &sandboxdv1.Filesystem{Write: []string{"/Users/dev/proj/l"}}},
+		{"filesystem.write[0]", writer, &sandboxdv1.Filesystem{Write: []string{"/Users/dev/proj/l/x"}}},
+		{"filesystem.read_roots[0]", reader, &sandboxdv1.Filesystem{Read: sandboxdv1.Filesystem_LISTED, ReadRoots: []string{"/Users/dev/proj/l"}}},
+	} {
+		child, err := policy.Narrow(c.parent, &sandboxdv1.Policy{Filesystem: c.fs})
+		if err != nil {
+			t.Fatalf("%v: narrowing: %v", c.fs, err)
+		}
+		_, err = NewPlan(launcher.PlanRequest{Policy: child, Child: true, SessionID: testSession, UID: 501}, PlanHost{Resolve: resolve})
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Field != c.field {
+			t.Errorf("%v: NewPlan of the child: %v, want a refusal of %s", c.fs, err, c.field)
+		}
+	}
+	// The same paths without the link, and /tmp, which every Mac links.
+	for _, w := range []string{"/Users/dev/proj/src", "/tmp/w"} {
+		p := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}
+		if _, err := NewPlan(launcher.PlanRequest{Policy: normalized(t, p), Child: true, SessionID: testSession, UID: 501}, PlanHost{Resolve: resolve}); err != nil {
+			t.Errorf("child writing %s: %v", w, err)
+		}
+	}
+}
+
 func TestProfileReadListed(t *testing.T) {
 	pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
 		Filesystem: &sandboxdv1.Filesystem{
