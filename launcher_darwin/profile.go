@@ -402,14 +402,33 @@ func (b *builder) build(in input, pl *Plan) {
 		b.rule("deny", "file-write*", append(b.paths("subpath", "READ_ONLY", pl.readOnly), withMessage))
 		b.line("")
 	}
+	// Seatbelt checks a connect to a unix socket as network-outbound, not
+	// as a file's use: under HOST, which allows network*, a socket below a
+	// deny path (an agent's, a container engine's) is refused here.
+	hostNetwork := in.Policy.GetNetwork().GetMode() == sandboxdv1.Network_HOST
+	sockets := func(prefix string, paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			out = append(out, "(remote unix-socket (subpath "+b.param(prefix, p)+"))")
+		}
+		return append(out, withMessage)
+	}
 	if len(pl.deny) > 0 {
 		b.line("; filesystem.deny: neither read, written nor executed.")
 		b.rule("deny", "file-read* file-write* process-exec", append(b.paths("subpath", "DENY", pl.deny), withMessage))
+		if hostNetwork {
+			b.line("; Nor a socket below one connected to.")
+			b.rule("deny", "network-outbound", sockets("DENY", pl.deny))
+		}
 		b.line("")
 	}
 	if len(pl.protect) > 0 {
 		b.line("; The daemon's own state, whatever the policy grants: neither read, written nor executed.")
 		b.rule("deny", "file-read* file-write* process-exec", append(b.paths("subpath", "DAEMON_STATE", pl.protect), withMessage))
+		if hostNetwork {
+			b.line("; Nor a socket in it connected to.")
+			b.rule("deny", "network-outbound", sockets("DAEMON_STATE", pl.protect))
+		}
 		b.line("")
 	}
 	if protected := slices.Concat(pl.readOnly, pl.deny, pl.protect); len(protected) > 0 {

@@ -426,6 +426,19 @@ func TestProfileNetwork(t *testing.T) {
 			denyQ(unixQ(own)),
 		})
 	})
+	t.Run("host with deny paths", func(t *testing.T) {
+		pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
+			Network:    &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
+			Filesystem: &sandboxdv1.Filesystem{Deny: []string{"/Users/dev/.gnupg", "/tmp/agent"}},
+		}), HideSockets: hide, Protect: []string{"/var/lib/sandboxd"}})
+		checkQueries(t, pl, []expect{
+			denyQ(unixQ("/Users/dev/.gnupg/S.gpg-agent")),
+			denyQ(unixQ("/private/tmp/agent/sock")),
+			denyQ(unixQ("/private/var/lib/sandboxd/x.sock")),
+			allowQ(unixQ("/Users/dev/.docker/run/docker.sock")),
+			tcpHost("93.184.216.34:443"),
+		})
+	})
 	t.Run("host with children", func(t *testing.T) {
 		pl := plan(t, launcher.PlanRequest{Policy: normalized(t, &sandboxdv1.Policy{
 			Network:  &sandboxdv1.Network{Mode: sandboxdv1.Network_HOST},
