@@ -398,6 +398,10 @@ func TestProfileReadListed(t *testing.T) {
 		allowQ(metadataQ("/")),
 		allowQ(metadataQ("/Users/dev")),
 		allowQ(metadataQ("/Users")),
+		// The links every Mac has, looked up on the way to /private.
+		allowQ(metadataQ("/etc")),
+		allowQ(metadataQ("/tmp")),
+		allowQ(metadataQ("/var")),
 		denyQ(readQ("/Users/dev")),
 		denyQ(metadataQ("/Users/other")),
 	})
