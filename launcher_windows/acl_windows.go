@@ -177,32 +177,84 @@ func extendedPath(p string) string {
 	return `\\?\` + p
 }
 
-// notInheriting returns the first object at or below root whose DACL is
-// protected from inheritance, "" when every one inherits (PlanHost.NotInheriting).
-// A reparse point is not followed: what it leads to is not below root, and
-// the entries stamped on root are checked where the access lands.
-func notInheriting(root string) (string, error) {
-	found := ""
+// uninherited returns the objects at or below root whose own DACL Windows
+// reads before what they inherit (PlanHost.Uninherited): those protected
+// from inheritance, and those with explicit allow entries. A reparse point
+// is not followed: what it leads to is not below root, and the entries
+// stamped on root are checked where the access lands.
+func uninherited(root string) ([]Object, error) {
+	var out []Object
+	users := map[string]bool{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		sd, err := windows.GetNamedSecurityInfo(p, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
+		o, err := objectDACL(p, users)
 		if err != nil {
-			return fmt.Errorf("read the DACL of %s: %w", p, err)
+			return err
 		}
-		control, _, err := sd.Control()
-		if err != nil {
-			return fmt.Errorf("read the DACL control of %s: %w", p, err)
-		}
-		if control&windows.SE_DACL_PROTECTED != 0 {
-			found = p
-			return fs.SkipAll
+		if o.Protected || len(o.Allows) > 0 {
+			out = append(out, o)
 		}
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return found, nil
+	return out, nil
+}
+
+// objectDACL reads what Object says of p; users caches which SIDs are
+// user accounts'.
+func objectDACL(p string, users map[string]bool) (Object, error) {
+	o := Object{Path: p}
+	sd, err := windows.GetNamedSecurityInfo(p, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION|windows.OWNER_SECURITY_INFORMATION)
+	if err != nil {
+		return o, fmt.Errorf("read the DACL of %s: %w", p, err)
+	}
+	control, _, err := sd.Control()
+	if err != nil {
+		return o, fmt.Errorf("read the DACL control of %s: %w", p, err)
+	}
+	o.Protected = control&windows.SE_DACL_PROTECTED != 0
+	owner, _, err := sd.Owner()
+	if err != nil || owner == nil {
+		return o, fmt.Errorf("%s has no owner to read: %v", p, err)
+	}
+	o.Owner = trustee(owner.String(), users)
+	dacl, _, err := sd.DACL()
+	if err != nil || dacl == nil {
+		// No DACL grants everyone everything, and inherits nothing.
+		o.Protected = true
+		o.Allows = []Grant{{Trustee: Trustee{SID: "S-1-1-0"}, Mask: GENERIC_ALL}}
+		return o, nil
+	}
+	header := unsafe.Slice((*byte)(unsafe.Pointer(dacl)), aclHeaderSize)
+	size := binary.LittleEndian.Uint16(header[2:])
+	allows, err := aclAllows(unsafe.Slice((*byte)(unsafe.Pointer(dacl)), size), o.Protected)
+	if err != nil {
+		return o, fmt.Errorf("the DACL of %s: %w", p, err)
+	}
+	for _, g := range allows {
+		g.Trustee = trustee(g.SID, users)
+		o.Allows = append(o.Allows, g)
+	}
+	return o, nil
+}
+
+// trustee is sid, said to be a user account's when LookupAccountSid says
+// so; a SID it cannot look up is taken for a group.
+func trustee(sid string, users map[string]bool) Trustee {
+	if sid == "" {
+		return Trustee{}
+	}
+	user, ok := users[sid]
+	if !ok {
+		if s, err := windows.StringToSid(sid); err == nil {
+			_, _, use, err := s.LookupAccount("")
+			user = err == nil && use == windows.SidTypeUser
+		}
+		users[sid] = user
+	}
+	return Trustee{SID: sid, User: user}
 }

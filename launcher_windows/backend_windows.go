@@ -564,7 +564,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	b.mu.Lock()
 	plan, err := NewPlan(spec.PlanRequest(), PlanHost{
 		OfflineSID: offline, OnlineSID: online, TempDir: tempDir, NumCPU: runtime.NumCPU(),
-		Exists: b.exists, NotInheriting: walked,
+		Exists: b.exists, Uninherited: walked,
 	})
 	var held []string
 	if err == nil {
@@ -602,12 +602,12 @@ func removeStaleGrants(j *Journal, userSIDs []string) error {
 
 // walkProtected walks, before Start takes the backend's lock, the trees of
 // the policy's carve-outs and deny paths inside its write roots, which
-// NewPlan asks notInheriting about: a large one must not hold up other
+// NewPlan asks uninherited about: a large one must not hold up other
 // sessions' starts. What it did not walk is walked when asked.
-func walkProtected(p *sandboxdv1.Policy) func(string) (string, error) {
+func walkProtected(p *sandboxdv1.Policy) func(string) ([]Object, error) {
 	type result struct {
-		obj string
-		err error
+		objs []Object
+		err  error
 	}
 	fs := p.GetFilesystem()
 	var write []string
@@ -625,14 +625,14 @@ func walkProtected(p *sandboxdv1.Policy) func(string) (string, error) {
 		if _, err := os.Lstat(c); err != nil || outermost(c, write) == "" {
 			continue
 		}
-		obj, err := notInheriting(c)
-		done[fold(c)] = result{obj, err}
+		objs, err := uninherited(c)
+		done[fold(c)] = result{objs, err}
 	}
-	return func(path string) (string, error) {
+	return func(path string) ([]Object, error) {
 		if r, ok := done[fold(path)]; ok {
-			return r.obj, r.err
+			return r.objs, r.err
 		}
-		return notInheriting(path)
+		return uninherited(path)
 	}
 }
 

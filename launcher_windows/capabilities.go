@@ -176,7 +176,7 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 			TempDir: exampleStateDir + `\tmp\capabilities`, NumCPU: max(h.NumCPU, 1),
 			// A carve-out whose objects all inherit: one that does not is
 			// refused for the path, not for the host.
-			NotInheriting: func(string) (string, error) { return "", nil },
+			Uninherited: func(string) ([]Object, error) { return nil, nil },
 		})
 		switch {
 		case err != nil:

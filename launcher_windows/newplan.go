@@ -92,9 +92,6 @@ func NewPlan(req launcher.PlanRequest, on PlanHost) (*Plan, error) {
 	}
 	pl.sids[pl.UserSID] = "user " + pl.User
 
-	if err := refuseNotInheriting(in.NotInheriting, exists, write, readOnly, deny); err != nil {
-		return nil, err
-	}
 	pl.writable = append(slices.Clone(write), tempDir)
 
 	fp := &filePlanner{pl: pl, exists: exists, write: write, placeholders: map[string]bool{}}
@@ -124,6 +121,10 @@ func NewPlan(req launcher.PlanRequest, on PlanHost) (*Plan, error) {
 		sid := SessionSID(in.SessionID)
 		pl.sids[sid] = "session " + in.SessionID + ", granted by its pipe"
 		pl.Token.Restricting = append(pl.Token.Restricting, sid)
+	}
+
+	if err := refuseUninherited(pl, in.Uninherited, exists, write, readOnly, deny); err != nil {
+		return nil, err
 	}
 
 	l := in.Policy.GetLimits()
