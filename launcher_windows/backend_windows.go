@@ -601,9 +601,9 @@ func removeStaleGrants(j *Journal, userSIDs []string) error {
 }
 
 // walkProtected walks, before Start takes the backend's lock, the trees of
-// the policy's carve-outs and deny paths inside its write roots, which
-// NewPlan asks uninherited about: a large one must not hold up other
-// sessions' starts. What it did not walk is walked when asked.
+// the policy's carve-outs and deny paths, which NewPlan asks uninherited
+// about: a large one must not hold up other sessions' starts. What it did
+// not walk is walked when asked.
 func walkProtected(p *sandboxdv1.Policy) func(string) ([]Object, error) {
 	type result struct {
 		objs []Object
@@ -617,12 +617,14 @@ func walkProtected(p *sandboxdv1.Policy) func(string) ([]Object, error) {
 		}
 	}
 	done := map[string]result{}
-	for _, q := range slices.Concat(fs.GetReadOnly(), fs.GetDeny()) {
+	for i, q := range slices.Concat(fs.GetReadOnly(), fs.GetDeny()) {
 		if checkPath(q) != "" {
 			continue
 		}
 		c := cleanPath(q)
-		if _, err := os.Lstat(c); err != nil || outermost(c, write) == "" {
+		// A carve-out outside every write root is no carve-out.
+		carveOut := i < len(fs.GetReadOnly())
+		if _, err := os.Lstat(c); err != nil || carveOut && outermost(c, write) == "" {
 			continue
 		}
 		objs, err := uninherited(c)

@@ -126,6 +126,50 @@ func TestPlantedEntriesBelowCarveOutsAreRefused(t *testing.T) {
 	}
 }
 
+// The sandbox may traverse to any object it may read, so a deny path
+// outside every write root is checked below as one inside: the host may
+// have given a file there a DACL of its own.
+func TestUninheritedObjectsBelowOutsideDenyPathsAreRefused(t *testing.T) {
+	const ssh = `C:\Users\dev\.ssh`
+	key := ssh + `\id_ed25519`
+	sandbox := Trustee{SID: testOfflineSID, User: true}
+	for _, c := range []struct {
+		name   string
+		obj    Object
+		undone func(*aclModel) bool
+	}{
+		{"protected, granting the sandbox user", Object{Path: key, Protected: true, Allows: []Grant{{Trustee: sandbox, Mask: FILE_GENERIC_READ}}},
+			func(m *aclModel) bool { return m.canRead(key) }},
+		{"explicit allow to Users", Object{Path: key, Allows: []Grant{{Trustee: Trustee{SID: "S-1-5-32-545"}, Mask: FILE_GENERIC_READ}}}, nil},
+	} {
+		for _, write := range [][]string{nil, {`C:\work`}} {
+			in := input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: write, Deny: []string{ssh}}})
+			in.Uninherited = plantedHost(c.obj)
+			pl, err := newPlan(in)
+			if err == nil {
+				m := newACLModel(pl)
+				m.plant(c.obj)
+				if c.undone == nil || c.undone(m) {
+					t.Errorf("%s, write roots %q: the plan is taken, and the sandbox may read below the deny path", c.name, write)
+				}
+				continue
+			}
+			if !isUnenforceable(err, "filesystem.deny") || !strings.Contains(err.Error(), key) {
+				t.Errorf("%s, write roots %q: %v, want refused for filesystem.deny, naming %s", c.name, write, err, key)
+			}
+		}
+	}
+	in := input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{ssh}}})
+	in.Uninherited = nil
+	if _, err := newPlan(in); !isUnenforceable(err, "filesystem.deny") {
+		t.Errorf("a deny path outside the write roots with nothing to say what lies below it: %v, want refused", err)
+	}
+	in.Exists = missing(ssh)
+	if _, err := newPlan(in); err != nil {
+		t.Errorf("a missing deny path outside the write roots, which is not stamped: %v", err)
+	}
+}
+
 // What no sandbox token holds does not refuse a plan: another user's key
 // with a protected DACL, and the entries another policy's write root
 // nested in a carve-out keeps (its own SID, OWNER RIGHTS, another

@@ -123,7 +123,7 @@ func NewPlan(req launcher.PlanRequest, on PlanHost) (*Plan, error) {
 		pl.Token.Restricting = append(pl.Token.Restricting, sid)
 	}
 
-	if err := refuseUninherited(pl, in.Uninherited, exists, write, readOnly, deny); err != nil {
+	if err := refuseUninherited(pl, in.Uninherited, exists, readOnly, deny); err != nil {
 		return nil, err
 	}
 

@@ -25,8 +25,9 @@ type PlanHost struct {
 	// inherited below it, so such an object may keep what they take away,
 	// and the sandbox user, which every session shares, may have made it
 	// so in an earlier session (a DACL given at creation needs no
-	// WRITE_DAC). Nil means it cannot be known, and an existing carve-out
-	// or deny path inside a write root is refused.
+	// WRITE_DAC), or the host may have given it a DACL of its own. Nil
+	// means it cannot be known, and an existing carve-out or deny path is
+	// refused.
 	Uninherited func(path string) ([]Object, error)
 }
 

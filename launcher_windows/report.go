@@ -41,7 +41,7 @@ func report(in planInput, pl *Plan, write, readOnly, deny []string) []*sandboxdv
 		out = append(out, f("filesystem.read_only", "none requested"))
 	}
 	if len(deny) > 0 {
-		out = append(out, f("filesystem.deny", mechanismACL+" for the session only: deny of all access for the session's logon SID on each deny path, inherited below it, and deny of DELETE on every directory between its write root and it; a missing one inside a write root is created empty for the session, one outside every write root cannot be created by the sandbox; one inside a write root below which an object's own DACL (protected from inheritance, or with explicit allow entries, which Windows reads before inherited ones) may give the session any right is refused"))
+		out = append(out, f("filesystem.deny", mechanismACL+" for the session only: deny of all access for the session's logon SID on each deny path, inherited below it, and deny of DELETE on every directory between its write root and it; a missing one inside a write root is created empty for the session, one outside every write root cannot be created by the sandbox; one below which an object's own DACL (protected from inheritance, or with explicit allow entries, which Windows reads before inherited ones) may give the session any right is refused"))
 	} else {
 		out = append(out, f("filesystem.deny", "none requested"))
 	}
