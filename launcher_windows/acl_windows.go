@@ -27,7 +27,7 @@ func stampACE(a StampedACE) (present bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	err = editDACL(a.Path, func(acl []byte) ([]byte, error) {
+	err = editDACL(a.Path, true, func(acl []byte) ([]byte, error) {
 		out, p, err := aclWith(acl, ace)
 		present = p
 		return out, err
@@ -43,7 +43,7 @@ func unstampACE(a StampedACE) error {
 	if err != nil {
 		return err
 	}
-	err = editDACL(a.Path, func(acl []byte) ([]byte, error) {
+	err = editDACL(a.Path, false, func(acl []byte) ([]byte, error) {
 		out, _, err := aclWithout(acl, ace)
 		return out, err
 	})
@@ -66,13 +66,20 @@ func stampedEntry(a StampedACE) ([]byte, error) {
 // through that handle, after checking that the path reaches it without a
 // reparse point: a junction or symbolic link put in its place would make
 // the daemon, which may change any DACL, change the one of whatever it
-// points at.
-func editDACL(path string, edit func(acl []byte) ([]byte, error)) error {
+// points at. Adding, it must be a directory or a file of one name: a hard
+// link shares its DACL with every other name of the file, wherever that
+// lies (the planner checked by path, Kind; this is the object edited).
+// Removing an entry stamped before is done whatever the count.
+func editDACL(path string, adding bool, edit func(acl []byte) ([]byte, error)) error {
 	p16, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	h, err := windows.CreateFile(p16, windows.READ_CONTROL|windows.WRITE_DAC,
+	access := uint32(windows.READ_CONTROL | windows.WRITE_DAC)
+	if adding {
+		access |= windows.FILE_READ_ATTRIBUTES
+	}
+	h, err := windows.CreateFile(p16, access,
 		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil,
 		windows.OPEN_EXISTING, windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
 	if errors.Is(err, windows.ERROR_FILE_NOT_FOUND) || errors.Is(err, windows.ERROR_PATH_NOT_FOUND) {
@@ -88,6 +95,15 @@ func editDACL(path string, edit func(acl []byte) ([]byte, error)) error {
 	}
 	if want := extendedPath(path); !strings.EqualFold(final, want) {
 		return fmt.Errorf("%s reaches %s: a reparse point or short name is on the way, and the entry would land on another object than the one named", path, final)
+	}
+	if adding {
+		var info windows.ByHandleFileInformation
+		if err := windows.GetFileInformationByHandle(h, &info); err != nil {
+			return fmt.Errorf("GetFileInformationByHandle(%s): %w", path, err)
+		}
+		if info.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY == 0 && info.NumberOfLinks != 1 {
+			return fmt.Errorf("%s is a file of %d names (hard links): the entry would hold for every other, wherever it lies", path, info.NumberOfLinks)
+		}
 	}
 	sd, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.DACL_SECURITY_INFORMATION)
 	if err != nil {
@@ -129,6 +145,27 @@ func editDACL(path string, edit func(acl []byte) ([]byte, error)) error {
 		return fmt.Errorf("SetSecurityInfo(%s, DACL): %w", path, err)
 	}
 	return nil
+}
+
+// fileKind says whether path is a directory and how many names it has
+// (PlanHost.Kind).
+func fileKind(path string) (dir bool, links uint32, err error) {
+	p16, err := windows.UTF16PtrFromString(path)
+	if err != nil {
+		return false, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	h, err := windows.CreateFile(p16, windows.FILE_READ_ATTRIBUTES,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil,
+		windows.OPEN_EXISTING, windows.FILE_FLAG_BACKUP_SEMANTICS, 0)
+	if err != nil {
+		return false, 0, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer windows.CloseHandle(h)
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
+		return false, 0, fmt.Errorf("GetFileInformationByHandle(%s): %w", path, err)
+	}
+	return info.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY != 0, info.NumberOfLinks, nil
 }
 
 // finalPath is the path Windows resolved h to, in \\?\ form.

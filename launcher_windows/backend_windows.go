@@ -564,7 +564,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	b.mu.Lock()
 	plan, err := NewPlan(spec.PlanRequest(), PlanHost{
 		OfflineSID: offline, OnlineSID: online, TempDir: tempDir, NumCPU: runtime.NumCPU(),
-		Exists: b.exists, Uninherited: walked,
+		Exists: b.exists, Uninherited: walked, Kind: fileKind,
 	})
 	var held []string
 	if err == nil {

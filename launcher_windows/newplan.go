@@ -69,6 +69,23 @@ func NewPlan(req launcher.PlanRequest, on PlanHost) (*Plan, error) {
 		if !exists(w) {
 			return nil, refuseMissingRoot(fs.GetWrite(), w)
 		}
+		if err := refuseLinked(in.Kind, policyField("filesystem.write", fs.GetWrite(), w), w); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range []struct {
+		field string
+		raw   []string
+		paths []string
+	}{{"filesystem.read_only", fs.GetReadOnly(), readOnly}, {"filesystem.deny", fs.GetDeny(), deny}} {
+		for _, p := range g.paths {
+			if !exists(p) {
+				continue
+			}
+			if err := refuseLinked(in.Kind, policyField(g.field, g.raw, p), p); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	if why := checkPath(in.TempDir); why != "" {

@@ -54,6 +54,7 @@ func input(p *sandboxdv1.Policy) planInput {
 			// What the backend finds on a host where everything below a
 			// carve-out or deny path inherits, with no entries of its own.
 			Uninherited: func(string) ([]Object, error) { return nil, nil },
+			Kind:        func(string) (bool, uint32, error) { return true, 1, nil },
 		},
 	}
 }

@@ -29,6 +29,13 @@ type PlanHost struct {
 	// means it cannot be known, and an existing carve-out or deny path is
 	// refused.
 	Uninherited func(path string) ([]Object, error)
+	// Kind says whether path, which exists, is a directory and how many
+	// names (hard links) it has. Every name of a file shares its DACL, so
+	// an entry stamped through one holds for all, wherever they lie: a
+	// write root that is a link to a system file would have the service,
+	// which may change any DACL, make that file writable. Nil means it
+	// cannot be known, and every existing path the plan stamps is refused.
+	Kind func(path string) (dir bool, links uint32, err error)
 }
 
 // Object is an object whose own DACL decides access ahead of the entries

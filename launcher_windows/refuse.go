@@ -66,23 +66,53 @@ func refuseUser(field, user string) error {
 	}
 }
 
+// policyField names the clean path p of field, one of raw as the policy
+// spells them: "filesystem.write[1]".
+func policyField(field string, raw []string, p string) string {
+	for i, r := range raw {
+		if samePath(cleanPath(r), p) {
+			return fmt.Sprintf("%s[%d]", field, i)
+		}
+	}
+	return field
+}
+
 // refuseMissingRoot refuses the write root w, one of raw as the policy
 // spells them, that does not exist: an ACE needs an object, and one the
 // backend made would be a directory nobody asked for.
 func refuseMissingRoot(raw []string, w string) error {
-	field := "filesystem.write"
-	for i, r := range raw {
-		if samePath(cleanPath(r), w) {
-			field = fmt.Sprintf("%s[%d]", field, i)
-			break
-		}
-	}
 	return &launcher.Unenforceable{
-		Field:     field,
+		Field:     policyField("filesystem.write", raw, w),
 		Mechanism: mechanismACL + " on the write root",
 		Found:     "no directory " + w,
 		Remedy:    "create it before starting the session, or drop it from the policy",
 	}
+}
+
+// refuseLinked refuses the existing path p of field, on whose DACL the
+// plan stamps entries, unless it is a directory or a file of one name:
+// the entries would hold for the file's every other name too, wherever
+// it lies (directories have one). kind nil means that cannot be known.
+func refuseLinked(kind func(string) (bool, uint32, error), field, p string) error {
+	u := &launcher.Unenforceable{
+		Field:     field,
+		Mechanism: mechanismACL + " on the object the path names, which no other name shares",
+		Remedy:    "name a directory or a file with one name (fsutil hardlink list shows a file's others), or drop it from the policy",
+	}
+	if kind == nil {
+		u.Found = "whether " + p + " is a directory or a file of one name could not be checked"
+		return u
+	}
+	dir, links, err := kind(p)
+	switch {
+	case err != nil:
+		u.Found = "whether " + p + " is a directory or a file of one name could not be checked: " + err.Error()
+	case dir || links == 1:
+		return nil
+	default:
+		u.Found = fmt.Sprintf("%s is a file of %d names (hard links): the entries stamped on it would hold for every other, wherever it lies", p, links)
+	}
+	return u
 }
 
 // refuseSession refuses what this backend cannot yet do for the session
