@@ -255,10 +255,14 @@ func objectDACL(p string, users map[string]bool) (Object, error) {
 	}
 	o.Protected = control&windows.SE_DACL_PROTECTED != 0
 	owner, _, err := sd.Owner()
-	if err != nil || owner == nil {
-		return o, fmt.Errorf("%s has no owner to read: %v", p, err)
+	if err != nil {
+		return o, fmt.Errorf("read the owner of %s: %w", p, err)
 	}
-	o.Owner = trustee(owner.String(), users)
+	if owner != nil {
+		// No owner is an unknown one, which the planner takes for the
+		// sandbox's.
+		o.Owner = trustee(owner.String(), users)
+	}
 	dacl, _, err := sd.DACL()
 	if err != nil || dacl == nil {
 		// No DACL grants everyone everything, and inherits nothing.
