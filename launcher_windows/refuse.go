@@ -162,12 +162,12 @@ const (
 // refuseUninherited refuses an existing carve-out or deny path (only
 // those inside a write root are carve-outs) below which an object's own
 // DACL would give the session what the entries pl stamps on the path deny
-// it. Outside the write roots too: the sandbox may traverse to an object
-// it may read (SeChangeNotifyPrivilege), and the host may have given one
-// below a deny path a DACL of its own. Windows reads an
-// object's explicit entries before those it inherits, and a protected
-// DACL inherits nothing, so neither the inherited deny nor the write
-// root's OWNER RIGHTS entry reaches such an object. uninherited nil means
+// it. Windows reads an object's explicit entries before those it
+// inherits, and a protected DACL inherits nothing, so neither the
+// inherited deny nor the write root's OWNER RIGHTS entry reaches such an
+// object. Deny paths outside the write roots too: the sandbox may
+// traverse to an object it may read (SeChangeNotifyPrivilege), and the
+// host may have given one there a DACL of its own. uninherited nil means
 // that cannot be known.
 func refuseUninherited(pl *Plan, uninherited func(string) ([]Object, error), exists func(string) bool, readOnly, deny []string) error {
 	for _, g := range []struct {
