@@ -17,7 +17,10 @@ import (
 // rewrite the ACL of any path through a deny entry. An owner may change
 // its directory's DACL itself, so for what it owns the daemon does nothing
 // the caller could not; administrators may do so anywhere. Child sessions
-// are narrower than their parent and need no check of their own.
+// are narrower than their parent by path and need no check of their own:
+// the backend stamps no path that leads elsewhere through a junction, a
+// symbolic link or a short name, nor a file with another name (a hard
+// link), whose DACL that name shares.
 func checkWriteRoots(c Caller, p *sandboxdv1.Policy) error {
 	if c.Admin {
 		return nil

@@ -23,6 +23,14 @@ const (
 	aceInherited    = 0x10      // INHERITED_ACE
 )
 
+// The other kinds of entry a DACL may hold that aclAllows tells apart.
+const (
+	aceTypeAllowedCallback      = 9
+	aceTypeDeniedObject         = 6
+	aceTypeDeniedCallback       = 0xA
+	aceTypeDeniedCallbackObject = 0xC
+)
+
 // sidBinary is the binary form of the SID string s.
 func sidBinary(s string) ([]byte, error) {
 	rest, ok := strings.CutPrefix(s, "S-1-")
@@ -168,4 +176,56 @@ func aclWithout(acl, ace []byte) (out []byte, found bool, err error) {
 		}
 	}
 	return nil, false, nil
+}
+
+// sidString is the string form of the binary SID b.
+func sidString(b []byte) (string, error) {
+	if len(b) < 8 || b[0] != 1 || len(b) < 8+4*int(b[1]) {
+		return "", fmt.Errorf("SID of %d bytes is not well formed", len(b))
+	}
+	var auth uint64
+	for _, c := range b[2:8] {
+		auth = auth<<8 | uint64(c)
+	}
+	var sb strings.Builder
+	sb.WriteString("S-1-")
+	sb.WriteString(strconv.FormatUint(auth, 10))
+	for i := range int(b[1]) {
+		sb.WriteByte('-')
+		sb.WriteString(strconv.FormatUint(uint64(binary.LittleEndian.Uint32(b[8+4*i:])), 10))
+	}
+	return sb.String(), nil
+}
+
+// aclAllows are the allow entries of the binary DACL acl that Windows
+// reads before any inherited from above: all of them when the DACL is
+// protected, otherwise those not marked inherited. An entry of a kind
+// whose trustee is not read here (an object entry, say) is a grant to an
+// unknown trustee, which the planner takes for the sandbox's own.
+func aclAllows(acl []byte, protected bool) ([]Grant, error) {
+	_, aces, err := aclEntries(acl)
+	if err != nil {
+		return nil, err
+	}
+	var out []Grant
+	for i, a := range aces {
+		switch a[0] {
+		case aceTypeDenied, aceTypeDeniedObject, aceTypeDeniedCallback, aceTypeDeniedCallbackObject:
+			continue
+		}
+		if !protected && a[1]&aceInherited != 0 {
+			continue
+		}
+		if len(a) < aceHeaderSize+4 {
+			return nil, fmt.Errorf("ACE %d of %d bytes has no access mask", i, len(a))
+		}
+		g := Grant{Mask: binary.LittleEndian.Uint32(a[4:])}
+		if a[0] == aceTypeAllowed || a[0] == aceTypeAllowedCallback {
+			if g.SID, err = sidString(a[8:]); err != nil {
+				return nil, fmt.Errorf("ACE %d: %w", i, err)
+			}
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }

@@ -159,3 +159,56 @@ func TestACLBuildRefusesOversizedACLs(t *testing.T) {
 		t.Error("aclBuild of more than 64 KiB succeeded")
 	}
 }
+
+// aclAllows is what the planner judges an object below a carve-out by:
+// the allow entries read before the inherited ones, each with its SID.
+func TestACLAllows(t *testing.T) {
+	user := aclTestSID(t, "S-1-5-21-1-2-3-1001")
+	everyone := aclTestSID(t, "S-1-1-0")
+	explicitAllow := aceBinary(true, true, FILE_ALL_ACCESS, user)
+	explicitDeny := aceBinary(false, true, FILE_ALL_ACCESS, everyone)
+	inheritedAllow := aclInheritedCopy(aceBinary(true, true, FILE_GENERIC_READ, everyone))
+	callback := aceBinary(true, false, FILE_READ_DATA, everyone)
+	callback[0] = aceTypeAllowedCallback
+	object := aceBinary(true, false, FILE_WRITE_DATA, everyone)
+	object[0] = 5 // ACCESS_ALLOWED_OBJECT_ACE: its SID follows GUIDs
+	acl, err := aclBuild(aclRevision, [][]byte{explicitDeny, explicitAllow, callback, object, inheritedAllow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		protected bool
+		want      []Grant
+	}{
+		{false, []Grant{
+			{Trustee{SID: "S-1-5-21-1-2-3-1001"}, FILE_ALL_ACCESS},
+			{Trustee{SID: "S-1-1-0"}, FILE_READ_DATA},
+			{Trustee{}, FILE_WRITE_DATA},
+		}},
+		{true, []Grant{
+			{Trustee{SID: "S-1-5-21-1-2-3-1001"}, FILE_ALL_ACCESS},
+			{Trustee{SID: "S-1-1-0"}, FILE_READ_DATA},
+			{Trustee{}, FILE_WRITE_DATA},
+			{Trustee{SID: "S-1-1-0"}, FILE_GENERIC_READ},
+		}},
+	} {
+		got, err := aclAllows(acl, c.protected)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("protected %v: %v, %v; want %v", c.protected, got, err, c.want)
+		}
+	}
+	for _, s := range []string{"S-1-5-18", "S-1-5-32-544", DeriveSID("x"), "S-1-281474976710655-4294967295"} {
+		b, err := sidBinary(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := sidString(b); got != s || err != nil {
+			t.Errorf("sidString(sidBinary(%s)) = %s, %v", s, got, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, {1, 2, 0, 0, 0, 0, 0, 5, 1, 0, 0, 0}, {2, 0, 0, 0, 0, 0, 0, 5}} {
+		if _, err := sidString(bad); err == nil {
+			t.Errorf("sidString(%x) succeeded", bad)
+		}
+	}
+}

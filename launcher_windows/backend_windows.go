@@ -564,7 +564,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	b.mu.Lock()
 	plan, err := NewPlan(spec.PlanRequest(), PlanHost{
 		OfflineSID: offline, OnlineSID: online, TempDir: tempDir, NumCPU: runtime.NumCPU(),
-		Exists: b.exists, NotInheriting: walked,
+		Exists: b.exists, Uninherited: walked, Kind: fileKind,
 	})
 	var held []string
 	if err == nil {
@@ -601,13 +601,13 @@ func removeStaleGrants(j *Journal, userSIDs []string) error {
 }
 
 // walkProtected walks, before Start takes the backend's lock, the trees of
-// the policy's carve-outs and deny paths inside its write roots, which
-// NewPlan asks notInheriting about: a large one must not hold up other
-// sessions' starts. What it did not walk is walked when asked.
-func walkProtected(p *sandboxdv1.Policy) func(string) (string, error) {
+// the policy's carve-outs and deny paths, which NewPlan asks uninherited
+// about: a large one must not hold up other sessions' starts. What it did
+// not walk is walked when asked.
+func walkProtected(p *sandboxdv1.Policy) func(string) ([]Object, error) {
 	type result struct {
-		obj string
-		err error
+		objs []Object
+		err  error
 	}
 	fs := p.GetFilesystem()
 	var write []string
@@ -617,22 +617,24 @@ func walkProtected(p *sandboxdv1.Policy) func(string) (string, error) {
 		}
 	}
 	done := map[string]result{}
-	for _, q := range slices.Concat(fs.GetReadOnly(), fs.GetDeny()) {
+	for i, q := range slices.Concat(fs.GetReadOnly(), fs.GetDeny()) {
 		if checkPath(q) != "" {
 			continue
 		}
 		c := cleanPath(q)
-		if _, err := os.Lstat(c); err != nil || outermost(c, write) == "" {
+		// A carve-out outside every write root is no carve-out.
+		carveOut := i < len(fs.GetReadOnly())
+		if _, err := os.Lstat(c); err != nil || carveOut && outermost(c, write) == "" {
 			continue
 		}
-		obj, err := notInheriting(c)
-		done[fold(c)] = result{obj, err}
+		objs, err := uninherited(c)
+		done[fold(c)] = result{objs, err}
 	}
-	return func(path string) (string, error) {
+	return func(path string) ([]Object, error) {
 		if r, ok := done[fold(path)]; ok {
-			return r.obj, r.err
+			return r.objs, r.err
 		}
-		return notInheriting(path)
+		return uninherited(path)
 	}
 }
 

@@ -174,9 +174,10 @@ func CapabilitiesOf(h *Host) *sandboxdv1.CapabilitiesReport {
 		plan, err := NewPlan(launcher.PlanRequest{Policy: p, SessionID: "capabilities"}, PlanHost{
 			OfflineSID: h.OfflineSID, OnlineSID: h.OnlineSID,
 			TempDir: exampleStateDir + `\tmp\capabilities`, NumCPU: max(h.NumCPU, 1),
-			// A carve-out whose objects all inherit: one that does not is
-			// refused for the path, not for the host.
-			NotInheriting: func(string) (string, error) { return "", nil },
+			// Directories below which every object inherits: any other
+			// path is refused for the path, not for the host.
+			Uninherited: func(string) ([]Object, error) { return nil, nil },
+			Kind:        func(string) (bool, uint32, error) { return true, 1, nil },
 		})
 		switch {
 		case err != nil:

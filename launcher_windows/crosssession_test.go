@@ -39,33 +39,164 @@ func TestEarlierSessionsFilesDoNotBypassCarveOuts(t *testing.T) {
 	}
 }
 
-// An object below a carve-out or deny path whose DACL is protected from
-// inheritance never receives the session's deny entries: an earlier
-// session may have made it so. The plan refuses rather than stamp entries
-// that do not reach it.
-func TestProtectedObjectsBelowCarveOutsAreRefused(t *testing.T) {
+// plantedHost reports objs as the backend's walk below a path does.
+func plantedHost(objs ...Object) func(string) ([]Object, error) {
+	return func(p string) ([]Object, error) {
+		var out []Object
+		for _, o := range objs {
+			if within(cleanPath(o.Path), cleanPath(p)) {
+				out = append(out, o)
+			}
+		}
+		return out, nil
+	}
+}
+
+// Windows reads an object's own entries before those it inherits, and a
+// protected DACL inherits nothing: what an earlier session of the shared
+// sandbox user gave an object it made below a carve-out or deny path (a
+// DACL given at creation needs no WRITE_DAC) would beat the deny entries
+// the plan stamps above it. Such a plan is refused, naming the object.
+func TestPlantedEntriesBelowCarveOutsAreRefused(t *testing.T) {
 	const ws = `C:\w`
+	hooks, secret := ws+`\.git\hooks`, ws+`\.env\token`
+	hook := hooks + `\pre-commit`
+	sandbox := Trustee{SID: testOfflineSID, User: true}
+	all := func(ts ...Trustee) []Grant {
+		var out []Grant
+		for _, t := range ts {
+			out = append(out, Grant{Trustee: t, Mask: FILE_ALL_ACCESS})
+		}
+		return out
+	}
+	carveOut := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{ws}, ReadOnly: []string{ws + `\.git`}}}
+	denyPath := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{ws}, Deny: []string{ws + `\.env`}}}
 	for _, c := range []struct {
-		field string
-		pol   *sandboxdv1.Policy
+		name, field string
+		pol         *sandboxdv1.Policy
+		obj         Object
+		// undone says what the sandbox could do were the plan taken;
+		// nil for what the model cannot tell.
+		undone func(*aclModel) bool
 	}{
-		{"filesystem.read_only", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{ws}, ReadOnly: []string{ws + `\.git`}}}},
-		{"filesystem.deny", &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{ws}, Deny: []string{ws + `\.git`}}}},
+		{"explicit allow to the user and RESTRICTED", "filesystem.read_only", carveOut,
+			Object{Path: hook, Owner: sandbox, Allows: all(sandbox, Trustee{SID: SIDRestrictedCode})},
+			func(m *aclModel) bool { return m.canWrite(hook) }},
+		{"explicit allow to the user and the write root's SID", "filesystem.read_only", carveOut,
+			Object{Path: hook, Owner: sandbox, Allows: all(sandbox, Trustee{SID: WriteRootSID(ws)})},
+			func(m *aclModel) bool { return m.canWrite(hook) }},
+		{"inheritable allow on a directory", "filesystem.read_only", carveOut,
+			Object{Path: hooks, Owner: sandbox, Allows: all(sandbox, Trustee{SID: SIDRestrictedCode})},
+			func(m *aclModel) bool { return m.canWrite(hook) }},
+		{"inherit-only CREATOR OWNER", "filesystem.read_only", carveOut,
+			Object{Path: hooks, Allows: []Grant{{Trustee: Trustee{SID: "S-1-3-0"}, Mask: GENERIC_ALL}}}, nil},
+		{"explicit allow to Everyone", "filesystem.deny", denyPath,
+			Object{Path: secret, Allows: []Grant{{Trustee: Trustee{SID: "S-1-1-0"}, Mask: FILE_GENERIC_READ}}}, nil},
+		{"explicit allow to the user", "filesystem.deny", denyPath,
+			Object{Path: secret, Owner: sandbox, Allows: all(sandbox)},
+			func(m *aclModel) bool { return m.canRead(secret) }},
+		{"an entry of unread kind", "filesystem.deny", denyPath,
+			Object{Path: secret, Allows: []Grant{{Mask: FILE_READ_DATA}}}, nil},
+		{"protected, granting the user", "filesystem.deny", denyPath,
+			Object{Path: secret, Protected: true, Allows: all(sandbox)},
+			func(m *aclModel) bool { return m.canRead(secret) }},
+		{"protected, owned by the user", "filesystem.read_only", carveOut,
+			Object{Path: hook, Protected: true, Owner: sandbox},
+			func(m *aclModel) bool { return m.canChangeACL(hook) }},
 	} {
 		in := input(c.pol)
-		in.NotInheriting = func(p string) (string, error) {
-			if within(cleanPath(p), ws+`\.git`) {
-				return ws + `\.git\hooks\pre-commit`, nil
+		in.Uninherited = plantedHost(c.obj)
+		pl, err := newPlan(in)
+		if err == nil {
+			m := newACLModel(pl)
+			m.plant(c.obj)
+			if c.undone == nil || c.undone(m) {
+				t.Errorf("%s: the plan is taken, and the sandbox may do below the %s what it denies", c.name, c.field)
 			}
-			return "", nil
+			continue
 		}
-		if _, err := newPlan(in); !isUnenforceable(err, c.field) {
-			t.Errorf("%s over an object with a protected DACL: %v, want refused", c.field, err)
+		if !isUnenforceable(err, c.field) || !strings.Contains(err.Error(), c.obj.Path) {
+			t.Errorf("%s: %v, want refused for %s, naming %s", c.name, err, c.field, c.obj.Path)
 		}
-		in.NotInheriting = nil
-		if _, err := newPlan(in); !isUnenforceable(err, c.field) {
-			t.Errorf("%s with nothing to say whether its objects inherit: %v, want refused", c.field, err)
+	}
+	in := input(carveOut)
+	in.Uninherited = nil
+	if _, err := newPlan(in); !isUnenforceable(err, "filesystem.read_only") {
+		t.Errorf("a carve-out with nothing to say what lies below it: %v, want refused", err)
+	}
+}
+
+// The sandbox may traverse to any object it may read, so a deny path
+// outside every write root is checked below as one inside: the host may
+// have given a file there a DACL of its own.
+func TestUninheritedObjectsBelowOutsideDenyPathsAreRefused(t *testing.T) {
+	const ssh = `C:\Users\dev\.ssh`
+	key := ssh + `\id_ed25519`
+	sandbox := Trustee{SID: testOfflineSID, User: true}
+	for _, c := range []struct {
+		name   string
+		obj    Object
+		undone func(*aclModel) bool
+	}{
+		{"protected, granting the sandbox user", Object{Path: key, Protected: true, Allows: []Grant{{Trustee: sandbox, Mask: FILE_GENERIC_READ}}},
+			func(m *aclModel) bool { return m.canRead(key) }},
+		{"explicit allow to Users", Object{Path: key, Allows: []Grant{{Trustee: Trustee{SID: "S-1-5-32-545"}, Mask: FILE_GENERIC_READ}}}, nil},
+	} {
+		for _, write := range [][]string{nil, {`C:\work`}} {
+			in := input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: write, Deny: []string{ssh}}})
+			in.Uninherited = plantedHost(c.obj)
+			pl, err := newPlan(in)
+			if err == nil {
+				m := newACLModel(pl)
+				m.plant(c.obj)
+				if c.undone == nil || c.undone(m) {
+					t.Errorf("%s, write roots %q: the plan is taken, and the sandbox may read below the deny path", c.name, write)
+				}
+				continue
+			}
+			if !isUnenforceable(err, "filesystem.deny") || !strings.Contains(err.Error(), key) {
+				t.Errorf("%s, write roots %q: %v, want refused for filesystem.deny, naming %s", c.name, write, err, key)
+			}
 		}
+	}
+	in := input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Deny: []string{ssh}}})
+	in.Uninherited = nil
+	if _, err := newPlan(in); !isUnenforceable(err, "filesystem.deny") {
+		t.Errorf("a deny path outside the write roots with nothing to say what lies below it: %v, want refused", err)
+	}
+	in.Exists = missing(ssh)
+	if _, err := newPlan(in); err != nil {
+		t.Errorf("a missing deny path outside the write roots, which is not stamped: %v", err)
+	}
+}
+
+// What no sandbox token holds does not refuse a plan: another user's key
+// with a protected DACL, and the entries another policy's write root
+// nested in a carve-out keeps (its own SID, OWNER RIGHTS, another
+// session's logon SID).
+func TestForeignEntriesBelowCarveOutsAreTaken(t *testing.T) {
+	const ws = `C:\w`
+	key, nested := ws+`\keys\id_ed25519`, ws+`\.git\worktrees\w1`
+	dev := Trustee{SID: "S-1-5-21-1111111111-2222222222-3333333333-1000", User: true}
+	objs := []Object{
+		{Path: key, Protected: true, Owner: dev, Allows: []Grant{
+			{Trustee: dev, Mask: FILE_ALL_ACCESS},
+			{Trustee: Trustee{SID: SIDLocalSystem}, Mask: FILE_ALL_ACCESS},
+			{Trustee: Trustee{SID: SIDBuiltinAdministrators}, Mask: FILE_ALL_ACCESS},
+		}},
+		{Path: nested, Owner: dev, Allows: []Grant{
+			{Trustee: Trustee{SID: WriteRootSID(nested)}, Mask: ModifyAccess},
+			{Trustee: Trustee{SID: SIDOwnerRights}, Mask: READ_CONTROL},
+			{Trustee: Trustee{SID: "S-1-5-5-0-4242"}, Mask: ModifyAccess},
+		}},
+	}
+	in := input(&sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{ws}, ReadOnly: []string{ws + `\.git`}, Deny: []string{ws + `\keys`}}})
+	in.Uninherited = plantedHost(objs...)
+	pl := plan(t, in)
+	m := newACLModel(pl)
+	m.plant(objs...)
+	if m.canRead(key) || m.canWrite(nested+`\x`) || m.canChangeACL(nested) {
+		t.Errorf("what the foreign entries allow reaches the sandbox")
 	}
 }
 

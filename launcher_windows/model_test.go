@@ -36,6 +36,8 @@ type aclModel struct {
 	// them. An owner holds READ_CONTROL and WRITE_DAC before any entry is
 	// read, unless an OWNER RIGHTS entry says what it holds.
 	owned map[string]bool
+	// protected are objects whose DACL inherits nothing from above them.
+	protected map[string]bool
 	// private are directories whose own ACLs grant the sandbox user
 	// nothing, below which the host grants nothing either: another
 	// caller's home, say.
@@ -43,7 +45,8 @@ type aclModel struct {
 }
 
 func newACLModel(pl *Plan) *aclModel {
-	m := &aclModel{pl: pl, explicit: map[string][]ACE{}, normal: map[string]bool{pl.UserSID: true, LogonSID: true}, restricting: map[string]bool{}}
+	m := &aclModel{pl: pl, explicit: map[string][]ACE{}, normal: map[string]bool{pl.UserSID: true, LogonSID: true}, restricting: map[string]bool{},
+		owned: map[string]bool{}, protected: map[string]bool{}}
 	for _, a := range pl.ACEs {
 		k := pathKey(a.Path)
 		m.explicit[k] = append(m.explicit[k], a)
@@ -60,19 +63,49 @@ func newACLModel(pl *Plan) *aclModel {
 }
 
 // effective is the DACL of p: its own entries, then those inherited from
-// each directory above it, nearest first.
+// each directory above it, nearest first, up to a protected DACL.
 func (m *aclModel) effective(p string) []ACE {
 	p = cleanPath(p)
 	out := slices.Clone(m.explicit[fold(p)])
+	if m.protected[fold(p)] {
+		return out
+	}
 	for d := parent(p); ; d = parent(d) {
 		for _, a := range m.explicit[fold(d)] {
 			if a.Inherit {
 				out = append(out, a)
 			}
 		}
-		if isVolumeRoot(d) {
+		if isVolumeRoot(d) || m.protected[fold(d)] {
 			return out
 		}
+	}
+}
+
+// belowProtected reports whether p's DACL is, or inherits from, a
+// protected one, which no host ACL above reaches.
+func (m *aclModel) belowProtected(p string) bool {
+	for d := cleanPath(p); ; d = parent(d) {
+		if m.protected[fold(d)] {
+			return true
+		}
+		if isVolumeRoot(d) {
+			return false
+		}
+	}
+}
+
+// plant adds to the model what an earlier session, or the host, left on
+// objs: their allow entries, ahead of what they inherit, their protection
+// and who owns them.
+func (m *aclModel) plant(objs ...Object) {
+	for _, o := range objs {
+		k := fold(cleanPath(o.Path))
+		for _, g := range o.Allows {
+			m.explicit[k] = append(m.explicit[k], ACE{Path: o.Path, SID: g.SID, Allow: true, Mask: g.Mask, Inherit: true})
+		}
+		m.protected[k] = o.Protected
+		m.owned[k] = o.Owner.SID == m.pl.UserSID
 	}
 }
 
@@ -97,7 +130,7 @@ func (m *aclModel) pass(p string, want uint32, sids map[string]bool, rest func(u
 
 func (m *aclModel) granted(p string, want uint32) bool {
 	host := func(rest uint32) bool { return rest&hostWithheld == 0 }
-	if anyWithin(cleanPath(p), m.private) {
+	if anyWithin(cleanPath(p), m.private) || m.belowProtected(p) {
 		host = func(rest uint32) bool { return rest == 0 }
 	}
 	if m.owned[fold(cleanPath(p))] {

@@ -69,6 +69,23 @@ func NewPlan(req launcher.PlanRequest, on PlanHost) (*Plan, error) {
 		if !exists(w) {
 			return nil, refuseMissingRoot(fs.GetWrite(), w)
 		}
+		if err := refuseLinked(in.Kind, policyField("filesystem.write", fs.GetWrite(), w), w); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range []struct {
+		field string
+		raw   []string
+		paths []string
+	}{{"filesystem.read_only", fs.GetReadOnly(), readOnly}, {"filesystem.deny", fs.GetDeny(), deny}} {
+		for _, p := range g.paths {
+			if !exists(p) {
+				continue
+			}
+			if err := refuseLinked(in.Kind, policyField(g.field, g.raw, p), p); err != nil {
+				return nil, err
+			}
+		}
 	}
 
 	if why := checkPath(in.TempDir); why != "" {
@@ -92,9 +109,6 @@ func NewPlan(req launcher.PlanRequest, on PlanHost) (*Plan, error) {
 	}
 	pl.sids[pl.UserSID] = "user " + pl.User
 
-	if err := refuseNotInheriting(in.NotInheriting, exists, write, readOnly, deny); err != nil {
-		return nil, err
-	}
 	pl.writable = append(slices.Clone(write), tempDir)
 
 	fp := &filePlanner{pl: pl, exists: exists, write: write, placeholders: map[string]bool{}}
@@ -124,6 +138,10 @@ func NewPlan(req launcher.PlanRequest, on PlanHost) (*Plan, error) {
 		sid := SessionSID(in.SessionID)
 		pl.sids[sid] = "session " + in.SessionID + ", granted by its pipe"
 		pl.Token.Restricting = append(pl.Token.Restricting, sid)
+	}
+
+	if err := refuseUninherited(pl, in.Uninherited, exists, readOnly, deny); err != nil {
+		return nil, err
 	}
 
 	l := in.Policy.GetLimits()

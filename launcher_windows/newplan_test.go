@@ -51,9 +51,10 @@ func input(p *sandboxdv1.Policy) planInput {
 			OnlineSID:  testOnlineSID,
 			TempDir:    testTempDir,
 			NumCPU:     8,
-			// What the backend finds on a host where nothing below a
-			// carve-out or deny path has a protected DACL.
-			NotInheriting: func(string) (string, error) { return "", nil },
+			// What the backend finds on a host where everything below a
+			// carve-out or deny path inherits, with no entries of its own.
+			Uninherited: func(string) ([]Object, error) { return nil, nil },
+			Kind:        func(string) (bool, uint32, error) { return true, 1, nil },
 		},
 	}
 }

@@ -18,13 +18,56 @@ type PlanHost struct {
 	// Exists says whether a path exists now; nil means every path does.
 	// Carve-outs and deny paths that do not exist become placeholders.
 	Exists func(path string) bool
-	// NotInheriting returns an object at or below path whose DACL is
-	// protected from inheritance, "" when every one inherits: the entries
-	// stamped on a carve-out or deny path never reach such an object, and
-	// the sandbox user, which every session shares, may have made it so
-	// in an earlier session. Nil means it cannot be known, and an existing
-	// carve-out or deny path inside a write root is refused.
-	NotInheriting func(path string) (string, error)
+	// Uninherited returns the objects at or below path whose own DACL
+	// Windows reads before anything they inherit from above: those with a
+	// DACL protected from inheritance, and those with explicit allow
+	// entries. The entries stamped on a carve-out or deny path are
+	// inherited below it, so such an object may keep what they take away,
+	// and the sandbox user, which every session shares, may have made it
+	// so in an earlier session (a DACL given at creation needs no
+	// WRITE_DAC), or the host may have given it a DACL of its own. Nil
+	// means it cannot be known, and an existing carve-out or deny path is
+	// refused.
+	Uninherited func(path string) ([]Object, error)
+	// Kind says whether path, which exists, is a directory and how many
+	// names (hard links) it has. Every name of a file shares its DACL, so
+	// an entry stamped through one holds for all, wherever they lie: a
+	// write root that is a link to a system file would have the service,
+	// which may change any DACL, make that file writable. Nil means it
+	// cannot be known, and every existing path the plan stamps is refused.
+	Kind func(path string) (dir bool, links uint32, err error)
+}
+
+// Object is an object whose own DACL decides access ahead of the entries
+// it inherits (PlanHost.Uninherited).
+type Object struct {
+	Path string
+	// Protected: its DACL does not inherit, so nothing stamped above it
+	// reaches it.
+	Protected bool
+	// Owner holds READ_CONTROL and WRITE_DAC on it unless an OWNER RIGHTS
+	// entry in its DACL says otherwise.
+	Owner Trustee
+	// Allows are the allow entries read before any inherited from above:
+	// all of a protected DACL's, otherwise the explicit ones. Inherit-only
+	// entries count: what they give the objects below comes before the
+	// entries those inherit from further up.
+	Allows []Grant
+}
+
+// Trustee is a SID an entry or an owner names.
+type Trustee struct {
+	// SID is "" for an entry of a kind whose trustee is not read.
+	SID string
+	// User: the SID is a user account's (SidTypeUser). A token holds one
+	// user SID, its own, so another user's grants nothing to the sandbox.
+	User bool
+}
+
+// Grant is an allow entry.
+type Grant struct {
+	Trustee
+	Mask uint32
 }
 
 // planInput is a request with what its host adds. Of the request, the

@@ -3,6 +3,7 @@ package launcherwindows
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -65,23 +66,53 @@ func refuseUser(field, user string) error {
 	}
 }
 
+// policyField names the clean path p of field, one of raw as the policy
+// spells them: "filesystem.write[1]".
+func policyField(field string, raw []string, p string) string {
+	for i, r := range raw {
+		if samePath(cleanPath(r), p) {
+			return fmt.Sprintf("%s[%d]", field, i)
+		}
+	}
+	return field
+}
+
 // refuseMissingRoot refuses the write root w, one of raw as the policy
 // spells them, that does not exist: an ACE needs an object, and one the
 // backend made would be a directory nobody asked for.
 func refuseMissingRoot(raw []string, w string) error {
-	field := "filesystem.write"
-	for i, r := range raw {
-		if samePath(cleanPath(r), w) {
-			field = fmt.Sprintf("%s[%d]", field, i)
-			break
-		}
-	}
 	return &launcher.Unenforceable{
-		Field:     field,
+		Field:     policyField("filesystem.write", raw, w),
 		Mechanism: mechanismACL + " on the write root",
 		Found:     "no directory " + w,
 		Remedy:    "create it before starting the session, or drop it from the policy",
 	}
+}
+
+// refuseLinked refuses the existing path p of field, on whose DACL the
+// plan stamps entries, unless it is a directory or a file of one name:
+// the entries would hold for the file's every other name too, wherever
+// it lies (directories have one). kind nil means that cannot be known.
+func refuseLinked(kind func(string) (bool, uint32, error), field, p string) error {
+	u := &launcher.Unenforceable{
+		Field:     field,
+		Mechanism: mechanismACL + " on the object the path names, which no other name shares",
+		Remedy:    "name a directory or a file with one name (fsutil hardlink list shows a file's others), or drop it from the policy",
+	}
+	if kind == nil {
+		u.Found = "whether " + p + " is a directory or a file of one name could not be checked"
+		return u
+	}
+	dir, links, err := kind(p)
+	switch {
+	case err != nil:
+		u.Found = "whether " + p + " is a directory or a file of one name could not be checked: " + err.Error()
+	case dir || links == 1:
+		return nil
+	default:
+		u.Found = fmt.Sprintf("%s is a file of %d names (hard links): the entries stamped on it would hold for every other, wherever it lies", p, links)
+	}
+	return u
 }
 
 // refuseSession refuses what this backend cannot yet do for the session
@@ -121,42 +152,118 @@ func refuseSession(in planInput) error {
 	return nil
 }
 
-// refuseNotInheriting refuses an existing carve-out or deny path inside a
-// write root below which some object does not inherit the entries the
-// plan stamps on it. The sandbox user may have made such an object in an
-// earlier session (a DACL given at creation needs no WRITE_DAC), and
-// below a carve-out or deny path it would keep whatever that session
-// granted. notInheriting nil means that cannot be known.
-func refuseNotInheriting(notInheriting func(string) (string, error), exists func(string) bool, write, readOnly, deny []string) error {
+// Rights whose grant below a carve-out or deny path undoes it, in the
+// entries' generic form too (an inherit-only entry keeps GENERIC_*).
+const (
+	carveOutDenied = WriteAccess | GENERIC_WRITE | GENERIC_ALL
+	denyPathDenied = FILE_ALL_ACCESS&^SYNCHRONIZE | GENERIC_READ | GENERIC_WRITE | GENERIC_EXECUTE | GENERIC_ALL
+)
+
+// refuseUninherited refuses an existing carve-out or deny path (only
+// those inside a write root are carve-outs) below which an object's own
+// DACL would give the session what the entries pl stamps on the path deny
+// it. Windows reads an object's explicit entries before those it
+// inherits, and a protected DACL inherits nothing, so neither the
+// inherited deny nor the write root's OWNER RIGHTS entry reaches such an
+// object. Deny paths outside the write roots too: the sandbox may
+// traverse to an object it may read (SeChangeNotifyPrivilege), and the
+// host may have given one there a DACL of its own. uninherited nil means
+// that cannot be known.
+func refuseUninherited(pl *Plan, uninherited func(string) ([]Object, error), exists func(string) bool, readOnly, deny []string) error {
 	for _, g := range []struct {
-		field string
-		paths []string
-	}{{"filesystem.read_only", readOnly}, {"filesystem.deny", deny}} {
+		field  string
+		denied uint32
+		paths  []string
+	}{{"filesystem.read_only", carveOutDenied, readOnly}, {"filesystem.deny", denyPathDenied, deny}} {
 		for _, p := range g.paths {
-			if outermost(p, write) == "" || !exists(p) {
+			if !exists(p) {
 				continue
 			}
 			u := &launcher.Unenforceable{
 				Field:     g.field,
 				Mechanism: mechanismACL + ": a deny entry inherited by every object below " + p,
-				Remedy:    `let every object below it inherit (icacls "` + p + `" /reset /T), or drop it from the policy`,
+				Remedy:    `let every object below it inherit, with no entries of its own (icacls "` + p + `" /reset /T), or drop it from the policy`,
 			}
-			if notInheriting == nil {
+			if uninherited == nil {
 				u.Found = "whether every object below it inherits could not be checked"
 				return u
 			}
-			obj, err := notInheriting(p)
+			objs, err := uninherited(p)
 			if err != nil {
 				u.Found = "whether every object below it inherits could not be checked: " + err.Error()
 				return u
 			}
-			if obj != "" {
-				u.Found = obj + " has a DACL protected from inheritance: the entries stamped on " + p + " would not reach it"
-				return u
+			for _, o := range objs {
+				if why := pl.overrides(o, samePath(o.Path, p), g.denied); why != "" {
+					u.Found = o.Path + " " + why + ": the session could keep what the entries stamped on " + p + " deny it"
+					return u
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// overrides says what of o's DACL gives the session some of the rights
+// denied, "" for nothing. On the carve-out or deny path itself (top) the
+// stamped entries are explicit and denies come first, so only its owner's
+// implicit rights count.
+func (pl *Plan) overrides(o Object, top bool, denied uint32) string {
+	ownerRights := slices.ContainsFunc(o.Allows, func(g Grant) bool { return g.SID == SIDOwnerRights })
+	if o.Protected && !ownerRights && denied&(READ_CONTROL|WRITE_DAC) != 0 && pl.mayHold(o.Owner) {
+		return "has a DACL protected from inheritance and no OWNER RIGHTS entry, and its owner " + trusteeName(o.Owner) + " may rewrite it"
+	}
+	if top {
+		return ""
+	}
+	for _, g := range o.Allows {
+		held := pl.mayHold(g.Trustee)
+		if g.SID == SIDOwnerRights {
+			held = pl.mayHold(o.Owner)
+		}
+		if g.Mask&denied == 0 || !held {
+			continue
+		}
+		if o.Protected {
+			return fmt.Sprintf("has a DACL protected from inheritance that allows %s access 0x%X", trusteeName(g.Trustee), g.Mask)
+		}
+		return fmt.Sprintf("has an entry of its own allowing %s access 0x%X, which Windows reads before any inherited deny", trusteeName(g.Trustee), g.Mask)
+	}
+	return ""
+}
+
+// mayHold reports whether an entry for t may grant something to the
+// session's token. It fails closed: a SID not known to be out of the
+// token's reach may be a group an administrator put the sandbox user in.
+func (pl *Plan) mayHold(t Trustee) bool {
+	s := t.SID
+	switch {
+	case s == "":
+		return true
+	case t.User:
+		return s == pl.UserSID
+	case s == SIDLocalSystem, s == SIDLocalService, s == SIDNetworkService, slices.Contains(pl.Token.DenyOnly, s):
+		return false
+	case strings.HasPrefix(s, "S-1-5-5-"):
+		// A logon SID: the session's own logon is not made yet.
+		return false
+	case strings.HasPrefix(s, "S-1-5-80-"), strings.HasPrefix(s, "S-1-15-2-"):
+		// Service and app container SIDs, which a user's logon outside
+		// an app container never holds.
+		return false
+	case strings.HasPrefix(s, "S-1-15-3-"):
+		// Capability SIDs, sandboxd's own among them: only those the
+		// token restricts with count, in its restricting pass.
+		return slices.Contains(pl.Token.Restricting, s)
+	}
+	return true
+}
+
+func trusteeName(t Trustee) string {
+	if t.SID == "" {
+		return "an unread trustee"
+	}
+	return t.SID
 }
 
 // RefuseProgram refuses to start the program at the resolved path prog

@@ -36,21 +36,21 @@ func report(in planInput, pl *Plan, write, readOnly, deny []string) []*sandboxdv
 		out = append(out, f("filesystem.write", wr+"; no write root: only the session's private temporary directory (TEMP, TMP), through the session's logon SID, and devices such as NUL"))
 	}
 	if len(readOnly) > 0 {
-		out = append(out, f("filesystem.read_only", mechanismACL+": deny of every write right, DELETE, WRITE_DAC and WRITE_OWNER for the session's logon SID on each carve-out, inherited below it, and deny of DELETE on every directory between its write root and it, for the session only; a missing carve-out is created empty for the session; one below which an object's DACL is protected from inheritance is refused"))
+		out = append(out, f("filesystem.read_only", mechanismACL+": deny of every write right, DELETE, WRITE_DAC and WRITE_OWNER for the session's logon SID on each carve-out, inherited below it, and deny of DELETE on every directory between its write root and it, for the session only; a missing carve-out is created empty for the session; one below which an object's own DACL (protected from inheritance, or with explicit allow entries, which Windows reads before inherited ones) may give the session a write right is refused"))
 	} else {
 		out = append(out, f("filesystem.read_only", "none requested"))
 	}
 	if len(deny) > 0 {
-		out = append(out, f("filesystem.deny", mechanismACL+" for the session only: deny of all access for the session's logon SID on each deny path, inherited below it, and deny of DELETE on every directory between its write root and it; a missing one inside a write root is created empty for the session, one outside every write root cannot be created by the sandbox; one inside a write root below which an object's DACL is protected from inheritance is refused"))
+		out = append(out, f("filesystem.deny", mechanismACL+" for the session only: deny of all access for the session's logon SID on each deny path, inherited below it, and deny of DELETE on every directory between its write root and it; a missing one inside a write root is created empty for the session, one outside every write root cannot be created by the sandbox; one below which an object's own DACL (protected from inheritance, or with explicit allow entries, which Windows reads before inherited ones) may give the session any right is refused"))
 	} else {
 		out = append(out, f("filesystem.deny", "none requested"))
 	}
 	if in.Policy.GetNetwork().GetMode() == sandboxdv1.Network_HOST {
 		out = append(out, f("network.mode", "runs as "+OnlineUser+", which no sandboxd firewall filter matches: the host's network"))
 	} else {
-		out = append(out, f("network.mode", "runs as "+OfflineUser+" with the network NONE restricting SID; persistent Windows Filtering Platform filters block both at every ALE layer (connect, accept, listen, bind; IPv4 and IPv6; loopback included); named pipes are not IP"))
+		out = append(out, f("network.mode", "runs as "+OfflineUser+" with the network NONE restricting SID; persistent Windows Filtering Platform filters block both at every ALE layer (connect, accept, listen, bind; IPv4 and IPv6; loopback included) for connections the sandbox's own processes make; named pipes are not IP. Not covered: what a system service does for the sandbox under its own account, which the filters do not match: name lookups through the DNS Client service, UNC paths through the SMB redirector (the System process) and the WebClient service, transfers handed to BITS, any of which may reach the network"))
 	}
-	out = append(out, f("process", "restricted token from a logon of "+pl.User+" for the session alone: every privilege but SeChangeNotifyPrivilege removed, Administrators and Authenticated Users deny-only, Medium integrity, a default DACL no other session's token is granted by; job object: every process killed when the session ends, no breakaway, every UI restriction; window station and desktop "+DesktopName+" of the daemon's own"))
+	out = append(out, f("process", "restricted token from a logon of "+pl.User+" for the session alone: every privilege but SeChangeNotifyPrivilege removed, Administrators and Authenticated Users deny-only, Medium integrity, a default DACL no other session's token is granted by; job object: every process in it killed when the session ends, no breakaway, every UI restriction; not covered: a process a system service starts for the sandbox user, such as a Task Scheduler task the sandbox registers for itself with an S4U logon (the user holds the batch logon right the backend logs it on with), which would run outside the job with an unrestricted token and a logon SID of its own, which the session's entries do not name; window station and desktop "+DesktopName+" of the daemon's own"))
 	l := in.Policy.GetLimits()
 	if l.GetTimeout() != nil {
 		out = append(out, f("limits.timeout", "daemon wall-clock timer, termination of the job object"))

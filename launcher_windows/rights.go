@@ -20,6 +20,10 @@ const (
 	FILE_GENERIC_READ     uint32 = 0x120089
 	FILE_GENERIC_WRITE    uint32 = 0x120116
 	FILE_GENERIC_EXECUTE  uint32 = 0x1200A0
+	GENERIC_ALL           uint32 = 0x10000000
+	GENERIC_EXECUTE       uint32 = 0x20000000
+	GENERIC_WRITE         uint32 = 0x40000000
+	GENERIC_READ          uint32 = 0x80000000
 )
 
 // ModifyAccess is what a write root grants: read, write, execute and

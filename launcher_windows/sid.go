@@ -22,6 +22,11 @@ const (
 	// it cannot give the sandbox DELETE there, a right the restricting pass
 	// of a write-restricted token does not check.
 	SIDAuthenticatedUsers = "S-1-5-11"
+	// SIDLocalSystem, SIDLocalService and SIDNetworkService are the
+	// service accounts, which no sandbox token holds.
+	SIDLocalSystem    = "S-1-5-18"
+	SIDLocalService   = "S-1-5-19"
+	SIDNetworkService = "S-1-5-20"
 	// SIDMediumIntegrity is the Medium mandatory level.
 	SIDMediumIntegrity = "S-1-16-8192"
 	// SIDOwnerRights is OWNER RIGHTS: an entry for it replaces the
