@@ -44,6 +44,7 @@ type config struct {
 	nCtl        int
 	warmup      int
 	duration    time.Duration
+	thruRounds  int
 	clients     int
 	sessions    int
 	hold        int
@@ -73,7 +74,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.nLatency, "n-latency", 500, "launches of /bin/true per side for the latency figure")
 	fs.IntVar(&c.nCtl, "n-sandboxctl", 200, "runs per side for the sandboxctl and help figures")
 	fs.IntVar(&c.warmup, "warmup", 10, "uncounted launches per side before each latency series")
-	fs.DurationVar(&c.duration, "duration", 5*time.Second, "how long each side of the throughput figure runs")
+	fs.DurationVar(&c.duration, "duration", 5*time.Second, "how long each side of the throughput figure runs in each round")
+	fs.IntVar(&c.thruRounds, "throughput-rounds", 3, "rounds of the throughput figure, sandboxd then bwrap in each, the launches of each side pooled over them")
 	fs.IntVar(&c.clients, "clients", 8, "concurrent clients for the throughput figure and for starting sessions")
 	fs.IntVar(&c.sessions, "sessions", 1000, "idle sessions for the memory figure")
 	fs.IntVar(&c.hold, "hold", 10000, "idle sessions the hold figure tries to keep at once")
@@ -117,7 +119,7 @@ func parseFlags(args []string) (*config, error) {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"n-latency", c.nLatency}, {"n-sandboxctl", c.nCtl}, {"clients", c.clients}, {"sessions", c.sessions}, {"hold", c.hold}, {"pty-mib", c.ptyMiB}, {"pty-rounds", c.ptyRounds}, {"keystrokes", c.keystrokes}} {
+	}{{"n-latency", c.nLatency}, {"n-sandboxctl", c.nCtl}, {"clients", c.clients}, {"sessions", c.sessions}, {"hold", c.hold}, {"pty-mib", c.ptyMiB}, {"pty-rounds", c.ptyRounds}, {"throughput-rounds", c.thruRounds}, {"keystrokes", c.keystrokes}} {
 		if n.v <= 0 {
 			return nil, fmt.Errorf("--%s %d: must be positive", n.name, n.v)
 		}
