@@ -19,9 +19,10 @@ type fakeBackend struct {
 	mu     sync.Mutex
 	refuse *launcher.Unenforceable
 	specs  []launcher.Spec
-	// gate, when set, is called with each spec before Start starts
-	// anything: a test holds a launch in STARTING by blocking in it.
-	gate func(launcher.Spec)
+	// gate, when set, is called with each spec and Start's context
+	// before Start starts anything: a test holds a launch in STARTING by
+	// blocking in it, and fails the launch with what it returns.
+	gate func(context.Context, launcher.Spec) error
 }
 
 func (b *fakeBackend) Name() string { return "fake" }
@@ -48,7 +49,9 @@ func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.P
 	refuse, gate := b.refuse, b.gate
 	b.mu.Unlock()
 	if gate != nil {
-		gate(spec)
+		if err := gate(ctx, spec); err != nil {
+			return nil, err
+		}
 	}
 	if refuse != nil {
 		return nil, refuse
