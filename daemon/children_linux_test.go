@@ -812,3 +812,50 @@ func TestKillOfAHungLaunchEndsIt(t *testing.T) {
 	within(t, started, "launch")
 	wantExit(t, within(t, s, "the timed-out launch's Exit"), sandboxdv1.State_KILLED, 0, 9, reasonTimeout)
 }
+
+// A kill the daemon carries out as a launch ends (the session was killed
+// while it started) holds up no other request while the backend's kill
+// takes its time: List answers and another session runs meanwhile.
+func TestASlowKillHoldsUpNoOtherRequest(t *testing.T) {
+	h := startDaemon(t)
+	killing := make(chan struct{}, 1)
+	unblock := make(chan struct{})
+	unblockKills := sync.OnceFunc(func() { close(unblock) })
+	t.Cleanup(unblockKills)
+	h.backend.mu.Lock()
+	h.backend.killGate = func() {
+		select {
+		case killing <- struct{}{}:
+		default:
+		}
+		<-unblock
+	}
+	h.backend.mu.Unlock()
+	started, release := h.holdStarts(func(spec launcher.Spec) bool { return spec.Argv[0] == "/bin/sleep" })
+	s := make(chan *clientSession, 1)
+	go func() { s <- h.open(detached(cmd("/bin/sleep", "60"))).finish() }()
+	spec := within(t, started, "launch")
+	if _, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: spec.SessionID}); err != nil {
+		t.Fatalf("Kill of a starting session: %v", err)
+	}
+	release()
+	within(t, killing, "the kill once the launch is over")
+	listed := make(chan error, 1)
+	go func() {
+		_, err := h.client.List(ctxT(t), &sandboxdv1.ListRequest{})
+		listed <- err
+	}()
+	if err := within(t, listed, "List while a kill is slow"); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	other := make(chan *clientSession, 1)
+	go func() { other <- h.open(cmd("/bin/true")).finish() }()
+	wantExit(t, within(t, other, "a launch while a kill is slow"), sandboxdv1.State_EXITED, 0, 0, "")
+	unblockKills()
+	if info := h.waitState(spec.SessionID, sandboxdv1.State_KILLED); info.GetReason() != reasonOperator {
+		t.Fatalf("killed while starting: ended %q, want %q", info.GetReason(), reasonOperator)
+	}
+	if r := within(t, s, "the killed session's Started"); r.err != nil {
+		t.Fatalf("start: %v", r.err)
+	}
+}

@@ -437,12 +437,13 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 
 // endIfOver ends sess, just moved to RUNNING, when it was killed while it
 // was STARTING (killed is the reason), when its parent has ended or when
-// the daemon shuts down. Under s.mu: a parent that ends after this sees
-// sess RUNNING among its children and kills it itself (finished).
+// the daemon shuts down. The parent and shutdown are looked at under s.mu:
+// a parent that ends after this sees sess RUNNING among its children and
+// kills it itself (finished). The kill is not: a backend's may be slow,
+// and s.mu would hold up every other request meanwhile.
 func (s *Service) endIfOver(sess *session, killed string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	reason := killed
+	s.mu.Lock()
 	if reason == "" && sess.parentID != "" {
 		if p := s.sessions[sess.parentID]; p == nil || p.closed {
 			reason = reasonParentEnded
@@ -451,6 +452,7 @@ func (s *Service) endIfOver(sess *session, killed string) {
 	if reason == "" && s.closing {
 		reason = reasonShutdown
 	}
+	s.mu.Unlock()
 	if reason != "" {
 		s.end(sess, reason)
 	}
