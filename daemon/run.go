@@ -311,9 +311,9 @@ func (s *Service) prepare(ctx context.Context, caller Caller, start *sandboxdv1.
 		sess.deadline = sess.created.Add(d)
 	}
 	if parent != nil {
-		sess.outCap = parent.childOutputCap(pol.GetLimits().GetOutputBytes(), sess.tty)
+		sess.outCap = parent.childOutputCap(id, pol.GetLimits().GetOutputBytes(), sess.tty)
 	} else if n := pol.GetLimits().GetOutputBytes(); n != 0 {
-		sess.outCap = &outputCap{limit: n, tty: sess.tty}
+		sess.outCap = &outputCap{limit: n, tty: sess.tty, session: id}
 	}
 	ids := sessionIdentity{id: id, digest: digest}
 	if pol.GetChildren().GetAllow() {
@@ -481,7 +481,7 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio, st
 		if sio.screen != nil {
 			sio.screen.Feed(out.GetData())
 		}
-		keep, marker := sess.outCap.admit(out)
+		keep, marker, by := sess.outCap.admit(out)
 		if keep != nil {
 			sess.out.publish(keep)
 		}
@@ -490,7 +490,7 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio, st
 			sess.denied(&sandboxdv1.Denial{
 				Time: timestamppb.Now(), Field: policy.FieldLimitsOutputBytes, Operation: "write",
 				Target: streamName(out.GetStream(), sess.tty),
-				Detail: fmt.Sprintf("output beyond %d bytes is dropped; the command runs on", sess.outCap.limit),
+				Detail: sess.outCap.droppedDetail(by),
 			})
 		}
 		sess.active()
