@@ -758,7 +758,8 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 // A kill of a session whose launch hangs abandons the launch: the session
 // ends KILLED with the kill's reason (the audit log records it as any
 // kill), and a child waiting for that launch is refused, without waiting
-// for a launch that may never return. Its timeout ends it likewise.
+// for a launch that may never return. Its timeout and the daemon's
+// shutdown end it likewise.
 func TestKillOfAHungLaunchEndsIt(t *testing.T) {
 	state := t.TempDir()
 	h := startDaemon(t, func(c *Config) { c.StateDir = state })
@@ -811,6 +812,17 @@ func TestKillOfAHungLaunchEndsIt(t *testing.T) {
 	go func() { s <- h.open(start).finish() }()
 	within(t, started, "launch")
 	wantExit(t, within(t, s, "the timed-out launch's Exit"), sandboxdv1.State_KILLED, 0, 9, reasonTimeout)
+
+	// The daemon's shutdown ends a hung launch too, rather than wait for it.
+	go func() { s <- h.open(detached(cmd("/bin/sleep", "60"))).finish() }()
+	within(t, started, "launch")
+	stopped := make(chan struct{})
+	go func() {
+		h.stop()
+		close(stopped)
+	}()
+	wantExit(t, within(t, s, "the Exit of a launch hung at shutdown"), sandboxdv1.State_KILLED, 0, 9, reasonShutdown)
+	within(t, stopped, "the daemon's stop")
 }
 
 // A kill the daemon carries out as a launch ends (the session was killed
