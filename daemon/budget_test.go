@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,9 +56,9 @@ func TestSpentBudgetRefusesTheChild(t *testing.T) {
 // their parent had left cannot each keep all of it, and what they keep
 // is gone from the parent's own.
 func TestChildrenDrawFromTheParentsOutput(t *testing.T) {
-	parent := &session{outCap: &outputCap{limit: 100}}
+	parent := &session{outCap: &outputCap{limit: 100, session: "parent"}}
 	out := func(c *outputCap, n int) int {
-		keep, _ := c.admit(&sandboxdv1.Output{Data: make([]byte, n)})
+		keep, _, _ := c.admit(&sandboxdv1.Output{Data: make([]byte, n)})
 		return len(keep.GetData())
 	}
 	var kids []*session
@@ -66,7 +67,7 @@ func TestChildrenDrawFromTheParentsOutput(t *testing.T) {
 		if err := parent.budget(p); err != nil {
 			t.Fatal(err)
 		}
-		kids = append(kids, &session{outCap: parent.childOutputCap(p.GetLimits().GetOutputBytes(), false)})
+		kids = append(kids, &session{outCap: parent.childOutputCap("kid", p.GetLimits().GetOutputBytes(), false)})
 	}
 	if got := out(kids[0].outCap, 70); got != 70 {
 		t.Fatalf("first child kept %d of 70", got)
@@ -80,9 +81,11 @@ func TestChildrenDrawFromTheParentsOutput(t *testing.T) {
 	if got := out(parent.outCap, 10); got != 0 {
 		t.Errorf("parent kept %d bytes its children had used", got)
 	}
-	// A grandchild's budget is what the whole line above it has left.
+	// A grandchild's budget is what the whole line above it has left,
+	// and its refusal names the limit that is spent.
 	grand := &sandboxdv1.Policy{}
-	if err := kids[0].budget(grand); err == nil {
-		t.Errorf("grandchild given %d bytes of a spent parent's", grand.GetLimits().GetOutputBytes())
+	var we *policy.WidenError
+	if err := kids[0].budget(grand); !errors.As(err, &we) || !strings.Contains(we.Msg, "ancestor session parent has used all of its 100 bytes") {
+		t.Errorf("grandchild of a spent grandparent: %d bytes, %v", grand.GetLimits().GetOutputBytes(), err)
 	}
 }

@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,11 +18,14 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/sandboxd/sandboxd/api/record"
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/api/sandboxd/v1/sandboxdv1grpc"
+	"github.com/sandboxd/sandboxd/internal/auditlog"
 	"github.com/sandboxd/sandboxd/launcher"
 	"github.com/sandboxd/sandboxd/policy"
 )
@@ -553,11 +558,12 @@ func (h *harness) holdStarts(hold func(launcher.Spec) bool) (started <-chan laun
 	gate := make(chan struct{})
 	ch := make(chan launcher.Spec, 4)
 	h.backend.mu.Lock()
-	h.backend.gate = func(spec launcher.Spec) {
+	h.backend.gate = func(_ context.Context, spec launcher.Spec) error {
 		if hold(spec) {
 			ch <- spec
 			<-gate
 		}
+		return nil
 	}
 	h.backend.mu.Unlock()
 	var once sync.Once
@@ -708,5 +714,160 @@ func TestSessionTreeCountsAgainstItsOwnersQuota(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the owner still holds %d sessions after its tree ended", h.svc.quotas.usage("uid "+strconv.Itoa(os.Getuid())).sessions)
 		}
+	}
+}
+
+// hangStarts makes the fake backend's Start of every session whose spec
+// hold says so hang until its context is done, as the Linux backend's
+// does while its init is blocked in setup (it kills the init then);
+// started gets each such spec as its Start begins to hang.
+func (h *harness) hangStarts(hold func(launcher.Spec) bool) (started <-chan launcher.Spec) {
+	over := make(chan struct{})
+	h.t.Cleanup(func() { close(over) })
+	ch := make(chan launcher.Spec, 4)
+	h.backend.mu.Lock()
+	h.backend.gate = func(ctx context.Context, spec launcher.Spec) error {
+		if !hold(spec) {
+			return nil
+		}
+		ch <- spec
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sandbox setup abandoned: %w", context.Cause(ctx))
+		case <-over:
+			return errors.New("the test is over")
+		}
+	}
+	h.backend.mu.Unlock()
+	return ch
+}
+
+// within returns what ch gives, failing the test if the daemon has not
+// given it within 10 s: what is waited for happens at once when it does.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: not within 10s", what)
+		panic("unreachable")
+	}
+}
+
+// A kill of a session whose launch hangs abandons the launch: the session
+// ends KILLED with the kill's reason (the audit log records it as any
+// kill), and a child waiting for that launch is refused, without waiting
+// for a launch that may never return. Its timeout and the daemon's
+// shutdown end it likewise.
+func TestKillOfAHungLaunchEndsIt(t *testing.T) {
+	state := t.TempDir()
+	h := startDaemon(t, func(c *Config) { c.StateDir = state })
+	started := h.hangStarts(func(spec launcher.Spec) bool { return spec.ParentSessionID == "" })
+	start := detached(cmd("/bin/sleep", "60"))
+	start.Policy = childPolicy(t.TempDir())
+	s := make(chan *clientSession, 1)
+	go func() { s <- h.open(start).finish() }()
+	spec := within(t, started, "launch")
+	child := make(chan *clientSession, 1)
+	go func() { child <- h.openOn(h.dial(spec.SessionSocket), detached(cmd("/bin/true"))).finish() }()
+	h.svc.mu.Lock()
+	parent := h.svc.sessions[spec.SessionID]
+	h.svc.mu.Unlock()
+	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
+		parent.mu.Lock()
+		waiting = parent.launched != nil
+		parent.mu.Unlock()
+	}
+	if _, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: spec.SessionID}); err != nil {
+		t.Fatalf("Kill of a starting session: %v", err)
+	}
+	wantExit(t, within(t, s, "the killed launch's Exit"), sandboxdv1.State_KILLED, 0, 9, reasonOperator)
+	if info := h.inspect(spec.SessionID); info.GetState() != sandboxdv1.State_KILLED || info.GetReason() != reasonOperator {
+		t.Errorf("killed while starting: %v %q", info.GetState(), info.GetReason())
+	}
+	if c := within(t, child, "the waiting child's answer"); c.err == nil || status.Code(c.err) != codes.FailedPrecondition {
+		t.Errorf("child of a parent killed while starting: exit %v, err %v", c.exit, c.err)
+	}
+	var audited bool
+	for deadline := time.Now().Add(10 * time.Second); !audited && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		err := auditlog.Read(state, func(line []byte) error {
+			var r record.Event
+			if err := json.Unmarshal(line, &r); err != nil {
+				return err
+			}
+			audited = audited || r.Session == spec.SessionID && r.Type == "state" && r.From == "starting" && r.To == "killed" && r.Reason == reasonOperator
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !audited {
+		t.Error("the audit log has no kill of the session killed while starting")
+	}
+
+	start = detached(cmd("/bin/sleep", "60"))
+	start.Policy = &sandboxdv1.Policy{Limits: &sandboxdv1.Limits{Timeout: durationpb.New(50 * time.Millisecond)}}
+	go func() { s <- h.open(start).finish() }()
+	within(t, started, "launch")
+	wantExit(t, within(t, s, "the timed-out launch's Exit"), sandboxdv1.State_KILLED, 0, 9, reasonTimeout)
+
+	// The daemon's shutdown ends a hung launch too, rather than wait for it.
+	go func() { s <- h.open(detached(cmd("/bin/sleep", "60"))).finish() }()
+	within(t, started, "launch")
+	stopped := make(chan struct{})
+	go func() {
+		h.stop()
+		close(stopped)
+	}()
+	wantExit(t, within(t, s, "the Exit of a launch hung at shutdown"), sandboxdv1.State_KILLED, 0, 9, reasonShutdown)
+	within(t, stopped, "the daemon's stop")
+}
+
+// A kill the daemon carries out as a launch ends (the session was killed
+// while it started) holds up no other request while the backend's kill
+// takes its time: List answers and another session runs meanwhile.
+func TestASlowKillHoldsUpNoOtherRequest(t *testing.T) {
+	h := startDaemon(t)
+	killing := make(chan struct{}, 1)
+	unblock := make(chan struct{})
+	unblockKills := sync.OnceFunc(func() { close(unblock) })
+	t.Cleanup(unblockKills)
+	h.backend.mu.Lock()
+	h.backend.killGate = func() {
+		select {
+		case killing <- struct{}{}:
+		default:
+		}
+		<-unblock
+	}
+	h.backend.mu.Unlock()
+	started, release := h.holdStarts(func(spec launcher.Spec) bool { return spec.Argv[0] == "/bin/sleep" })
+	s := make(chan *clientSession, 1)
+	go func() { s <- h.open(detached(cmd("/bin/sleep", "60"))).finish() }()
+	spec := within(t, started, "launch")
+	if _, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: spec.SessionID}); err != nil {
+		t.Fatalf("Kill of a starting session: %v", err)
+	}
+	release()
+	within(t, killing, "the kill once the launch is over")
+	listed := make(chan error, 1)
+	go func() {
+		_, err := h.client.List(ctxT(t), &sandboxdv1.ListRequest{})
+		listed <- err
+	}()
+	if err := within(t, listed, "List while a kill is slow"); err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	other := make(chan *clientSession, 1)
+	go func() { other <- h.open(cmd("/bin/true")).finish() }()
+	wantExit(t, within(t, other, "a launch while a kill is slow"), sandboxdv1.State_EXITED, 0, 0, "")
+	unblockKills()
+	if info := h.waitState(spec.SessionID, sandboxdv1.State_KILLED); info.GetReason() != reasonOperator {
+		t.Fatalf("killed while starting: ended %q, want %q", info.GetReason(), reasonOperator)
+	}
+	if r := within(t, s, "the killed session's Started"); r.err != nil {
+		t.Fatalf("start: %v", r.err)
 	}
 }

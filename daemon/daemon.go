@@ -583,8 +583,8 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	for _, sess := range all {
-		// Sessions still starting see closing once running and kill
-		// themselves.
+		// A session still starting has its launch abandoned, or, if the
+		// launch completes all the same, is killed once it runs.
 		s.end(sess, reasonShutdown)
 	}
 	finished := make(chan struct{})

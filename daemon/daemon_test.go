@@ -30,6 +30,7 @@ func TestStateTransitions(t *testing.T) {
 	}{
 		{starting, running, true},
 		{starting, failed, true},
+		{starting, killed, true},
 		{running, exited, true},
 		{running, killed, true},
 		{starting, exited, false},

@@ -19,9 +19,13 @@ type fakeBackend struct {
 	mu     sync.Mutex
 	refuse *launcher.Unenforceable
 	specs  []launcher.Spec
-	// gate, when set, is called with each spec before Start starts
-	// anything: a test holds a launch in STARTING by blocking in it.
-	gate func(launcher.Spec)
+	// gate, when set, is called with each spec and Start's context
+	// before Start starts anything: a test holds a launch in STARTING by
+	// blocking in it, and fails the launch with what it returns.
+	gate func(context.Context, launcher.Spec) error
+	// killGate, when set, is called as the Kill of a process started
+	// after begins: a test makes a kill slow by blocking in it.
+	killGate func()
 }
 
 func (b *fakeBackend) Name() string { return "fake" }
@@ -45,10 +49,12 @@ func (b *fakeBackend) allSpecs() []launcher.Spec {
 func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.Process, error) {
 	b.mu.Lock()
 	b.specs = append(b.specs, spec)
-	refuse, gate := b.refuse, b.gate
+	refuse, gate, killGate := b.refuse, b.gate, b.killGate
 	b.mu.Unlock()
 	if gate != nil {
-		gate(spec)
+		if err := gate(ctx, spec); err != nil {
+			return nil, err
+		}
 	}
 	if refuse != nil {
 		return nil, refuse
@@ -91,7 +97,7 @@ func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.P
 		}
 		return nil, err
 	}
-	return &fakeProcess{cmd: cmd, master: master}, nil
+	return &fakeProcess{cmd: cmd, master: master, killGate: killGate}, nil
 }
 
 // fakeMechanismSet is what every fake sandbox reports it runs under, which
@@ -99,10 +105,11 @@ func (b *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (launcher.P
 const fakeMechanismSet = "fake-set"
 
 type fakeProcess struct {
-	cmd    *exec.Cmd
-	master *os.File
-	mu     sync.Mutex
-	waited bool
+	cmd      *exec.Cmd
+	master   *os.File
+	killGate func()
+	mu       sync.Mutex
+	waited   bool
 }
 
 func (p *fakeProcess) Pid() int { return p.cmd.Process.Pid }
@@ -123,6 +130,9 @@ func (p *fakeProcess) Signal(sig syscall.Signal) error {
 }
 
 func (p *fakeProcess) Kill() error {
+	if p.killGate != nil {
+		p.killGate()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.waited {

@@ -39,7 +39,7 @@ func newMetrics(s *Service) *metrics {
 	m := &metrics{
 		reg: reg,
 		launches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_launches_total",
-			Help: "Sessions the daemon tried to launch, by result: started, or failed_to_start (refused, or the command could not be executed)."}, []string{"result"}),
+			Help: "Sessions the daemon tried to launch, by result: started, failed_to_start (refused, or the command could not be executed), or killed (while starting)."}, []string{"result"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sandboxd_launch_duration_seconds",
 			Help: "Time from a Start request to its command running in the sandbox.", Buckets: launchBuckets}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sandboxd_refusals_total",
@@ -59,6 +59,8 @@ func (m *metrics) sink(ev *sandboxdv1.Event, d *eventDetail) {
 		case st.GetFrom() == sandboxdv1.State_STARTING && st.GetTo() == sandboxdv1.State_RUNNING:
 			m.launches.WithLabelValues("started").Inc()
 			m.latency.Observe(d.launchLatency.Seconds())
+		case st.GetFrom() == sandboxdv1.State_STARTING && st.GetTo() == sandboxdv1.State_KILLED:
+			m.launches.WithLabelValues("killed").Inc()
 		case st.GetTo() == sandboxdv1.State_FAILED_TO_START:
 			m.launches.WithLabelValues("failed_to_start").Inc()
 			if d.refusedField != "" {

@@ -14,6 +14,9 @@ import (
 type outputCap struct {
 	limit uint64
 	tty   bool
+	// session is the id of the session whose limit this is, which a
+	// descendant stopped by it is told.
+	session string
 	// parent is the parent session's cap, which what this one keeps is
 	// drawn from too, nil for none.
 	parent *outputCap
@@ -24,33 +27,47 @@ type outputCap struct {
 	marked  bool
 }
 
-// truncationMarker says where output stopped being kept. On a terminal the
-// line ends are a terminal's.
-func truncationMarker(limit uint64, tty bool) []byte {
+// truncationMarker says where output stopped being kept, and by which
+// limit: c's own, or by's, an ancestor's. On a terminal the line ends are
+// a terminal's.
+func (c *outputCap) truncationMarker(by *outputCap) []byte {
 	nl := "\n"
-	if tty {
+	if c.tty {
 		nl = "\r\n"
 	}
-	return fmt.Appendf(nil, "%s[sandboxd: output truncated: limits.output_bytes of %d bytes reached]%s", nl, limit, nl)
+	if by == c {
+		return fmt.Appendf(nil, "%s[sandboxd: output truncated: limits.output_bytes of %d bytes reached]%s", nl, by.limit, nl)
+	}
+	return fmt.Appendf(nil, "%s[sandboxd: output truncated: ancestor session %s's limits.output_bytes of %d bytes reached]%s", nl, by.session, by.limit, nl)
+}
+
+// droppedDetail is the detail of the denial that records the truncation
+// by by, c's cap or an ancestor's.
+func (c *outputCap) droppedDetail(by *outputCap) string {
+	if by == c {
+		return fmt.Sprintf("output beyond %d bytes is dropped; the command runs on", by.limit)
+	}
+	return fmt.Sprintf("output is dropped: ancestor session %s has kept its limits.output_bytes of %d bytes, which its descendants' output counts against; the command runs on", by.session, by.limit)
 }
 
 // admit returns what of o to publish, nil for nothing, and the marker to
-// publish after it the one time the limit is crossed. A zero limit admits
+// publish after it the one time the limit is crossed, with the cap whose
+// limit was crossed: c's or an ancestor's. A zero limit admits
 // everything. What is kept counts against every ancestor's limit too, and
 // no more is kept than the one with the least left has.
-func (c *outputCap) admit(o *sandboxdv1.Output) (keep, marker *sandboxdv1.Output) {
+func (c *outputCap) admit(o *sandboxdv1.Output) (keep, marker *sandboxdv1.Output, by *outputCap) {
 	if c == nil || c.limit == 0 {
-		return o, nil
+		return o, nil, nil
 	}
 	line := c.lock()
 	defer unlock(line)
 	data := o.GetData()
-	room := roomLocked(line)
+	room, by := roomLocked(line)
 	if uint64(len(data)) <= room {
 		for _, a := range line {
 			a.written += uint64(len(data))
 		}
-		return o, nil
+		return o, nil, nil
 	}
 	for _, a := range line[1:] {
 		a.written += room
@@ -62,9 +79,9 @@ func (c *outputCap) admit(o *sandboxdv1.Output) (keep, marker *sandboxdv1.Output
 	}
 	if !c.marked {
 		c.marked = true
-		marker = &sandboxdv1.Output{Stream: o.GetStream(), Data: truncationMarker(c.limit, c.tty)}
+		return keep, &sandboxdv1.Output{Stream: o.GetStream(), Data: c.truncationMarker(by)}, by
 	}
-	return keep, marker
+	return keep, nil, nil
 }
 
 // lock locks c and its ancestors, in that order (every caller takes them
@@ -85,22 +102,26 @@ func unlock(line []*outputCap) {
 	}
 }
 
-// roomLocked is the least any cap of line has left; they are locked.
-func roomLocked(line []*outputCap) uint64 {
-	room := line[0].limit - line[0].written
+// roomLocked is the least any cap of line has left, and the cap that has
+// it (the nearest of those with as little); they are locked.
+func roomLocked(line []*outputCap) (uint64, *outputCap) {
+	room, by := line[0].limit-line[0].written, line[0]
 	for _, a := range line[1:] {
-		room = min(room, a.limit-a.written)
+		if left := a.limit - a.written; left < room {
+			room, by = left, a
+		}
 	}
-	return room
+	return room, by
 }
 
 // remaining is how much output may still be kept, its ancestors' counted,
-// and whether there is a limit at all.
-func (c *outputCap) remaining() (n uint64, limited bool) {
+// and the cap that has that little left (c's or an ancestor's), nil when
+// there is no limit at all.
+func (c *outputCap) remaining() (n uint64, by *outputCap) {
 	if c == nil || c.limit == 0 {
-		return 0, false
+		return 0, nil
 	}
 	line := c.lock()
 	defer unlock(line)
-	return roomLocked(line), true
+	return roomLocked(line)
 }

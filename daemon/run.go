@@ -137,6 +137,15 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		s.metrics.refused(err)
 		return err
 	}
+	ctx := stream.Context()
+	if sess.detached {
+		// Nothing of the starting client's may end a detached session.
+		ctx = context.WithoutCancel(ctx)
+	}
+	// Before the session can be found: a kill may come at once.
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+	sess.abortLaunch = abort
 	if err := s.add(sess, caller, key); err != nil {
 		sess.socket.Close()
 		sess.closeProxy()
@@ -150,14 +159,13 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		s.finished(sess, exit)
 		return ferr
 	}
-	ctx := stream.Context()
-	if sess.detached {
-		// Nothing of the starting client's may end a detached session.
-		ctx = context.WithoutCancel(ctx)
-	}
+	// The timeout counts from the session's creation and may end its
+	// launch too.
+	stopTimeout := s.startTimeout(sess)
 	proc, sio, exit, err := s.launch(ctx, sess, spec, start.GetWindow())
 	launchOver()
 	if proc == nil {
+		stopTimeout()
 		s.finished(sess, exit)
 		if err != nil {
 			return err
@@ -181,7 +189,7 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 	// Logged once the client has its Started: formatting the line is
 	// not the launch's.
 	s.logf("session %s: started pid %d for %s (parent %q): %q", sess.id, proc.Pid(), sess.owner(), sess.parentID, sess.argv)
-	go s.supervise(sess, proc, sio)
+	go s.supervise(sess, proc, sio, stopTimeout)
 	// The move to RUNNING is recorded (audit log, metrics) while the
 	// command runs on, in the order of events (see deferred).
 	s.events.flush()
@@ -303,9 +311,9 @@ func (s *Service) prepare(ctx context.Context, caller Caller, start *sandboxdv1.
 		sess.deadline = sess.created.Add(d)
 	}
 	if parent != nil {
-		sess.outCap = parent.childOutputCap(pol.GetLimits().GetOutputBytes(), sess.tty)
+		sess.outCap = parent.childOutputCap(id, pol.GetLimits().GetOutputBytes(), sess.tty)
 	} else if n := pol.GetLimits().GetOutputBytes(); n != 0 {
-		sess.outCap = &outputCap{limit: n, tty: sess.tty}
+		sess.outCap = &outputCap{limit: n, tty: sess.tty, session: id}
 	}
 	ids := sessionIdentity{id: id, digest: digest}
 	if pol.GetChildren().GetAllow() {
@@ -429,12 +437,13 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 
 // endIfOver ends sess, just moved to RUNNING, when it was killed while it
 // was STARTING (killed is the reason), when its parent has ended or when
-// the daemon shuts down. Under s.mu: a parent that ends after this sees
-// sess RUNNING among its children and kills it itself (finished).
+// the daemon shuts down. The parent and shutdown are looked at under s.mu:
+// a parent that ends after this sees sess RUNNING among its children and
+// kills it itself (finished). The kill is not: a backend's may be slow,
+// and s.mu would hold up every other request meanwhile.
 func (s *Service) endIfOver(sess *session, killed string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	reason := killed
+	s.mu.Lock()
 	if reason == "" && sess.parentID != "" {
 		if p := s.sessions[sess.parentID]; p == nil || p.closed {
 			reason = reasonParentEnded
@@ -443,21 +452,28 @@ func (s *Service) endIfOver(sess *session, killed string) {
 	if reason == "" && s.closing {
 		reason = reasonShutdown
 	}
+	s.mu.Unlock()
 	if reason != "" {
 		s.end(sess, reason)
 	}
 }
 
-// supervise runs a started session to its end, whoever watches it: it
-// pumps the output to the viewers and the scrollback, enforces the
-// timeout, reaps the sandbox and reports the Exit. What follows the end
-// runs once the sandbox has ended; no goroutine waits for it meanwhile
-// where the backend can say when that is.
-func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
-	stopTimeout := func() bool { return false }
-	if !sess.deadline.IsZero() {
-		stopTimeout = time.AfterFunc(time.Until(sess.deadline), func() { s.end(sess, reasonTimeout) }).Stop
+// startTimeout ends sess for its limits.timeout at its deadline, STARTING
+// or running, and returns what stops that.
+func (s *Service) startTimeout(sess *session) (stop func() bool) {
+	if sess.deadline.IsZero() {
+		return func() bool { return false }
 	}
+	return time.AfterFunc(time.Until(sess.deadline), func() { s.end(sess, reasonTimeout) }).Stop
+}
+
+// supervise runs a started session to its end, whoever watches it: it
+// pumps the output to the viewers and the scrollback, reaps the sandbox
+// and reports the Exit; stopTimeout stops the session's timeout
+// (startTimeout) once it has ended. What follows the end runs once the
+// sandbox has ended; no goroutine waits for it meanwhile where the backend
+// can say when that is.
+func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio, stopTimeout func() bool) {
 	stopLayerSize := s.watchLayerSize(sess)
 	stopInput := s.watchInput(sess, sio)
 	s.startScreen(sess, sio)
@@ -465,7 +481,7 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 		if sio.screen != nil {
 			sio.screen.Feed(out.GetData())
 		}
-		keep, marker := sess.outCap.admit(out)
+		keep, marker, by := sess.outCap.admit(out)
 		if keep != nil {
 			sess.out.publish(keep)
 		}
@@ -474,7 +490,7 @@ func (s *Service) supervise(sess *session, proc launcher.Process, sio *stdio) {
 			sess.denied(&sandboxdv1.Denial{
 				Time: timestamppb.Now(), Field: policy.FieldLimitsOutputBytes, Operation: "write",
 				Target: streamName(out.GetStream(), sess.tty),
-				Detail: fmt.Sprintf("output beyond %d bytes is dropped; the command runs on", sess.outCap.limit),
+				Detail: sess.outCap.droppedDetail(by),
 			})
 		}
 		sess.active()

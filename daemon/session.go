@@ -62,6 +62,11 @@ type session struct {
 	// creation, zero for never: known before the launch, so that a child
 	// asked for before the launch is over gets no more.
 	deadline time.Time
+	// abortLaunch ends the launch while the session is STARTING: a kill
+	// then (an operator's, its parent's end, its timeout, shutdown) does
+	// not wait for a launch that may hang (an init blocked in its setup).
+	// Nil in-process tests that launch nothing.
+	abortLaunch context.CancelCauseFunc
 	// out fans the output out to viewers and keeps the scrollback.
 	out *broadcast
 	// socket is the session's own socket when its policy allows children.
@@ -411,8 +416,9 @@ func (s *session) finish(st launcher.Status, waitErr error) (*sandboxdv1.Exit, e
 
 // kill ends every process of the sandbox and records why, so the session
 // ends KILLED with that reason. A session still STARTING has no sandbox to
-// kill yet: the reason is recorded, and its launch kills the sandbox once
-// there is one (Service.launch).
+// kill yet: the reason is recorded and its launch is abandoned, which kills
+// what it had made; a launch that completes all the same kills the sandbox
+// once there is one (Service.launch).
 func (s *session) kill(reason string) error {
 	s.mu.Lock()
 	if s.state == sandboxdv1.State_STARTING {
@@ -420,6 +426,9 @@ func (s *session) kill(reason string) error {
 			s.killReason = reason
 		}
 		s.mu.Unlock()
+		if s.abortLaunch != nil {
+			s.abortLaunch(fmt.Errorf("session %s killed while starting (%s): %w", s.id, reason, ErrNotRunning))
+		}
 		return nil
 	}
 	if !live(s.state) || s.waited {
@@ -455,6 +464,9 @@ func (s *session) signal(sig syscall.Signal) error {
 // state and says whether the client gets an Exit (the command could not be
 // executed: exit 126/127 like a shell) or an error status.
 func (s *session) startFailure(err error) (*sandboxdv1.Exit, error) {
+	if exit := s.killedStarting(); exit != nil {
+		return exit, nil
+	}
 	var ee *launcher.ExecError
 	if errors.As(err, &ee) {
 		if ferr := s.failedToStart(ee.ExitCode(), ee.Error(), ""); ferr != nil {
@@ -473,4 +485,23 @@ func (s *session) startFailure(err error) (*sandboxdv1.Exit, error) {
 	// Not "start session": the client names its call, and the error
 	// would say it twice.
 	return nil, fmt.Errorf("session %s: %w", s.id, err)
+}
+
+// killedStarting ends a session killed while it was STARTING, whose launch
+// has failed (abandoned for the kill, or failed first), as KILLED with the
+// kill's reason, and returns its Exit; nil when it was not killed. Its
+// processes, if any, were ended by SIGKILL, which the Exit reports as a
+// kill of a running session's does.
+func (s *session) killedStarting() *sandboxdv1.Exit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.killReason == "" || s.state != sandboxdv1.State_STARTING {
+		return nil
+	}
+	s.reason = s.killReason
+	s.exitSignal = signum.ToWire(syscall.SIGKILL)
+	if err := s.moveLocked(sandboxdv1.State_KILLED, nil); err != nil {
+		return nil
+	}
+	return &sandboxdv1.Exit{State: s.state, Signal: s.exitSignal, Reason: s.reason}
 }

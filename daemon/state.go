@@ -10,7 +10,7 @@ import (
 // states have no entry. Checking every move catches a second exit path (a
 // kill racing a normal exit) overwriting the first instead of being noticed.
 var transitions = map[sandboxdv1.State][]sandboxdv1.State{
-	sandboxdv1.State_STARTING:            {sandboxdv1.State_RUNNING, sandboxdv1.State_FAILED_TO_START},
+	sandboxdv1.State_STARTING:            {sandboxdv1.State_RUNNING, sandboxdv1.State_FAILED_TO_START, sandboxdv1.State_KILLED},
 	sandboxdv1.State_RUNNING:             {sandboxdv1.State_WAITING_FOR_INPUT, sandboxdv1.State_WAITING, sandboxdv1.State_WAITING_FOR_NETWORK, sandboxdv1.State_EXITED, sandboxdv1.State_KILLED},
 	sandboxdv1.State_WAITING_FOR_INPUT:   {sandboxdv1.State_RUNNING, sandboxdv1.State_WAITING, sandboxdv1.State_WAITING_FOR_NETWORK, sandboxdv1.State_EXITED, sandboxdv1.State_KILLED},
 	sandboxdv1.State_WAITING:             {sandboxdv1.State_RUNNING, sandboxdv1.State_WAITING_FOR_INPUT, sandboxdv1.State_WAITING_FOR_NETWORK, sandboxdv1.State_EXITED, sandboxdv1.State_KILLED},

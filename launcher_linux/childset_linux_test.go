@@ -47,3 +47,23 @@ func TestChildRunsUnderItsParentsMechanismSet(t *testing.T) {
 		t.Fatalf("child without its parent's set: %v, want a refusal", err)
 	}
 }
+
+// A child refused for what no mechanism set could give it here is not
+// told that it runs under its parent's set: that is not the reason.
+func TestChildRefusalNamesTheParentsSetOnlyWhenItIsTheReason(t *testing.T) {
+	b := &backend{host: probed(0, 7, PrimCgroupMemory)}
+	parent := pol(func(p *sandboxdv1.Policy) { p.Children.Allow = true })
+	sp, err := b.plan(launcher.PlanRequest{Policy: parent, Argv: []string{"sh"}, UID: 1000, GID: 1000, SessionSocket: "/run/s.sock"}, nil)
+	if err != nil {
+		t.Fatalf("parent: %v", err)
+	}
+	child := pol(func(p *sandboxdv1.Policy) { p.Limits = &sandboxdv1.Limits{MemoryBytes: 1 << 30} })
+	_, err = b.plan(launcher.PlanRequest{Policy: child, Argv: []string{"sh"}, UID: 1000, GID: 1000, Child: true, ParentMechanismSet: string(sp.Set)}, nil)
+	var u *launcher.Unenforceable
+	if !errors.As(err, &u) || u.Field != "limits.memory_bytes" {
+		t.Fatalf("child with a memory limit where the host has no memory controller: %v, want a refusal naming limits.memory_bytes", err)
+	}
+	if strings.Contains(u.Found, "parent") {
+		t.Errorf("a refusal every set gives names the parent's set: %q", u.Found)
+	}
+}

@@ -132,8 +132,12 @@ func (b *backend) chooseFor(req launcher.PlanRequest) (MechanismSet, error) {
 	}
 	set, err := choose(p, b.host, parent, children)
 	var u *launcher.Unenforceable
+	// The parent's set is named only where it is the reason: where the
+	// daemon's choice for a session of its own would have served.
 	if errors.As(err, &u) {
-		u.Found += fmt.Sprintf("; a child runs under its parent's mechanism set, %s", parent)
+		if _, other := choose(p, b.host, b.forced, children); other == nil {
+			u.Found += fmt.Sprintf("; a child runs under its parent's mechanism set, %s", parent)
+		}
 	}
 	return set, err
 }
