@@ -247,10 +247,13 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	}
 	plan := sp.Plan
 	var release sync.Once
+	// The session keeps cleanup to its end, and so all it refers to: the
+	// shared files, not the plan (its mount steps alone are some 5 KiB).
+	shared := sp.shared
 	cleanup := func() {
 		release.Do(func() {
 			b.releasePlaceholders(held)
-			b.identities.release(sp.shared)
+			b.identities.release(shared)
 		})
 	}
 	started := false

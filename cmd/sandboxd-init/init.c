@@ -590,7 +590,16 @@ static void __attribute__((noreturn)) run_command(const struct plan *p, const in
 {
 	int ns = !!(p->flags & FLAG_NAMESPACES);
 	int high[3];
-	setsid();
+	/* A terminal's command leads the terminal's session. Any other stays
+	 * in the init's, which is new and has no terminal either, as the
+	 * leader of a process group of its own: with the scheduler's
+	 * autogroups each session is a task group, with a run queue and an
+	 * entity per possible CPU (2.3 KiB on 2 CPUs, 0.75 KiB more a CPU),
+	 * which an idle session kept twice. */
+	if (p->flags & FLAG_TERMINAL)
+		setsid();
+	else
+		setpgid(0, 0);
 	for (int i = 0; i < 3; i++)
 		high[i] = fcntl(stdio[i], F_DUPFD_CLOEXEC, 10);
 	for (int i = 0; i < 3; i++)
