@@ -825,6 +825,27 @@ func TestKillOfAHungLaunchEndsIt(t *testing.T) {
 	within(t, stopped, "the daemon's stop")
 }
 
+// Once its launch is over, a session's record keeps nothing that ends the
+// launch: that holds the starting stream's context, and through it the
+// connection's transport and buffers, for as long as the record is kept.
+func TestARunningSessionKeepsNoLaunchCancel(t *testing.T) {
+	h := startDaemon(t)
+	c := h.open(detached(cmd("/bin/sleep", "60")))
+	c.waitStarted()
+	h.svc.mu.Lock()
+	sess := h.svc.sessions[c.started.GetSessionId()]
+	h.svc.mu.Unlock()
+	if sess == nil {
+		t.Fatalf("no session %q", c.started.GetSessionId())
+	}
+	sess.mu.Lock()
+	kept := sess.abortLaunch != nil
+	sess.mu.Unlock()
+	if kept {
+		t.Error("a running session keeps its launch's cancel, and with it the starting stream's context")
+	}
+}
+
 // A kill the daemon carries out as a launch ends (the session was killed
 // while it started) holds up no other request while the backend's kill
 // takes its time: List answers and another session runs meanwhile.

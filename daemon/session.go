@@ -189,9 +189,15 @@ func (s *session) moveLocked(to sandboxdv1.State, d *eventDetail) error {
 	}
 	from := s.state
 	s.state = to
-	if from == sandboxdv1.State_STARTING && s.launched != nil {
-		close(s.launched)
-		s.launched = nil
+	if from == sandboxdv1.State_STARTING {
+		if s.launched != nil {
+			close(s.launched)
+			s.launched = nil
+		}
+		// It holds the starting stream's context, and through it the
+		// connection's transport and buffers, for as long as the record
+		// is kept.
+		s.abortLaunch = nil
 	}
 	if terminal(to) {
 		s.ended = time.Now()
@@ -425,9 +431,10 @@ func (s *session) kill(reason string) error {
 		if s.killReason == "" {
 			s.killReason = reason
 		}
+		abort := s.abortLaunch
 		s.mu.Unlock()
-		if s.abortLaunch != nil {
-			s.abortLaunch(fmt.Errorf("session %s killed while starting (%s): %w", s.id, reason, ErrNotRunning))
+		if abort != nil {
+			abort(fmt.Errorf("session %s killed while starting (%s): %w", s.id, reason, ErrNotRunning))
 		}
 		return nil
 	}

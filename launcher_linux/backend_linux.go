@@ -337,7 +337,7 @@ func (b *backend) Start(ctx context.Context, spec launcher.Spec) (launcher.Proce
 	// gives up must not leave the init behind. A callback rather than a
 	// goroutine waiting for either: starting one per launch woke an idle
 	// processor for it.
-	defer context.AfterFunc(ctx, func() { proc.signal(unix.SIGKILL) })()
+	defer context.AfterFunc(ctx, func() { abandonInit(proc, plan.Namespaces) })()
 	for _, s := range plan.Mounts {
 		// Before the stdio: the init takes them as it builds the root.
 		switch {
@@ -995,6 +995,20 @@ func leadingInt(b []byte) (n int, rest []byte, ok bool) {
 	}
 	n, err := strconv.Atoi(string(b[:i]))
 	return n, b[i:], err == nil
+}
+
+// abandonInit kills the init of a launch its caller gave up on, and what
+// it started. SIGKILL of a pid namespace's init ends everything in it. A
+// namespace-less init may have started the command before it reports so,
+// and SIGKILL would leave that running, reparented outside any session, so
+// it is asked to kill its tree first (it takes SigKillAll once its setup
+// is over, and then ends with the command); it gets SIGKILL if it is still
+// there a second later, stuck in a setup that started nothing.
+func abandonInit(proc *initHandle, namespaces bool) {
+	if !namespaces && proc.signal(sandboxinit.SigKillAll) == nil {
+		proc.waitFor(time.Second)
+	}
+	proc.signal(unix.SIGKILL)
 }
 
 func (p *process) abort() {

@@ -363,3 +363,44 @@ func TestLandlockSetDenyPathBeneathAnUnsearchableDirectory(t *testing.T) {
 		t.Fatalf("Wait = %+v, %v; want exit code 0", st, err)
 	}
 }
+
+// TestAbandonedLandlockInitTakesItsCommand: a launch given up on after the
+// init started the command (a kill or timeout of a starting session) must
+// not leave the command running: without a pid namespace, SIGKILL of the
+// init alone would reparent it outside any session.
+func TestAbandonedLandlockInitTakesItsCommand(t *testing.T) {
+	b := landlockBackend(t)
+	p, err := b.Start(context.Background(), testSpec(t, nil, "/bin/sh", "-c", "sleep 600 & wait"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := p.(*process).proc
+	var tree []int
+	for end := time.Now().Add(10 * time.Second); len(tree) < 2 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		tree = descendants(init.pid)[1:]
+	}
+	if len(tree) < 2 {
+		t.Fatalf("the command and its sleep did not start: %v", tree)
+	}
+	t.Cleanup(func() {
+		for _, pid := range tree {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	})
+	abandonInit(init, false)
+	p.Wait()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var alive []int
+		for _, pid := range tree {
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+				alive = append(alive, pid)
+			}
+		}
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("processes %v of the abandoned launch still run", alive)
+		}
+	}
+}

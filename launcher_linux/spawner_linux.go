@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/sandboxd/sandboxd/internal/fdwait"
 	"github.com/sandboxd/sandboxd/launcher"
@@ -313,6 +314,23 @@ func (h *initHandle) signal(sig syscall.Signal) error {
 		return os.ErrProcessDone
 	}
 	return serr
+}
+
+// waitFor returns once the init has exited or d has passed, keeping its
+// pidfd.
+func (h *initHandle) waitFor(d time.Duration) {
+	h.rc.Control(func(fd uintptr) {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for end := time.Now().Add(d); ; {
+			left := time.Until(end)
+			if left <= 0 {
+				return
+			}
+			if _, err := unix.Poll(pfd, int(left.Milliseconds())+1); !errors.Is(err, unix.EINTR) {
+				return
+			}
+		}
+	})
 }
 
 // wait returns once the init has exited, and releases its pidfd.
