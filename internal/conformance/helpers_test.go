@@ -392,3 +392,11 @@ func (o origin) at(host string) string {
 func (o origin) url(host string) string {
 	return "http://" + o.at(host) + "/"
 }
+
+// tail is the end of a long output, for messages.
+func tail(s string) string {
+	if len(s) > 120 {
+		return "..." + s[len(s)-120:]
+	}
+	return s
+}
