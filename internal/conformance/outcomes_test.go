@@ -201,6 +201,11 @@ var caseOutcomes = map[string]outcomes{
 		darwin:  "not applicable: not run on macOS yet; the seatbelt profile's deny rules are not measured for argv0",
 		windows: "not applicable: 126 and 127 are POSIX's exit codes for a command that cannot be executed or found",
 	},
+	"cannot reach the daemon's session keyring": {
+		linux:   "enforced: the seccomp filter denies the key calls; a session without one (the namespaces set under network HOST on a host without seccomp) joins a session keyring of its own at its start",
+		darwin:  "not applicable: session keyrings are Linux's",
+		windows: "not applicable: session keyrings are Linux's; a Windows session's credentials are its own logon session's",
+	},
 	"command inherits no fd but its stdio": {
 		linux:   "enforced",
 		darwin:  "enforced",
