@@ -205,7 +205,7 @@ func refusalExpected(t *testing.T, c conformanceCase, s *session) bool {
 }
 
 func cases() []conformanceCase {
-	return slices.Concat(baseCases(), allowlistCases(), limitsCases(), metadataCases(), linuxMetadataCases())
+	return slices.Concat(baseCases(), launchCases(), keyringCases(), allowlistCases(), limitsCases(), metadataCases(), linuxMetadataCases())
 }
 
 func baseCases() []conformanceCase {

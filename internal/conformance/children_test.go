@@ -715,3 +715,79 @@ echo "== end"
 		t.Errorf("child runs network %v under the %q set, want network NONE under its parent's %q", child.GetPolicy().GetNetwork().GetMode(), got, parentSet)
 	}
 }
+
+// TestChildOutputDrawsFromTheParent: what a child keeps of its output
+// counts against its parent's limits.output_bytes. Under a parent's 1000
+// bytes a first child keeps all it writes, a second only what the first
+// left, a third is refused naming limits.output_bytes, and the parent
+// itself keeps nothing but the marker. Children that each had the
+// parent's whole budget would keep all their output and leave the
+// parent's own untouched.
+func TestChildOutputDrawsFromTheParent(t *testing.T) {
+	outcomeHere(t)
+	for _, tty := range []bool{false, true} {
+		t.Run(pathName(tty), func(t *testing.T) {
+			testChildOutput(t, tty)
+		})
+	}
+}
+
+func testChildOutput(t *testing.T, tty bool) {
+	const limit = 1000
+	f := newFixture(t)
+	work := f.mkdir("work")
+	pol := supervisorPolicy(work)
+	if pol.Limits == nil {
+		pol.Limits = &sandboxdv1.Limits{}
+	}
+	pol.Limits.OutputBytes = limit
+	ttyFlag := ""
+	if tty {
+		ttyFlag = "--tty"
+	}
+	// The parent writes nothing of its own until its last line: the
+	// children's output goes to files, through the sandboxctl in it.
+	script := fmt.Sprintf(`ctl=%[1]s; probe=%[2]s; out=%[3]s
+$ctl run %[4]s -- $probe spew 600 >$out/first 2>&1; echo $? >$out/first.rc
+$ctl run %[4]s -- $probe spew 600 >$out/second 2>&1; echo $? >$out/second.rc
+$ctl run %[4]s -- $probe spew 10 >$out/third 2>&1; echo $? >$out/third.rc
+exec $probe spew 600
+`, suite.sandboxctl, suite.probe, work, ttyFlag)
+	s := run(t, commandStart(tty, pol, nil, "/bin/sh", "-c", script), nil)
+	if childrenRefused(t, s.err) {
+		return
+	}
+	exitedCleanly(t, s)
+	read := func(name string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(work, name))
+		if err != nil {
+			t.Fatalf("the parent's script left no %s: %v\n%s", name, err, s)
+		}
+		return string(b)
+	}
+	norm := func(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
+	first, second, third := read("first"), read("second"), read("third")
+	for name, rc := range map[string]string{"first": "0\n", "second": "0\n", "third": fmt.Sprintf("%d\n", client.ExitDaemonFailed)} {
+		if got := read(name + ".rc"); got != rc {
+			t.Errorf("%s child: exit %q, want %q; its output %q", name, strings.TrimSpace(got), strings.TrimSpace(rc), tail(read(name)))
+		}
+	}
+	// The first child had the parent's whole budget and kept what it
+	// wrote: 600 bytes and the probe's line.
+	kept := len(first)
+	if kept < 600 || kept >= limit || strings.Contains(first, "[sandboxd: output truncated") {
+		t.Fatalf("first child: kept %d bytes %q; want all it wrote, 600 bytes and the probe's line", kept, tail(first))
+	}
+	left := limit - kept
+	t.Logf("first child kept %d bytes, the second %d, the parent %d", kept, len(second), len(s.stdout+s.stderr))
+	if want := strings.Repeat("x", left) + truncationMarker(left); norm(second) != want {
+		t.Errorf("second child: kept %d bytes ending %q; want the %d bytes the first left, then the marker", len(second), tail(second), left)
+	}
+	if !strings.Contains(third, "limits.output_bytes") {
+		t.Errorf("third child: %q; want it refused naming limits.output_bytes", third)
+	}
+	if got, want := norm(s.stdout+s.stderr), truncationMarker(limit); got != want {
+		t.Errorf("the parent kept %d bytes ending %q; want only the marker, its children having kept its %d bytes", len(got), tail(got), limit)
+	}
+}

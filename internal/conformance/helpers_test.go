@@ -173,10 +173,16 @@ func commandStart(tty bool, p *sandboxdv1.Policy, env map[string]string, argv ..
 func run(t *testing.T, start *sandboxdv1.Start, stdin io.Reader) *session {
 	t.Helper()
 	requireDaemon(t)
+	return runWith(t, suite.client, start, stdin)
+}
+
+// runWith runs start to its end on the daemon c is connected to.
+func runWith(t *testing.T, c *client.Client, start *sandboxdv1.Start, stdin io.Reader) *session {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	res, err := suite.client.Run(ctx, client.RunOptions{Start: start, Stdin: stdin, Stdout: &stdout, Stderr: &stderr})
+	res, err := c.Run(ctx, client.RunOptions{Start: start, Stdin: stdin, Stdout: &stdout, Stderr: &stderr})
 	s := &session{res: res, err: err, stdout: stdout.String(), stderr: stderr.String()}
 	s.outcomes = parseOutcomes(s.stdout)
 	return s
@@ -391,4 +397,12 @@ func (o origin) at(host string) string {
 // url is the origin's http URL under host.
 func (o origin) url(host string) string {
 	return "http://" + o.at(host) + "/"
+}
+
+// tail is the end of a long output, for messages.
+func tail(s string) string {
+	if len(s) > 120 {
+		return "..." + s[len(s)-120:]
+	}
+	return s
 }

@@ -299,11 +299,3 @@ func outputCapped(t *testing.T, c conformanceCase, tty bool) {
 			delivered, outputLimit, len(both.stdout), len(both.stderr))
 	}
 }
-
-// tail is the end of a long output, for messages.
-func tail(s string) string {
-	if len(s) > 120 {
-		return "..." + s[len(s)-120:]
-	}
-	return s
-}

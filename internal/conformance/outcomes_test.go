@@ -191,6 +191,21 @@ var caseOutcomes = map[string]outcomes{
 		darwin:  "enforced",
 		windows: "enforced: the daemon stamps as SYSTEM, which can reach it; the sandbox cannot",
 	},
+	"cannot start with its cwd in a deny path": {
+		linux:   "enforced: the landlock set refuses the session naming the deny path (filesystem.deny[N], N in the daemon's sorted order) whatever the cwd's spelling, and the init fails a cwd a symlink leads there as a command that cannot run (126); the namespaces set's mask cannot be searched, so the command fails to start (126)",
+		darwin:  "not applicable: not run on macOS yet; the seatbelt profile's deny rules are not measured for a cwd",
+		windows: "not applicable: the case is Linux's; the Windows backend is not measured for a cwd in a deny path yet",
+	},
+	"exit status does not tell whether a deny path holds the command": {
+		linux:   "enforced: the landlock set's init ends an argv0 that resolves into a deny path as a missing file (127) whether it is there or not; the namespaces set's mask cannot be searched, so both fail as a file that cannot be executed (126)",
+		darwin:  "not applicable: not run on macOS yet; the seatbelt profile's deny rules are not measured for argv0",
+		windows: "not applicable: 126 and 127 are POSIX's exit codes for a command that cannot be executed or found",
+	},
+	"cannot reach the daemon's session keyring": {
+		linux:   "enforced: the seccomp filter denies the key calls; a session without one (the namespaces set under network HOST on a host without seccomp) joins a session keyring of its own at its start",
+		darwin:  "not applicable: session keyrings are Linux's",
+		windows: "not applicable: session keyrings are Linux's; a Windows session's credentials are its own logon session's",
+	},
 	"command inherits no fd but its stdio": {
 		linux:   "enforced",
 		darwin:  "enforced",

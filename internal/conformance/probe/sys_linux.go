@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -16,6 +17,11 @@ func platformOps() map[string]op {
 		"tiocsti":      {0, tiocsti},
 		"no-extra-fds": {0, noExtraFds},
 		"syscall":      {1, rawSyscall},
+		// The session keyring the probe has, and a key it reaches
+		// through it or by its id.
+		"session-keyring": {0, sessionKeyring},
+		"key-search":      {1, keySearch},
+		"key-read":        {1, keyRead},
 	}
 	for name, o := range unixOps() {
 		m[name] = o
@@ -70,4 +76,38 @@ func tiocsti([]string) Result {
 		}
 	}
 	return Result{OK: injected, Detail: strings.Join(attempts, "; ")}
+}
+
+// sessionKeyring is the id of the probe's session keyring; none is made
+// for it where it has none.
+func sessionKeyring([]string) Result {
+	id, err := unix.KeyctlGetKeyringID(unix.KEY_SPEC_SESSION_KEYRING, false)
+	if err != nil {
+		return outcome(err, nil)
+	}
+	return outcome(nil, strconv.Itoa(id))
+}
+
+// keySearch looks for a user key by its description in the probe's
+// session keyring and the keyrings linked from it.
+func keySearch(args []string) Result {
+	id, err := unix.KeyctlSearch(unix.KEY_SPEC_SESSION_KEYRING, "user", args[0], 0)
+	if err != nil {
+		return outcome(err, nil)
+	}
+	return outcome(nil, strconv.Itoa(id))
+}
+
+// keyRead reads the payload of the key with the id args[0].
+func keyRead(args []string) Result {
+	id, err := strconv.Atoi(args[0])
+	if err != nil {
+		return Result{Errno: "EINVAL", Detail: err.Error()}
+	}
+	buf := make([]byte, 256)
+	n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
+	if err != nil {
+		return outcome(err, nil)
+	}
+	return outcome(nil, string(buf[:min(n, len(buf))]))
 }
