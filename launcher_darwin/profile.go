@@ -134,9 +134,21 @@ func NewPlan(req launcher.PlanRequest, host PlanHost) (*Plan, error) {
 	if !sessionIDPattern.MatchString(in.SessionID) {
 		return nil, fmt.Errorf("session id %q cannot tag a profile", in.SessionID)
 	}
-	resolve := in.Resolve
-	if resolve == nil {
-		resolve = resolvePrivate
+	hostResolve := in.Resolve
+	if hostResolve == nil {
+		hostResolve = resolvePrivate
+	}
+	// Each path is resolved once: a child's check and the profile must see
+	// the same answer, or a link swapped in between the two would pass the
+	// check and be granted.
+	resolved := map[string]string{}
+	resolve := func(p string) string {
+		r, ok := resolved[p]
+		if !ok {
+			r = hostResolve(p)
+			resolved[p] = r
+		}
+		return r
 	}
 	fs := in.Policy.GetFilesystem()
 	if in.Child {
@@ -231,6 +243,11 @@ func (p *Plan) Classify(operation, target string) string {
 			return "filesystem.read_only"
 		}
 		return "filesystem.write"
+	case strings.HasPrefix(operation, "network") && withinAny(target, p.protect):
+		// A socket in the daemon's state, refused whatever the network.
+		return "process"
+	case strings.HasPrefix(operation, "network") && withinAny(target, p.deny):
+		return "filesystem.deny"
 	case strings.HasPrefix(operation, "network"), operation == "system-socket":
 		return "network.mode"
 	}

@@ -362,6 +362,23 @@ func TestChildGrantThroughSymlinkIsRefused(t *testing.T) {
 			t.Errorf("%v: NewPlan of the child: %v, want a refusal of %s", c.fs, err, c.field)
 		}
 	}
+	// A link swapped in after the check's look: the profile must use what
+	// the check saw.
+	looks := map[string]int{}
+	swapping := func(p string) string {
+		looks[p]++
+		if looks[p] > 1 {
+			return resolve(strings.Replace(p, "/Users/dev/proj/s", "/Users/dev/proj/l", 1))
+		}
+		return resolvePrivate(p)
+	}
+	child, err := policy.Narrow(writer, &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{"/Users/dev/proj/s"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl, err := NewPlan(launcher.PlanRequest{Policy: child, Child: true, SessionID: testSession, UID: 501}, PlanHost{Resolve: swapping}); err == nil && slices.Contains(pl.write, "/Users/dev") {
+		t.Errorf("a link swapped in after the child's check was granted: write %v", pl.write)
+	}
 	// The same paths without the link, and /tmp, which every Mac links.
 	for _, w := range []string{"/Users/dev/proj/src", "/tmp/w"} {
 		p := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}
@@ -520,6 +537,8 @@ func TestClassify(t *testing.T) {
 		{"file-write-setugid", "/private/tmp/w/tool", "process"},
 		{"network-outbound", "93.184.216.34:443", "network.mode"},
 		{"network-outbound", "/private/var/run/sandboxd/sandboxd.sock", "network.mode"},
+		// A socket below a deny path, refused under any network mode.
+		{"network-outbound", "/Users/dev/.ssh/agent.sock", "filesystem.deny"},
 		{"system-socket", "", "network.mode"},
 		{"signal", "", "process"},
 		{"file-ioctl", "/dev/ttys005", "process"},
