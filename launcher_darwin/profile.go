@@ -503,7 +503,7 @@ func childGrantsUnmoved(fs *sandboxdv1.Filesystem, resolve func(string) string) 
 		for i, p := range l.paths {
 			clean := filepath.Clean(p)
 			if r := resolve(clean); r != resolvePrivate(clean) {
-				return &policy.FieldError{Field: policy.Index(l.field, i), Msg: fmt.Sprintf("%q leads through a symlink to %q; a child's paths are checked against its parent's as written, so name the real path", p, r)}
+				return &policy.FieldError{Field: policy.Index(l.field, i), Msg: fmt.Sprintf("%q leads through a symlink to %q; a child's paths are checked against its parent's as written, so a child is given no path through a link: give the parent, and then the child, the real path", p, r)}
 			}
 		}
 	}
