@@ -36,7 +36,7 @@ func (s *session) budget(child *sandboxdv1.Policy) error {
 			return &policy.WidenError{Field: policy.FieldLimitsOutputBytes, Msg: fmt.Sprintf("the parent session has used all of its %d bytes of output", by.limit)}
 		}
 		if left == 0 {
-			return &policy.WidenError{Field: policy.FieldLimitsOutputBytes, Msg: fmt.Sprintf("ancestor session %s has used all of its %d bytes of output, which its descendants' output counts against", by.session, by.limit)}
+			return &policy.WidenError{Field: policy.FieldLimitsOutputBytes, Msg: fmt.Sprintf("an ancestor session has used all of its %d bytes of output, which its descendants' output counts against", by.limit)}
 		}
 		if n := l.GetOutputBytes(); n == 0 || n > left {
 			l.OutputBytes = left
@@ -45,13 +45,13 @@ func (s *session) budget(child *sandboxdv1.Policy) error {
 	return nil
 }
 
-// childOutputCap is the cap of child id of s whose policy keeps limit
+// childOutputCap is the cap of a child of s whose policy keeps limit
 // bytes of output (nil for none): what it keeps is drawn from s's too.
-func (s *session) childOutputCap(id string, limit uint64, tty bool) *outputCap {
+func (s *session) childOutputCap(limit uint64, tty bool) *outputCap {
 	if limit == 0 {
 		return nil
 	}
-	return &outputCap{limit: limit, tty: tty, session: id, parent: s.outCap}
+	return &outputCap{limit: limit, tty: tty, parent: s.outCap}
 }
 
 func (s *session) closeProxy() {

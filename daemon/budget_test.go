@@ -56,7 +56,7 @@ func TestSpentBudgetRefusesTheChild(t *testing.T) {
 // their parent had left cannot each keep all of it, and what they keep
 // is gone from the parent's own.
 func TestChildrenDrawFromTheParentsOutput(t *testing.T) {
-	parent := &session{outCap: &outputCap{limit: 100, session: "parent"}}
+	parent := &session{outCap: &outputCap{limit: 100}}
 	out := func(c *outputCap, n int) int {
 		keep, _, _ := c.admit(&sandboxdv1.Output{Data: make([]byte, n)})
 		return len(keep.GetData())
@@ -67,7 +67,7 @@ func TestChildrenDrawFromTheParentsOutput(t *testing.T) {
 		if err := parent.budget(p); err != nil {
 			t.Fatal(err)
 		}
-		kids = append(kids, &session{outCap: parent.childOutputCap("kid", p.GetLimits().GetOutputBytes(), false)})
+		kids = append(kids, &session{outCap: parent.childOutputCap(p.GetLimits().GetOutputBytes(), false)})
 	}
 	if got := out(kids[0].outCap, 70); got != 70 {
 		t.Fatalf("first child kept %d of 70", got)
@@ -85,7 +85,7 @@ func TestChildrenDrawFromTheParentsOutput(t *testing.T) {
 	// and its refusal names the limit that is spent.
 	grand := &sandboxdv1.Policy{}
 	var we *policy.WidenError
-	if err := kids[0].budget(grand); !errors.As(err, &we) || !strings.Contains(we.Msg, "ancestor session parent has used all of its 100 bytes") {
+	if err := kids[0].budget(grand); !errors.As(err, &we) || !strings.Contains(we.Msg, "an ancestor session has used all of its 100 bytes") {
 		t.Errorf("grandchild of a spent grandparent: %d bytes, %v", grand.GetLimits().GetOutputBytes(), err)
 	}
 }

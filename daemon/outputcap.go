@@ -14,9 +14,6 @@ import (
 type outputCap struct {
 	limit uint64
 	tty   bool
-	// session is the id of the session whose limit this is, which a
-	// descendant stopped by it is told.
-	session string
 	// parent is the parent session's cap, which what this one keeps is
 	// drawn from too, nil for none.
 	parent *outputCap
@@ -38,7 +35,7 @@ func (c *outputCap) truncationMarker(by *outputCap) []byte {
 	if by == c {
 		return fmt.Appendf(nil, "%s[sandboxd: output truncated: limits.output_bytes of %d bytes reached]%s", nl, by.limit, nl)
 	}
-	return fmt.Appendf(nil, "%s[sandboxd: output truncated: ancestor session %s's limits.output_bytes of %d bytes reached]%s", nl, by.session, by.limit, nl)
+	return fmt.Appendf(nil, "%s[sandboxd: output truncated: an ancestor session's limits.output_bytes of %d bytes reached]%s", nl, by.limit, nl)
 }
 
 // droppedDetail is the detail of the denial that records the truncation
@@ -47,7 +44,7 @@ func (c *outputCap) droppedDetail(by *outputCap) string {
 	if by == c {
 		return fmt.Sprintf("output beyond %d bytes is dropped; the command runs on", by.limit)
 	}
-	return fmt.Sprintf("output is dropped: ancestor session %s has kept its limits.output_bytes of %d bytes, which its descendants' output counts against; the command runs on", by.session, by.limit)
+	return fmt.Sprintf("output is dropped: an ancestor session has kept its limits.output_bytes of %d bytes, which its descendants' output counts against; the command runs on", by.limit)
 }
 
 // admit returns what of o to publish, nil for nothing, and the marker to

@@ -61,9 +61,9 @@ func TestNoCapAdmitsEverything(t *testing.T) {
 // A child stopped by an ancestor's limit, which its output counts
 // against, is told that limit, not its own, which it has not reached.
 func TestOutputCapNamesTheLimitItHit(t *testing.T) {
-	root := &outputCap{limit: 100, session: "root"}
-	parent := &outputCap{limit: 80, session: "parent", parent: root}
-	child := &outputCap{limit: 60, session: "child", parent: parent}
+	root := &outputCap{limit: 100}
+	parent := &outputCap{limit: 80, parent: root}
+	child := &outputCap{limit: 60, parent: parent}
 	if keep, _, _ := root.admit(&sandboxdv1.Output{Data: make([]byte, 50)}); len(keep.GetData()) != 50 {
 		t.Fatalf("root kept %d of 50", len(keep.GetData()))
 	}
@@ -72,16 +72,16 @@ func TestOutputCapNamesTheLimitItHit(t *testing.T) {
 		t.Fatalf("child kept %d of 55, stopped by %v", len(keep.GetData()), by)
 	}
 	for _, got := range []string{string(marker.GetData()), child.droppedDetail(by)} {
-		if !strings.Contains(got, "ancestor session root") || !strings.Contains(got, "100 bytes") || strings.Contains(got, "60") {
+		if !strings.Contains(got, "an ancestor session") || strings.Contains(got, "root") || !strings.Contains(got, "100 bytes") || strings.Contains(got, "60") {
 			t.Errorf("truncation by the root's limit says %q", got)
 		}
 	}
-	own := &outputCap{limit: 10, session: "own", parent: root}
+	own := &outputCap{limit: 10, parent: root}
 	if _, marker, by := own.admit(&sandboxdv1.Output{Data: make([]byte, 20)}); marker == nil || by != root {
 		t.Errorf("a child with 10 bytes where the root has none left: marker %q, by %v", marker.GetData(), by)
 	}
-	roomy := &outputCap{limit: 1000, session: "roomy"}
-	small := &outputCap{limit: 10, session: "small", parent: roomy}
+	roomy := &outputCap{limit: 1000}
+	small := &outputCap{limit: 10, parent: roomy}
 	if _, marker, by := small.admit(&sandboxdv1.Output{Data: make([]byte, 20)}); by != small || strings.Contains(string(marker.GetData()), "ancestor") {
 		t.Errorf("a child at its own limit: marker %q", marker.GetData())
 	}

@@ -311,9 +311,9 @@ func (s *Service) prepare(ctx context.Context, caller Caller, start *sandboxdv1.
 		sess.deadline = sess.created.Add(d)
 	}
 	if parent != nil {
-		sess.outCap = parent.childOutputCap(id, pol.GetLimits().GetOutputBytes(), sess.tty)
+		sess.outCap = parent.childOutputCap(pol.GetLimits().GetOutputBytes(), sess.tty)
 	} else if n := pol.GetLimits().GetOutputBytes(); n != 0 {
-		sess.outCap = &outputCap{limit: n, tty: sess.tty, session: id}
+		sess.outCap = &outputCap{limit: n, tty: sess.tty}
 	}
 	ids := sessionIdentity{id: id, digest: digest}
 	if pol.GetChildren().GetAllow() {
