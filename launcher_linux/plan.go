@@ -428,6 +428,11 @@ func BuildPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	if cwd == "" {
 		cwd = "/"
 	}
+	// The mask would stop the init's chdir, which would read as a cwd
+	// the sandbox uid may not search, blaming the directory's modes.
+	if err := cwdInDeny(fs, cwd); err != nil {
+		return nil, err
+	}
 	plan.Exec = ExecPlan{
 		Argv: in.Argv, Env: in.Env, Cwd: cwd, WriteRoots: usableRoots(writes),
 		UID: in.UID, GID: in.GID, Terminal: in.Terminal, Rows: in.Rows, Cols: in.Cols,
@@ -660,6 +665,19 @@ func checkLayers(paths, layered []string, set MechanismSet) error {
 				Field: "filesystem.layer", Mechanism: "a copy-on-write layer of " + l + " made by the daemon",
 				Found: "the caller passed the backend no layer for it", Remedy: "start the session through sandboxd, which makes the layers",
 			}
+		}
+	}
+	return nil
+}
+
+// cwdInDeny refuses a cwd inside a deny path, naming it. The cwd is
+// cleaned as the kernel resolves it (/home/u/x/../.ssh enters .ssh); one
+// that a symlink leads there the init judges after its chdir.
+func cwdInDeny(fs *sandboxdv1.Filesystem, cwd string) error {
+	clean := filepath.Clean(cwd)
+	for i, d := range fs.GetDeny() {
+		if within(clean, d) {
+			return &policy.FieldError{Field: policy.Index(policy.FieldFilesystemDeny, i), Msg: fmt.Sprintf("%s holds the command's cwd %s, which the sandbox may not enter", d, cwd)}
 		}
 	}
 	return nil

@@ -2,13 +2,11 @@ package launcherlinux
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/launcher"
-	"github.com/sandboxd/sandboxd/policy"
 )
 
 // landlockDevices are the host device nodes a landlock-set sandbox may
@@ -63,16 +61,11 @@ func buildLandlockPlan(in launcher.PlanRequest, host Host) (*Plan, error) {
 	if cwd == "" {
 		cwd = "/"
 	}
-	// Cleaned, as the kernel resolves it: /home/u/x/../.ssh enters
-	// .ssh. A symlink on the way the init judges after its chdir.
-	clean := filepath.Clean(cwd)
-	for i, d := range fs.GetDeny() {
-		if within(clean, d) {
-			// Landlock does not govern chdir, and the init enters the
-			// cwd before the daemon answers for the command's lookups:
-			// the command would start inside the deny path.
-			return nil, &policy.FieldError{Field: fmt.Sprintf("filesystem.deny[%d]", i), Msg: fmt.Sprintf("%s holds the command's cwd %s, which the sandbox may not enter", d, cwd)}
-		}
+	// Landlock does not govern chdir, and the init enters the cwd before
+	// the daemon answers for the command's lookups: the command would
+	// start inside the deny path.
+	if err := cwdInDeny(fs, cwd); err != nil {
+		return nil, err
 	}
 	plan := &Plan{Set: SetLandlock}
 	// Outside every write root (else refused above) the daemon's state is

@@ -192,7 +192,7 @@ var caseOutcomes = map[string]outcomes{
 		windows: "enforced: the daemon stamps as SYSTEM, which can reach it; the sandbox cannot",
 	},
 	"cannot start with its cwd in a deny path": {
-		linux:   "enforced: the landlock set refuses the session naming the deny path (filesystem.deny[N], N in the daemon's sorted order) whatever the cwd's spelling, and the init fails a cwd a symlink leads there as a command that cannot run (126); the namespaces set's mask cannot be searched, so the command fails to start (126)",
+		linux:   "enforced: the daemon refuses the session naming the deny path (filesystem.deny[N], N in the daemon's sorted order) whatever the cwd's spelling, and the init fails a cwd a symlink leads there as a command that cannot run (126)",
 		darwin:  "not applicable: not run on macOS yet; the seatbelt profile's deny rules are not measured for a cwd",
 		windows: "not applicable: the case is Linux's; the Windows backend is not measured for a cwd in a deny path yet",
 	},
