@@ -234,12 +234,11 @@ func (s *Service) makeLayers(sess *session, spec *launcher.Spec) error {
 		if slices.Contains(parents, p) {
 			parent = sess.layerFrom
 		}
-		m, err := layerIDMap(p, sess.sandboxUID, sess.sandboxGID)
-		if err != nil {
-			s.dropLayers(sess)
-			return layerRefusal(p, err)
-		}
-		_, merged, err := st.Create(sess.id, p, parent, sess.ownerUID, m)
+		// Create checks the path's owner again on the directory it
+		// makes the layer of: it may have been replaced since
+		// checkLayerPaths looked.
+		sb := layers.Sandbox{UID: sess.sandboxUID, GID: sess.sandboxGID, OwnPathsOnly: sess.ownerUID != 0}
+		_, merged, err := st.Create(sess.id, p, parent, sess.ownerUID, sb)
 		if err != nil {
 			s.dropLayers(sess)
 			return layerRefusal(p, layerErr(err))
@@ -411,6 +410,10 @@ func layerErr(err error) error {
 		return fmt.Errorf("%w: %w", ErrBusy, err)
 	case errors.Is(err, layers.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, layers.ErrPathChanged):
+		return fmt.Errorf("%w: %w", ErrPrecondition, err)
+	case errors.Is(err, layers.ErrNotOwner):
+		return fmt.Errorf("%w: %w", ErrPermission, err)
 	}
 	return err
 }

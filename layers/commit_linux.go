@@ -49,17 +49,17 @@ func (s *Store) Commit(session string, force bool, keep []string) ([]Diff, error
 }
 
 func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
-	view, uppers, unmount, err := s.view(r)
+	base, err := r.openPath()
+	if err != nil {
+		return Diff{}, err
+	}
+	defer base.close()
+	view, uppers, unmount, err := s.view(r, base)
 	if err != nil {
 		return Diff{}, err
 	}
 	done := sync.OnceFunc(unmount)
 	defer done()
-	base, err := openTree(r.Path)
-	if err != nil {
-		return Diff{}, err
-	}
-	defer base.close()
 	d, err := diffTrees(view, base, uppers, false)
 	if err != nil {
 		return Diff{}, err

@@ -41,6 +41,17 @@ type IDMap struct {
 	UID, GID     uint32
 }
 
+// Sandbox is who the session a layer is made for runs as.
+type Sandbox struct {
+	// UID and GID are the sandbox's ids: a path another uid owns is
+	// shown to it through an ID-mapped mount (see IDMap).
+	UID, GID uint32
+	// OwnPathsOnly refuses a path the session's owner does not own: a
+	// caller that is not root may layer only its own directories, as a
+	// commit writes there as root.
+	OwnPathsOnly bool
+}
+
 // Kind is what happened to one path.
 type Kind int
 
@@ -91,6 +102,16 @@ type Diff struct {
 // ErrUnsupported says this OS or daemon cannot make layers; Unsupported
 // errors wrap it with why.
 var ErrUnsupported = errors.New("copy-on-write layers are not supported here")
+
+// ErrPathChanged says a layered path is no longer the directory its
+// layer was made of: it, or a directory above it, was moved or replaced
+// (by a symlink, say), or its owner or group changed. A diff or commit
+// there would read or write another directory as root.
+var ErrPathChanged = errors.New("the layered path is not the directory the layer was made of")
+
+// ErrNotOwner says a layered path is not the session owner's, where
+// only its own may be layered (Sandbox.OwnPathsOnly).
+var ErrNotOwner = errors.New("the layered path is not the session owner's")
 
 // ErrUnmappable says the layered path's owner could not be shown to the
 // sandbox as its own (see IDMap); it comes wrapped with ErrUnsupported.
