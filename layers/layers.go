@@ -88,6 +88,10 @@ type Change struct {
 	Type             string
 	OldMode, NewMode fs.FileMode
 	Size             int64
+	// baseDev and baseIno are the inode the comparison found at Path in
+	// the layered path, for a change of an entry that was there: a
+	// commit changes the mode of that inode only.
+	baseDev, baseIno uint64
 }
 
 // Diff is what one layer changes.
@@ -110,8 +114,9 @@ var ErrUnsupported = errors.New("copy-on-write layers are not supported here")
 var ErrPathChanged = errors.New("the layered path is not the directory the layer was made of")
 
 // ErrNotOwner says a layered path is not the session owner's, where
-// only its own may be layered (Sandbox.OwnPathsOnly).
-var ErrNotOwner = errors.New("the layered path is not the session owner's")
+// only its own may be layered (Sandbox.OwnPathsOnly), or that a file
+// whose mode a commit would change is not the layered path owner's.
+var ErrNotOwner = errors.New("owned by another uid")
 
 // ErrUnmappable says the layered path's owner could not be shown to the
 // sandbox as its own (see IDMap); it comes wrapped with ErrUnsupported.

@@ -448,6 +448,102 @@ func TestCommitRefusesAPathMovedSinceTheLayerWasMade(t *testing.T) {
 	}
 }
 
+// A mode-only change is made on the inode the commit compared, and only
+// on one the layered path's owner owns: a sandbox that replaced another
+// uid's file in its owner's tree with a copy (cp f f2; mv f2 f; chmod)
+// must not have the daemon chmod that uid's inode as root, which may be a
+// hard link of any file on the filesystem.
+func TestCommitChangesNoModeOfAnotherOwnersFile(t *testing.T) {
+	s := openStore(t)
+	ws := filepath.Join(t.TempDir(), "ws")
+	write(t, filepath.Join(ws, "theirs"), "secret\n")
+	must(t, os.Chmod(filepath.Join(ws, "theirs"), 0o600))
+	write(t, filepath.Join(ws, "mine"), "mine\n")
+	must(t, os.Chown(filepath.Join(ws, "mine"), 1234, 1234))
+	must(t, os.Chown(ws, 1234, 1234))
+	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"theirs", "mine"} {
+		p := filepath.Join(at(merged), name)
+		b, err := os.ReadFile(p)
+		must(t, err)
+		must(t, os.WriteFile(p+".copy", b, 0o600))
+		must(t, os.Rename(p+".copy", p))
+		must(t, os.Chmod(p, 0o666))
+	}
+	must(t, s.Release("s1"))
+	d, err := s.Diff("s1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(d[0]); !slices.Equal(got, []string{"mode mine", "mode theirs"}) {
+		t.Fatalf("diff = %q, want the two mode changes", got)
+	}
+	if _, err := s.Commit("s1", true, nil); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("commit of a mode change of root's file in uid 1234's path: %v, want ErrNotOwner", err)
+	}
+	if fi, err := os.Stat(filepath.Join(ws, "theirs")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("root's file after the commit: %v %v, want mode 0600", fi, err)
+	}
+}
+
+// A mode change is made on the inode compared, never through a symlink
+// put in its place between the comparison and the change.
+func TestCommitChangesNoModeThroughASymlink(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	write(t, victim, "victim\n")
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Chmod(filepath.Join(at(merged), "keep"), 0o600))
+	must(t, s.Release("s1"))
+	testHookApply = func() {
+		must(t, os.Remove(filepath.Join(ws, "keep")))
+		must(t, os.Symlink(victim, filepath.Join(ws, "keep")))
+	}
+	t.Cleanup(func() { testHookApply = nil })
+	if _, err := s.Commit("s1", true, nil); err == nil {
+		t.Error("commit of a mode change onto a symlink made since the comparison: no error")
+	}
+	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the symlink's target after the commit: %v %v, want mode 0644", fi, err)
+	}
+}
+
+// A directory a commit makes is given its owner and mode through a
+// descriptor of it: a symlink the path's owner put in its place as it was
+// made leads nowhere.
+func TestCommitGivesNoModeThroughASymlinkToWhatItMade(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	write(t, victim, "victim\n")
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Mkdir(filepath.Join(at(merged), "newdir"), 0o700))
+	must(t, s.Release("s1"))
+	testHookMade = func(name string) {
+		if name == "newdir" {
+			must(t, os.Remove(filepath.Join(ws, "newdir")))
+			must(t, os.Symlink(victim, filepath.Join(ws, "newdir")))
+		}
+	}
+	t.Cleanup(func() { testHookMade = nil })
+	if _, err := s.Commit("s1", false, nil); err == nil {
+		t.Error("commit of a directory replaced by a symlink as it was made: no error")
+	}
+	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the symlink's target after the commit: %v %v, want mode 0644", fi, err)
+	}
+}
+
 // Create makes the layer of the directory it checked, whatever is put in
 // the path's place meanwhile: the overlay and the manifest are made from
 // the descriptor it checked, not from the path again. A caller's path
