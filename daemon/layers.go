@@ -229,7 +229,7 @@ func (s *Service) makeLayers(sess *session, spec *launcher.Spec) error {
 		}
 	}
 	spec.Layers = map[string]*os.File{}
-	for _, p := range paths {
+	for i, p := range paths {
 		parent := ""
 		if slices.Contains(parents, p) {
 			parent = sess.layerFrom
@@ -239,6 +239,10 @@ func (s *Service) makeLayers(sess *session, spec *launcher.Spec) error {
 		// checkLayerPaths looked.
 		sb := layers.Sandbox{UID: sess.sandboxUID, GID: sess.sandboxGID, OwnPathsOnly: sess.ownerUID != 0}
 		_, merged, err := st.Create(sess.id, p, parent, sess.ownerUID, sb)
+		if errors.Is(err, layers.ErrBadPath) {
+			s.dropLayers(sess)
+			return &RequestError{Field: fmt.Sprintf("filesystem.layer[%d]", i), Msg: err.Error()}
+		}
 		if err != nil {
 			s.dropLayers(sess)
 			return layerRefusal(p, layerErr(err))

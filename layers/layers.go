@@ -104,8 +104,19 @@ type Diff struct {
 }
 
 // ErrUnsupported says this OS or daemon cannot make layers; Unsupported
-// errors wrap it with why.
-var ErrUnsupported = errors.New("copy-on-write layers are not supported here")
+// errors wrap it with why. It is errors.ErrUnsupported too: something
+// this host cannot do at all.
+var ErrUnsupported error = unsupported{}
+
+type unsupported struct{}
+
+func (unsupported) Error() string { return "copy-on-write layers are not supported here" }
+
+func (unsupported) Is(target error) bool { return target == errors.ErrUnsupported }
+
+// ErrBadPath says a path cannot be layered as named: not a clean absolute
+// path, not a directory, or through a symlink.
+var ErrBadPath = errors.New("cannot be layered")
 
 // ErrPathChanged says a layered path is no longer the directory its
 // layer was made of: it, or a directory above it, was moved or replaced

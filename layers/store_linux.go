@@ -235,7 +235,7 @@ func (s *Store) Close() error {
 func pin(path string) (*tree, unix.Stat_t, error) {
 	var st unix.Stat_t
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return nil, st, fmt.Errorf("layer %s: not a clean absolute path", path)
+		return nil, st, fmt.Errorf("layer %s: not a clean absolute path: %w", path, ErrBadPath)
 	}
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
@@ -243,9 +243,11 @@ func pin(path string) (*tree, unix.Stat_t, error) {
 	})
 	switch {
 	case errors.Is(err, unix.ELOOP):
-		return nil, st, fmt.Errorf("layer %s crosses a symlink; name the real path", path)
+		return nil, st, fmt.Errorf("layer %s crosses a symlink; name the real path: %w", path, ErrBadPath)
 	case errors.Is(err, unix.ENOTDIR):
-		return nil, st, fmt.Errorf("layer %s: not a directory, or beneath one that is not", path)
+		return nil, st, fmt.Errorf("layer %s: not a directory, or beneath one that is not: %w", path, ErrBadPath)
+	case errors.Is(err, unix.ENOENT):
+		return nil, st, fmt.Errorf("layer %s: %w: %w", path, err, ErrBadPath)
 	case err != nil:
 		return nil, st, fmt.Errorf("layer %s: %w", path, err)
 	}
@@ -299,7 +301,7 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, sb San
 		testHookPinned()
 	}
 	if pst.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return Info{}, nil, fmt.Errorf("layer %s: not a directory", path)
+		return Info{}, nil, fmt.Errorf("layer %s: not a directory: %w", path, ErrBadPath)
 	}
 	if sb.OwnPathsOnly && pst.Uid != owner {
 		return Info{}, nil, fmt.Errorf("layer %s is owned by uid %d, not by the session's owner (uid %d): only root may layer another's directory, as a commit writes it as root: %w", path, pst.Uid, owner, ErrNotOwner)
