@@ -599,3 +599,27 @@ func (s *Store) mustFind(t *testing.T, session string) record {
 	}
 	return recs[0]
 }
+
+// A commit removing a directory does not reach into a filesystem mounted
+// beneath it: what that holds is not the layered path's.
+func TestCommitRemovesNothingOnAnotherFilesystem(t *testing.T) {
+	s := openStore(t)
+	ws := filepath.Join(scratch(t), "ws")
+	write(t, filepath.Join(ws, "dir", "file"), "file\n")
+	mnt := filepath.Join(ws, "dir", "mnt")
+	must(t, os.Mkdir(mnt, 0o755))
+	must(t, unix.Mount("tmpfs", mnt, "tmpfs", 0, "mode=0755"))
+	write(t, filepath.Join(mnt, "precious"), "precious\n")
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.RemoveAll(filepath.Join(at(merged), "dir")))
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); err == nil {
+		t.Error("commit removing a directory with a filesystem mounted beneath: no error")
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "precious")); err != nil || string(b) != "precious\n" {
+		t.Errorf("the mounted filesystem's file after the commit: %q %v", b, err)
+	}
+}
