@@ -91,6 +91,9 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 		return Diff{}, fmt.Errorf("stat %s: %w", r.Path, err)
 	}
 	for _, c := range d.Changes {
+		if (c.Kind == Added || c.Kind == Modified) && !committable(c.NewMode) {
+			return Diff{}, fmt.Errorf("commit %s: a %s cannot be committed (only files, directories, symlinks and FIFOs): discard the layer, or remove it in a session on it (--layer-from)", filepath.Join(r.Path, c.Path), modeName(c.NewMode))
+		}
 		if c.Kind != ModeChanged {
 			continue
 		}
@@ -303,7 +306,23 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 		}
 		return renameInto(dir, tmp, name)
 	}
-	return fmt.Errorf("a %s cannot be committed", fileType(c.NewMode))
+	return fmt.Errorf("a %s cannot be committed", modeName(c.NewMode))
+}
+
+// committable says whether a commit can make an entry of mode m.
+func committable(m fs.FileMode) bool {
+	return m.IsRegular() || m.IsDir() || m&(fs.ModeSymlink|fs.ModeNamedPipe) != 0
+}
+
+// modeName names the type of m where Change.Type says "other".
+func modeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return fileType(m)
 }
 
 // mayChmod refuses a commit's change of the mode of st unless st is the

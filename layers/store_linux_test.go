@@ -5,6 +5,7 @@ package layers
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -621,5 +622,28 @@ func TestCommitRemovesNothingOnAnotherFilesystem(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(mnt, "precious")); err != nil || string(b) != "precious\n" {
 		t.Errorf("the mounted filesystem's file after the commit: %q %v", b, err)
+	}
+}
+
+// A layer holding what a commit cannot make (a unix socket the sandbox
+// left) is refused before anything is applied, not halfway.
+func TestCommitOfWhatCannotBeCommittedAppliesNothing(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "a-file"), "a\n")
+	l, err := net.Listen("unix", filepath.Join(at(merged), "b.sock"))
+	must(t, err)
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", true, nil); err == nil || !strings.Contains(err.Error(), "socket") {
+		t.Errorf("commit of a layer with a socket: %v, want a refusal naming the socket", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "a-file")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused commit applied a-file: %v", err)
 	}
 }
