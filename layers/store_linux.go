@@ -267,7 +267,7 @@ func (r record) openPath() (*tree, error) {
 	}
 	t, st, err := pin(r.Path)
 	if err != nil {
-		return nil, fmt.Errorf("%w; it was a directory when the layer was made, so it or a directory above it was moved or replaced since: %w", err, ErrPathChanged)
+		return nil, fmt.Errorf("layer of %s: it, or a directory above it, was moved or replaced since the layer was made (%w); put it back as it was, or discard the layer: %w", r.Path, err, ErrPathChanged)
 	}
 	why := ""
 	switch {
