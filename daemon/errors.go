@@ -25,6 +25,10 @@ var (
 	ErrFirstMessageLate = errors.New("first message late")
 	// ErrPermission: the caller asked for something it may not have.
 	ErrPermission = errors.New("permission denied")
+	// ErrPrecondition: what was asked cannot be done as things stand on
+	// the host (a layered path was moved since), which the caller can
+	// change.
+	ErrPrecondition = errors.New("failed precondition")
 )
 
 // RequestError says that a field of a request outside the policy is invalid
@@ -70,7 +74,7 @@ func toStatus(err error) error {
 		return status.Error(codes.Unimplemented, err.Error())
 	case errors.Is(err, ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrBusy):
+	case errors.Is(err, ErrNotRunning), errors.Is(err, ErrBusy), errors.Is(err, ErrPrecondition):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, ErrUnauthenticated):
 		return status.Error(codes.Unauthenticated, err.Error())

@@ -229,17 +229,20 @@ func (s *Service) makeLayers(sess *session, spec *launcher.Spec) error {
 		}
 	}
 	spec.Layers = map[string]*os.File{}
-	for _, p := range paths {
+	for i, p := range paths {
 		parent := ""
 		if slices.Contains(parents, p) {
 			parent = sess.layerFrom
 		}
-		m, err := layerIDMap(p, sess.sandboxUID, sess.sandboxGID)
-		if err != nil {
+		// Create checks the path's owner again on the directory it
+		// makes the layer of: it may have been replaced since
+		// checkLayerPaths looked.
+		sb := layers.Sandbox{UID: sess.sandboxUID, GID: sess.sandboxGID, OwnPathsOnly: sess.ownerUID != 0}
+		_, merged, err := st.Create(sess.id, p, parent, sess.ownerUID, sb)
+		if errors.Is(err, layers.ErrBadPath) {
 			s.dropLayers(sess)
-			return layerRefusal(p, err)
+			return &RequestError{Field: fmt.Sprintf("filesystem.layer[%d]", i), Msg: err.Error()}
 		}
-		_, merged, err := st.Create(sess.id, p, parent, sess.ownerUID, m)
 		if err != nil {
 			s.dropLayers(sess)
 			return layerRefusal(p, layerErr(err))
@@ -411,6 +414,10 @@ func layerErr(err error) error {
 		return fmt.Errorf("%w: %w", ErrBusy, err)
 	case errors.Is(err, layers.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case errors.Is(err, layers.ErrPathChanged):
+		return fmt.Errorf("%w: %w", ErrPrecondition, err)
+	case errors.Is(err, layers.ErrNotOwner):
+		return fmt.Errorf("%w: %w", ErrPermission, err)
 	}
 	return err
 }

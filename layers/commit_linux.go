@@ -48,18 +48,23 @@ func (s *Store) Commit(session string, force bool, keep []string) ([]Diff, error
 	return out, nil
 }
 
+// testHookApply, when set, runs in a commit between the comparison and
+// the changes: a test changes the layered path there, as a racing owner
+// of it would.
+var testHookApply func()
+
 func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
-	view, uppers, unmount, err := s.view(r)
+	base, err := r.openPath()
+	if err != nil {
+		return Diff{}, err
+	}
+	defer base.close()
+	view, uppers, unmount, err := s.view(r, base)
 	if err != nil {
 		return Diff{}, err
 	}
 	done := sync.OnceFunc(unmount)
 	defer done()
-	base, err := openTree(r.Path)
-	if err != nil {
-		return Diff{}, err
-	}
-	defer base.close()
 	d, err := diffTrees(view, base, uppers, false)
 	if err != nil {
 		return Diff{}, err
@@ -85,6 +90,23 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	if err := unix.Fstat(base.fd, &root); err != nil {
 		return Diff{}, fmt.Errorf("stat %s: %w", r.Path, err)
 	}
+	for _, c := range d.Changes {
+		if (c.Kind == Added || c.Kind == Modified) && !committable(c.NewMode) {
+			return Diff{}, fmt.Errorf("commit %s: a %s cannot be committed (only files, directories, symlinks and FIFOs): discard the layer, or remove it in a session on it (--layer-from)", filepath.Join(r.Path, c.Path), modeName(c.NewMode))
+		}
+		if c.Kind != ModeChanged {
+			continue
+		}
+		st, ok, err := base.lstat(c.Path)
+		if err != nil {
+			return Diff{}, err
+		}
+		if ok {
+			if err := mayChmod(&st, c, root.Uid); err != nil {
+				return Diff{}, fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)
+			}
+		}
+	}
 	// What the layers hold is read from their upper directories from
 	// here on: a file of this layer's own is moved to the path rather
 	// than copied (the layer goes after the commit), which its upper
@@ -95,6 +117,9 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 		return Diff{}, err
 	}
 	defer src.close()
+	if testHookApply != nil {
+		testHookApply()
+	}
 	for _, c := range d.Changes {
 		if err := apply(src, base, c, root.Uid, root.Gid); err != nil {
 			return Diff{}, fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)
@@ -209,7 +234,7 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 		if c.NewMode&fs.ModeSymlink != 0 {
 			return nil
 		}
-		return unix.Fchmodat(dir, name, commitPerm(c.NewMode), 0)
+		return chmodAt(dir, name, commitPerm(c.NewMode), func(st *unix.Stat_t) error { return mayChmod(st, c, uid) })
 	}
 	var old unix.Stat_t
 	hadOld := unix.Fstatat(dir, name, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
@@ -230,11 +255,16 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 			if err := unix.Mkdirat(dir, name, 0o700); err != nil {
 				return err
 			}
-			if err := unix.Fchownat(dir, name, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return err
-			}
+			return giveMade(dir, name, unix.S_IFDIR, uid, gid, perm)
 		}
-		return unix.Fchmodat(dir, name, perm, 0)
+		// There since the comparison, with force: the path's owner's
+		// alone has its mode changed.
+		return chmodAt(dir, name, perm, func(st *unix.Stat_t) error {
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uid && uid != 0 {
+				return fmt.Errorf("%s is not a directory of the path's owner: %w", name, ErrNotOwner)
+			}
+			return nil
+		})
 	case c.NewMode.IsRegular():
 		from, own, err := src.find(c.Path)
 		if err != nil {
@@ -260,7 +290,7 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 		if err := unix.Symlinkat(target, dir, tmp); err != nil {
 			return err
 		}
-		if err := unix.Fchownat(dir, tmp, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := giveMade(dir, tmp, unix.S_IFLNK, uid, gid, 0); err != nil {
 			unix.Unlinkat(dir, tmp, 0)
 			return err
 		}
@@ -270,17 +300,113 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 		if err := unix.Mkfifoat(dir, tmp, 0o600); err != nil {
 			return err
 		}
-		err := unix.Fchownat(dir, tmp, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW)
-		if err == nil {
-			err = unix.Fchmodat(dir, tmp, perm, 0)
-		}
-		if err != nil {
+		if err := giveMade(dir, tmp, unix.S_IFIFO, uid, gid, perm); err != nil {
 			unix.Unlinkat(dir, tmp, 0)
 			return err
 		}
 		return renameInto(dir, tmp, name)
 	}
-	return fmt.Errorf("a %s cannot be committed", fileType(c.NewMode))
+	return fmt.Errorf("a %s cannot be committed", modeName(c.NewMode))
+}
+
+// committable says whether a commit can make an entry of mode m.
+func committable(m fs.FileMode) bool {
+	return m.IsRegular() || m.IsDir() || m&(fs.ModeSymlink|fs.ModeNamedPipe) != 0
+}
+
+// modeName names the type of m where Change.Type says "other".
+func modeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return fileType(m)
+}
+
+// mayChmod refuses a commit's change of the mode of st unless st is the
+// inode the comparison found (not one put there since) and the layered
+// path's owner's, or that owner is root: the daemon changes it as root,
+// and a sandbox that replaced another uid's file in its owner's tree by a
+// copy with another mode would otherwise have it change that uid's file,
+// which may be a hard link of any file on the filesystem.
+func mayChmod(st *unix.Stat_t, c Change, owner uint32) error {
+	switch {
+	case st.Dev != c.baseDev || st.Ino != c.baseIno:
+		return fmt.Errorf("the layer changes the mode of %s, which was replaced since it was compared; commit again", c.Path)
+	case st.Uid != owner && owner != 0:
+		return fmt.Errorf("the layer changes the mode of %s, which uid %d owns, not the path's owner (uid %d): a commit changes no mode of another's file: %w", c.Path, st.Uid, owner, ErrNotOwner)
+	}
+	return nil
+}
+
+// chmodAt sets the permission bits of name in dir, a directory of the
+// layered path, to perm, once check has passed the inode there: through a
+// descriptor of that inode, opened without following a symlink or
+// crossing a mount, as fchmodat would follow a symlink put there since.
+func chmodAt(dir int, name string, perm uint32, check func(*unix.Stat_t) error) error {
+	fd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return fmt.Errorf("%s is a symlink now", name)
+	}
+	if err := check(&st); err != nil {
+		return err
+	}
+	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), perm)
+}
+
+// testHookMade, when set, runs in a commit once it has made an entry, by
+// its name: a test puts another in its place there.
+var testHookMade func(name string)
+
+// giveMade gives name in dir, which the commit has just made as an entry
+// of type typ (S_IFDIR, S_IFLNK, S_IFIFO), the owner uid and gid and,
+// but for a symlink, the mode perm: through a descriptor of the inode
+// there, once it is seen to be the daemon's own of that type (and, for a
+// directory, empty), as the path's owner may put another in its place
+// meanwhile.
+func giveMade(dir int, name string, typ, uid, gid, perm uint32) error {
+	if testHookMade != nil {
+		testHookMade(name)
+	}
+	flags := uint64(unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC)
+	if typ == unix.S_IFDIR {
+		flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	}
+	fd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: flags, Resolve: beneath})
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != typ || st.Uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("%s was replaced as it was made", name)
+	}
+	if typ == unix.S_IFDIR {
+		if names, err := f.Readdirnames(1); len(names) > 0 || !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s was replaced as it was made", name)
+		}
+	}
+	if err := unix.Fchownat(fd, "", int(uid), int(gid), unix.AT_EMPTY_PATH); err != nil {
+		return err
+	}
+	if typ == unix.S_IFLNK {
+		return nil
+	}
+	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), perm)
 }
 
 func tempName(name string) string {

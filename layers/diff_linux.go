@@ -117,7 +117,7 @@ func compare(view, base *tree, paths []string) ([]Change, error) {
 			}
 			continue
 		}
-		c := Change{Path: p, Type: fileType(vm), OldMode: bm, NewMode: vm, Size: vs.Size}
+		c := Change{Path: p, Type: fileType(vm), OldMode: bm, NewMode: vm, Size: vs.Size, baseDev: bs.Dev, baseIno: bs.Ino}
 		same, err := sameContent(view, base, p, bm, vm, &bs, &vs)
 		if err != nil {
 			return nil, err

@@ -41,6 +41,17 @@ type IDMap struct {
 	UID, GID     uint32
 }
 
+// Sandbox is who the session a layer is made for runs as.
+type Sandbox struct {
+	// UID and GID are the sandbox's ids: a path another uid owns is
+	// shown to it through an ID-mapped mount (see IDMap).
+	UID, GID uint32
+	// OwnPathsOnly refuses a path the session's owner does not own: a
+	// caller that is not root may layer only its own directories, as a
+	// commit writes there as root.
+	OwnPathsOnly bool
+}
+
 // Kind is what happened to one path.
 type Kind int
 
@@ -77,6 +88,10 @@ type Change struct {
 	Type             string
 	OldMode, NewMode fs.FileMode
 	Size             int64
+	// baseDev and baseIno are the inode the comparison found at Path in
+	// the layered path, for a change of an entry that was there: a
+	// commit changes the mode of that inode only.
+	baseDev, baseIno uint64
 }
 
 // Diff is what one layer changes.
@@ -89,8 +104,30 @@ type Diff struct {
 }
 
 // ErrUnsupported says this OS or daemon cannot make layers; Unsupported
-// errors wrap it with why.
-var ErrUnsupported = errors.New("copy-on-write layers are not supported here")
+// errors wrap it with why. It is errors.ErrUnsupported too: something
+// this host cannot do at all.
+var ErrUnsupported error = unsupported{}
+
+type unsupported struct{}
+
+func (unsupported) Error() string { return "copy-on-write layers are not supported here" }
+
+func (unsupported) Is(target error) bool { return target == errors.ErrUnsupported }
+
+// ErrBadPath says a path cannot be layered as named: not a clean absolute
+// path, not a directory, or through a symlink.
+var ErrBadPath = errors.New("cannot be layered")
+
+// ErrPathChanged says a layered path is no longer the directory its
+// layer was made of: it, or a directory above it, was moved or replaced
+// (by a symlink, say), or its owner or group changed. A diff or commit
+// there would read or write another directory as root.
+var ErrPathChanged = errors.New("the layered path is not the directory the layer was made of")
+
+// ErrNotOwner says a layered path is not the session owner's, where
+// only its own may be layered (Sandbox.OwnPathsOnly), or that a file
+// whose mode a commit would change is not the layered path owner's.
+var ErrNotOwner = errors.New("owned by another uid")
 
 // ErrUnmappable says the layered path's owner could not be shown to the
 // sandbox as its own (see IDMap); it comes wrapped with ErrUnsupported.

@@ -60,6 +60,13 @@ type record struct {
 	// Manifest names the layer whose manifest holds the path as it was
 	// when the bottom layer of the chain was made.
 	Manifest string `json:"manifest"`
+	// Dev and Ino are the directory the layer was made of, and PathUID
+	// and PathGID its owner and group then: a diff or commit refuses a
+	// path that is no longer it (openPath).
+	Dev     uint64 `json:"dev"`
+	Ino     uint64 `json:"ino"`
+	PathUID uint32 `json:"path_uid"`
+	PathGID uint32 `json:"path_gid"`
 }
 
 // Open opens (making it if needed) the store in dir. The layers a daemon
@@ -219,36 +226,92 @@ func (s *Store) Close() error {
 	return err
 }
 
-// CheckPath says why path cannot be layered, nil when it can.
-func CheckPath(path string) error {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return fmt.Errorf("layer %s: %w", path, err)
+// pin opens path, a clean absolute path, as a directory without following
+// a symlink anywhere on the way (openat2 with RESOLVE_NO_SYMLINKS, from
+// "/"): the daemon mounts, reads and writes the layered path through the
+// descriptor, so that nothing put in the place of the path or of a
+// directory above it later leads it elsewhere. Every kernel whose overlay
+// takes lowerdir+ (6.8) has openat2 (5.6).
+func pin(path string) (*tree, unix.Stat_t, error) {
+	var st unix.Stat_t
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return nil, st, fmt.Errorf("layer %s: not a clean absolute path: %w", path, ErrBadPath)
 	}
-	if real != path {
-		return fmt.Errorf("layer %s crosses a symlink: it resolves to %s; name the real path", path, real)
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return nil, st, fmt.Errorf("layer %s crosses a symlink; name the real path: %w", path, ErrBadPath)
+	case errors.Is(err, unix.ENOTDIR):
+		return nil, st, fmt.Errorf("layer %s: not a directory, or beneath one that is not: %w", path, ErrBadPath)
+	case errors.Is(err, unix.ENOENT):
+		return nil, st, fmt.Errorf("layer %s: %w: %w", path, err, ErrBadPath)
+	case err != nil:
+		return nil, st, fmt.Errorf("layer %s: %w", path, err)
 	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("layer %s: %w", path, err)
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, st, fmt.Errorf("layer %s: %w", path, err)
 	}
-	if !st.IsDir() {
-		return fmt.Errorf("layer %s: not a directory", path)
-	}
-	return nil
+	return &tree{root: path, fd: fd}, st, nil
 }
+
+// openPath reopens r's path as pin does, and refuses it unless it is the
+// directory the layer was made of (device and inode) with the owner and
+// group it had then.
+func (r record) openPath() (*tree, error) {
+	if r.Ino == 0 {
+		return nil, fmt.Errorf("layer of %s records no directory it was made of (an earlier daemon made it); discard it: %w", r.Path, ErrPathChanged)
+	}
+	t, st, err := pin(r.Path)
+	if err != nil {
+		return nil, fmt.Errorf("layer of %s: it, or a directory above it, was moved or replaced since the layer was made (%w); put it back as it was, or discard the layer: %w", r.Path, err, ErrPathChanged)
+	}
+	why := ""
+	switch {
+	case st.Dev != r.Dev || st.Ino != r.Ino:
+		why = "it is another directory than the one the layer was made of: it, or a directory above it, was moved or replaced since"
+	case st.Uid != r.PathUID || st.Gid != r.PathGID:
+		why = fmt.Sprintf("its owner and group are %d:%d, not %d:%d as when the layer was made", st.Uid, st.Gid, r.PathUID, r.PathGID)
+	default:
+		return t, nil
+	}
+	t.close()
+	return nil, fmt.Errorf("layer of %s: %s; put it back as it was, or discard the layer: %w", r.Path, why, ErrPathChanged)
+}
+
+// testHookPinned, when set, runs in Create once the path is pinned: a
+// test puts another directory in the path's place there.
+var testHookPinned func()
 
 // Create makes the layer of path for session, on top of the layer of
 // path of parentSession when that is set, and mounts it; merged is the
-// root of the mount the session is to see in path's place (through m
-// when it is not nil), which the store keeps open until Release.
-func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDMap) (info Info, merged *os.File, err error) {
-	if err := CheckPath(path); err != nil {
+// root of the mount the session is to see in path's place, which the
+// store keeps open until Release. A path sb's uid does not own is shown
+// to it through an ID-mapped mount (see IDMap).
+func (s *Store) Create(session, path, parentSession string, owner uint32, sb Sandbox) (info Info, merged *os.File, err error) {
+	base, pst, err := pin(path)
+	if err != nil {
 		return Info{}, nil, err
+	}
+	defer base.close()
+	if testHookPinned != nil {
+		testHookPinned()
+	}
+	if pst.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return Info{}, nil, fmt.Errorf("layer %s: not a directory: %w", path, ErrBadPath)
+	}
+	if sb.OwnPathsOnly && pst.Uid != owner {
+		return Info{}, nil, fmt.Errorf("layer %s is owned by uid %d, not by the session's owner (uid %d): only root may layer another's directory, as a commit writes it as root: %w", path, pst.Uid, owner, ErrNotOwner)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec := record{Info: Info{Session: session, Path: path, ParentSession: parentSession, Owner: owner, Created: time.Now().UTC()}}
+	rec := record{
+		Info: Info{Session: session, Path: path, ParentSession: parentSession, Owner: owner, Created: time.Now().UTC()},
+		Dev:  pst.Dev, Ino: pst.Ino, PathUID: pst.Uid, PathGID: pst.Gid,
+	}
 	parentID := ""
 	if parentSession != "" {
 		p, err := s.find(parentSession, path)
@@ -257,6 +320,9 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDM
 		}
 		if _, busy := s.mounted[p.ID]; busy {
 			return Info{}, nil, fmt.Errorf("session %s still runs on its layer of %s; start on it once it has ended: %w", parentSession, path, ErrBusy)
+		}
+		if p.Dev != rec.Dev || p.Ino != rec.Ino || p.PathUID != rec.PathUID || p.PathGID != rec.PathGID {
+			return Info{}, nil, fmt.Errorf("layer of %s: it is not the directory, or has not the owner, session %s's layer was made of: %w", path, parentSession, ErrPathChanged)
 		}
 		parentID, rec.Manifest = p.ID, p.Manifest
 	}
@@ -287,9 +353,9 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDM
 	if err != nil {
 		return Info{}, nil, fmt.Errorf("layer of %s: %w", path, err)
 	}
-	var pst unix.Stat_t
-	if err = unix.Stat(path, &pst); err != nil {
-		return Info{}, nil, fmt.Errorf("layer of %s: %w", path, err)
+	var m *IDMap
+	if pst.Uid != sb.UID {
+		m = &IDMap{Owner: pst.Uid, Group: pst.Gid, UID: sb.UID, GID: sb.GID}
 	}
 	// The merged directory's root is the upper one's: it must look like
 	// the path it stands for.
@@ -305,20 +371,20 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, m *IDM
 	}
 	if rec.Manifest == "" {
 		rec.Manifest = l.ID
-		if err = writeManifest(filepath.Join(s.manifests(), l.ID), path); err != nil {
+		if err = writeManifest(filepath.Join(s.manifests(), l.ID), base); err != nil {
 			return Info{}, nil, err
 		}
 	}
-	var lower *os.File
+	lower := base
 	if m != nil {
 		// Overlay cannot be ID-mapped itself, but its layers can: the
 		// path is, beneath it.
-		if lower, err = mapped(path, m); err != nil {
+		if lower, err = mapped(base, m); err != nil {
 			return Info{}, nil, err
 		}
-		defer lower.Close()
+		defer lower.close()
 	}
-	if merged, err = mountOverlay(splitLowers(md["LowerDir"]), path, lower, md["UpperDir"], md["WorkDir"]); err != nil {
+	if merged, err = mountOverlay(splitLowers(md["LowerDir"]), lower, m != nil, md["UpperDir"], md["WorkDir"]); err != nil {
 		return Info{}, nil, err
 	}
 	rec.Ready = true
@@ -337,9 +403,11 @@ func splitLowers(s string) []string {
 }
 
 // mountOverlay makes a detached overlay of the layers lowers (top first)
-// over path (or over lower, a mount of it, when that is not nil), with
-// upper, or read-only without one, and returns its root.
-func mountOverlay(lowers []string, path string, lower *os.File, upper, work string) (*os.File, error) {
+// over the layered path, lower, with upper, or read-only without one, and
+// returns its root. The overlay takes lower by its descriptor, which is
+// the path itself or, when clone, a detached mount of it (ID-mapped).
+func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) (*os.File, error) {
+	path := lower.root
 	fail := func(op string, err error) (*os.File, error) {
 		return nil, fmt.Errorf("%w: overlay of %s: %s: %w", ErrUnsupported, path, op, err)
 	}
@@ -353,10 +421,13 @@ func mountOverlay(lowers []string, path string, lower *os.File, upper, work stri
 			return fail("lowerdir+ "+l, err)
 		}
 	}
-	if lower != nil {
-		err = unix.FsconfigSetFd(fsfd, "lowerdir+", int(lower.Fd()))
+	if clone {
+		err = unix.FsconfigSetFd(fsfd, "lowerdir+", lower.fd)
 	} else {
-		err = unix.FsconfigSetString(fsfd, "lowerdir+", path)
+		// Overlay takes an O_PATH descriptor by the name of its link
+		// in /proc on every kernel that has lowerdir+; by the
+		// descriptor itself only since 6.13.
+		err = unix.FsconfigSetString(fsfd, "lowerdir+", fmt.Sprintf("/proc/self/fd/%d", lower.fd))
 	}
 	if err != nil {
 		return fail("lowerdir+ "+path, err)
@@ -513,9 +584,10 @@ func (s *Store) Release(session string) error {
 	return nil
 }
 
-// view is the merged tree of layer r: the session's own mount while it
-// runs, else a read-only mount of its own, which done lets go of.
-func (s *Store) view(r record) (view *tree, uppers []string, done func(), err error) {
+// view is the merged tree of layer r over base, its path (openPath): the
+// session's own mount while it runs, else a read-only mount of its own,
+// which done lets go of.
+func (s *Store) view(r record, base *tree) (view *tree, uppers []string, done func(), err error) {
 	md, err := s.drv.Metadata(r.ID)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("layer of %s: %w", r.Path, err)
@@ -528,7 +600,7 @@ func (s *Store) view(r record) (view *tree, uppers []string, done func(), err er
 		}
 		return t, uppers, t.close, nil
 	}
-	m, err := mountOverlay(uppers, r.Path, nil, "", "")
+	m, err := mountOverlay(uppers, base, false, "", "")
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -548,16 +620,16 @@ func randomSuffix() string {
 
 // diff is what layer r changes in its path.
 func (s *Store) diff(r record, withPatch bool) (Diff, error) {
-	view, uppers, done, err := s.view(r)
-	if err != nil {
-		return Diff{}, err
-	}
-	defer done()
-	base, err := openTree(r.Path)
+	base, err := r.openPath()
 	if err != nil {
 		return Diff{}, err
 	}
 	defer base.close()
+	view, uppers, done, err := s.view(r, base)
+	if err != nil {
+		return Diff{}, err
+	}
+	defer done()
 	d, err := diffTrees(view, base, uppers, withPatch)
 	d.Layer = r.Info
 	return d, err
@@ -672,43 +744,65 @@ func entryOf(st *unix.Stat_t) manifestEntry {
 // writeManifest records every path beneath root as it is now, for a
 // commit to tell what changed on the host since. Other filesystems
 // mounted beneath are not part of an overlay's lower layer, nor of it.
-func writeManifest(file, root string) error {
-	var rootDev uint64
-	m := map[string]manifestEntry{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == root {
-				return err
-			}
-			return nil
-		}
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return nil
-		}
-		if p == root {
-			rootDev = st.Dev
-			return nil
-		}
-		if st.Dev != rootDev {
-			return fs.SkipDir
-		}
-		rel, _ := filepath.Rel(root, p)
-		m[rel] = entryOf(&st)
-		return nil
-	})
+// The walk goes from root's descriptor down, directory by directory,
+// never through a symlink: the names it records must be those beneath
+// the directory the overlay is made of.
+func writeManifest(file string, root *tree) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(root.fd, &st); err != nil {
+		return fmt.Errorf("manifest of %s: %w", root.root, err)
+	}
+	fd, err := root.openat(".", unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return fmt.Errorf("manifest of %s: %w", root, err)
+		return fmt.Errorf("manifest of %s: %w", root.root, err)
+	}
+	m := map[string]manifestEntry{}
+	if err := walkManifest(fd, "", st.Dev, m); err != nil {
+		return fmt.Errorf("manifest of %s: %w", root.root, err)
 	}
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("manifest of %s: %w", root, err)
+		return fmt.Errorf("manifest of %s: %w", root.root, err)
 	}
 	if err := gob.NewEncoder(f).Encode(m); err != nil {
 		f.Close()
-		return fmt.Errorf("manifest of %s: %w", root, err)
+		return fmt.Errorf("manifest of %s: %w", root.root, err)
 	}
 	return f.Close()
+}
+
+// walkManifest records in m what the directory dir (rel beneath the root,
+// on device dev) holds, and beneath; it closes dir. What cannot be read
+// beneath the root is left out, as a commit then finds it changed.
+func walkManifest(dir int, rel string, dev uint64, m map[string]manifestEntry) error {
+	f := os.NewFile(uintptr(dir), rel)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		if rel == "" {
+			return err
+		}
+		return nil
+	}
+	for _, n := range names {
+		var st unix.Stat_t
+		if unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != dev {
+			continue
+		}
+		p := filepath.Join(rel, n)
+		m[p] = entryOf(&st)
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		sub, err := unix.Openat2(dir, n, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+		if err != nil {
+			continue
+		}
+		if err := walkManifest(sub, p, dev, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func readManifest(file string) (map[string]manifestEntry, error) {
@@ -724,8 +818,9 @@ func readManifest(file string) (map[string]manifestEntry, error) {
 	return m, nil
 }
 
-// mapped is a detached ID-mapped clone of path, as m says.
-func mapped(path string, m *IDMap) (*os.File, error) {
+// mapped is a detached ID-mapped clone of the layered path, as m says.
+func mapped(base *tree, m *IDMap) (*tree, error) {
+	path := base.root
 	pid, done, err := idmap.CreateUsernsProcess(
 		// An ID-mapped mount shows an owner k as the id that k maps to
 		// outside the namespace.
@@ -742,13 +837,13 @@ func mapped(path string, m *IDMap) (*os.File, error) {
 		return nil, fmt.Errorf("user namespace to map the owner of %s: %w", path, err)
 	}
 	defer ns.Close()
-	tree, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
+	clone, err := unix.OpenTree(base.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open_tree %s: %w", ErrUnsupported, path, err)
 	}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns.Fd())}); err != nil {
-		unix.Close(tree)
+	if err := unix.MountSetattr(clone, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(ns.Fd())}); err != nil {
+		unix.Close(clone)
 		return nil, fmt.Errorf("%w: %w: an ID-mapped mount of %s, showing its owner %d as the sandbox's uid %d: %w", ErrUnsupported, ErrUnmappable, path, m.Owner, m.UID, err)
 	}
-	return os.NewFile(uintptr(tree), "mapped "+path), nil
+	return &tree{root: path, fd: clone}, nil
 }

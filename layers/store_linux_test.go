@@ -5,6 +5,7 @@ package layers
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,7 +63,7 @@ func summary(d Diff) []string {
 func TestCommitAppliesEveryChangeKind(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, nil)
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestCommitAppliesEveryChangeKind(t *testing.T) {
 func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, nil)
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 func TestStackedLayersAndDiscard(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, m1, err := s.Create("s1", ws, "", 0, nil)
+	_, m1, err := s.Create("s1", ws, "", 0, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestStackedLayersAndDiscard(t *testing.T) {
 	must(t, s.Release("s1"))
 	var merged [2]*os.File
 	for i, id := range []string{"a", "b"} {
-		if _, merged[i], err = s.Create(id, ws, "s1", 0, nil); err != nil {
+		if _, merged[i], err = s.Create(id, ws, "s1", 0, Sandbox{}); err != nil {
 			t.Fatal(err)
 		}
 		if b, err := os.ReadFile(filepath.Join(at(merged[i]), "step1")); err != nil || string(b) != "1\n" {
@@ -193,7 +194,7 @@ func TestCommitDoesNotFollowSymlinks(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
 	outside := t.TempDir()
-	_, merged, err := s.Create("s1", ws, "", 0, nil)
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func TestReopenKeepsLayersAndRemovesUnfinishedOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, nil)
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +308,7 @@ func TestOpenRemovesWhatADaemonKilledWhileProbingLeft(t *testing.T) {
 		t.Errorf("the filesystem mounted at the store itself after Open: %v %v, want it kept", m, err)
 	}
 	// The store works on the operator's filesystem.
-	if _, _, err := s.Create("s1", workspace(t), "", 0, nil); err != nil {
+	if _, _, err := s.Create("s1", workspace(t), "", 0, Sandbox{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -361,7 +362,7 @@ func TestCommitKeepsOffTheDaemonsPaths(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
 	kept := filepath.Join(ws, "dir", "state")
-	_, merged, err := s.Create("s1", ws, "", 0, nil)
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,5 +381,269 @@ func TestCommitKeepsOffTheDaemonsPaths(t *testing.T) {
 	}
 	if _, err := s.Commit("s1", false, []string{filepath.Join(ws, "elsewhere")}); err != nil {
 		t.Fatalf("commit keeping a path the layer does not touch: %v", err)
+	}
+}
+
+// A commit or diff of a layer whose path was moved away since, and a
+// symlink or another directory put in its place (or in a parent's place),
+// is refused: the daemon would otherwise write, as root, wherever the
+// link leads (an /etc/ld.so.preload of the caller's choosing), and show
+// what is there. The sandbox itself can do the moving when the layer is
+// within a write root.
+func TestCommitRefusesAPathMovedSinceTheLayerWasMade(t *testing.T) {
+	s := openStore(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "x", "etc")
+	write(t, filepath.Join(ws, "shadow"), "mine\n")
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "ld.so.preload"), "evil.so\n")
+	must(t, os.Remove(filepath.Join(at(merged), "shadow")))
+	must(t, s.Release("s1"))
+	real := filepath.Join(tmp, "x.real")
+	must(t, os.Rename(filepath.Join(tmp, "x"), real))
+	outside := filepath.Join(tmp, "outside")
+	write(t, filepath.Join(outside, "etc", "shadow"), "secret\n")
+	for name, swap := range map[string]func(){
+		"a symlinked parent": func() { must(t, os.Symlink(outside, filepath.Join(tmp, "x"))) },
+		"another directory":  func() { must(t, os.Rename(outside, filepath.Join(tmp, "x"))) },
+	} {
+		swap()
+		d, err := s.Diff("s1", true)
+		if !errors.Is(err, ErrPathChanged) {
+			t.Errorf("%s: diff = %v, want ErrPathChanged", name, err)
+		}
+		if len(d) > 0 && strings.Contains(d[0].Patch, "secret") {
+			t.Errorf("%s: diff shows what is outside the layered path:\n%s", name, d[0].Patch)
+		}
+		for _, force := range []bool{false, true} {
+			if _, err := s.Commit("s1", force, nil); !errors.Is(err, ErrPathChanged) {
+				t.Errorf("%s: commit (force %v) = %v, want ErrPathChanged", name, force, err)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(ws, "ld.so.preload")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the commit wrote ld.so.preload there: %v", name, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(ws, "shadow")); err != nil || string(b) != "secret\n" {
+			t.Errorf("%s: shadow there after the commit: %q %v", name, b, err)
+		}
+		if err := os.Rename(filepath.Join(tmp, "x"), outside); err != nil {
+			must(t, os.Remove(filepath.Join(tmp, "x")))
+		}
+	}
+	// Its owner changed: refused too.
+	must(t, os.Rename(real, filepath.Join(tmp, "x")))
+	must(t, os.Chown(ws, 1234, 1234))
+	if _, err := s.Commit("s1", true, nil); !errors.Is(err, ErrPathChanged) {
+		t.Errorf("commit of a path whose owner changed = %v, want ErrPathChanged", err)
+	}
+	// Back as it was, it commits.
+	must(t, os.Chown(ws, 0, 0))
+	if _, err := s.Commit("s1", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "ld.so.preload")); err != nil || string(b) != "evil.so\n" {
+		t.Errorf("ld.so.preload after the commit: %q %v", b, err)
+	}
+}
+
+// A mode-only change is made on the inode the commit compared, and only
+// on one the layered path's owner owns: a sandbox that replaced another
+// uid's file in its owner's tree with a copy (cp f f2; mv f2 f; chmod)
+// must not have the daemon chmod that uid's inode as root, which may be a
+// hard link of any file on the filesystem.
+func TestCommitChangesNoModeOfAnotherOwnersFile(t *testing.T) {
+	s := openStore(t)
+	ws := filepath.Join(t.TempDir(), "ws")
+	write(t, filepath.Join(ws, "theirs"), "secret\n")
+	must(t, os.Chmod(filepath.Join(ws, "theirs"), 0o600))
+	write(t, filepath.Join(ws, "mine"), "mine\n")
+	must(t, os.Chown(filepath.Join(ws, "mine"), 1234, 1234))
+	must(t, os.Chown(ws, 1234, 1234))
+	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"theirs", "mine"} {
+		p := filepath.Join(at(merged), name)
+		b, err := os.ReadFile(p)
+		must(t, err)
+		must(t, os.WriteFile(p+".copy", b, 0o600))
+		must(t, os.Rename(p+".copy", p))
+		must(t, os.Chmod(p, 0o666))
+	}
+	must(t, s.Release("s1"))
+	d, err := s.Diff("s1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(d[0]); !slices.Equal(got, []string{"mode mine", "mode theirs"}) {
+		t.Fatalf("diff = %q, want the two mode changes", got)
+	}
+	if _, err := s.Commit("s1", true, nil); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("commit of a mode change of root's file in uid 1234's path: %v, want ErrNotOwner", err)
+	}
+	if fi, err := os.Stat(filepath.Join(ws, "theirs")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("root's file after the commit: %v %v, want mode 0600", fi, err)
+	}
+}
+
+// A mode change is made on the inode compared, never through a symlink
+// put in its place between the comparison and the change.
+func TestCommitChangesNoModeThroughASymlink(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	write(t, victim, "victim\n")
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Chmod(filepath.Join(at(merged), "keep"), 0o600))
+	must(t, s.Release("s1"))
+	testHookApply = func() {
+		must(t, os.Remove(filepath.Join(ws, "keep")))
+		must(t, os.Symlink(victim, filepath.Join(ws, "keep")))
+	}
+	t.Cleanup(func() { testHookApply = nil })
+	if _, err := s.Commit("s1", true, nil); err == nil {
+		t.Error("commit of a mode change onto a symlink made since the comparison: no error")
+	}
+	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the symlink's target after the commit: %v %v, want mode 0644", fi, err)
+	}
+}
+
+// A directory a commit makes is given its owner and mode through a
+// descriptor of it: a symlink the path's owner put in its place as it was
+// made leads nowhere.
+func TestCommitGivesNoModeThroughASymlinkToWhatItMade(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	write(t, victim, "victim\n")
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Mkdir(filepath.Join(at(merged), "newdir"), 0o700))
+	must(t, s.Release("s1"))
+	testHookMade = func(name string) {
+		if name == "newdir" {
+			must(t, os.Remove(filepath.Join(ws, "newdir")))
+			must(t, os.Symlink(victim, filepath.Join(ws, "newdir")))
+		}
+	}
+	t.Cleanup(func() { testHookMade = nil })
+	if _, err := s.Commit("s1", false, nil); err == nil {
+		t.Error("commit of a directory replaced by a symlink as it was made: no error")
+	}
+	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the symlink's target after the commit: %v %v, want mode 0644", fi, err)
+	}
+}
+
+// Create makes the layer of the directory it checked, whatever is put in
+// the path's place meanwhile: the overlay and the manifest are made from
+// the descriptor it checked, not from the path again. A caller's path
+// swapped for a symlink to another uid's directory would otherwise give
+// its sandbox that directory under its own upper directory.
+func TestCreateLayersTheDirectoryItChecked(t *testing.T) {
+	s := openStore(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	write(t, filepath.Join(ws, "mine"), "mine\n")
+	other := filepath.Join(tmp, "other")
+	write(t, filepath.Join(other, "secret"), "secret\n")
+	testHookPinned = func() {
+		must(t, os.Rename(ws, ws+".orig"))
+		must(t, os.Symlink(other, ws))
+	}
+	t.Cleanup(func() { testHookPinned = nil })
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := os.ReadDir(at(merged))
+	must(t, err)
+	if len(names) != 1 || names[0].Name() != "mine" {
+		t.Errorf("the layer shows %v, want the directory Create checked (mine)", names)
+	}
+	m, err := readManifest(filepath.Join(s.manifests(), s.mustFind(t, "s1").Manifest))
+	must(t, err)
+	if _, ok := m["secret"]; ok || len(m) != 1 {
+		t.Errorf("the manifest holds %v, want mine alone", m)
+	}
+}
+
+// A caller that is not root may layer only its own directories: Create
+// checks the owner of the directory it makes the layer of.
+func TestCreateRefusesAnotherOwnersPath(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	if _, _, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("layer of root's directory for uid 1234: %v, want ErrNotOwner", err)
+	}
+	must(t, os.Chown(ws, 1234, 1234))
+	if _, _, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *Store) mustFind(t *testing.T, session string) record {
+	t.Helper()
+	recs, err := s.of(session)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("layers of %s: %v %v", session, recs, err)
+	}
+	return recs[0]
+}
+
+// A commit removing a directory does not reach into a filesystem mounted
+// beneath it: what that holds is not the layered path's.
+func TestCommitRemovesNothingOnAnotherFilesystem(t *testing.T) {
+	s := openStore(t)
+	ws := filepath.Join(scratch(t), "ws")
+	write(t, filepath.Join(ws, "dir", "file"), "file\n")
+	mnt := filepath.Join(ws, "dir", "mnt")
+	must(t, os.Mkdir(mnt, 0o755))
+	must(t, unix.Mount("tmpfs", mnt, "tmpfs", 0, "mode=0755"))
+	write(t, filepath.Join(mnt, "precious"), "precious\n")
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.RemoveAll(filepath.Join(at(merged), "dir")))
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); err == nil {
+		t.Error("commit removing a directory with a filesystem mounted beneath: no error")
+	}
+	if b, err := os.ReadFile(filepath.Join(mnt, "precious")); err != nil || string(b) != "precious\n" {
+		t.Errorf("the mounted filesystem's file after the commit: %q %v", b, err)
+	}
+}
+
+// A layer holding what a commit cannot make (a unix socket the sandbox
+// left) is refused before anything is applied, not halfway.
+func TestCommitOfWhatCannotBeCommittedAppliesNothing(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "a-file"), "a\n")
+	l, err := net.Listen("unix", filepath.Join(at(merged), "b.sock"))
+	must(t, err)
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", true, nil); err == nil || !strings.Contains(err.Error(), "socket") {
+		t.Errorf("commit of a layer with a socket: %v, want a refusal naming the socket", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "a-file")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused commit applied a-file: %v", err)
 	}
 }

@@ -15,14 +15,9 @@ func Open(dir string) (*Store, []string, error) {
 	return nil, nil, fmt.Errorf("%w: they need Linux's overlay filesystem", ErrUnsupported)
 }
 
-// CheckPath refuses every path here.
-func CheckPath(path string) error {
-	return fmt.Errorf("%w: they need Linux's overlay filesystem", ErrUnsupported)
-}
-
 func (*Store) Close() error { return nil }
 
-func (*Store) Create(session, path, parentSession string, owner uint32, m *IDMap) (Info, *os.File, error) {
+func (*Store) Create(session, path, parentSession string, owner uint32, sb Sandbox) (Info, *os.File, error) {
 	return Info{}, nil, ErrUnsupported
 }
 

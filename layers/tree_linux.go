@@ -148,7 +148,12 @@ func removeAt(dir int, name, shown string) error {
 	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
 		return fmt.Errorf("remove %s: %w", shown, err)
 	}
-	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// Not into another filesystem mounted there: what it holds is not
+	// the layered path's, and rmdir would fail only once it was emptied.
+	fd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	if errors.Is(err, unix.EXDEV) {
+		return fmt.Errorf("remove %s: another filesystem is mounted there", shown)
+	}
 	if err != nil {
 		return fmt.Errorf("open %s: %w", shown, err)
 	}

@@ -316,6 +316,52 @@ func TestLayerCommitRefusesWhatChangedOnTheHost(t *testing.T) {
 	}
 }
 
+// TestLayerWithinAWriteRootMovedByTheSandbox: a sandbox whose layer is
+// within one of its write roots moves the layer's parent away and puts a
+// symlink to another directory in its place before it ends. The diff and
+// the commit, force or not, are refused (FAILED_PRECONDITION) rather than
+// read and write, as root, where the symlink leads; the layer can still
+// be discarded.
+func TestLayerWithinAWriteRootMovedByTheSandbox(t *testing.T) {
+	for _, path := range []string{"exec", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			f := newFixture(t)
+			root := f.mkdir("w")
+			ws := f.mkdir("w/x/proj")
+			outside := f.mkdir("outside/proj")
+			pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{root}, Layer: []string{ws}}}
+			script := fmt.Sprintf("set -e; echo planted > x/proj/planted; mv x x.real; ln -s %s x; echo ok-moved", filepath.Dir(outside))
+			s := run(t, layerStart(path == "pty", pol, root, "/bin/sh", "-c", script), nil)
+			if !layersHere() {
+				wantLayerRefused(t, s)
+				return
+			}
+			if s.err != nil || s.exitCode() != 0 || !strings.Contains(s.stdout, "ok-moved") {
+				t.Fatalf("session: %v, exit %d\n%s", s.err, s.exitCode(), s)
+			}
+			id := s.res.SessionID
+			ctx := layerCtx(t)
+			precondition := func(err error) bool {
+				return status.Code(errors.Unwrap(err)) == codes.FailedPrecondition || status.Code(err) == codes.FailedPrecondition
+			}
+			if d, err := suite.client.Diff(ctx, id, true); !precondition(err) || !strings.Contains(fmt.Sprint(err), ws) {
+				t.Errorf("diff of a layer whose parent the sandbox moved: %v %v, want FAILED_PRECONDITION naming %s", d, err, ws)
+			}
+			for _, force := range []bool{false, true} {
+				if _, err := suite.client.Commit(ctx, id, force); !precondition(err) || !strings.Contains(fmt.Sprint(err), ws) {
+					t.Errorf("commit (force %v) of a layer whose parent the sandbox moved: %v, want FAILED_PRECONDITION naming %s", force, err, ws)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(outside, "planted")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the commit wrote where the sandbox's symlink leads: %v", err)
+			}
+			if err := suite.client.Discard(ctx, id); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 // TestLayerStacking: sessions started on an ended session's layer see what
 // it left, diverge without seeing each other, and one of them is
 // committed with its base while the other is dropped.
