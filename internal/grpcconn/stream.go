@@ -272,6 +272,9 @@ func (s *Stream) openLocked() error {
 	field(":authority", c.opts.Authority)
 	field("content-type", "application/grpc")
 	field("te", "trailers")
+	for _, kv := range c.opts.Metadata {
+		field(kv[0], kv[1])
+	}
 	if dl, ok := s.ctx.Deadline(); ok {
 		field("grpc-timeout", encodeTimeout(time.Until(dl)))
 	}
