@@ -29,31 +29,28 @@ func (s *Service) attach(caller Caller, stream SessionStream, att *sandboxdv1.At
 		}
 	}
 	v, replay, exit := sess.out.join(false)
-	send := func(r *sandboxdv1.SessionResponse) error {
-		if err := stream.Send(r); err != nil {
-			if v != nil {
-				sess.out.leave(v)
-			}
-			if interactive {
-				sess.releaseInput()
-			}
-			return err
+	// failed is how the stream ends when a send fails: the client is gone.
+	failed := func(err error) error {
+		if v != nil {
+			sess.out.leave(v)
 		}
-		return nil
+		if interactive {
+			sess.releaseInput()
+		}
+		return err
 	}
 	started := &sandboxdv1.Started{SessionId: sess.id, PolicyDigest: sess.digest}
 	if !att.GetOmitEnforcement() {
 		started.Enforcement = sess.enforcementReport()
 	}
-	if err := send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: started}}); err != nil {
-		return err
+	if err := stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Started{Started: started}}); err != nil {
+		return failed(err)
 	}
+	limit := outputDataLimit(stream.Context())
 	for _, c := range replay {
-		if err := send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Output{Output: &sandboxdv1.Output{
-			Stream: sandboxdv1.Output_Stream(c.Stream),
-			Data:   c.Data,
-		}}}); err != nil {
-			return err
+		o := &sandboxdv1.Output{Stream: sandboxdv1.Output_Stream(c.Stream), Data: c.Data}
+		if err := sendOutput(stream, o, limit); err != nil {
+			return failed(err)
 		}
 	}
 	if v == nil {

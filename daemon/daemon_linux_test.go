@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -116,11 +117,20 @@ type clientSession struct {
 	stderr  bytes.Buffer
 	exit    *sandboxdv1.Exit
 	err     error // the stream's final error, nil for a clean end
+	// largest is the most data an Output message carried.
+	largest int
 }
 
 func (h *harness) open(start *sandboxdv1.Start) *clientSession {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	return h.openCtx(context.Background(), start)
+}
+
+// openCtx is open with the stream's context made from ctx (its outgoing
+// metadata, say).
+func (h *harness) openCtx(ctx context.Context, start *sandboxdv1.Start) *clientSession {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	h.t.Cleanup(cancel)
 	stream, err := h.client.Session(ctx)
 	if err != nil {
@@ -148,6 +158,7 @@ func (s *clientSession) next() bool {
 		s.kinds = append(s.kinds, "started")
 		s.started = m.Started
 	case *sandboxdv1.SessionResponse_Output:
+		s.largest = max(s.largest, len(m.Output.GetData()))
 		if m.Output.GetStream() == sandboxdv1.Output_STDERR {
 			s.kinds = append(s.kinds, "stderr")
 			s.stderr.Write(m.Output.GetData())
@@ -317,22 +328,33 @@ func TestOutputArrivesWholeAndInOrder(t *testing.T) {
 	for i := 1; i <= 200000; i++ {
 		fmt.Fprintf(&want, "%d\n", i)
 	}
-	for _, tty := range []bool{false, true} {
-		start := cmd("/usr/bin/seq", "1", "200000")
-		start.Tty = tty
-		s := h.open(start).finish()
-		wantExit(t, s, sandboxdv1.State_EXITED, 0, 0, "")
-		w := want.String()
-		if tty {
-			// The terminal ends its lines as terminals do.
-			w = strings.ReplaceAll(w, "\n", "\r\n")
+	for _, large := range []bool{false, true} {
+		// A client that takes large messages gets them; any other, the
+		// same output in parts within gRPC's 32 KiB buffers.
+		ctx, limit := context.Background(), outputChunk
+		if large {
+			ctx, limit = metadata.AppendToOutgoingContext(ctx, outputMessageMetadata, fmt.Sprint(largeOutputMessage)), readChunk
 		}
-		if got := s.stdout.String(); got != w {
-			i := 0
-			for i < min(len(got), len(w)) && got[i] == w[i] {
-				i++
+		for _, tty := range []bool{false, true} {
+			start := cmd("/usr/bin/seq", "1", "200000")
+			start.Tty = tty
+			s := h.openCtx(ctx, start).finish()
+			wantExit(t, s, sandboxdv1.State_EXITED, 0, 0, "")
+			w := want.String()
+			if tty {
+				// The terminal ends its lines as terminals do.
+				w = strings.ReplaceAll(w, "\n", "\r\n")
 			}
-			t.Fatalf("tty %v: %d bytes of output, want %d; they differ from byte %d on: %.20q", tty, len(got), len(w), i, got[i:])
+			if got := s.stdout.String(); got != w {
+				i := 0
+				for i < min(len(got), len(w)) && got[i] == w[i] {
+					i++
+				}
+				t.Fatalf("large %v, tty %v: %d bytes of output, want %d; they differ from byte %d on: %.20q", large, tty, len(got), len(w), i, got[i:])
+			}
+			if s.largest > limit {
+				t.Errorf("large %v, tty %v: an Output message of %d bytes, more than %d", large, tty, s.largest, limit)
+			}
 		}
 	}
 }

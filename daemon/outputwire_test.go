@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"testing"
 
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -68,10 +71,85 @@ func TestMarshalOutputLeavesOtherMessagesToTheCodec(t *testing.T) {
 	}
 }
 
-// A full read and its framing stay within one of gRPC's pool sizes.
+// A full read and its framing stay within the large message; a message
+// to any other client, within one of gRPC's pool sizes.
 func TestFullOutputFitsItsBuffer(t *testing.T) {
-	r := outputResponse(sandboxdv1.Output_STDERR, make([]byte, readChunk))
-	if n := proto.Size(r); n > maxOutputMessage {
-		t.Errorf("an Output of readChunk bytes encodes to %d bytes, more than %d", n, maxOutputMessage)
+	for _, c := range []struct {
+		data, max int
+	}{{readChunk, largeOutputMessage}, {outputChunk, maxOutputMessage}} {
+		r := outputResponse(sandboxdv1.Output_STDERR, make([]byte, c.data))
+		if n := proto.Size(r); n > c.max {
+			t.Errorf("an Output of %d bytes encodes to %d bytes, more than %d", c.data, n, c.max)
+		}
+	}
+}
+
+func TestOutputDataLimitFollowsTheClientsMetadata(t *testing.T) {
+	for _, c := range []struct {
+		md   []string
+		want int
+	}{
+		{nil, outputChunk},
+		{[]string{outputMessageMetadata, fmt.Sprint(largeOutputMessage)}, readChunk},
+		{[]string{outputMessageMetadata, fmt.Sprint(16 * largeOutputMessage)}, readChunk},
+		{[]string{outputMessageMetadata, fmt.Sprint(largeOutputMessage - 1)}, outputChunk},
+		{[]string{outputMessageMetadata, "lots"}, outputChunk},
+		{[]string{"other", fmt.Sprint(largeOutputMessage)}, outputChunk},
+	} {
+		ctx := context.Background()
+		if c.md != nil {
+			ctx = metadata.NewIncomingContext(ctx, metadata.Pairs(c.md...))
+		}
+		if got := outputDataLimit(ctx); got != c.want {
+			t.Errorf("metadata %q: limit %d, want %d", c.md, got, c.want)
+		}
+	}
+}
+
+// sentStream records what is sent on it.
+type sentStream struct {
+	SessionStream
+	sent []*sandboxdv1.SessionResponse
+}
+
+func (s *sentStream) Send(r *sandboxdv1.SessionResponse) error {
+	s.sent = append(s.sent, r)
+	return nil
+}
+
+// A full read goes to a client of small messages in parts, each within
+// its message, in order, sharing the read's data; to a client of large
+// messages as it is.
+func TestSendOutputSplitsAReadForAClientOfSmallMessages(t *testing.T) {
+	data := make([]byte, readChunk)
+	for i := range data {
+		data[i] = byte(i * 7 / 3)
+	}
+	o := &sandboxdv1.Output{Stream: sandboxdv1.Output_STDERR, Data: data}
+	for _, limit := range []int{outputChunk, readChunk} {
+		var st sentStream
+		if err := sendOutput(&st, o, limit); err != nil {
+			t.Fatal(err)
+		}
+		if want := (len(data) + limit - 1) / limit; len(st.sent) != want {
+			t.Fatalf("limit %d: %d messages, want %d", limit, len(st.sent), want)
+		}
+		var got []byte
+		for _, r := range st.sent {
+			part := r.GetOutput()
+			if part.GetStream() != o.GetStream() {
+				t.Errorf("limit %d: a part of stream %v, want %v", limit, part.GetStream(), o.GetStream())
+			}
+			if n := proto.Size(r); len(part.GetData()) > limit || n > largeOutputMessage || limit == outputChunk && n > maxOutputMessage {
+				t.Errorf("limit %d: a part of %d bytes, %d encoded", limit, len(part.GetData()), n)
+			}
+			if &part.GetData()[0] != &data[len(got)] {
+				t.Errorf("limit %d: the part at %d was copied", limit, len(got))
+			}
+			got = append(got, part.GetData()...)
+		}
+		if !bytes.Equal(got, data) {
+			t.Errorf("limit %d: the parts make %d bytes that differ from the read's %d", limit, len(got), len(data))
+		}
 	}
 }

@@ -35,9 +35,16 @@ type SessionStream interface {
 // been reaped (see stdio.drain).
 const drainGrace = 2 * time.Second
 
-// readChunk is the most output one Output message carries: with its
-// framing, the message stays within maxOutputMessage.
-const readChunk = maxOutputMessage - outputFraming
+// readChunk is the most output one read takes, and one Output message to
+// a client that takes large messages carries: with its framing, the
+// message stays within largeOutputMessage. A message to any other client
+// carries a part of it (outputDataLimit).
+const readChunk = largeOutputMessage - outputFraming
+
+// outputChunk is the most output one Output message to any other client
+// carries, and one read takes where a read is a plain Read into a buffer
+// the reader keeps (plainOutputReader).
+const outputChunk = maxOutputMessage - outputFraming
 
 // Session serves one stream for caller: a Start launches a sandbox, an
 // Attach joins one. It returns when the client's part is over (the Exit
@@ -548,6 +555,7 @@ func (s *Service) finished(sess *session, exit *sandboxdv1.Exit) {
 // session it did not detach, whose leaving kills the sandbox.
 func (s *Service) relay(stream SessionStream, sess *session, v *viewer, interactive, owner bool) error {
 	ctx := stream.Context()
+	limit := outputDataLimit(ctx)
 	if interactive {
 		defer sess.releaseInput()
 	}
@@ -571,7 +579,7 @@ func (s *Service) relay(stream SessionStream, sess *session, v *viewer, interact
 				}
 				return stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: exit}})
 			}
-			if err := stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Output{Output: o}}); err != nil {
+			if err := sendOutput(stream, o, limit); err != nil {
 				leave()
 				return err
 			}

@@ -63,8 +63,10 @@ func (s *Service) Serve(ctx context.Context, lis net.Listener) error {
 		// what the daemon sends (api/client does).
 		grpc.InitialWindowSize(streamWindow),
 		grpc.InitialConnWindowSize(streamWindow),
-		// One Output message (readChunk) and its framing fit a write.
-		grpc.WriteBufferSize(2*readChunk),
+		// One Output message of most clients (outputChunk) and its
+		// framing fit a write; a large one takes a few. The buffer is each
+		// connection's.
+		grpc.WriteBufferSize(2*outputChunk),
 		// Streams are served by goroutines kept for it, whose stacks have
 		// already grown to what a Session handler needs, rather than each
 		// by a new one that grows its stack copy by copy; when all are

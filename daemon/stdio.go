@@ -334,7 +334,7 @@ func (s *stdio) bound(f *fdwait.Lazy) {
 // plainOutputReader reads f with one Read per call into a buffer of its
 // own, and returns a copy of what came.
 func plainOutputReader(f *os.File) func() ([]byte, error) {
-	buf := make([]byte, readChunk)
+	buf := make([]byte, outputChunk)
 	return func() ([]byte, error) {
 		n, err := f.Read(buf)
 		if n == 0 {

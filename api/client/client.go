@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,8 +73,24 @@ const (
 // connOptions: a List of thousands of live sessions is several MiB, and
 // the peer is the local daemon, not a stranger to be wary of. The window
 // is fixed and large: over a local socket a window that covers a burst of
-// output is simply faster than one grown by measuring.
-var connOptions = grpcconn.Options{Window: streamWindow, MaxRecvMsgSize: maxReply, Authority: "sandboxd"}
+// output is simply faster than one grown by measuring. Every call says
+// that this client takes Output messages of up to outputMessage bytes: it
+// receives each into a buffer of the message's length, so a larger one
+// costs it nothing more, and fewer of them move a flood of output faster.
+var connOptions = grpcconn.Options{
+	Window:         streamWindow,
+	MaxRecvMsgSize: maxReply,
+	Authority:      "sandboxd",
+	Metadata:       [][2]string{{outputMessageMetadata, strconv.Itoa(outputMessage)}},
+}
+
+// outputMessageMetadata and outputMessage: the daemon sends Output messages
+// of up to 128 KiB to a client that names at least that under this key
+// (daemon's outputMessageMetadata), of up to 32 KiB to any other.
+const (
+	outputMessageMetadata = "sandboxd-output-message-max"
+	outputMessage         = 128 << 10
+)
 
 // Dial connects to the daemon listening on socketPath ("" means
 // socketpath.Default()) within ctx (DialTimeout when it has no deadline).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
@@ -438,6 +440,36 @@ func TestRunOutputWriteErrorEndsSession(t *testing.T) {
 	case <-cancelled:
 	case <-time.After(5 * time.Second):
 		t.Error("the daemon was not told that the client gave up")
+	}
+}
+
+// A session's call tells the daemon that this client takes Output messages
+// of 128 KiB (the daemon's threshold for sending them), and it takes one.
+func TestRunTakesLargeOutputMessages(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), (128<<10-16)/16)
+	sock, _ := serve(t, &scriptedServer{session: func(stream sessionStream) error {
+		md, _ := metadata.FromIncomingContext(stream.Context())
+		v := md.Get("sandboxd-output-message-max")
+		if n, err := strconv.Atoi(strings.Join(v, ",")); err != nil || n < 128<<10 {
+			return status.Errorf(codes.FailedPrecondition, "sandboxd-output-message-max is %q", v)
+		}
+		if _, err := recvStart(stream); err != nil {
+			return err
+		}
+		if err := stream.Send(started("big")); err != nil {
+			return err
+		}
+		if err := stream.Send(output(sandboxdv1.Output_STDOUT, string(data))); err != nil {
+			return err
+		}
+		return stream.Send(exit(&sandboxdv1.Exit{}))
+	}})
+	var out bytes.Buffer
+	if _, err := dial(t, sock).Run(context.Background(), RunOptions{Start: runStart("yes"), Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), data) {
+		t.Errorf("received %d bytes, want the %d sent", out.Len(), len(data))
 	}
 }
 

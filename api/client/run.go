@@ -242,7 +242,11 @@ func (c *Client) sessionOnce(ctx context.Context, sc sessionCall) (_ *Result, an
 	started := false
 	for {
 		resp := &sandboxdv1.SessionResponse{}
-		if err := stream.Recv(resp); err != nil {
+		b, err := stream.RecvBytes()
+		if err == nil {
+			err = decodeResponse(b, resp)
+		}
+		if err != nil {
 			select {
 			case <-detached:
 				res.Detached = true

@@ -31,6 +31,9 @@ type Options struct {
 	MaxRecvMsgSize int
 	// Authority is the :authority of every call.
 	Authority string
+	// Metadata is sent with every call, as name and value pairs; names
+	// are lower case, as HTTP/2 requires.
+	Metadata [][2]string
 }
 
 // ErrClosedEarly: the server closed the connection without a byte, which

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -52,6 +53,12 @@ func (s *server) Watch(r *sandboxdv1.WatchRequest, st grpc.ServerStreamingServer
 // start serves srv on a real socket and returns a client connection to it.
 func start(t testing.TB, srv *server, opts ...grpc.ServerOption) (*Conn, *grpc.Server) {
 	t.Helper()
+	return startWith(t, srv, Options{Window: 1 << 20, MaxRecvMsgSize: 64 << 20, Authority: "test"}, opts...)
+}
+
+// startWith is start with the client's options.
+func startWith(t testing.TB, srv *server, copts Options, opts ...grpc.ServerOption) (*Conn, *grpc.Server) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +71,7 @@ func start(t testing.TB, srv *server, opts ...grpc.ServerOption) (*Conn, *grpc.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Start(nc, Options{Window: 1 << 20, MaxRecvMsgSize: 64 << 20, Authority: "test"})
+	c := Start(nc, copts)
 	t.Cleanup(func() { c.Close() })
 	<-c.FirstFrame()
 	if err := c.FirstErr(); err != nil {
@@ -353,6 +360,44 @@ func TestErrorStatusWithDetails(t *testing.T) {
 	}
 	if ri, ok := det[0].(*errdetails.RetryInfo); !ok || ri.GetRetryDelay().AsDuration() != 1234*time.Millisecond {
 		t.Errorf("detail = %v, want the RetryInfo", det[0])
+	}
+}
+
+// TestMetadataGoesWithEveryCall: Options.Metadata reaches the server's
+// handler of each call, unary and streaming.
+func TestMetadataGoesWithEveryCall(t *testing.T) {
+	want := [][2]string{{"sandboxd-test-a", "1"}, {"sandboxd-test-b", "two"}}
+	got := make(chan metadata.MD, 2)
+	c, _ := startWith(t, &server{
+		inspect: func(ctx context.Context, _ *sandboxdv1.InspectRequest) (*sandboxdv1.SessionInfo, error) {
+			md, _ := metadata.FromIncomingContext(ctx)
+			got <- md
+			return &sandboxdv1.SessionInfo{}, nil
+		},
+		session: func(st sessionStream) error {
+			md, _ := metadata.FromIncomingContext(st.Context())
+			got <- md
+			return nil
+		},
+	}, Options{Window: 1 << 20, MaxRecvMsgSize: 64 << 20, Authority: "test", Metadata: want})
+	if err := c.Invoke(context.Background(), methodInspect, &sandboxdv1.InspectRequest{}, &sandboxdv1.SessionInfo{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.NewStream(context.Background(), methodSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Cancel()
+	if err := s.SendLast(stdin(nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []string{"unary", "stream"} {
+		md := <-got
+		for _, kv := range want {
+			if v := md.Get(kv[0]); len(v) != 1 || v[0] != kv[1] {
+				t.Errorf("%s call: %s is %q, want %q", call, kv[0], v, kv[1])
+			}
+		}
 	}
 }
 

@@ -272,6 +272,9 @@ func (s *Stream) openLocked() error {
 	field(":authority", c.opts.Authority)
 	field("content-type", "application/grpc")
 	field("te", "trailers")
+	for _, kv := range c.opts.Metadata {
+		field(kv[0], kv[1])
+	}
 	if dl, ok := s.ctx.Deadline(); ok {
 		field("grpc-timeout", encodeTimeout(time.Until(dl)))
 	}
@@ -295,23 +298,39 @@ func (s *Stream) openLocked() error {
 // Recv reads the next reply into m. It returns io.EOF when the server
 // ended the call with status OK, and the status as an error otherwise.
 func (s *Stream) Recv(m proto.Message) error {
-	if err := s.ensureOpen(); err != nil {
+	msg, err := s.RecvBytes()
+	if err != nil {
 		return err
+	}
+	if err := unmarshal(msg, m); err != nil {
+		return UnmarshalError(err)
+	}
+	return nil
+}
+
+// RecvBytes is Recv without the decoding: it returns the next reply's
+// encoding, which is the caller's (nothing else refers to it), so that
+// what is decoded from it may share its bytes.
+func (s *Stream) RecvBytes() ([]byte, error) {
+	if err := s.ensureOpen(); err != nil {
+		return nil, err
 	}
 	for {
 		msg, err := s.next()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if msg != nil {
-			if err := unmarshal(msg, m); err != nil {
-				return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
-			}
-			return nil
+			return msg, nil
 		}
 		// The end of ctx ends the stream, which notifies too.
 		<-s.notify
 	}
+}
+
+// UnmarshalError is the status of a reply that could not be decoded.
+func UnmarshalError(err error) error {
+	return status.Errorf(codes.Internal, "grpc: failed to unmarshal the received message: %v", err)
 }
 
 // next returns the next whole message if there is one, nil if Recv must

@@ -106,6 +106,12 @@ func (s *Screen) Feed(p []byte) {
 		s.pending = s.pending[1:]
 		s.skipped = true
 	}
+	if s.size > screenBacklog {
+		// One read longer than the backlog (the daemon reads up to 128
+		// KiB): only its end can be on the screen.
+		s.pending[0] = s.pending[0][s.size-screenBacklog:]
+		s.size, s.skipped = screenBacklog, true
+	}
 	start := !s.started
 	s.started = true
 	s.mu.Unlock()

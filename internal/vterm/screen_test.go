@@ -3,6 +3,7 @@ package vterm
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -130,6 +131,28 @@ func TestScreenSkipsAheadOfABacklog(t *testing.T) {
 	s.Feed([]byte("\x1b[2J\x1b[Hlast"))
 	if got := s.Snapshot().Text(); got != "last\n" {
 		t.Errorf("after a flood and a clear: %q", got)
+	}
+}
+
+// Output fed in one piece longer than the backlog is cut to the backlog's
+// length, its end: the emulator follows no more of a flood than that.
+func TestScreenCutsAPieceLongerThanTheBacklog(t *testing.T) {
+	s := NewScreen(3, 20, nil)
+	defer s.Close()
+	big := bytes.Repeat([]byte("0123456789abcdef\r\n"), 4*screenBacklog/18)
+	copy(big[len(big)-6:], "\r\nlast")
+	// The emulator waits for s.emu: what Feed left is still pending.
+	s.emu.Lock()
+	s.Feed(big)
+	s.mu.Lock()
+	size, skipped, pending := s.size, s.skipped, slices.Concat(s.pending...)
+	s.mu.Unlock()
+	s.emu.Unlock()
+	if size > screenBacklog || len(pending) != size || !skipped || !bytes.HasSuffix(pending, []byte("last")) {
+		t.Errorf("pending %d bytes (size %d, skipped %v) ending %q; want at most %d, the piece's end", len(pending), size, skipped, pending[max(0, len(pending)-8):], screenBacklog)
+	}
+	if got := s.Snapshot().Text(); !strings.HasSuffix(got, "last\n") {
+		t.Errorf("after the piece: %q", got)
 	}
 }
 
