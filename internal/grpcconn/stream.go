@@ -338,8 +338,8 @@ func UnmarshalError(err error) error {
 func (s *Stream) next() ([]byte, error) {
 	s.mu.Lock()
 	if len(s.in.msgs) > 0 {
-		// Unmarshal copies what it keeps; the buffer is the message's
-		// own, which nothing writes again.
+		// The buffer is the message's own, which nothing here writes
+		// again: a caller of RecvBytes may keep slices of it.
 		msg := s.in.msgs[0]
 		s.in.msgs[0] = nil
 		s.in.msgs = s.in.msgs[1:]

@@ -141,8 +141,10 @@ func TestScreenCutsAPieceLongerThanTheBacklog(t *testing.T) {
 	defer s.Close()
 	big := bytes.Repeat([]byte("0123456789abcdef\r\n"), 4*screenBacklog/18)
 	copy(big[len(big)-6:], "\r\nlast")
-	// The emulator waits for s.emu: what Feed left is still pending.
+	// The emulator waits for s.emu: what Feed left is still pending, and
+	// the piece comes while it is behind.
 	s.emu.Lock()
+	s.Feed(bytes.Repeat([]byte("behind\r\n"), 9<<10/8))
 	s.Feed(big)
 	s.mu.Lock()
 	size, skipped, pending := s.size, s.skipped, slices.Concat(s.pending...)
@@ -153,6 +155,19 @@ func TestScreenCutsAPieceLongerThanTheBacklog(t *testing.T) {
 	}
 	if got := s.Snapshot().Text(); !strings.HasSuffix(got, "last\n") {
 		t.Errorf("after the piece: %q", got)
+	}
+}
+
+// A read longer than the backlog that comes while the emulator is idle is
+// taken whole: a full-screen program's first frame sets the alternate
+// screen at its start.
+func TestScreenTakesALongReadWholeWhenIdle(t *testing.T) {
+	s := NewScreen(3, 20, nil)
+	defer s.Close()
+	frame := append([]byte("\x1b[?1049h\x1b[2J"), bytes.Repeat([]byte("\x1b[1;1Hx"), 2*screenBacklog/6)...)
+	s.Feed(frame)
+	if sn := s.Snapshot(); !sn.AltScreen {
+		t.Errorf("a %d-byte first frame that switches to the alternate screen left the screen on the main one: %q", len(frame), sn.Text())
 	}
 }
 
