@@ -430,14 +430,48 @@ func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32)
 		return err
 	}
 	defer unix.Close(udir)
-	if err := unix.Fchownat(udir, uname, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	// A process that kept a descriptor into the overlay can still change
+	// the upper directory: the file is given its owner and mode through
+	// a descriptor of a regular file, never by a name a symlink could
+	// take, and what the rename moved must be that file.
+	fd, err := unix.Openat2(udir, uname, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	if err != nil {
 		return err
 	}
-	if err := unix.Fchmodat(udir, uname, perm, 0); err != nil {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	return unix.Renameat(udir, uname, dir, name)
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s in the layer is no longer a regular file", rel)
+	}
+	if err := unix.Fchownat(fd, "", int(uid), int(gid), unix.AT_EMPTY_PATH); err != nil {
+		return err
+	}
+	if testHookMove != nil {
+		testHookMove(rel)
+	}
+	if err := unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), perm); err != nil {
+		return err
+	}
+	if err := unix.Renameat(udir, uname, dir, name); err != nil {
+		return err
+	}
+	var moved unix.Stat_t
+	if err := unix.Fstatat(dir, name, &moved, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if moved.Dev != st.Dev || moved.Ino != st.Ino {
+		return fmt.Errorf("%s in the layer was replaced while it was committed", rel)
+	}
+	return nil
 }
+
+// testHookMove, when set, runs in a commit before it gives a file moved
+// from the layer its mode, by the file's path in the layer: a test puts
+// something else in its place there.
+var testHookMove func(rel string)
 
 // replaceFile writes the file rel of view (an upper directory) beside
 // name in dir and renames it over name.

@@ -516,6 +516,41 @@ func TestCommitChangesNoModeThroughASymlink(t *testing.T) {
 	}
 }
 
+// A file the commit moves from the layer is given its mode through a
+// descriptor of it: a process that kept a descriptor into the overlay
+// after the session (the sandbox's command, through /proc, say) and puts
+// a symlink in its place in the upper directory changes nothing it leads
+// to.
+func TestCommitMovesNoModeThroughASymlinkInTheLayer(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	write(t, victim, "victim\n")
+	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "new"), "new\n")
+	must(t, os.Chmod(filepath.Join(at(merged), "new"), 0o666))
+	held, err := unix.Open(at(merged), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	t.Cleanup(func() { unix.Close(held) })
+	must(t, s.Release("s1"))
+	testHookMove = func(rel string) {
+		if rel == "new" {
+			must(t, unix.Unlinkat(held, "new", 0))
+			must(t, unix.Symlinkat(victim, held, "new"))
+		}
+	}
+	t.Cleanup(func() { testHookMove = nil })
+	if _, err := s.Commit("s1", false, nil); err == nil {
+		t.Error("commit of a file the layer replaced by a symlink as it was moved: no error")
+	}
+	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the symlink's target after the commit: %v %v, want mode 0644", fi, err)
+	}
+}
+
 // A directory a commit makes is given its owner and mode through a
 // descriptor of it: a symlink the path's owner put in its place as it was
 // made leads nowhere.
