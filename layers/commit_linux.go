@@ -65,7 +65,7 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	}
 	done := sync.OnceFunc(unmount)
 	defer done()
-	d, err := diffTrees(view, base, uppers, false)
+	d, err := diffTrees(view, base, uppers, false, reader{})
 	if err != nil {
 		return Diff{}, err
 	}

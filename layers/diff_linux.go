@@ -5,6 +5,7 @@ package layers
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path/filepath"
@@ -222,8 +223,48 @@ func modeOf(st *unix.Stat_t) fs.FileMode {
 	return m
 }
 
-// patch is the unified diff of the regular files among changes.
-func patch(view, base *tree, changes []Change) (string, error) {
+// reader is who a patch is for: the layered path's owner, and its group.
+// Root reads everything.
+type reader struct{ uid, gid uint32 }
+
+// mayRead reports whether who may read the regular file rel of t by its
+// mode bits and search each directory above it there: the daemon reads as
+// root, and a patch must not show its caller a file it could not read
+// itself (a root-owned 0600 file in the caller's tree that the sandbox
+// deleted, say). Anything that cannot be stat'ed is not read.
+func (who reader) mayRead(t *tree, rel string) bool {
+	if who.uid == 0 {
+		return true
+	}
+	may := func(p string, bit uint32) bool {
+		fd, err := t.openat(p, unix.O_PATH|unix.O_NOFOLLOW)
+		if err != nil {
+			return false
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			return false
+		}
+		switch {
+		case st.Uid == who.uid:
+			return st.Mode&(bit<<6) != 0
+		case st.Gid == who.gid:
+			return st.Mode&(bit<<3) != 0
+		}
+		return st.Mode&bit != 0
+	}
+	for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {
+		if !may(d, 1) {
+			return false
+		}
+	}
+	return may(rel, 4)
+}
+
+// patch is the unified diff of the regular files among changes that who
+// may read.
+func patch(view, base *tree, changes []Change, who reader) (string, error) {
 	var b strings.Builder
 	for _, c := range changes {
 		if c.Kind == ModeChanged {
@@ -232,6 +273,10 @@ func patch(view, base *tree, changes []Change) (string, error) {
 		oldFile := c.Kind != Added && c.OldMode.IsRegular()
 		newFile := c.Kind != Deleted && c.NewMode.IsRegular()
 		if !oldFile && !newFile {
+			continue
+		}
+		if oldFile && !who.mayRead(base, c.Path) || newFile && !who.mayRead(view, c.Path) {
+			fmt.Fprintf(&b, "Files a/%s and b/%s differ (not shown: uid %d may not read them)\n", c.Path, c.Path, who.uid)
 			continue
 		}
 		var old, new []byte

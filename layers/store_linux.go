@@ -630,12 +630,12 @@ func (s *Store) diff(r record, withPatch bool) (Diff, error) {
 		return Diff{}, err
 	}
 	defer done()
-	d, err := diffTrees(view, base, uppers, withPatch)
+	d, err := diffTrees(view, base, uppers, withPatch, reader{uid: r.PathUID, gid: r.PathGID})
 	d.Layer = r.Info
 	return d, err
 }
 
-func diffTrees(view, base *tree, uppers []string, withPatch bool) (Diff, error) {
+func diffTrees(view, base *tree, uppers []string, withPatch bool, who reader) (Diff, error) {
 	paths, err := candidates(uppers, base)
 	if err != nil {
 		return Diff{}, fmt.Errorf("read layer: %w", err)
@@ -646,7 +646,7 @@ func diffTrees(view, base *tree, uppers []string, withPatch bool) (Diff, error) 
 	}
 	d := Diff{Changes: changes}
 	if withPatch {
-		if d.Patch, err = patch(view, base, changes); err != nil {
+		if d.Patch, err = patch(view, base, changes, who); err != nil {
 			return Diff{}, err
 		}
 	}

@@ -627,6 +627,38 @@ func TestCreateRefusesAnotherOwnersPath(t *testing.T) {
 	}
 }
 
+// A patch shows its caller no file the layered path's owner may not read:
+// the daemon reads the tree as root, and a root-owned 0600 file in the
+// caller's tree that the sandbox deleted would be printed as removed
+// lines.
+func TestPatchShowsNothingItsOwnerMayNotRead(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	must(t, os.Chown(ws, 1234, 1234))
+	write(t, filepath.Join(ws, "secret"), "TOPSECRET\n")
+	must(t, os.Chmod(filepath.Join(ws, "secret"), 0o600))
+	write(t, filepath.Join(ws, "open"), "open before\n")
+	must(t, os.Chmod(filepath.Join(ws, "open"), 0o644))
+	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Remove(filepath.Join(at(merged), "secret")))
+	write(t, filepath.Join(at(merged), "open"), "open after\n")
+	must(t, s.Release("s1"))
+	diffs, err := s.Diff("s1", true)
+	if err != nil || len(diffs) != 1 {
+		t.Fatalf("diff: %v %v", diffs, err)
+	}
+	p := diffs[0].Patch
+	if strings.Contains(p, "TOPSECRET") || !strings.Contains(p, "secret") {
+		t.Errorf("the patch shows root's 0600 file to uid 1234 (or leaves its change out):\n%s", p)
+	}
+	if !strings.Contains(p, "+open after") {
+		t.Errorf("the patch leaves out the change of a file uid 1234 may read:\n%s", p)
+	}
+}
+
 func (s *Store) mustFind(t *testing.T, session string) record {
 	t.Helper()
 	recs, err := s.of(session)
