@@ -346,15 +346,11 @@ func mayChmod(st *unix.Stat_t, c Change, owner uint32) error {
 // descriptor of that inode, opened without following a symlink or
 // crossing a mount, as fchmodat would follow a symlink put there since.
 func chmodAt(dir int, name string, perm uint32, check func(*unix.Stat_t) error) error {
-	fd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	fd, st, err := openEntry(dir, name)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return fmt.Errorf("%s is a symlink now", name)
 	}
@@ -362,6 +358,21 @@ func chmodAt(dir int, name string, perm uint32, check func(*unix.Stat_t) error) 
 		return err
 	}
 	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), perm)
+}
+
+// openEntry opens name in dir as an O_PATH descriptor, following no
+// symlink and crossing no mount, and stats what it opened.
+func openEntry(dir int, name string) (int, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	if err != nil {
+		return -1, st, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, st, err
+	}
+	return fd, st, nil
 }
 
 // testHookMade, when set, runs in a commit once it has made an entry, by
@@ -434,15 +445,11 @@ func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32)
 	// the upper directory: the file is given its owner and mode through
 	// a descriptor of a regular file, never by a name a symlink could
 	// take, and what the rename moved must be that file.
-	fd, err := unix.Openat2(udir, uname, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	fd, st, err := openEntry(udir, uname)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%s in the layer is no longer a regular file", rel)
 	}
