@@ -238,7 +238,10 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 	}
 	var old unix.Stat_t
 	hadOld := unix.Fstatat(dir, name, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
-	if hadOld && old.Mode&unix.S_IFMT == unix.S_IFREG && c.NewMode.IsRegular() {
+	if hadOld && old.Mode&unix.S_IFMT == unix.S_IFREG && c.NewMode.IsRegular() && (uid == 0 || old.Uid == uid) {
+		// A modified file keeps its owner, where the path's owner could
+		// have made the file so: one not root could not write another
+		// user's file, only replace it with a file of its own.
 		uid, gid = old.Uid, old.Gid
 	}
 	if hadOld && (old.Mode&unix.S_IFMT == unix.S_IFDIR) != c.NewMode.IsDir() {

@@ -659,6 +659,35 @@ func TestPatchShowsNothingItsOwnerMayNotRead(t *testing.T) {
 	}
 }
 
+// A commit for a path's owner that is not root makes a file it modifies
+// that owner's when another user owned it: the owner could only have
+// replaced that file with one of its own, not written it.
+func TestCommitGivesAnotherUsersModifiedFileToThePathsOwner(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	must(t, os.Chown(ws, 1234, 1234))
+	write(t, filepath.Join(ws, "roots"), "root's\n")
+	write(t, filepath.Join(ws, "mine"), "mine\n")
+	must(t, os.Chown(filepath.Join(ws, "mine"), 1234, 1234))
+	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "roots"), "the sandbox's\n")
+	write(t, filepath.Join(at(merged), "mine"), "mine, changed\n")
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]uint32{"roots": 1234, "mine": 1234} {
+		var st unix.Stat_t
+		must(t, unix.Lstat(filepath.Join(ws, name), &st))
+		if st.Uid != want {
+			t.Errorf("%s after the commit: uid %d, want %d", name, st.Uid, want)
+		}
+	}
+}
+
 func (s *Store) mustFind(t *testing.T, session string) record {
 	t.Helper()
 	recs, err := s.of(session)
