@@ -106,13 +106,13 @@ func (s *Screen) Feed(p []byte) {
 		s.pending = s.pending[1:]
 		s.skipped = true
 	}
-	if s.size > screenBacklog && s.skipped {
+	if s.size > screenBacklog && s.started {
 		// One read longer than the backlog (the daemon reads up to 128
-		// KiB) while the emulator is behind: only its end can be on the
-		// screen. An emulator that had caught up takes it whole, so that
-		// a large first frame keeps the modes it sets at its start.
+		// KiB): only its end can be on the screen. The read that starts
+		// the emulator is taken whole, so that a large first frame keeps
+		// the modes it sets at its start (the alternate screen, colours).
 		s.pending[0] = s.pending[0][s.size-screenBacklog:]
-		s.size = screenBacklog
+		s.size, s.skipped = screenBacklog, true
 	}
 	start := !s.started
 	s.started = true

@@ -158,9 +158,9 @@ func TestScreenCutsAPieceLongerThanTheBacklog(t *testing.T) {
 	}
 }
 
-// A read longer than the backlog that comes while the emulator is idle is
-// taken whole: a full-screen program's first frame sets the alternate
-// screen at its start.
+// A read longer than the backlog that starts the emulator is taken whole:
+// a full-screen program's first frame sets the alternate screen at its
+// start.
 func TestScreenTakesALongReadWholeWhenIdle(t *testing.T) {
 	s := NewScreen(3, 20, nil)
 	defer s.Close()
