@@ -94,6 +94,19 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 		if (c.Kind == Added || c.Kind == Modified) && !committable(c.NewMode) {
 			return Diff{}, fmt.Errorf("commit %s: a %s cannot be committed (only files, directories, symlinks and FIFOs): discard the layer, or remove it in a session on it (--layer-from)", filepath.Join(r.Path, c.Path), modeName(c.NewMode))
 		}
+		if (c.Kind == Added || c.Kind == Modified) && c.NewMode.IsRegular() {
+			// A file of another user's in the layer is a copy the
+			// overlay made as root of a file the sandbox renamed or
+			// changed: the commit would give it to the path's owner,
+			// who may not have been able to read it.
+			st, ok, err := view.lstat(c.Path)
+			if err != nil {
+				return Diff{}, err
+			}
+			if who := (reader{uid: root.Uid, gid: root.Gid}); ok && st.Uid != root.Uid && !who.may(&st, 4) {
+				return Diff{}, fmt.Errorf("commit %s: the layer's file is uid %d's, mode %04o, which %s's owner may not read (a copy of a file the sandbox renamed or changed): discard the layer, or remove it in a session on it (--layer-from)", filepath.Join(r.Path, c.Path), st.Uid, st.Mode&0o7777, r.Path)
+			}
+		}
 		if c.Kind != ModeChanged {
 			continue
 		}
@@ -436,8 +449,8 @@ func renameInto(dir int, tmp, name string) error {
 }
 
 // moveFile gives the upper directory's file rel the owner and mode it is
-// committed with and renames it over name in dir: one rename, where the
-// layer and the path share a filesystem (EXDEV where they do not).
+// committed with and links it over name in dir: no copy, where the layer
+// and the path share a filesystem (EXDEV where they do not).
 func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32) error {
 	udir, uname, err := up.parent(rel)
 	if err != nil {
@@ -445,9 +458,9 @@ func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32)
 	}
 	defer unix.Close(udir)
 	// A process that kept a descriptor into the overlay can still change
-	// the upper directory: the file is given its owner and mode through
-	// a descriptor of a regular file, never by a name a symlink could
-	// take, and what the rename moved must be that file.
+	// the upper directory: the file is given its owner and mode, and
+	// linked into the tree, through a descriptor of a regular file, never
+	// by a name something else could take meanwhile.
 	fd, st, err := openEntry(udir, uname)
 	if err != nil {
 		return err
@@ -465,15 +478,17 @@ func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32)
 	if err := unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), perm); err != nil {
 		return err
 	}
-	if err := unix.Renameat(udir, uname, dir, name); err != nil {
+	tmp := tempName(name)
+	if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dir, tmp, unix.AT_SYMLINK_FOLLOW); err != nil {
 		return err
 	}
-	var moved unix.Stat_t
-	if err := unix.Fstatat(dir, name, &moved, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := renameInto(dir, tmp, name); err != nil {
 		return err
 	}
-	if moved.Dev != st.Dev || moved.Ino != st.Ino {
-		return fmt.Errorf("%s in the layer was replaced while it was committed", rel)
+	// As a rename would: a layer kept after a commit that stopped later
+	// must not share the file with the tree.
+	if err := unix.Unlinkat(udir, uname, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unlink %s in the layer: %w", rel, err)
 	}
 	return nil
 }

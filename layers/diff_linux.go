@@ -246,13 +246,7 @@ func (who reader) mayRead(t *tree, rel string) bool {
 		if unix.Fstat(fd, &st) != nil {
 			return false
 		}
-		switch {
-		case st.Uid == who.uid:
-			return st.Mode&(bit<<6) != 0
-		case st.Gid == who.gid:
-			return st.Mode&(bit<<3) != 0
-		}
-		return st.Mode&bit != 0
+		return who.may(&st, bit)
 	}
 	for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {
 		if !may(d, 1) {
@@ -260,6 +254,19 @@ func (who reader) mayRead(t *tree, rel string) bool {
 		}
 	}
 	return may(rel, 4)
+}
+
+// may reports whether who has bit (4 read, 1 search) on st by its modes.
+func (who reader) may(st *unix.Stat_t, bit uint32) bool {
+	switch {
+	case who.uid == 0:
+		return true
+	case st.Uid == who.uid:
+		return st.Mode&(bit<<6) != 0
+	case st.Gid == who.gid:
+		return st.Mode&(bit<<3) != 0
+	}
+	return st.Mode&bit != 0
 }
 
 // patch is the unified diff of the regular files among changes that who

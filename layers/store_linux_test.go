@@ -543,11 +543,17 @@ func TestCommitMovesNoModeThroughASymlinkInTheLayer(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { testHookMove = nil })
-	if _, err := s.Commit("s1", false, nil); err == nil {
-		t.Error("commit of a file the layer replaced by a symlink as it was moved: no error")
-	}
+	s.Commit("s1", false, nil)
 	if fi, err := os.Stat(victim); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("the symlink's target after the commit: %v %v, want mode 0644", fi, err)
+	}
+	// What the commit put at the name is the file it checked, whatever
+	// was put in its place in the layer.
+	if b, err := os.ReadFile(filepath.Join(ws, "new")); err == nil && string(b) != "new\n" {
+		t.Errorf("the tree's new holds %q, not the file the commit checked", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "new")); err == nil && !fi.Mode().IsRegular() {
+		t.Errorf("the tree's new is a %v, not the file the commit checked", fi.Mode())
 	}
 }
 
@@ -685,6 +691,29 @@ func TestCommitGivesAnotherUsersModifiedFileToThePathsOwner(t *testing.T) {
 		if st.Uid != want {
 			t.Errorf("%s after the commit: uid %d, want %d", name, st.Uid, want)
 		}
+	}
+}
+
+// A commit does not give the path's owner a file it may not read: a
+// sandbox that renames root's 0600 file in the owner's tree makes the
+// overlay copy it up, root's and 0600, as an added file.
+func TestCommitGivesNoCopyOfAFileTheOwnerMayNotRead(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	must(t, os.Chown(ws, 1234, 1234))
+	write(t, filepath.Join(ws, "secret"), "TOPSECRET\n")
+	must(t, os.Chmod(filepath.Join(ws, "secret"), 0o600))
+	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Rename(filepath.Join(at(merged), "secret"), filepath.Join(at(merged), "copy")))
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", true, nil); err == nil {
+		t.Error("commit of a copy of root's 0600 file for uid 1234: no error")
+	}
+	if st, err := os.Stat(filepath.Join(ws, "copy")); err == nil {
+		t.Errorf("the copy is in the tree: %v", st.Sys())
 	}
 }
 
