@@ -782,7 +782,7 @@ exec $probe spew 600
 	left := limit - kept
 	t.Logf("first child kept %d bytes, the second %d, the parent %d", kept, len(second), len(s.stdout+s.stderr))
 	if want := strings.Repeat("x", left) + truncationMarker(left); norm(second) != want {
-		t.Errorf("second child: kept %d bytes ending %q; want the %d bytes the first left, then the marker", len(second), tail(second), left)
+		t.Errorf("second child: kept %d bytes ending %q; want the %d bytes the first left, then the marker; got %q", len(second), tail(second), left, second)
 	}
 	if !strings.Contains(third, "limits.output_bytes") {
 		t.Errorf("third child: %q; want it refused naming limits.output_bytes", third)
