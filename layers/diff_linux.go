@@ -227,34 +227,47 @@ func modeOf(st *unix.Stat_t) fs.FileMode {
 // Root reads everything.
 type reader struct{ uid, gid uint32 }
 
-// mayRead reports whether who may read the regular file rel of t by its
-// mode bits and search each directory above it there: the daemon reads as
-// root, and a patch must not show its caller a file it could not read
-// itself (a root-owned 0600 file in the caller's tree that the sandbox
-// deleted, say). Anything that cannot be stat'ed is not read.
-func (who reader) mayRead(t *tree, rel string) bool {
-	if who.uid == 0 {
-		return true
-	}
-	may := func(p string, bit uint32) bool {
-		fd, err := t.openat(p, unix.O_PATH|unix.O_NOFOLLOW)
-		if err != nil {
-			return false
-		}
-		defer unix.Close(fd)
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) != nil {
-			return false
-		}
-		return who.may(&st, bit)
-	}
-	for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {
-		if !may(d, 1) {
-			return false
+// read returns the content of the regular file rel of t, at most
+// maxPatchFile+1 bytes, if who may read it by its mode bits and search
+// each directory above it there; shown is false when not. The daemon
+// reads as root, and a patch must not show its caller a file it could
+// not read itself (a root-owned 0600 file in the caller's tree that the
+// sandbox deleted, say). The modes checked are those of the file read,
+// through its descriptor; anything that cannot be stat'ed is not shown.
+func (who reader) read(t *tree, rel string) (data []byte, shown bool, err error) {
+	if who.uid != 0 {
+		for d := filepath.Dir(rel); d != "." && d != "/"; d = filepath.Dir(d) {
+			fd, err := t.openat(d, unix.O_PATH|unix.O_NOFOLLOW)
+			if err != nil {
+				return nil, false, nil
+			}
+			var st unix.Stat_t
+			serr := unix.Fstat(fd, &st)
+			unix.Close(fd)
+			if serr != nil || !who.may(&st, 1) {
+				return nil, false, nil
+			}
 		}
 	}
-	return may(rel, 4)
+	if testHookPatchRead != nil {
+		testHookPatchRead(rel)
+	}
+	f, err := t.open(rel)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil || !who.may(&st, 4) {
+		return nil, false, nil
+	}
+	data, err = io.ReadAll(io.LimitReader(f, maxPatchFile+1))
+	return data, true, err
 }
+
+// testHookPatchRead, when set, runs before a patch opens the file rel to
+// read it: a test puts another in its place there.
+var testHookPatchRead func(rel string)
 
 // may reports whether who has bit (4 read, 1 search) on st by its modes.
 func (who reader) may(st *unix.Stat_t, bit uint32) bool {
@@ -282,21 +295,22 @@ func patch(view, base *tree, changes []Change, who reader) (string, error) {
 		if !oldFile && !newFile {
 			continue
 		}
-		if oldFile && !who.mayRead(base, c.Path) || newFile && !who.mayRead(view, c.Path) {
-			fmt.Fprintf(&b, "Files a/%s and b/%s differ (not shown: uid %d may not read them)\n", c.Path, c.Path, who.uid)
-			continue
-		}
 		var old, new []byte
 		var err error
+		shown := true
 		if oldFile {
-			if old, err = base.read(c.Path, maxPatchFile); err != nil {
+			if old, shown, err = who.read(base, c.Path); err != nil {
 				return "", err
 			}
 		}
-		if newFile {
-			if new, err = view.read(c.Path, maxPatchFile); err != nil {
+		if shown && newFile {
+			if new, shown, err = who.read(view, c.Path); err != nil {
 				return "", err
 			}
+		}
+		if !shown {
+			fmt.Fprintf(&b, "Files a/%s and b/%s differ (not shown: uid %d may not read them)\n", c.Path, c.Path, who.uid)
+			continue
 		}
 		b.WriteString(unified(c.Path, old, new, oldFile, newFile))
 	}

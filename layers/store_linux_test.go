@@ -717,6 +717,38 @@ func TestCommitGivesNoCopyOfAFileTheOwnerMayNotRead(t *testing.T) {
 	}
 }
 
+// A patch judges the file it reads, not one that was at the name before:
+// the path's owner may rename root's 0600 file over one the sandbox
+// changed between a check by name and the read.
+func TestPatchJudgesTheFileItReads(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	must(t, os.Chown(ws, 1234, 1234))
+	write(t, filepath.Join(ws, "open"), "open before\n")
+	must(t, os.Chown(filepath.Join(ws, "open"), 1234, 1234))
+	write(t, filepath.Join(ws, "secret"), "TOPSECRET\n")
+	must(t, os.Chmod(filepath.Join(ws, "secret"), 0o600))
+	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "open"), "open after\n")
+	must(t, s.Release("s1"))
+	testHookPatchRead = func(rel string) {
+		if rel == "open" {
+			os.Rename(filepath.Join(ws, "secret"), filepath.Join(ws, "open"))
+		}
+	}
+	t.Cleanup(func() { testHookPatchRead = nil })
+	diffs, err := s.Diff("s1", true)
+	if err != nil || len(diffs) != 1 {
+		t.Fatalf("diff: %v %v", diffs, err)
+	}
+	if p := diffs[0].Patch; strings.Contains(p, "TOPSECRET") {
+		t.Errorf("the patch shows root's 0600 file renamed over a changed one:\n%s", p)
+	}
+}
+
 func (s *Store) mustFind(t *testing.T, session string) record {
 	t.Helper()
 	recs, err := s.of(session)

@@ -5,7 +5,6 @@ package layers
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -93,16 +92,6 @@ func (t *tree) open(rel string) (*os.File, error) {
 		return nil, fmt.Errorf("open %s: %w", filepath.Join(t.root, rel), err)
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(t.root, rel)), nil
-}
-
-// read returns the content of the regular file rel, at most limit+1 bytes.
-func (t *tree) read(rel string, limit int64) ([]byte, error) {
-	f, err := t.open(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit+1))
 }
 
 // names lists the directory rel.
