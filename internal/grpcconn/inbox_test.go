@@ -22,6 +22,29 @@ func (in *inbox) held() int {
 	return n
 }
 
+// A message the inbox keeps is its own: the frame it arrived in may be
+// written again at once (the frame reader reuses its buffer), and a
+// caller of RecvBytes keeps slices of what it got (the client's Output
+// data points into it).
+func TestInboxMessagesOwnTheirBytes(t *testing.T) {
+	frame := []byte{0, 0, 0, 0, 3, 'a', 'b', 'c', 0, 0, 0, 0, 2, 'd', 'e'}
+	var in inbox
+	in.add(frame, 1<<20)
+	for i := range frame {
+		frame[i] = 'z'
+	}
+	in.add([]byte{0, 0, 0, 0, 1, 'f'}, 1<<20)
+	if len(in.msgs) != 3 || string(in.msgs[0]) != "abc" || string(in.msgs[1]) != "de" || string(in.msgs[2]) != "f" {
+		t.Fatalf("messages %q after their frame was written again", in.msgs)
+	}
+	first := in.msgs[0]
+	in.msgs = in.msgs[1:]
+	in.add([]byte{0, 0, 0, 0, 3, 'g', 'h', 'i'}, 1<<20)
+	if string(first) != "abc" {
+		t.Fatalf("a message taken out became %q once another arrived", first)
+	}
+}
+
 // Messages come out whole and in order however the frames cut them: in
 // the prefix, at a boundary, with empty messages between; a compressed or
 // oversized message is refused after the ones before it.
