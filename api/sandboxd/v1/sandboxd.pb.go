@@ -744,9 +744,13 @@ func (x *Started) GetEnforcement() *EnforcementReport {
 }
 
 type Output struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Stream        Output_Stream          `protobuf:"varint,1,opt,name=stream,proto3,enum=sandboxd.v1.Output_Stream" json:"stream,omitempty"`
-	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Stream Output_Stream          `protobuf:"varint,1,opt,name=stream,proto3,enum=sandboxd.v1.Output_Stream" json:"stream,omitempty"`
+	// At most 32 KiB, unless the call carries the metadata
+	// sandboxd-output-message-max with a value of at least 131072: then up to
+	// 128 KiB less framing, one read of the daemon's (a client that says so
+	// must take messages of that size).
+	Data          []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
