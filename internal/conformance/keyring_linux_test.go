@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -79,7 +80,12 @@ func init() {
 		os.Exit(1)
 	}
 	fmt.Printf("%s keyring %d key %d\n", desc, ring, key)
-	err = unix.Exec(os.Args[2], os.Args[2:], os.Environ())
+	// The suite's wrap may name its program (bwrap) without a path.
+	prog := os.Args[2]
+	if p, err := exec.LookPath(prog); err == nil {
+		prog = p
+	}
+	err = unix.Exec(prog, os.Args[2:], os.Environ())
 	fmt.Fprintf(os.Stderr, "exec %s: %v\n", os.Args[2], err)
 	os.Exit(1)
 }
