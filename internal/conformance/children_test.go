@@ -183,6 +183,7 @@ echo "== widen-network"; $ctl run --network host -- $probe tcp-connect %[3]s 2>&
 echo "== inherit"; $ctl run -- $probe tcp-connect %[3]s env 2>&1; echo "rc=$?"
 echo "== widen-write"; $ctl run --write %[4]s -- %[10]s 2>&1; echo "rc=$?"
 echo "== narrow-write"; $ctl run --write %[5]s -- $probe write %[5]s/a write %[6]s/b 2>&1; echo "rc=$?"
+echo "== widen-through-link"; ln -s %[4]s %[6]s/l && $ctl run --write %[6]s/l -- $probe write %[6]s/l/linked 2>&1; echo "rc=$?"
 echo "== grandchild"; $ctl run -- $ctl run -- $probe env 2>&1; echo "rc=$?"
 echo "== grandchild-widens"; $ctl run --write %[5]s -- $ctl run --write %[6]s -- %[10]s 2>&1; echo "rc=$?"
 echo "== main-socket"; $probe unix-connect %[7]s
@@ -227,6 +228,11 @@ echo "== end"
 	wantRefused("widen-network", "network.mode")
 	wantRefused("widen-write", "filesystem.write")
 	wantRefused("grandchild-widens", "filesystem.write")
+	// A write root inside the parent's, as written, that a link the
+	// parent made leads out of: the child would write where the parent
+	// may not.
+	wantRefused("widen-through-link", "filesystem.write")
+	absent(t, outside+"/linked")
 
 	// The child asked for nothing: it has the parent's policy, and the
 	// probe shows network none is what it runs under.
