@@ -403,21 +403,10 @@ func TestDaemonSocketUnderHostTmpDoesNotStopSessions(t *testing.T) {
 // must not fail on the path vanishing between its own two looks.
 func TestSymlinkCheckSurvivesAVanishingPlaceholder(t *testing.T) {
 	w := hostDir(t, 0o755)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.Mkdir(w+"/.git", 0o755)
-			os.Remove(w + "/.git")
-		}
-	}()
-	defer func() { close(stop); <-done }()
+	defer repeatUntilStopped(func() {
+		os.Mkdir(w+"/.git", 0o755)
+		os.Remove(w + "/.git")
+	})()
 	for range 20000 {
 		if err := noSymlink("filesystem.read_only[0]", w+"/.git"); err != nil {
 			t.Fatal(err)
@@ -649,4 +638,24 @@ func statusKB(status, field string) int {
 		}
 	}
 	return -1
+}
+
+// repeatUntilStopped runs change over and over on a goroutine of its own,
+// racing what a test does meanwhile, until the function it returns is
+// called, which waits for the last run to end.
+func repeatUntilStopped(change func()) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			change()
+		}
+	}()
+	return func() { close(quit); <-done }
 }

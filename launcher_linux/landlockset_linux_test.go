@@ -233,19 +233,9 @@ func TestLandlockSetRuleDoesNotFollowASwappedSymlink(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			unix.Renameat2(unix.AT_FDCWD, w, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
-		}
-	}()
+	stop := repeatUntilStopped(func() {
+		unix.Renameat2(unix.AT_FDCWD, w, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
+	})
 	pol := &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Write: []string{w}}}
 	started := 0
 	for i := 0; i < 200 && started < 40; i++ {
@@ -258,8 +248,7 @@ func TestLandlockSetRuleDoesNotFollowASwappedSymlink(t *testing.T) {
 			break
 		}
 	}
-	close(stop)
-	<-done
+	stop()
 	if _, err := os.Lstat(target + "/f"); err == nil {
 		t.Fatalf("a session granted write on %s, its write root swapped for a symlink to %s, wrote there", w, target)
 	}

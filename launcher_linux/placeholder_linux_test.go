@@ -2,9 +2,7 @@ package launcherlinux
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,23 +168,11 @@ func lingering(t *testing.T, state, w, carve string, d time.Duration) (launcher.
 	}
 	session := func() string {
 		t.Helper()
-		spec := testSpec(t, pol, "/bin/sh", "-c", "mkdir "+carve+"/hooks 2>/dev/null && echo WROTE || echo denied")
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
+		out, _, st := runWith(t, b, pol, "/bin/sh", "-c", "mkdir "+carve+"/hooks 2>/dev/null && echo WROTE || echo denied")
+		if st.ExitCode != 0 {
+			t.Fatalf("status %+v", st)
 		}
-		defer outR.Close()
-		spec.Stdio.Stdout = outW
-		p, err := b.Start(context.Background(), spec)
-		outW.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _ := io.ReadAll(outR)
-		if st, err := p.Wait(); err != nil || st.ExitCode != 0 {
-			t.Fatalf("status %+v, %v", st, err)
-		}
-		return string(out)
+		return out
 	}
 	return b, session
 }
