@@ -638,17 +638,10 @@ func TestCreateRefusesAnotherOwnersPath(t *testing.T) {
 // caller's tree that the sandbox deleted would be printed as removed
 // lines.
 func TestPatchShowsNothingItsOwnerMayNotRead(t *testing.T) {
-	s := openStore(t)
-	ws := workspace(t)
-	must(t, os.Chown(ws, 1234, 1234))
-	write(t, filepath.Join(ws, "secret"), "TOPSECRET\n")
-	must(t, os.Chmod(filepath.Join(ws, "secret"), 0o600))
-	write(t, filepath.Join(ws, "open"), "open before\n")
-	must(t, os.Chmod(filepath.Join(ws, "open"), 0o644))
-	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _, merged := userLayer(t, func(ws string) {
+		write(t, filepath.Join(ws, "open"), "open before\n")
+		must(t, os.Chmod(filepath.Join(ws, "open"), 0o644))
+	})
 	must(t, os.Remove(filepath.Join(at(merged), "secret")))
 	write(t, filepath.Join(at(merged), "open"), "open after\n")
 	must(t, s.Release("s1"))
@@ -669,16 +662,11 @@ func TestPatchShowsNothingItsOwnerMayNotRead(t *testing.T) {
 // that owner's when another user owned it: the owner could only have
 // replaced that file with one of its own, not written it.
 func TestCommitGivesAnotherUsersModifiedFileToThePathsOwner(t *testing.T) {
-	s := openStore(t)
-	ws := workspace(t)
-	must(t, os.Chown(ws, 1234, 1234))
-	write(t, filepath.Join(ws, "roots"), "root's\n")
-	write(t, filepath.Join(ws, "mine"), "mine\n")
-	must(t, os.Chown(filepath.Join(ws, "mine"), 1234, 1234))
-	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ws, merged := userLayer(t, func(ws string) {
+		write(t, filepath.Join(ws, "roots"), "root's\n")
+		write(t, filepath.Join(ws, "mine"), "mine\n")
+		must(t, os.Chown(filepath.Join(ws, "mine"), 1234, 1234))
+	})
 	write(t, filepath.Join(at(merged), "roots"), "the sandbox's\n")
 	write(t, filepath.Join(at(merged), "mine"), "mine, changed\n")
 	must(t, s.Release("s1"))
@@ -698,15 +686,7 @@ func TestCommitGivesAnotherUsersModifiedFileToThePathsOwner(t *testing.T) {
 // sandbox that renames root's 0600 file in the owner's tree makes the
 // overlay copy it up, root's and 0600, as an added file.
 func TestCommitGivesNoCopyOfAFileTheOwnerMayNotRead(t *testing.T) {
-	s := openStore(t)
-	ws := workspace(t)
-	must(t, os.Chown(ws, 1234, 1234))
-	write(t, filepath.Join(ws, "secret"), "TOPSECRET\n")
-	must(t, os.Chmod(filepath.Join(ws, "secret"), 0o600))
-	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ws, merged := userLayer(t, nil)
 	must(t, os.Rename(filepath.Join(at(merged), "secret"), filepath.Join(at(merged), "copy")))
 	must(t, s.Release("s1"))
 	if _, err := s.Commit("s1", true, nil); err == nil {
@@ -721,17 +701,10 @@ func TestCommitGivesNoCopyOfAFileTheOwnerMayNotRead(t *testing.T) {
 // the path's owner may rename root's 0600 file over one the sandbox
 // changed between a check by name and the read.
 func TestPatchJudgesTheFileItReads(t *testing.T) {
-	s := openStore(t)
-	ws := workspace(t)
-	must(t, os.Chown(ws, 1234, 1234))
-	write(t, filepath.Join(ws, "open"), "open before\n")
-	must(t, os.Chown(filepath.Join(ws, "open"), 1234, 1234))
-	write(t, filepath.Join(ws, "secret"), "TOPSECRET\n")
-	must(t, os.Chmod(filepath.Join(ws, "secret"), 0o600))
-	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ws, merged := userLayer(t, func(ws string) {
+		write(t, filepath.Join(ws, "open"), "open before\n")
+		must(t, os.Chown(filepath.Join(ws, "open"), 1234, 1234))
+	})
 	write(t, filepath.Join(at(merged), "open"), "open after\n")
 	must(t, s.Release("s1"))
 	testHookPatchRead = func(rel string) {
@@ -747,6 +720,26 @@ func TestPatchJudgesTheFileItReads(t *testing.T) {
 	if p := diffs[0].Patch; strings.Contains(p, "TOPSECRET") {
 		t.Errorf("the patch shows root's 0600 file renamed over a changed one:\n%s", p)
 	}
+}
+
+// userLayer is a store and a workspace of uid 1234's holding root's 0600
+// file secret (TOPSECRET) and what fill puts there, and 1234's layer of
+// it as session s1: its merged view.
+func userLayer(t *testing.T, fill func(ws string)) (*Store, string, *os.File) {
+	t.Helper()
+	s := openStore(t)
+	ws := workspace(t)
+	must(t, os.Chown(ws, 1234, 1234))
+	write(t, filepath.Join(ws, "secret"), "TOPSECRET\n")
+	must(t, os.Chmod(filepath.Join(ws, "secret"), 0o600))
+	if fill != nil {
+		fill(ws)
+	}
+	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, ws, merged
 }
 
 func (s *Store) mustFind(t *testing.T, session string) record {
