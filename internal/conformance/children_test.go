@@ -612,6 +612,13 @@ echo "== end"
 // sets none is counted inside its parent's budget: with 30 of the parent's
 // 64 tasks held by sleepers, the child's fork bomb holds no more than the
 // rest (a child with a budget of its own would hold nearly 64).
+//
+// That bomb holds every task the parent has left, sandboxctl's too: a Go
+// program that then needs a thread dies (newosproc, EAGAIN) and takes the
+// child's report with it. sandboxctl runs on one P, and the runtime wants
+// a thread when it hands that P on from a goroutine blocked in a system
+// call: the read of the terminal or pipe stdin that sandboxctl forwards.
+// Its stdin is /dev/null, whose read ends at once.
 func TestChildLimitsStayWithinTheParent(t *testing.T) {
 	outcomeHere(t)
 	if runtime.GOOS == "darwin" {
@@ -633,7 +640,7 @@ func testChildLimits(t *testing.T, tty bool) {
 echo "== wider"; $ctl run --pids %[3]d -- %[4]s 2>&1; echo "rc=$?"
 echo "== narrower"; $ctl run --pids %[5]d -- $probe fork-bomb 0.5 2>&1; echo "rc=$?"
 held=""; i=0; while [ $i -lt %[6]d ]; do sleep 60 & held="$held $!"; i=$((i+1)); done
-echo "== inherit"; $ctl run -- $probe fork-bomb 1 2>&1; echo "rc=$?"
+echo "== inherit"; $ctl run -- $probe fork-bomb 1 </dev/null 2>&1; echo "rc=$?"
 kill $held
 echo "== end"
 `, suite.sandboxctl, suite.probe, 2*pidsLimit, trueCmd, narrower, sleepers)
