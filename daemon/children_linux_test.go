@@ -825,6 +825,46 @@ func TestKillOfAHungLaunchEndsIt(t *testing.T) {
 	within(t, stopped, "the daemon's stop")
 }
 
+// A child waiting for its parent's launch is refused as soon as the
+// parent is killed, even while that launch is stuck in a step that heeds
+// no kill until it returns (the Linux backend's ID-mapped trees, cgroup
+// and init before it watches for one): the child does not wait for the
+// step.
+func TestChildOfAParentKilledWhileStartingIsRefusedAtOnce(t *testing.T) {
+	h := startDaemon(t)
+	started, release := h.holdStarts(func(spec launcher.Spec) bool { return spec.ParentSessionID == "" })
+	start := detached(cmd("/bin/sleep", "60"))
+	start.Policy = childPolicy(t.TempDir())
+	s := make(chan *clientSession, 1)
+	go func() { s <- h.open(start).finish() }()
+	spec := within(t, started, "launch")
+	child := make(chan *clientSession, 1)
+	go func() { child <- h.openOn(h.dial(spec.SessionSocket), detached(cmd("/bin/true"))).finish() }()
+	h.svc.mu.Lock()
+	parent := h.svc.sessions[spec.SessionID]
+	h.svc.mu.Unlock()
+	for waiting := false; !waiting; time.Sleep(5 * time.Millisecond) {
+		parent.mu.Lock()
+		waiting = parent.launched != nil
+		parent.mu.Unlock()
+	}
+	if _, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: spec.SessionID}); err != nil {
+		t.Fatalf("Kill of a starting session: %v", err)
+	}
+	c := within(t, child, "the answer of a child waiting for a killed launch")
+	wantCode(t, c.err, codes.FailedPrecondition, "is not running")
+	release()
+	if r := within(t, s, "the killed session's Started"); r.err != nil {
+		t.Fatalf("start: %v", r.err)
+	}
+	if info := h.waitState(spec.SessionID, sandboxdv1.State_KILLED); info.GetReason() != reasonOperator {
+		t.Errorf("killed while starting: ended %q, want %q", info.GetReason(), reasonOperator)
+	}
+	if sp := h.backend.lastSpec(); sp.ParentSessionID == spec.SessionID {
+		t.Error("the child of a parent killed while starting was launched")
+	}
+}
+
 // Once its launch is over, a session's record keeps nothing that ends the
 // launch: that holds the starting stream's context, and through it the
 // connection's transport and buffers, for as long as the record is kept.

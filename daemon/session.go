@@ -108,11 +108,12 @@ type session struct {
 	proc       launcher.Process // set while RUNNING and until waited
 	waited     bool             // proc.Wait returned; proc must not be signalled
 	killReason string           // why the daemon killed proc, first reason wins
-	// launched is closed when the session leaves STARTING. It is made only
-	// when a child is asked for on the session's socket before then (the
-	// socket is served from the start, and the command runs before the
-	// daemon hears that it does), so that the child waits for the
-	// parent's mechanism set rather than be planned without it.
+	// launched is closed when the session leaves STARTING, or is killed
+	// before. It is made only when a child is asked for on the session's
+	// socket before then (the socket is served from the start, and the
+	// command runs before the daemon hears that it does), so that the
+	// child waits for the parent's mechanism set rather than be planned
+	// without it.
 	launched    chan struct{}
 	enforcement *sandboxdv1.EnforcementReport
 	pid         int
@@ -356,13 +357,15 @@ func (s *session) markWaited() {
 	s.waited = true
 }
 
-// waitLaunched waits until the session has left STARTING, or ctx is
-// done, and fails with ErrNotRunning unless the session then runs and is
-// not being killed: a child of a parent that failed to start, or is to
-// end, has no sandbox to be narrower than.
+// waitLaunched waits until the session has left STARTING or is killed,
+// or ctx is done, and fails with ErrNotRunning unless the session then
+// runs and is not being killed: a child of a parent that failed to
+// start, or is to end, has no sandbox to be narrower than.
 func (s *session) waitLaunched(ctx context.Context) error {
 	s.mu.Lock()
-	if s.state == sandboxdv1.State_STARTING {
+	// A kill ends the wait: the launch it abandons may be stuck in a step
+	// that only notices once it returns.
+	if s.state == sandboxdv1.State_STARTING && s.killReason == "" {
 		if s.launched == nil {
 			s.launched = make(chan struct{})
 		}
@@ -430,6 +433,10 @@ func (s *session) kill(reason string) error {
 	if s.state == sandboxdv1.State_STARTING {
 		if s.killReason == "" {
 			s.killReason = reason
+		}
+		if s.launched != nil {
+			close(s.launched)
+			s.launched = nil
 		}
 		abort := s.abortLaunch
 		s.mu.Unlock()
