@@ -865,6 +865,37 @@ func TestChildOfAParentKilledWhileStartingIsRefusedAtOnce(t *testing.T) {
 	}
 }
 
+// A session whose start record the audit log does not have is refused; one
+// killed before that refusal ends KILLED, and its client gets that Exit
+// rather than a stream that ends with neither an Exit nor an error.
+func TestKillBeforeAnAuditRefusalAnswersTheClient(t *testing.T) {
+	h := startDaemon(t, func(c *Config) { c.StateDir = t.TempDir() })
+	// Once the session's start record is written, its launch waits in
+	// recordStart, for the audit log's health, until the test lets go.
+	ids := make(chan string, 1)
+	h.svc.events.mu.Lock()
+	h.svc.events.sinks = append(h.svc.events.sinks, func(ev *sandboxdv1.Event, _ *eventDetail) {
+		if ev.GetState().GetTo() == sandboxdv1.State_STARTING {
+			h.svc.auditHealth.mu.Lock()
+			ids <- ev.GetSessionId()
+		}
+	})
+	h.svc.events.mu.Unlock()
+	s := make(chan *clientSession, 1)
+	go func() { s <- h.open(detached(cmd("/bin/sleep", "60"))).finish() }()
+	id := within(t, ids, "the session's start record")
+	_, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: id})
+	h.svc.auditHealth.err = errors.New("the test's audit log is full")
+	h.svc.auditHealth.mu.Unlock()
+	if err != nil {
+		t.Fatalf("Kill of a starting session: %v", err)
+	}
+	wantExit(t, within(t, s, "the answer to the start"), sandboxdv1.State_KILLED, 0, 9, reasonOperator)
+	if info := h.inspect(id); info.GetState() != sandboxdv1.State_KILLED {
+		t.Errorf("session killed before its audit refusal: %v %q", info.GetState(), info.GetReason())
+	}
+}
+
 // Once its launch is over, a session's record keeps nothing that ends the
 // launch: that holds the starting stream's context, and through it the
 // connection's transport and buffers, for as long as the record is kept.

@@ -164,7 +164,12 @@ func (s *Service) start(caller Caller, stream SessionStream, start *sandboxdv1.S
 		s.metrics.refused(err)
 		exit, ferr := sess.startFailure(err)
 		s.finished(sess, exit)
-		return ferr
+		if ferr != nil {
+			return ferr
+		}
+		// Killed before the refusal: the kill, which its caller was told
+		// of, is how the session ended.
+		return stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: exit}})
 	}
 	// The timeout counts from the session's creation and may end its
 	// launch too.
