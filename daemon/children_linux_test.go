@@ -744,7 +744,7 @@ func (h *harness) hangStarts(hold func(launcher.Spec) bool) (started <-chan laun
 
 // within returns what ch gives, failing the test if the daemon has not
 // given it within 10 s: what is waited for happens at once when it does.
-func within[T any](t *testing.T, ch <-chan T, what string) T {
+func within[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
 	select {
 	case v := <-ch:
@@ -865,13 +865,12 @@ func TestChildOfAParentKilledWhileStartingIsRefusedAtOnce(t *testing.T) {
 	}
 }
 
-// A session whose start record the audit log does not have is refused; one
-// killed before that refusal ends KILLED, and its client gets that Exit
-// rather than a stream that ends with neither an Exit nor an error.
-func TestKillBeforeAnAuditRefusalAnswersTheClient(t *testing.T) {
-	h := startDaemon(t, func(c *Config) { c.StateDir = t.TempDir() })
-	// Once the session's start record is written, its launch waits in
-	// recordStart, for the audit log's health, until the test lets go.
+// killAtStartRecord starts a session and kills it while its launch waits
+// in recordStart (a test sink holds the audit health's lock from the
+// session's start record on), then lets the launch go on with health as
+// the audit log's. It returns the session's id and its client's answer.
+func (h *harness) killAtStartRecord(health error) (string, <-chan *clientSession) {
+	h.t.Helper()
 	ids := make(chan string, 1)
 	h.svc.events.mu.Lock()
 	h.svc.events.sinks = append(h.svc.events.sinks, func(ev *sandboxdv1.Event, _ *eventDetail) {
@@ -883,16 +882,40 @@ func TestKillBeforeAnAuditRefusalAnswersTheClient(t *testing.T) {
 	h.svc.events.mu.Unlock()
 	s := make(chan *clientSession, 1)
 	go func() { s <- h.open(detached(cmd("/bin/sleep", "60"))).finish() }()
-	id := within(t, ids, "the session's start record")
-	_, err := h.client.Kill(ctxT(t), &sandboxdv1.KillRequest{Id: id})
-	h.svc.auditHealth.err = errors.New("the test's audit log is full")
+	id := within(h.t, ids, "the session's start record")
+	_, err := h.client.Kill(ctxT(h.t), &sandboxdv1.KillRequest{Id: id})
+	h.svc.auditHealth.err = health
 	h.svc.auditHealth.mu.Unlock()
 	if err != nil {
-		t.Fatalf("Kill of a starting session: %v", err)
+		h.t.Fatalf("Kill of a starting session: %v", err)
 	}
+	return id, s
+}
+
+// A session whose start record the audit log does not have is refused; one
+// killed before that refusal ends KILLED, and its client gets that Exit
+// rather than a stream that ends with neither an Exit nor an error.
+func TestKillBeforeAnAuditRefusalAnswersTheClient(t *testing.T) {
+	h := startDaemon(t, func(c *Config) { c.StateDir = t.TempDir() })
+	id, s := h.killAtStartRecord(errors.New("the test's audit log is full"))
 	wantExit(t, within(t, s, "the answer to the start"), sandboxdv1.State_KILLED, 0, 9, reasonOperator)
 	if info := h.inspect(id); info.GetState() != sandboxdv1.State_KILLED {
 		t.Errorf("session killed before its audit refusal: %v %q", info.GetState(), info.GetReason())
+	}
+}
+
+// A kill that comes before the launch reaches the backend (here while the
+// start record is checked; likewise while its layers are made) ends the
+// launch there: the backend builds no sandbox for a session killed
+// already, and the client gets the KILLED Exit.
+func TestKillBeforeTheBackendStartsNoSandbox(t *testing.T) {
+	h := startDaemon(t, func(c *Config) { c.StateDir = t.TempDir() })
+	id, s := h.killAtStartRecord(nil)
+	wantExit(t, within(t, s, "the answer to the start"), sandboxdv1.State_KILLED, 0, 9, reasonOperator)
+	for _, spec := range h.backend.allSpecs() {
+		if spec.SessionID == id {
+			t.Fatal("the backend was asked to start a session killed before its launch")
+		}
 	}
 }
 

@@ -412,6 +412,12 @@ func (s *Service) launch(ctx context.Context, sess *session, spec launcher.Spec,
 	}
 	spec.Stdio = sio.child
 	err = s.makeLayers(sess, &spec)
+	if err == nil {
+		// A kill that came before this, while the layers were made or the
+		// start record checked, ends the launch here rather than after the
+		// backend has built a sandbox to kill.
+		err = context.Cause(ctx)
+	}
 	var proc launcher.Process
 	if err == nil {
 		proc, err = s.cfg.Backend.Start(ctx, spec)
