@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 	"github.com/sandboxd/sandboxd/pty"
@@ -11,6 +12,13 @@ import (
 // viewerQueue is how many Output messages a viewer may be behind before a
 // lossy one is cut off.
 const viewerQueue = 64
+
+// viewerQueueBytes is how much output a viewer may be behind, whatever the
+// messages' number: a lossy one is cut off beyond it, a lossless one holds
+// the output back. With reads of up to 128 KiB, viewerQueue alone let a
+// slow client keep 8 MiB of a flooding session's output in the daemon;
+// this is what it kept with 32 KiB reads.
+const viewerQueueBytes = 2 << 20
 
 // errViewerBehind ends a watching client that could not keep up with the
 // session's output; attaching again replays the scrollback.
@@ -25,6 +33,26 @@ type viewer struct {
 	lossless bool
 	gone     chan struct{} // closed when the client has left
 	behind   bool          // set before ch is closed, when cut off
+	// queued is the output in ch, in bytes; room (a lossless viewer's)
+	// wakes a publish waiting for it to fall (took).
+	queued atomic.Int64
+	room   chan struct{}
+}
+
+// took is the viewer's reader's, for each message it takes from ch.
+func (v *viewer) took(o *sandboxdv1.Output) {
+	v.queued.Add(-int64(len(o.GetData())))
+	select {
+	case v.room <- struct{}{}:
+	default:
+	}
+}
+
+// fits says whether n more bytes may be queued for v. A message is always
+// let in when nothing is queued, however large.
+func (v *viewer) fits(n int) bool {
+	q := v.queued.Load()
+	return q == 0 || q+int64(n) <= viewerQueueBytes
 }
 
 // broadcast fans a session's output out to its viewers and keeps the
@@ -65,26 +93,52 @@ func (b *broadcast) publish(o *sandboxdv1.Output) {
 		vs = append(vs, v)
 	}
 	b.mu.Unlock()
+	n := len(o.GetData())
 	for _, v := range vs {
 		if v.lossless {
-			select {
-			case v.ch <- o:
-			case <-v.gone:
-			}
+			b.hold(v, o)
 			continue
 		}
+		if !v.fits(n) {
+			b.cut(v)
+			continue
+		}
+		v.queued.Add(int64(n))
 		select {
 		case v.ch <- o:
 		default:
-			b.mu.Lock()
-			_, still := b.viewers[v]
-			delete(b.viewers, v)
-			b.mu.Unlock()
-			if still {
-				v.behind = true
-				close(v.ch)
-			}
+			b.cut(v)
 		}
+	}
+}
+
+// hold hands o to a lossless viewer, waiting for room in its queue, or
+// until it has left.
+func (b *broadcast) hold(v *viewer, o *sandboxdv1.Output) {
+	n := len(o.GetData())
+	for !v.fits(n) {
+		select {
+		case <-v.room:
+		case <-v.gone:
+			return
+		}
+	}
+	v.queued.Add(int64(n))
+	select {
+	case v.ch <- o:
+	case <-v.gone:
+	}
+}
+
+// cut ends a lossy viewer that fell behind.
+func (b *broadcast) cut(v *viewer) {
+	b.mu.Lock()
+	_, still := b.viewers[v]
+	delete(b.viewers, v)
+	b.mu.Unlock()
+	if still {
+		v.behind = true
+		close(v.ch)
 	}
 }
 
@@ -98,6 +152,11 @@ func (b *broadcast) join(lossless bool) (*viewer, []pty.Chunk, *sandboxdv1.Exit)
 		return nil, replay, b.exit
 	}
 	v := &viewer{ch: make(chan *sandboxdv1.Output, viewerQueue), lossless: lossless, gone: make(chan struct{})}
+	if lossless {
+		// A lossy viewer never waits for room; took's send to a nil
+		// channel is never ready.
+		v.room = make(chan struct{}, 1)
+	}
 	if b.viewers == nil {
 		b.viewers = map[*viewer]struct{}{}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
@@ -77,5 +78,64 @@ func TestBroadcastKeepsNoViewerSetWithoutViewers(t *testing.T) {
 	}
 	if b.viewers != nil || b.count() != 0 {
 		t.Fatal("an ended broadcast still holds its viewer set")
+	}
+}
+
+// A watcher is cut off once a flooding session's large reads put more
+// than viewerQueueBytes behind it, not only after viewerQueue of them.
+func TestBroadcastCutsOffAWatcherBehindByBytes(t *testing.T) {
+	b := newBroadcast(1 << 20)
+	watcher, _, _ := b.join(false)
+	chunk := make([]byte, largeOutputMessage)
+	const chunks = viewerQueueBytes/largeOutputMessage + 1
+	for range chunks {
+		b.publish(&sandboxdv1.Output{Stream: sandboxdv1.Output_STDOUT, Data: chunk})
+	}
+	if n := b.count(); n != 0 {
+		t.Fatalf("%d viewers after %d bytes were put behind the watcher, want none", n, chunks*len(chunk))
+	}
+	queued := 0
+	for o := range watcher.ch {
+		queued += len(o.GetData())
+	}
+	if _, err := b.result(watcher); !errors.Is(err, errViewerBehind) || queued > viewerQueueBytes {
+		t.Fatalf("watcher had %d bytes queued and %v, want at most %d and errViewerBehind", queued, err, viewerQueueBytes)
+	}
+}
+
+// The owner's queue is bounded in bytes too: publish waits for the owner
+// to take its output once viewerQueueBytes are queued, and the owner still
+// gets every chunk, in order.
+func TestBroadcastHoldsOutputBackForAnOwnerBehindByBytes(t *testing.T) {
+	b := newBroadcast(1 << 20)
+	owner, _, _ := b.join(true)
+	const chunks = 3 * viewerQueueBytes / largeOutputMessage
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range chunks {
+			data := make([]byte, largeOutputMessage)
+			data[0] = byte(i)
+			b.publish(&sandboxdv1.Output{Stream: sandboxdv1.Output_STDOUT, Data: data})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(500 * time.Millisecond):
+	}
+	if queued := len(owner.ch) * largeOutputMessage; queued > viewerQueueBytes {
+		t.Fatalf("%d bytes queued for an owner that takes nothing, want at most %d", queued, viewerQueueBytes)
+	}
+	for i := range chunks {
+		o := <-owner.ch
+		owner.took(o)
+		if got := o.GetData()[0]; got != byte(i) {
+			t.Fatalf("chunk %d came where chunk %d was due", got, i)
+		}
+	}
+	<-done
+	b.end(&sandboxdv1.Exit{State: sandboxdv1.State_EXITED})
+	if _, ok := <-owner.ch; ok {
+		t.Fatal("the owner's channel is open after the end")
 	}
 }

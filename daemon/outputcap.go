@@ -72,7 +72,9 @@ func (c *outputCap) admit(o *sandboxdv1.Output) (keep, marker *sandboxdv1.Output
 	c.written = c.limit
 	c.dropped += uint64(len(data)) - room
 	if room > 0 {
-		keep = &sandboxdv1.Output{Stream: o.GetStream(), Data: data[:room]}
+		// A copy: the scrollback keeps what is kept for the session's
+		// life, and the read it was cut from is up to 128 KiB.
+		keep = &sandboxdv1.Output{Stream: o.GetStream(), Data: append([]byte(nil), data[:room]...)}
 	}
 	if !c.marked {
 		c.marked = true

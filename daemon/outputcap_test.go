@@ -34,6 +34,17 @@ func TestOutputCapKeepsTheFirstBytesThenOneMarker(t *testing.T) {
 	}
 }
 
+// The part of a read kept at the limit does not hold the rest of the read
+// in memory: the scrollback keeps it for as long as the session is kept.
+func TestOutputCapKeepsNoMoreThanItKeeps(t *testing.T) {
+	c := &outputCap{limit: 10}
+	read := bytes.Repeat([]byte("x"), readChunk)
+	keep, _, _ := c.admit(&sandboxdv1.Output{Data: read})
+	if got := keep.GetData(); string(got) != "xxxxxxxxxx" || cap(got) >= len(read) {
+		t.Errorf("kept %q in a buffer of %d bytes, want 10 bytes in their own", got, cap(got))
+	}
+}
+
 // A chunk that ends exactly at the limit is kept whole; the marker comes
 // with the first byte beyond it, so output that fits is never marked.
 func TestOutputCapExactFitIsNotMarked(t *testing.T) {

@@ -590,6 +590,7 @@ func (s *Service) relay(stream SessionStream, sess *session, v *viewer, interact
 				}
 				return stream.Send(&sandboxdv1.SessionResponse{Msg: &sandboxdv1.SessionResponse_Exit{Exit: exit}})
 			}
+			v.took(o)
 			if err := sendOutput(stream, o, limit); err != nil {
 				leave()
 				return err

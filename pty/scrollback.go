@@ -45,7 +45,17 @@ func (s *Scrollback) AppendOwned(stream int32, p []byte) {
 	defer s.mu.Unlock()
 	if len(p) > s.limit {
 		s.dropped += int64(len(p) - s.limit)
-		p = p[len(p)-s.limit:]
+		end := p[len(p)-s.limit:]
+		if len(p) > 2*s.limit {
+			// Kept as a part of p, the end would hold all of p (a whole
+			// read, up to 128 KiB in the daemon, for a scrollback of any
+			// size) for as long as it is kept. A copy bounds what a
+			// Scrollback holds to about three times its limit. The
+			// daemon's reads are less than twice its default limit, so
+			// a flood copies nothing there.
+			end = append([]byte(nil), end...)
+		}
+		p = end
 	}
 	s.chunks = append(s.chunks, Chunk{Stream: stream, Data: p})
 	s.size += len(p)

@@ -91,3 +91,18 @@ func TestScrollbackConcurrentWriters(t *testing.T) {
 		t.Fatalf("after concurrent writes of whole chunks the buffer is not made of whole chunks")
 	}
 }
+
+// The end of a write larger than the limit is kept on its own, not as a
+// part of the write, which it would keep in memory whole.
+func TestScrollbackKeepsNoMoreOfALargeWriteThanTheLimit(t *testing.T) {
+	s := NewScrollback(1 << 10)
+	p := bytes.Repeat([]byte("x"), 128<<10)
+	s.AppendOwned(1, p)
+	got := s.Chunks()
+	if len(got) != 1 || len(got[0].Data) != 1<<10 {
+		t.Fatalf("Chunks() = %q, want one chunk of %d bytes", got, 1<<10)
+	}
+	if &got[0].Data[0] == &p[len(p)-len(got[0].Data)] {
+		t.Error("the kept end of a write larger than the limit is a part of the write")
+	}
+}
