@@ -27,10 +27,12 @@ var ErrWatcherBehind = errors.New("watcher fell behind: more than 1024 events pe
 // metrics), and the audit log sums them up at most every
 // suppressedEvery, and at the session's end.
 const (
-	denialBurst     = 100
-	denialRate      = 10
-	suppressedEvery = 10 * time.Second
+	denialBurst = 100
+	denialRate  = 10
 )
+
+// suppressedEvery is a variable for the test of a quiet session's summary.
+var suppressedEvery = 10 * time.Second
 
 // eventDetail is what the audit log and the metrics need about an event
 // beyond what a watcher is sent.
