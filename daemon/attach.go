@@ -21,6 +21,9 @@ func (s *Service) attach(caller Caller, stream SessionStream, att *sandboxdv1.At
 	}
 	interactive := !att.GetReadOnly() && !att.GetReplayOnly()
 	if interactive {
+		if err := s.mayControl(caller, sess, "an interactive attach"); err != nil {
+			return err
+		}
 		if err := sess.claimInput(); err != nil {
 			return err
 		}

@@ -52,18 +52,47 @@ type daemonRecord struct {
 	Socket string    `json:"socket,omitempty"`
 }
 
-// auditSink writes every event to log. A failed write is reported through
+// suppressedRecord sums up a session's denials that were not recorded
+// (denialRate): how many, from when to when, and the last of them.
+type suppressedRecord struct {
+	Time    time.Time      `json:"time"`
+	Session string         `json:"session"`
+	Parent  string         `json:"parent,omitempty"`
+	Type    string         `json:"type"` // "denials-suppressed"
+	Count   uint64         `json:"count"`
+	First   time.Time      `json:"first"`
+	Last    time.Time      `json:"last"`
+	Denial  *record.Denial `json:"denial"`
+}
+
+func newSuppressedRecord(ev *sandboxdv1.Event, sum *denialSummary) *suppressedRecord {
+	last := record.FromEvent(&sandboxdv1.Event{Kind: &sandboxdv1.Event_Denial{Denial: sum.latest}})
+	return &suppressedRecord{
+		Time: ev.GetTime().AsTime(), Session: ev.GetSessionId(), Parent: ev.GetParentId(), Type: "denials-suppressed",
+		Count: sum.count, First: sum.first, Last: sum.last, Denial: last.Denial,
+	}
+}
+
+// auditSink writes every event to log, and the sums of the denials past
+// their session's limit instead of them. A failed write is reported through
 // logf, once until writes succeed again: the sessions go on, and the
 // daemon's own log says the trail has a gap. A failed rotation loses
 // nothing (the record is appended anyway) and is reported once too.
 func auditSink(log *auditlog.Log, logf func(string, ...any), health func(error)) eventSink {
-	var failing error
+	report := reportFunc(logf, health)
 	// The sink runs under the event bus's lock: these are its alone.
 	var (
 		cache protoJSONCache
 		line  []byte
 	)
 	return func(ev *sandboxdv1.Event, d *eventDetail) {
+		if d.unrecorded {
+			return
+		}
+		if d.suppressed != nil {
+			report(log.Write(newSuppressedRecord(ev, d.suppressed)))
+			return
+		}
 		rec := &auditRecord{Event: record.FromEvent(ev), PolicyDigest: d.digest, Cwd: d.cwd, TTY: d.tty, RefusedField: d.refusedField}
 		if c := d.caller; c != nil {
 			rec.Caller = &auditCaller{UID: c.UID, GID: c.GID, PID: c.PID, SID: c.SID, Admin: c.Admin, Session: c.Session}
@@ -86,6 +115,15 @@ func auditSink(log *auditlog.Log, logf func(string, ...any), health func(error))
 			// encoding/json names what cannot be encoded.
 			err = log.Write(rec)
 		}
+		report(err)
+	}
+}
+
+// reportFunc returns what reports the outcome of each write of an audit
+// sink: through logf, once until writes succeed again; and to health.
+func reportFunc(logf func(string, ...any), health func(error)) func(error) {
+	var failing error
+	return func(err error) {
 		if errors.Is(err, auditlog.ErrRotate) {
 			// The record is in the file all the same.
 			health(nil)

@@ -6,6 +6,9 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
+	"syscall"
+
+	"github.com/sandboxd/sandboxd/internal/signum"
 )
 
 // view is what one caller may see and control.
@@ -13,6 +16,11 @@ type view struct {
 	// all: root, the daemon's own user, operators and Windows callers with
 	// Admin see every session.
 	all bool
+	// operator: all came from the operators group alone. An operator
+	// watches and kills every session, and controls only its own (uid):
+	// no input, other signals or layer changes reach another's sandbox,
+	// which may be root's and write where root may.
+	operator bool
 	// uid is the caller's uid on the main socket: it sees the sessions it
 	// owns.
 	uid uint32
@@ -44,7 +52,7 @@ func (s *Service) viewOf(c Caller) view {
 		return view{all: true}
 	}
 	if s.operators != nil && (c.GID == *s.operators || slices.Contains(c.Groups, *s.operators)) {
-		return view{all: true}
+		return view{all: true, operator: true, uid: c.UID}
 	}
 	return view{uid: c.UID}
 }
@@ -60,6 +68,65 @@ func (s *Service) visibleLocked(v view, sess *session) bool {
 		return sess.ownerSID == v.sid
 	}
 	return sess.ownerUID == v.uid
+}
+
+// controls says whether v may change sess, which it sees: type into it,
+// resize or signal it, settle its layers.
+func (v view) controls(sess *session) bool {
+	return !v.operator || sess.ownerUID == v.uid
+}
+
+// operatorRefusal is the refusal of what an operator may not do to a
+// session that is not its own.
+func operatorRefusal(what, id string) error {
+	return fmt.Errorf("%s of session %s, which is not yours: the operators group sees every session read-only (list, inspect, events, attach --read-only, logs, kill): %w", what, quoteID(id), ErrPermission)
+}
+
+// mayControl refuses an operator what for session sess that it does not
+// own; every other caller that sees sess controls it.
+func (s *Service) mayControl(c Caller, sess *session, what string) error {
+	if !s.viewOf(c).controls(sess) {
+		return operatorRefusal(what, sess.id)
+	}
+	return nil
+}
+
+// maySignal refuses an operator a signal other than one that ends it to a
+// session not its own: an operator kills, and a signal a program handles
+// (SIGUSR1, SIGHUP, SIGSTOP) would control it. Signal 0 is the kill of
+// the whole sandbox.
+func (s *Service) maySignal(c Caller, sess *session, sig int32) error {
+	if sig == 0 || s.viewOf(c).controls(sess) {
+		return nil
+	}
+	if host, ok := signum.ToHost(sig); ok && (host == syscall.SIGKILL || host == syscall.SIGTERM) {
+		return nil
+	}
+	return operatorRefusal(fmt.Sprintf("signal %d", sig), sess.id)
+}
+
+// mayChangeLayers refuses an operator the layers of a session that are not
+// its own, for what changes them or shows their content (a commit, a
+// discard, a patch, a start on them); it may list them and see which paths
+// they change. Anyone else is left to the layers' own check, which hides
+// the layers it may not see.
+func (s *Service) mayChangeLayers(c Caller, id, what string) error {
+	v := s.viewOf(c)
+	if !v.operator {
+		return nil
+	}
+	// Layers that cannot be read, or are not there, are the layers' own
+	// check's to refuse (layersOf), which every caller of this one makes
+	// next.
+	st, err := s.layers.get()
+	if err != nil {
+		return nil
+	}
+	infos, err := st.Of(id)
+	if err != nil || len(infos) == 0 || infos[0].Owner == v.uid {
+		return nil
+	}
+	return operatorRefusal(what, id)
 }
 
 // descendsLocked says whether sess is root or below it; s.mu is held.

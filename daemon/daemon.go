@@ -556,6 +556,9 @@ func (s *Service) Kill(ctx context.Context, caller Caller, id string, sig int32)
 	if err != nil {
 		return err
 	}
+	if err := s.maySignal(caller, sess, sig); err != nil {
+		return err
+	}
 	if sig == 0 {
 		// Children first: none of them outlives the kill of its parent
 		// even for the moment the parent takes to be reaped.

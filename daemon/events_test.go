@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	sandboxdv1 "github.com/sandboxd/sandboxd/api/sandboxd/v1"
 )
@@ -58,5 +60,51 @@ func TestEventBusRecordsTheMoveToRunningInOrder(t *testing.T) {
 	b.flush()
 	if want := []uint64{1, 2, 3}; !slices.Equal(sunk, want) {
 		t.Errorf("sinks saw events %v, want %v", sunk, want)
+	}
+}
+
+// The denials past a session's limit that no later denial or end follows
+// are summed up all the same, once suppressedEvery has passed; a summary
+// is never written twice.
+func TestEventBusSumsUpAQuietSessionsSuppressedDenials(t *testing.T) {
+	saved := suppressedEvery
+	suppressedEvery = 50 * time.Millisecond
+	t.Cleanup(func() { suppressedEvery = saved })
+	var mu sync.Mutex
+	var recorded, unrecorded int
+	var sums []uint64
+	b := newEventBus(func(ev *sandboxdv1.Event, d *eventDetail) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case d.suppressed != nil:
+			sums = append(sums, d.suppressed.count)
+		case d.unrecorded:
+			unrecorded++
+		case ev.GetDenial() != nil:
+			recorded++
+		}
+	})
+	for range denialBurst + 5 {
+		b.publish(&sandboxdv1.Event{SessionId: "s", Kind: &sandboxdv1.Event_Denial{Denial: &sandboxdv1.Denial{Field: "filesystem.write"}}}, nil)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(sums)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no summary of the suppressed denials")
+		}
+	}
+	b.publish(&sandboxdv1.Event{SessionId: "s", Kind: &sandboxdv1.Event_State{State: &sandboxdv1.StateChange{From: sandboxdv1.State_RUNNING, To: sandboxdv1.State_EXITED}}}, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	// Each recorded denial took one of the burst's tokens; the ones past
+	// it are at most the five plus what refilled meanwhile.
+	if recorded+unrecorded != denialBurst+5 || unrecorded == 0 || !slices.Equal(sums, []uint64{uint64(unrecorded)}) {
+		t.Errorf("%d denials recorded, %d unrecorded, summaries %v; want %d in all and one summary of the unrecorded", recorded, unrecorded, sums, denialBurst+5)
 	}
 }

@@ -151,6 +151,9 @@ func (s *Service) withLayerFrom(caller Caller, start *sandboxdv1.Start) (*sandbo
 	if err := checkID("layer_from", from); err != nil {
 		return nil, err
 	}
+	if err := s.mayChangeLayers(caller, from, "a start on the layers"); err != nil {
+		return nil, err
+	}
 	infos, err := s.layersOf(caller, from)
 	if err != nil {
 		return nil, err

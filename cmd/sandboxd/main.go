@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	gid := fs.Uint("sandbox-gid", daemon.DefaultSandboxID, "gid sandboxes run as when the caller is root")
 	mechanism := fs.String("mechanism", "", "mechanism `SET` to enforce every policy with: namespaces or landlock on Linux, seatbelt on macOS, restricted-token on Windows (default: chosen per policy)")
 	socketGroup := fs.String("socket-group", "", "`GROUP` (name or gid) whose members may connect to the 0660 socket (default: the daemon's group)")
-	operators := fs.String("operators-group", "", "`GROUP` (name or gid) whose members see and control every session, as root does; others see their own")
+	operators := fs.String("operators-group", "", "`GROUP` (name or gid) whose members see, watch and kill every session, and control only their own (no input, other signals or layer changes to others'); others see their own")
 	sessionDir := fs.String("session-socket-dir", "", "`DIR` for the sockets of sessions that may start children (default: sandboxd-sessions beside --socket)")
 	scrollback := fs.Int("scrollback", daemon.DefaultScrollback, "`BYTES` of each session's recent output kept for attach")
 	stateDir := fs.String("state-dir", statedir.Default(), "`DIR` the audit log is kept in (audit.log, JSON lines, rotated by size), and on Windows the sandbox users' credentials and the journal of ACL entries (env "+statedir.Env+")")

@@ -450,7 +450,9 @@ func newPipe(t *testing.T) (r, w *os.File) {
 
 // TestCallersSeeTheirOwnSessions: on a root daemon's main socket, an
 // ordinary user's ps, inspect and kill reach only that user's sessions,
-// while root and the operators group see all.
+// while root and the operators group see all. An operator watches and
+// kills another's session and controls only its own: no interactive
+// attach to another's, no signal but one that ends it.
 func TestCallersSeeTheirOwnSessions(t *testing.T) {
 	outcomeHere(t)
 	if !suite.asRoot {
@@ -479,9 +481,9 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 		}
 		return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
 	}
-	start := func(uid int, groups []uint32) string {
+	start := func(uid int, groups []uint32, argv ...string) string {
 		t.Helper()
-		r := as(uid, groups, "run", "--detach", "--", "/bin/sleep", "60")
+		r := as(uid, groups, append([]string{"run", "--detach", "--"}, argv...)...)
 		id := strings.TrimSpace(r.stdout)
 		if r.code != 0 || id == "" {
 			t.Fatalf("run --detach as %d: exit %d %q %q", uid, r.code, r.stdout, r.stderr)
@@ -489,8 +491,8 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 		t.Cleanup(func() { as(0, rootGroups, "kill", id) })
 		return id
 	}
-	rootSession := start(0, rootGroups)
-	userSession := start(user, userGroups)
+	rootSession := start(0, rootGroups, "/bin/sleep", "60")
+	userSession := start(user, userGroups, "/bin/sleep", "60")
 
 	ps := as(user, userGroups, "ps")
 	if ps.code != 0 || !strings.Contains(ps.stdout, userSession) || strings.Contains(ps.stdout, rootSession) {
@@ -512,6 +514,25 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 	}
 	if r := as(operator, operatorGroups, "kill", userSession); r.code != 0 {
 		t.Errorf("an operator's kill of another user's session: exit %d %q", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"attach", "--no-stdin", rootSession}, {"kill", "--signal", "USR1", rootSession}} {
+		if r := as(operator, operatorGroups, args...); r.code == 0 || !strings.Contains(r.stderr, "not yours: the operators group sees every session read-only") {
+			t.Errorf("an operator's %v of root's session: exit %d %q, want refused as read-only", args, r.code, r.stderr)
+		}
+	}
+	if r := as(operator, operatorGroups, "logs", rootSession); r.code != 0 {
+		t.Errorf("an operator's logs of root's session: exit %d %q", r.code, r.stderr)
+	}
+	short := start(0, rootGroups, "/bin/sh", "-c", "sleep 2; echo root-says-bye")
+	if r := as(operator, operatorGroups, "attach", "--read-only", short); r.code != 0 || !strings.Contains(r.stdout, "root-says-bye") {
+		t.Errorf("an operator's read-only attach to root's session: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := as(operator, operatorGroups, "kill", "--signal", "TERM", rootSession); r.code != 0 {
+		t.Errorf("an operator's SIGTERM to root's session: exit %d %q", r.code, r.stderr)
+	}
+	own := start(operator, operatorGroups, "/bin/sh", "-c", "sleep 2; echo operator-says-bye")
+	if r := as(operator, operatorGroups, "attach", "--no-stdin", own); r.code != 0 || !strings.Contains(r.stdout, "operator-says-bye") {
+		t.Errorf("an operator's interactive attach to its own session: exit %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	fi, err := os.Stat(d.socket)
 	if err != nil {
