@@ -272,7 +272,12 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 	if addrs, ok := s.pinned[t.name]; ok && len(addrs) > 0 {
 		return addrs, nil
 	}
-	addrs, err := s.resolver.LookupNetIP(ctx, "ip", t.name)
+	// Rooted, so that no resolv.conf search domain is tried first: with
+	// ndots:5 (Kubernetes' default) "api.example.com" would otherwise
+	// resolve as api.example.com.<namespace>.svc.cluster.local, or
+	// through a search domain's wildcard, to a host the policy never
+	// named.
+	addrs, err := s.resolver.LookupNetIP(ctx, "ip", t.name+".")
 	if err == nil && len(addrs) == 0 {
 		err = errors.New("no addresses")
 	}
