@@ -614,6 +614,66 @@ func TestNamesAreLookedUpRooted(t *testing.T) {
 	}
 }
 
+func TestNamesResolvingToTheHostsOwnAddressesAreRefused(t *testing.T) {
+	checkNoLeaks(t)
+	var own netip.Addr
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, na := range ifaddrs {
+		if p, err := netip.ParsePrefix(na.String()); err == nil && internalKind(p.Addr()) == "" {
+			own = p.Addr()
+			break
+		}
+	}
+	if !own.IsValid() {
+		t.Skip("this host has no address outside the loopback and link-local ranges")
+	}
+	res := &fakeResolver{table: map[string][]netip.Addr{"self.test": {own}}}
+	rec := &dialRecorder{}
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("self.test", 0)}, Resolver: res, Dial: rec.Dial})
+	target := "self.test:22"
+	detail := fmt.Sprintf("resolves to the daemon host's own address %s", own)
+	_, _, hd := h.connectHTTP(target)
+	if hd.code != 403 || hd.header.Get(DeniedHeader) != target+" "+detail {
+		t.Errorf("CONNECT %s: %q %v", target, hd.status, hd.header)
+	}
+	if ds := h.takeDenials(); len(ds) != 1 || ds[0].Detail != detail {
+		t.Errorf("denials %v", ds)
+	}
+	if d := rec.dialed(); len(d) != 0 {
+		t.Fatalf("the host's own address was dialed: %v", d)
+	}
+}
+
+func TestAddrCacheRefreshesAndFailsClosed(t *testing.T) {
+	a, b := netip.MustParseAddr("192.0.2.7"), netip.MustParseAddr("2001:db8::7")
+	listed := []net.Addr{&net.IPNet{IP: net.ParseIP("192.0.2.7"), Mask: net.CIDRMask(24, 32)}}
+	var fail error
+	calls := 0
+	c := &addrCache{ttl: time.Hour, list: func() ([]net.Addr, error) {
+		calls++
+		return listed, fail
+	}}
+	if own, err := c.has(netip.MustParseAddr("::ffff:192.0.2.7")); !own || err != nil {
+		t.Fatalf("has(%s) = %v, %v", a, own, err)
+	}
+	listed = []net.Addr{&net.IPNet{IP: net.ParseIP("2001:db8::7"), Mask: net.CIDRMask(64, 128)}}
+	if own, _ := c.has(b); own || calls != 1 {
+		t.Fatalf("within the ttl: has(%s) = %v after %d listings", b, own, calls)
+	}
+	c.at = c.at.Add(-2 * time.Hour)
+	if own, _ := c.has(b); !own || calls != 2 {
+		t.Fatalf("past the ttl: has(%s) = %v after %d listings", b, own, calls)
+	}
+	c.at = c.at.Add(-2 * time.Hour)
+	fail = errors.New("netlink: no")
+	if _, err := c.has(b); err == nil {
+		t.Fatal("a failed listing was not reported")
+	}
+}
+
 func TestRefusedNamesAreNeverLookedUp(t *testing.T) {
 	checkNoLeaks(t)
 	res := &fakeResolver{table: map[string][]netip.Addr{"secret-data.exfil.test": {netip.MustParseAddr("192.0.2.1")}}}
@@ -985,27 +1045,39 @@ func TestParseHosts(t *testing.T) {
 
 func TestInternalKind(t *testing.T) {
 	for addr, want := range map[string]string{
-		"127.0.0.1":          "loopback",
-		"127.255.0.9":        "loopback",
-		"::1":                "loopback",
-		"::ffff:127.0.0.1":   "loopback",
-		"0.0.0.0":            "unspecified",
-		"0.1.2.3":            "unspecified",
-		"::":                 "unspecified",
-		"169.254.169.254":    "link-local",
-		"::ffff:169.254.1.1": "link-local",
-		"fe80::1":            "link-local",
-		"224.0.0.251":        "link-local multicast",
-		"ff02::1":            "link-local multicast",
-		"ff01::1":            "link-local multicast",
-		"239.1.1.1":          "multicast",
-		"ff0e::1":            "multicast",
-		"10.0.0.1":           "",
-		"172.16.0.1":         "",
-		"192.168.1.1":        "",
-		"fd00::1":            "",
-		"93.184.216.34":      "",
-		"2606:2800::1":       "",
+		"127.0.0.1":                  "loopback",
+		"127.255.0.9":                "loopback",
+		"::1":                        "loopback",
+		"::ffff:127.0.0.1":           "loopback",
+		"0.0.0.0":                    "unspecified",
+		"0.1.2.3":                    "unspecified",
+		"::":                         "unspecified",
+		"169.254.169.254":            "link-local",
+		"::ffff:169.254.1.1":         "link-local",
+		"fe80::1":                    "link-local",
+		"224.0.0.251":                "link-local multicast",
+		"ff02::1":                    "link-local multicast",
+		"ff01::1":                    "link-local multicast",
+		"239.1.1.1":                  "multicast",
+		"ff0e::1":                    "multicast",
+		"fd00:ec2::254":              "cloud metadata",
+		"100.100.100.200":            "cloud metadata",
+		"::ffff:100.100.100.200":     "cloud metadata",
+		"100.64.0.1":                 "",
+		"64:ff9b::7f00:1":            "NAT64 loopback",
+		"64:ff9b::a9fe:a9fe":         "NAT64 link-local",
+		"64:ff9b::6464:64c8":         "NAT64 cloud metadata",
+		"64:ff9b::5db8:d822":         "",
+		"64:ff9b:1:7f00:0:100::":     "NAT64 loopback",
+		"64:ff9b:1:0:a9:fea9:fe00:0": "NAT64 link-local",
+		"64:ff9b:1::a00:1":           "",
+		"64:ff9b:1::5db8:d822":       "",
+		"10.0.0.1":                   "",
+		"172.16.0.1":                 "",
+		"192.168.1.1":                "",
+		"fd00::1":                    "",
+		"93.184.216.34":              "",
+		"2606:2800::1":               "",
 	} {
 		if got := internalKind(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("internalKind(%s) = %q, want %q", addr, got, want)

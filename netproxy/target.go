@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -287,11 +288,61 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 	for i, a := range addrs {
 		// net.Resolver returns A records as IPv4-mapped IPv6 addresses.
 		addrs[i] = a.Unmap()
-		if kind := internalKind(addrs[i]); kind != "" {
+		kind := internalKind(addrs[i])
+		if kind == "" {
+			own, err := hostAddrs.has(addrs[i])
+			if err != nil {
+				return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to %s, which could not be checked against the daemon host's own addresses: %v", addrs[i], err)}
+			}
+			if own {
+				kind = "the daemon host's own"
+			}
+		}
+		if kind != "" {
 			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to %s address %s", kind, addrs[i])}
 		}
 	}
 	return addrs, nil
+}
+
+// hostAddrs are the addresses of the daemon host's interfaces. A service
+// there that listens on every address (0.0.0.0) is reached through each of
+// them from the daemon's network namespace, where the proxy dials, as
+// through the loopback.
+var hostAddrs = &addrCache{list: net.InterfaceAddrs, ttl: 5 * time.Second}
+
+// addrCache keeps a listing of addresses for ttl, since a lookup per
+// connection would ask the kernel for every interface each time.
+type addrCache struct {
+	list func() ([]net.Addr, error)
+	ttl  time.Duration
+
+	mu  sync.Mutex
+	at  time.Time
+	set map[netip.Addr]bool
+}
+
+// has reports whether a is in the listing, refreshed when older than ttl.
+func (c *addrCache) has(a netip.Addr) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set == nil || time.Since(c.at) >= c.ttl {
+		addrs, err := c.list()
+		if err != nil {
+			c.set = nil
+			return false, fmt.Errorf("listing interface addresses: %w", err)
+		}
+		set := make(map[netip.Addr]bool, len(addrs))
+		for _, na := range addrs {
+			if p, err := netip.ParsePrefix(na.String()); err == nil {
+				set[p.Addr().Unmap().WithZone("")] = true
+			} else if ip, err := netip.ParseAddr(na.String()); err == nil {
+				set[ip.Unmap().WithZone("")] = true
+			}
+		}
+		c.set, c.at = set, time.Now()
+	}
+	return c.set[a.Unmap()], nil
 }
 
 // internalKind says which kind of host-internal address a is, or "" if it
@@ -307,7 +358,14 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 // live there, and reaching them is what allowing their names means.
 func internalKind(a netip.Addr) string {
 	a = a.Unmap()
+	if kind := nat64Kind(a); kind != "" {
+		return kind
+	}
 	switch {
+	case cloudMetadata[a]:
+		// The instance metadata services outside link-local: they hand
+		// out the host's cloud credentials.
+		return "cloud metadata"
 	case !a.IsValid():
 		return "invalid"
 	case a.IsLoopback():
@@ -322,6 +380,55 @@ func internalKind(a netip.Addr) string {
 		return "link-local multicast"
 	case a.IsMulticast():
 		return "multicast"
+	}
+	return ""
+}
+
+var cloudMetadata = map[netip.Addr]bool{
+	netip.MustParseAddr("fd00:ec2::254"):   true, // AWS, IPv6 (in fc00::/7, otherwise allowed)
+	netip.MustParseAddr("100.100.100.200"): true, // Alibaba Cloud (in 100.64/10)
+}
+
+// NAT64 prefixes: 64:ff9b::/96 (RFC 6052) and the local-use 64:ff9b:1::/48
+// (RFC 8215), within which an operator picks the prefix length.
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48")
+)
+
+// nat64Kind says which kind of host-internal IPv4 address the NAT64
+// address a leads to, or "" if none (or a is not NAT64). Under
+// 64:ff9b:1::/48 the prefix length, and so where the IPv4 address sits, is
+// the operator's choice, so every embedding of RFC 6052 (section 2.2) a
+// prefix of 48, 56, 64 or 96 bits there makes is checked. In all but the
+// last, the zero bits a longer prefix leaves read as 0/8, which is not
+// taken for a refusal: 64:ff9b:1::/96 is the usual choice.
+func nat64Kind(a netip.Addr) string {
+	if !a.Is6() {
+		return ""
+	}
+	b := a.As16()
+	last := [4]byte(b[12:16])
+	var embeddings [][4]byte
+	switch {
+	case nat64WellKnown.Contains(a):
+	case nat64Local.Contains(a):
+		// Bits 64 to 71 (byte 8) are the reserved u octet, skipped.
+		embeddings = [][4]byte{
+			{b[6], b[7], b[9], b[10]},   // /48
+			{b[7], b[9], b[10], b[11]},  // /56
+			{b[9], b[10], b[11], b[12]}, // /64
+		}
+	default:
+		return ""
+	}
+	for _, e := range embeddings {
+		if kind := internalKind(netip.AddrFrom4(e)); kind != "" && kind != "unspecified" {
+			return "NAT64 " + kind
+		}
+	}
+	if kind := internalKind(netip.AddrFrom4(last)); kind != "" {
+		return "NAT64 " + kind
 	}
 	return ""
 }
