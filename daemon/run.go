@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"syscall"
@@ -365,6 +366,11 @@ func (s *Service) prepare(ctx context.Context, caller Caller, start *sandboxdv1.
 		spec.Proxy = func(l net.Listener) {
 			if err := sess.proxy.Serve(l); err != nil {
 				s.logf("session %s: proxy: %v", id, err)
+			}
+		}
+		spec.Forward = func(l net.Listener, to netip.AddrPort) {
+			if err := sess.proxy.ServeForward(l, to); err != nil {
+				s.logf("session %s: forward to %s: %v", id, to, err)
 			}
 		}
 	}

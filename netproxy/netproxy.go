@@ -146,7 +146,18 @@ func New(cfg Config) *Server {
 // returns nil once l or the server is closed, and an error if accepting
 // fails for any other lasting reason. Serve does not close l on that error;
 // Close does.
-func (s *Server) Serve(l net.Listener) error {
+func (s *Server) Serve(l net.Listener) error { return s.serve(l, s.handle) }
+
+// ServeForward accepts connections on l as Serve does, counted against the
+// same MaxConns and cut by the same Close, and joins each to a new
+// connection to to. No policy check stands between them: the caller made
+// l for a destination the policy names (the host's loopback port a
+// sandbox reaches at its own).
+func (s *Server) ServeForward(l net.Listener, to netip.AddrPort) error {
+	return s.serve(l, func(c net.Conn) { s.join(c, to) })
+}
+
+func (s *Server) serve(l net.Listener, handle func(net.Conn)) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -188,7 +199,7 @@ func (s *Server) Serve(l net.Listener) error {
 		go func() {
 			defer s.release(c)
 			defer s.recoverPanic(c)
-			s.handle(c)
+			handle(c)
 		}()
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -1146,5 +1147,118 @@ func TestPanicServingOneConnectionIsLoggedAndContained(t *testing.T) {
 	defer mu.Unlock()
 	if len(logs) != 1 || !strings.Contains(logs[0], "panic") || !strings.Contains(logs[0], "denial sink exploded") {
 		t.Fatalf("logs %q", logs)
+	}
+}
+
+// openFds is how many descriptors the test process has open.
+func openFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	return len(ents)
+}
+
+func TestForwardsAreCappedAndCutAtClose(t *testing.T) {
+	checkNoLeaks(t)
+	const maxConns, extra = 8, 40
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	var mu sync.Mutex
+	accepted, ended := 0, make(chan struct{}, maxConns+extra)
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted++
+			mu.Unlock()
+			go func() {
+				// The host's service holds the connection until the
+				// daemon's side goes away.
+				io.Copy(io.Discard, c)
+				c.Close()
+				ended <- struct{}{}
+			}()
+		}
+	}()
+	fl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{MaxConns: maxConns})
+	served := make(chan error, 1)
+	go func() { served <- s.ServeForward(fl, netip.MustParseAddrPort(up.Addr().String())) }()
+
+	base := openFds(t)
+	var clients []net.Conn
+	for range maxConns + extra {
+		c, err := net.Dial("tcp", fl.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := accepted
+		mu.Unlock()
+		if n >= maxConns || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Past the cap a connection is closed as soon as it is accepted.
+	closed := 0
+	for _, c := range clients {
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+	}
+	mu.Lock()
+	n := accepted
+	mu.Unlock()
+	if n != maxConns || closed != extra {
+		t.Fatalf("%d connections reached the host's port and %d were closed at once, want %d and %d", n, closed, maxConns, extra)
+	}
+	// The clients' own descriptors, and per forwarded connection its
+	// accepted and upstream sockets, a pipe for each direction of its
+	// splice and the service's end.
+	if grown, most := openFds(t)-base, len(clients)+maxConns*7; grown > most {
+		t.Errorf("%d descriptors more with %d clients, at most %d expected", grown, len(clients), most)
+	}
+
+	// The clients still hold their ends: Close alone must cut the
+	// connections to the host.
+	s.Close()
+	for range maxConns {
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close left a connection to the host's port open")
+		}
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("ServeForward: %v", err)
+	}
+	for _, c := range clients {
+		c.Close()
+	}
+	for deadline := time.Now().Add(5 * time.Second); openFds(t) > base; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors open after Close, %d before the clients", openFds(t), base)
+		}
+		// Spliced pipes are pooled, and closed once collected.
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
 	}
 }
