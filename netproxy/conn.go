@@ -75,10 +75,20 @@ func (l *headLimiter) unlimit() { l.n, l.rec = -1, nil }
 // closes c.
 func (s *Server) join(c net.Conn, to netip.AddrPort) {
 	defer c.Close()
+	if err := s.charge(to.String()); err != nil {
+		// The refusal has no protocol to be told in: the connection is
+		// closed, and the denial says why.
+		s.report("forward", err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
 	up, err := s.dial(ctx, "tcp", to.String())
 	cancel()
-	if err != nil || !s.track(up) {
+	if err != nil {
+		s.refund()
+		return
+	}
+	if !s.track(up) {
 		return
 	}
 	defer s.untrack(up)

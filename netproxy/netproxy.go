@@ -73,6 +73,14 @@ type Config struct {
 	// are closed as soon as they are accepted. Zero means DefaultMaxConns.
 	MaxConns int
 
+	// Budget, if not nil, is shared with other Servers: every connection
+	// to the outside (a tunnel, a forwarded HTTP request, a loopback
+	// forward) is counted in it for BudgetKey while open, and one beyond
+	// it is refused as a policy refusal is, with the denial's field naming
+	// the quota.
+	Budget    *Budget
+	BudgetKey string
+
 	// OnDenial, if not nil, is called for every refused target, from the
 	// connection's goroutine; it must not block for long, since Close
 	// waits for that goroutine.
@@ -261,13 +269,34 @@ func (s *Server) release(c net.Conn) {
 	s.wg.Done()
 }
 
-// track registers an upstream connection so that Close can cut it; it
-// reports false, having closed c, if the server is already closed.
+// charge counts a connection to target in the budget, if there is one,
+// before it is resolved or dialled; a connection that is not then tracked
+// is refunded.
+func (s *Server) charge(target string) error {
+	if s.cfg.Budget == nil {
+		return nil
+	}
+	if d := s.cfg.Budget.take(s.cfg.BudgetKey, target); d != nil {
+		return d
+	}
+	return nil
+}
+
+func (s *Server) refund() {
+	if s.cfg.Budget != nil {
+		s.cfg.Budget.give(s.cfg.BudgetKey)
+	}
+}
+
+// track registers an upstream connection, charged for, so that Close can
+// cut it and untrack refund it; it reports false, having closed c and
+// refunded it, if the server is already closed.
 func (s *Server) track(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		c.Close()
+		s.refund()
 		return false
 	}
 	s.conns[c] = struct{}{}
@@ -279,6 +308,7 @@ func (s *Server) untrack(c net.Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.refund()
 }
 
 // recoverPanic keeps a bug triggered by one sandbox's input from taking

@@ -1262,3 +1262,94 @@ func TestForwardsAreCappedAndCutAtClose(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestABudgetBoundsConnectionsAcrossServers(t *testing.T) {
+	checkNoLeaks(t)
+	_, port := startEcho(t, "127.0.0.1:0")
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+	pol := []*sandboxdv1.NetworkAllow{allow("127.0.0.1", port)}
+	b := NewBudget(3, "total-flag", 2, "key-flag")
+	// Two sessions of one caller and one of another.
+	a1 := startProxy(t, Config{Allow: pol, Budget: b, BudgetKey: "uid 1"})
+	a2 := startProxy(t, Config{Allow: pol, Budget: b, BudgetKey: "uid 1"})
+	other := startProxy(t, Config{Allow: pol, Budget: b, BudgetKey: "uid 2"})
+	third := startProxy(t, Config{Allow: pol, Budget: b, BudgetKey: "uid 3"})
+
+	c1, br1, hd := a1.connectHTTP(target)
+	if hd.code != 200 {
+		t.Fatalf("uid 1's first tunnel: %q", hd.status)
+	}
+	echoes(t, c1, br1, "one")
+	if _, _, rep := a2.socks5(socksAtypIPv4, []byte{127, 0, 0, 1}, uint16(port)); rep != socksSucceeded {
+		t.Fatalf("uid 1's second tunnel: SOCKS reply %#x", rep)
+	}
+
+	perKey := target + " would exceed the 2 connections to the outside uid 1's sessions may hold open together"
+	_, br, hd := a2.connectHTTP(target)
+	body, _ := io.ReadAll(br)
+	if hd.code != 403 || hd.header.Get(DeniedHeader) != perKey || !strings.Contains(string(body), "(sandboxd quota.key-flag)") {
+		t.Errorf("uid 1 over its budget: %q %v %q", hd.status, hd.header, body)
+	}
+	if _, _, rep := a1.socks5(socksAtypIPv4, []byte{127, 0, 0, 1}, uint16(port)); rep != socksNotAllowed {
+		t.Errorf("uid 1 over its budget: SOCKS reply %#x", rep)
+	}
+	ds := append(a1.takeDenials(), a2.takeDenials()...)
+	if len(ds) != 2 || ds[0].Field != "quota.key-flag" || ds[0].Target != target || ds[1].Field != "quota.key-flag" {
+		t.Errorf("denials %v", ds)
+	}
+
+	// Another caller still gets one, and then the daemon's whole budget is
+	// used up.
+	c3, br3, hd := other.connectHTTP(target)
+	if hd.code != 200 {
+		t.Fatalf("uid 2, within the budget: %q", hd.status)
+	}
+	echoes(t, c3, br3, "three")
+	_, _, hd = third.connectHTTP(target)
+	if want := target + " would exceed the 3 connections to the outside the daemon holds open for all sessions"; hd.code != 403 || hd.header.Get(DeniedHeader) != want {
+		t.Errorf("uid 3 over the daemon's budget: %q %v", hd.status, hd.header)
+	}
+	if ds := third.takeDenials(); len(ds) != 1 || ds[0].Field != "quota.total-flag" {
+		t.Errorf("denials %v", ds)
+	}
+
+	// A tunnel that ends gives its connection back.
+	c1.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c, br, hd := third.connectHTTP(target)
+		if hd.code == 200 {
+			echoes(t, c, br, "again")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the budget was not given back: %q %v", hd.status, hd.header)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	third.takeDenials()
+
+	// A forward beyond the budget is closed, and is a denial.
+	s := New(Config{Budget: b, BudgetKey: "uid 1", OnDenial: func(d *sandboxdv1.Denial) {
+		third.mu.Lock()
+		third.denials = append(third.denials, d)
+		third.mu.Unlock()
+	}})
+	defer s.Close()
+	fl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.ServeForward(fl, netip.MustParseAddrPort(target))
+	fc, err := net.Dial("tcp", fl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	fc.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := fc.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("a forward over the budget: read %d, %v; want EOF", n, err)
+	}
+	if ds := third.takeDenials(); len(ds) != 1 || ds[0].Field != "quota.total-flag" || ds[0].Operation != "forward" || ds[0].Target != target {
+		t.Errorf("forward denials %v", ds)
+	}
+}

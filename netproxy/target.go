@@ -41,8 +41,16 @@ func (t target) String() string {
 // 403 (400 when the target is malformed) and SOCKS reply 0x02.
 type denied struct {
 	target    string // host:port, printable ASCII
+	field     string // what refused it; "" is network.allow
 	detail    string
 	malformed bool
+}
+
+func (d *denied) fieldName() string {
+	if d.field == "" {
+		return "network.allow"
+	}
+	return d.field
 }
 
 func (d *denied) Error() string { return d.target + " " + d.detail }
@@ -190,18 +198,24 @@ func (s *Server) open(op string, t target, perr error) (net.Conn, error) {
 	if err == nil {
 		c, err = s.connect(t)
 	}
+	s.report(op, err)
+	return c, err
+}
+
+// report makes a Denial of err if it is a refusal. op is the Denial's
+// Operation.
+func (s *Server) report(op string, err error) {
 	var d *denied
 	if errors.As(err, &d) && s.cfg.OnDenial != nil {
 		s.cfg.OnDenial(&sandboxdv1.Denial{
 			Time:      timestamppb.Now(),
-			Field:     "network.allow",
+			Field:     d.fieldName(),
 			Operation: op,
 			Target:    d.target,
 			Errno:     "EACCES",
 			Detail:    d.detail,
 		})
 	}
-	return c, err
 }
 
 // connect is the one way out of the sandbox: policy first, so that a
@@ -212,6 +226,15 @@ func (s *Server) connect(t target) (net.Conn, error) {
 	if !s.allowed(t) {
 		return nil, &denied{target: t.String(), detail: "not in network.allow"}
 	}
+	if err := s.charge(t.String()); err != nil {
+		return nil, err
+	}
+	tracked := false
+	defer func() {
+		if !tracked {
+			s.refund()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
 	defer cancel()
 	addrs, err := s.resolve(ctx, t)
@@ -224,6 +247,8 @@ func (s *Server) connect(t target) (net.Conn, error) {
 		c, err := s.dial(dctx, "tcp", netip.AddrPortFrom(a.Unmap(), t.port).String())
 		dcancel()
 		if err == nil {
+			// track refunds what it does not keep.
+			tracked = true
 			if !s.track(c) {
 				return nil, &upstreamError{target: t.String(), err: net.ErrClosed}
 			}
