@@ -69,8 +69,9 @@ type Config struct {
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 
-	// MaxConns caps concurrent client connections; connections beyond it
-	// are closed as soon as they are accepted. Zero means DefaultMaxConns.
+	// MaxConns caps concurrent client connections, those of Serve and
+	// ServeForward together; connections beyond it are closed as soon as
+	// they are accepted. Zero means DefaultMaxConns.
 	MaxConns int
 
 	// Budget, if not nil, is shared with other Servers: every connection
