@@ -602,15 +602,18 @@ func TestNamesResolvingToHostInternalAddressesAreRefused(t *testing.T) {
 
 func TestNamesAreLookedUpRooted(t *testing.T) {
 	checkNoLeaks(t)
-	res := &fakeResolver{table: map[string][]netip.Addr{"api.example.test": {netip.MustParseAddr("192.0.2.1")}}}
+	res := &fakeResolver{table: map[string][]netip.Addr{"api.example.test": {netip.MustParseAddr("192.0.2.1")}, "registry": {netip.MustParseAddr("198.51.100.2")}}}
 	rec := &dialRecorder{fail: func(string) error { return errors.New("test dialer: not dialing out") }}
-	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("api.example.test", 0)}, Resolver: res, Dial: rec.Dial})
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("api.example.test", 0), allow("registry", 0)}, Resolver: res, Dial: rec.Dial})
 	h.connectHTTP("api.example.test.:443")
 	h.socks5(socksAtypDomain, []byte("API.example.test"), 443)
-	if got := res.names(); strings.Join(got, " ") != "api.example.test. api.example.test." {
-		t.Fatalf("looked up %q, want the rooted name twice", got)
+	// A single label stays the host's short name, as the hosts file and
+	// the search list have it.
+	h.connectHTTP("registry:443")
+	if got := res.names(); strings.Join(got, " ") != "api.example.test. api.example.test. registry" {
+		t.Fatalf("looked up %q, want the rooted name twice, then the short one", got)
 	}
-	if got := rec.dialed(); strings.Join(got, " ") != "192.0.2.1:443 192.0.2.1:443" {
+	if got := rec.dialed(); strings.Join(got, " ") != "192.0.2.1:443 192.0.2.1:443 198.51.100.2:443" {
 		t.Fatalf("dialed %v", got)
 	}
 }

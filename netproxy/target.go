@@ -298,12 +298,7 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 	if addrs, ok := s.pinned[t.name]; ok && len(addrs) > 0 {
 		return addrs, nil
 	}
-	// Rooted, so that no resolv.conf search domain is tried first: with
-	// ndots:5 (Kubernetes' default) "api.example.com" would otherwise
-	// resolve as api.example.com.<namespace>.svc.cluster.local, or
-	// through a search domain's wildcard, to a host the policy never
-	// named.
-	addrs, err := s.resolver.LookupNetIP(ctx, "ip", t.name+".")
+	addrs, err := s.resolver.LookupNetIP(ctx, "ip", lookupName(t.name))
 	if err == nil && len(addrs) == 0 {
 		err = errors.New("no addresses")
 	}
@@ -328,6 +323,21 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 		}
 	}
 	return addrs, nil
+}
+
+// lookupName is how name is asked of the resolver. A name of several
+// labels is rooted, so that no resolv.conf search domain is tried first:
+// with ndots:5 (Kubernetes' default) "api.example.com" would otherwise
+// resolve as api.example.com.<namespace>.svc.cluster.local, or through a
+// search domain's wildcard, to a host the policy never named. A single
+// label is left as it is: rooted it would be a top-level domain, and the
+// hosts file (where "localhost" is) matches it only unrooted, so a policy
+// naming one means the host's short name.
+func lookupName(name string) string {
+	if strings.Contains(name, ".") {
+		return name + "."
+	}
+	return name
 }
 
 // hostAddrs are the addresses of the daemon host's interfaces. A service
