@@ -98,8 +98,8 @@ type Spec struct {
 	// allows, and to, that port of the host's; Forward joins each
 	// connection the listener accepts to a new one to to. The backend
 	// closes the listener once the sandbox has ended, which must make
-	// Forward return. A backend refuses a policy with such a port when
-	// Forward is nil.
+	// Forward return. A backend fails to start a sandbox with such a port
+	// when Forward is nil.
 	Forward func(l net.Listener, to netip.AddrPort)
 	// Layers maps each path of the policy's filesystem.layer to the root
 	// of the mount the daemon made for it (package layers), which the
