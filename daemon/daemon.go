@@ -29,6 +29,7 @@ import (
 	"github.com/sandboxd/sandboxd/internal/signum"
 	"github.com/sandboxd/sandboxd/internal/transport"
 	"github.com/sandboxd/sandboxd/launcher"
+	"github.com/sandboxd/sandboxd/netproxy"
 	"google.golang.org/grpc"
 )
 
@@ -81,6 +82,10 @@ type Config struct {
 	ProxyHosts map[string][]netip.Addr
 	// Quotas bound what one caller may hold at once.
 	Quotas Quotas
+	// ProxyConnections bounds the connections to the outside that the
+	// allowlist proxies and loopback forwards of all sessions hold open
+	// together; zero means DefaultProxyConnections.
+	ProxyConnections int
 	// RetainEnded and RetainEndedFor bound the ended sessions kept per
 	// owner; zero means DefaultRetainEnded and DefaultRetainEndedFor.
 	RetainEnded    int
@@ -159,6 +164,10 @@ type Service struct {
 	audit   *auditlog.Log // nil without Config.StateDir
 	metrics *metrics
 	quotas  *quotas
+	// proxyBudget bounds the sessions' connections to the outside, all
+	// together and per caller (Config.ProxyConnections,
+	// Quotas.ProxyConnections).
+	proxyBudget *netproxy.Budget
 	// auditHealth is the outcome of the audit log's latest write.
 	auditHealth auditHealth
 	// inputWatches counts the sessions whose input state is polled.
@@ -222,6 +231,11 @@ func New(cfg Config) (*Service, error) {
 		cfg.SessionSocketDir = abs
 	}
 	s := &Service{cfg: cfg, logf: logf, sessions: make(map[string]*session), children: make(map[string][]*session), ended: make(map[string][]endedSession), socketInSandbox: func(h string) string { return h }, quotas: newQuotas(cfg.Quotas), health: newHealth(), trim: newHeapTrim()}
+	proxyConns := cfg.ProxyConnections
+	if proxyConns <= 0 {
+		proxyConns = DefaultProxyConnections
+	}
+	s.proxyBudget = netproxy.NewBudget(proxyConns, "proxy-connections", s.quotas.limits.ProxyConnections, "max-proxy-connections")
 
 	if p, ok := cfg.Backend.(launcher.SessionSocketPlacer); ok {
 		s.socketInSandbox = p.SessionSocketPath

@@ -26,6 +26,10 @@ type Quotas struct {
 	// Launches accepted and not yet running (waiting for a launch slot or
 	// being built).
 	Launches int
+	// ProxyConnections open to the outside through the allowlist proxy
+	// and the loopback forwards of the caller's sessions together
+	// (counted for the uid that started each tree of sessions).
+	ProxyConnections int
 }
 
 // Defaults of Quotas: far above what one interactive user or a worker
@@ -35,6 +39,12 @@ const (
 	DefaultMaxStreams     = 1024
 	DefaultMaxSessions    = 1024
 	DefaultMaxLaunches    = 256
+	// Each connection to the outside costs the daemon two sockets and, while
+	// spliced, two pipes: the daemon-wide 16384 hold about 100k
+	// descriptors, a tenth of the unit's LimitNOFILE, and one caller may
+	// hold a quarter of them.
+	DefaultMaxProxyConnections = 4096
+	DefaultProxyConnections    = 16384
 )
 
 // retryAfter is the hint given with a ResourceExhausted refusal.
@@ -65,6 +75,9 @@ func (q Quotas) withDefaults() Quotas {
 	}
 	if q.Launches <= 0 {
 		q.Launches = DefaultMaxLaunches
+	}
+	if q.ProxyConnections <= 0 {
+		q.ProxyConnections = DefaultMaxProxyConnections
 	}
 	return q
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"syscall"
@@ -365,15 +366,35 @@ func (s *Service) prepare(ctx context.Context, caller Caller, start *sandboxdv1.
 	// A backend without the proxy refuses ALLOWLIST as it plans; nothing
 	// is built for it first.
 	if ids.proxy != "" && launcher.NeedsOf(s.cfg.Backend).Proxy {
-		logf := func(format string, args ...any) { s.logf("session %s: "+format, append([]any{id}, args...)...) }
-		sess.proxy = netproxy.New(netproxy.Config{Allow: pol.GetNetwork().GetAllow(), Pinned: s.cfg.ProxyHosts, OnDenial: sess.denied, Logf: logf})
+		sess.proxy = s.newProxy(sess, pol.GetNetwork().GetAllow())
 		spec.Proxy = func(l net.Listener) {
 			if err := sess.proxy.Serve(l); err != nil {
 				s.logf("session %s: proxy: %v", id, err)
 			}
 		}
+		spec.Forward = func(l net.Listener, to netip.AddrPort) {
+			if err := sess.proxy.ServeForward(l, to); err != nil {
+				s.logf("session %s: forward to %s: %v", id, to, err)
+			}
+		}
 	}
 	return sess, spec, nil
+}
+
+// newProxy is the allowlist proxy of sess, which serves its loopback
+// forwards too. Its connections to the outside count in the daemon's
+// budget for the uid (a SID on Windows) that started sess's tree: a
+// child's count against its owner's, as its sessions do.
+func (s *Service) newProxy(sess *session, allow []*sandboxdv1.NetworkAllow) *netproxy.Server {
+	logf := func(format string, args ...any) { s.logf("session %s: "+format, append([]any{sess.id}, args...)...) }
+	return netproxy.New(netproxy.Config{
+		Allow:     allow,
+		Pinned:    s.cfg.ProxyHosts,
+		Budget:    s.proxyBudget,
+		BudgetKey: sess.owner(),
+		OnDenial:  sess.denied,
+		Logf:      logf,
+	})
 }
 
 // openSessionSocket makes the socket of a session whose policy allows

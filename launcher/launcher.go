@@ -11,6 +11,7 @@ import (
 	"errors"
 	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"syscall"
@@ -91,6 +92,15 @@ type Spec struct {
 	// sandbox has ended, which must make Proxy return. A backend refuses
 	// an ALLOWLIST policy when Proxy is nil.
 	Proxy func(net.Listener)
+	// Forward serves one of the loopback forwards of such a sandbox: the
+	// backend calls it, in a goroutine of its own, with a listener on the
+	// sandbox's 127.0.0.1 at a port of the host's loopback the policy
+	// allows, and to, that port of the host's; Forward joins each
+	// connection the listener accepts to a new one to to. The backend
+	// closes the listener once the sandbox has ended, which must make
+	// Forward return. A backend fails to start a sandbox with such a port
+	// when Forward is nil.
+	Forward func(l net.Listener, to netip.AddrPort)
 	// Layers maps each path of the policy's filesystem.layer to the root
 	// of the mount the daemon made for it (package layers), which the
 	// sandbox sees in the path's place. A backend refuses a layer it has

@@ -1079,6 +1079,9 @@ func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.
 		}
 		p.proxy = l
 		go spec.Proxy(l)
+		if len(plan.LoopbackForwards) > 0 && spec.Forward == nil {
+			return errors.New("loopback forwards: the daemon serves none")
+		}
 		for _, port := range plan.LoopbackForwards {
 			fd, err := receiveFd(sock, sandboxinit.PassForward)
 			if err != nil {
@@ -1091,7 +1094,7 @@ func (p *process) receivePassed(sock syscall.RawConn, plan *Plan, spec launcher.
 				return fmt.Errorf("loopback forward %d: %w", port, err)
 			}
 			p.forwards = append(p.forwards, l)
-			go forwardToHost(l, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port).String())
+			go spec.Forward(l, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port))
 		}
 	}
 	if plan.Exec.Terminal {

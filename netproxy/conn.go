@@ -2,8 +2,10 @@ package netproxy
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
+	"net/netip"
 	"time"
 )
 
@@ -69,8 +71,33 @@ func (l *headLimiter) record(pre []byte) { l.rec = append(make([]byte, 0, 4096),
 
 func (l *headLimiter) unlimit() { l.n, l.rec = -1, nil }
 
+// join connects c to a new connection to to and splices the two; it
+// closes c.
+func (s *Server) join(c net.Conn, to netip.AddrPort) {
+	defer c.Close()
+	if err := s.charge(to.String()); err != nil {
+		// The refusal has no protocol to be told in: the connection is
+		// closed, and the denial says why.
+		s.report("forward", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
+	up, err := s.dial(ctx, "tcp", to.String())
+	cancel()
+	if err != nil {
+		s.refund()
+		return
+	}
+	if !s.track(up) {
+		return
+	}
+	defer s.untrack(up)
+	splice(c, nil, up)
+}
+
 // splice copies between the client and upstream until both directions are
-// done. br holds what the client sent past its handshake; it goes first.
+// done. br, if not nil, holds what the client sent past its handshake; it
+// goes first.
 func splice(c net.Conn, br *bufio.Reader, up net.Conn) {
 	done := make(chan struct{})
 	go func() {
@@ -79,8 +106,8 @@ func splice(c net.Conn, br *bufio.Reader, up net.Conn) {
 		finish(c, up, err)
 	}()
 	var err error
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
+	if br != nil && br.Buffered() > 0 {
+		b, _ := br.Peek(br.Buffered())
 		_, err = up.Write(b)
 	}
 	if err == nil {

@@ -280,7 +280,10 @@ func expectClosed(t *testing.T, br io.Reader) {
 	}
 }
 
-// fakeResolver answers from a table and records every name asked.
+// fakeResolver answers from a table of names without their trailing dot,
+// and records every name asked. It refuses a name of several labels that
+// is not rooted: the proxy must never let a search domain of resolv.conf
+// apply to it.
 type fakeResolver struct {
 	mu    sync.Mutex
 	table map[string][]netip.Addr
@@ -294,7 +297,10 @@ func (r *fakeResolver) LookupNetIP(_ context.Context, network, host string) ([]n
 	if network != "ip" {
 		return nil, fmt.Errorf("fake resolver: network %q", network)
 	}
-	addrs, ok := r.table[host]
+	if strings.Contains(strings.TrimSuffix(host, "."), ".") != strings.HasSuffix(host, ".") {
+		return nil, fmt.Errorf("fake resolver: %q is rooted only if it has several labels", host)
+	}
+	addrs, ok := r.table[strings.TrimSuffix(host, ".")]
 	if !ok {
 		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 	}

@@ -321,7 +321,7 @@ func writeRefusal(w bufWriter, err error) {
 		if d.malformed {
 			status = http.StatusBadRequest
 		}
-		writeText(w, status, d.Error(), d.Error()+" (sandboxd network.allow)\n")
+		writeText(w, status, d.Error(), d.Error()+" (sandboxd "+d.fieldName()+")\n")
 	case errors.As(err, &ue) && !ue.resolving && ue.timeout():
 		writeText(w, http.StatusGatewayTimeout, "", "sandboxd proxy: "+ue.Error()+"\n")
 	default:

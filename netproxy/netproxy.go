@@ -69,9 +69,18 @@ type Config struct {
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 
-	// MaxConns caps concurrent client connections; connections beyond it
-	// are closed as soon as they are accepted. Zero means DefaultMaxConns.
+	// MaxConns caps concurrent client connections, those of Serve and
+	// ServeForward together; connections beyond it are closed as soon as
+	// they are accepted. Zero means DefaultMaxConns.
 	MaxConns int
+
+	// Budget, if not nil, is shared with other Servers: every connection
+	// to the outside (a tunnel, a forwarded HTTP request, a loopback
+	// forward) is counted in it for BudgetKey while open, and one beyond
+	// it is refused as a policy refusal is, with the denial's field naming
+	// the quota.
+	Budget    *Budget
+	BudgetKey string
 
 	// OnDenial, if not nil, is called for every refused target, from the
 	// connection's goroutine; it must not block for long, since Close
@@ -146,7 +155,18 @@ func New(cfg Config) *Server {
 // returns nil once l or the server is closed, and an error if accepting
 // fails for any other lasting reason. Serve does not close l on that error;
 // Close does.
-func (s *Server) Serve(l net.Listener) error {
+func (s *Server) Serve(l net.Listener) error { return s.serve(l, s.handle) }
+
+// ServeForward accepts connections on l as Serve does, counted against the
+// same MaxConns and cut by the same Close, and joins each to a new
+// connection to to. No policy check stands between them: the caller made
+// l for a destination the policy names (the host's loopback port a
+// sandbox reaches at its own).
+func (s *Server) ServeForward(l net.Listener, to netip.AddrPort) error {
+	return s.serve(l, func(c net.Conn) { s.join(c, to) })
+}
+
+func (s *Server) serve(l net.Listener, handle func(net.Conn)) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -188,7 +208,7 @@ func (s *Server) Serve(l net.Listener) error {
 		go func() {
 			defer s.release(c)
 			defer s.recoverPanic(c)
-			s.handle(c)
+			handle(c)
 		}()
 	}
 }
@@ -250,13 +270,34 @@ func (s *Server) release(c net.Conn) {
 	s.wg.Done()
 }
 
-// track registers an upstream connection so that Close can cut it; it
-// reports false, having closed c, if the server is already closed.
+// charge counts a connection to target in the budget, if there is one,
+// before it is resolved or dialled; a connection that is not then tracked
+// is refunded.
+func (s *Server) charge(target string) error {
+	if s.cfg.Budget == nil {
+		return nil
+	}
+	if d := s.cfg.Budget.take(s.cfg.BudgetKey, target); d != nil {
+		return d
+	}
+	return nil
+}
+
+func (s *Server) refund() {
+	if s.cfg.Budget != nil {
+		s.cfg.Budget.give(s.cfg.BudgetKey)
+	}
+}
+
+// track registers an upstream connection, charged for, so that Close can
+// cut it and untrack refund it; it reports false, having closed c and
+// refunded it, if the server is already closed.
 func (s *Server) track(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		c.Close()
+		s.refund()
 		return false
 	}
 	s.conns[c] = struct{}{}
@@ -268,6 +309,7 @@ func (s *Server) untrack(c net.Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.refund()
 }
 
 // recoverPanic keeps a bug triggered by one sandbox's input from taking

@@ -15,6 +15,7 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"net/url"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -599,6 +600,84 @@ func TestNamesResolvingToHostInternalAddressesAreRefused(t *testing.T) {
 	}
 }
 
+func TestNamesAreLookedUpRooted(t *testing.T) {
+	checkNoLeaks(t)
+	res := &fakeResolver{table: map[string][]netip.Addr{"api.example.test": {netip.MustParseAddr("192.0.2.1")}, "registry": {netip.MustParseAddr("198.51.100.2")}}}
+	rec := &dialRecorder{fail: func(string) error { return errors.New("test dialer: not dialing out") }}
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("api.example.test", 0), allow("registry", 0)}, Resolver: res, Dial: rec.Dial})
+	h.connectHTTP("api.example.test.:443")
+	h.socks5(socksAtypDomain, []byte("API.example.test"), 443)
+	// A single label stays the host's short name, as the hosts file and
+	// the search list have it.
+	h.connectHTTP("registry:443")
+	if got := res.names(); strings.Join(got, " ") != "api.example.test. api.example.test. registry" {
+		t.Fatalf("looked up %q, want the rooted name twice, then the short one", got)
+	}
+	if got := rec.dialed(); strings.Join(got, " ") != "192.0.2.1:443 192.0.2.1:443 198.51.100.2:443" {
+		t.Fatalf("dialed %v", got)
+	}
+}
+
+func TestNamesResolvingToTheHostsOwnAddressesAreRefused(t *testing.T) {
+	checkNoLeaks(t)
+	var own netip.Addr
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, na := range ifaddrs {
+		if p, err := netip.ParsePrefix(na.String()); err == nil && internalKind(p.Addr()) == "" {
+			own = p.Addr()
+			break
+		}
+	}
+	if !own.IsValid() {
+		t.Skip("this host has no address outside the loopback and link-local ranges")
+	}
+	res := &fakeResolver{table: map[string][]netip.Addr{"self.test": {own}}}
+	rec := &dialRecorder{}
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("self.test", 0)}, Resolver: res, Dial: rec.Dial})
+	target := "self.test:22"
+	detail := fmt.Sprintf("resolves to the daemon host's own address %s", own)
+	_, _, hd := h.connectHTTP(target)
+	if hd.code != 403 || hd.header.Get(DeniedHeader) != target+" "+detail {
+		t.Errorf("CONNECT %s: %q %v", target, hd.status, hd.header)
+	}
+	if ds := h.takeDenials(); len(ds) != 1 || ds[0].Detail != detail {
+		t.Errorf("denials %v", ds)
+	}
+	if d := rec.dialed(); len(d) != 0 {
+		t.Fatalf("the host's own address was dialed: %v", d)
+	}
+}
+
+func TestAddrCacheRefreshesAndFailsClosed(t *testing.T) {
+	a, b := netip.MustParseAddr("192.0.2.7"), netip.MustParseAddr("2001:db8::7")
+	listed := []net.Addr{&net.IPNet{IP: net.ParseIP("192.0.2.7"), Mask: net.CIDRMask(24, 32)}}
+	var fail error
+	calls := 0
+	c := &addrCache{ttl: time.Hour, list: func() ([]net.Addr, error) {
+		calls++
+		return listed, fail
+	}}
+	if own, err := c.has(netip.MustParseAddr("::ffff:192.0.2.7")); !own || err != nil {
+		t.Fatalf("has(%s) = %v, %v", a, own, err)
+	}
+	listed = []net.Addr{&net.IPNet{IP: net.ParseIP("2001:db8::7"), Mask: net.CIDRMask(64, 128)}}
+	if own, _ := c.has(b); own || calls != 1 {
+		t.Fatalf("within the ttl: has(%s) = %v after %d listings", b, own, calls)
+	}
+	c.at = c.at.Add(-2 * time.Hour)
+	if own, _ := c.has(b); !own || calls != 2 {
+		t.Fatalf("past the ttl: has(%s) = %v after %d listings", b, own, calls)
+	}
+	c.at = c.at.Add(-2 * time.Hour)
+	fail = errors.New("netlink: no")
+	if _, err := c.has(b); err == nil {
+		t.Fatal("a failed listing was not reported")
+	}
+}
+
 func TestRefusedNamesAreNeverLookedUp(t *testing.T) {
 	checkNoLeaks(t)
 	res := &fakeResolver{table: map[string][]netip.Addr{"secret-data.exfil.test": {netip.MustParseAddr("192.0.2.1")}}}
@@ -970,27 +1049,39 @@ func TestParseHosts(t *testing.T) {
 
 func TestInternalKind(t *testing.T) {
 	for addr, want := range map[string]string{
-		"127.0.0.1":          "loopback",
-		"127.255.0.9":        "loopback",
-		"::1":                "loopback",
-		"::ffff:127.0.0.1":   "loopback",
-		"0.0.0.0":            "unspecified",
-		"0.1.2.3":            "unspecified",
-		"::":                 "unspecified",
-		"169.254.169.254":    "link-local",
-		"::ffff:169.254.1.1": "link-local",
-		"fe80::1":            "link-local",
-		"224.0.0.251":        "link-local multicast",
-		"ff02::1":            "link-local multicast",
-		"ff01::1":            "link-local multicast",
-		"239.1.1.1":          "multicast",
-		"ff0e::1":            "multicast",
-		"10.0.0.1":           "",
-		"172.16.0.1":         "",
-		"192.168.1.1":        "",
-		"fd00::1":            "",
-		"93.184.216.34":      "",
-		"2606:2800::1":       "",
+		"127.0.0.1":                  "loopback",
+		"127.255.0.9":                "loopback",
+		"::1":                        "loopback",
+		"::ffff:127.0.0.1":           "loopback",
+		"0.0.0.0":                    "unspecified",
+		"0.1.2.3":                    "unspecified",
+		"::":                         "unspecified",
+		"169.254.169.254":            "link-local",
+		"::ffff:169.254.1.1":         "link-local",
+		"fe80::1":                    "link-local",
+		"224.0.0.251":                "link-local multicast",
+		"ff02::1":                    "link-local multicast",
+		"ff01::1":                    "link-local multicast",
+		"239.1.1.1":                  "multicast",
+		"ff0e::1":                    "multicast",
+		"fd00:ec2::254":              "cloud metadata",
+		"100.100.100.200":            "cloud metadata",
+		"::ffff:100.100.100.200":     "cloud metadata",
+		"100.64.0.1":                 "",
+		"64:ff9b::7f00:1":            "NAT64 loopback",
+		"64:ff9b::a9fe:a9fe":         "NAT64 link-local",
+		"64:ff9b::6464:64c8":         "NAT64 cloud metadata",
+		"64:ff9b::5db8:d822":         "",
+		"64:ff9b:1:7f00:0:100::":     "NAT64 loopback",
+		"64:ff9b:1:0:a9:fea9:fe00:0": "NAT64 link-local",
+		"64:ff9b:1::a00:1":           "",
+		"64:ff9b:1::5db8:d822":       "",
+		"10.0.0.1":                   "",
+		"172.16.0.1":                 "",
+		"192.168.1.1":                "",
+		"fd00::1":                    "",
+		"93.184.216.34":              "",
+		"2606:2800::1":               "",
 	} {
 		if got := internalKind(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("internalKind(%s) = %q, want %q", addr, got, want)
@@ -1059,5 +1150,209 @@ func TestPanicServingOneConnectionIsLoggedAndContained(t *testing.T) {
 	defer mu.Unlock()
 	if len(logs) != 1 || !strings.Contains(logs[0], "panic") || !strings.Contains(logs[0], "denial sink exploded") {
 		t.Fatalf("logs %q", logs)
+	}
+}
+
+// openFds is how many descriptors the test process has open.
+func openFds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	return len(ents)
+}
+
+func TestForwardsAreCappedAndCutAtClose(t *testing.T) {
+	checkNoLeaks(t)
+	const maxConns, extra = 8, 40
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	var mu sync.Mutex
+	accepted, ended := 0, make(chan struct{}, maxConns+extra)
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			accepted++
+			mu.Unlock()
+			go func() {
+				// The host's service holds the connection until the
+				// daemon's side goes away.
+				io.Copy(io.Discard, c)
+				c.Close()
+				ended <- struct{}{}
+			}()
+		}
+	}()
+	fl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{MaxConns: maxConns})
+	served := make(chan error, 1)
+	go func() { served <- s.ServeForward(fl, netip.MustParseAddrPort(up.Addr().String())) }()
+
+	base := openFds(t)
+	var clients []net.Conn
+	for range maxConns + extra {
+		c, err := net.Dial("tcp", fl.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := accepted
+		mu.Unlock()
+		if n >= maxConns || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Past the cap a connection is closed as soon as it is accepted.
+	closed := 0
+	for _, c := range clients {
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+	}
+	mu.Lock()
+	n := accepted
+	mu.Unlock()
+	if n != maxConns || closed != extra {
+		t.Fatalf("%d connections reached the host's port and %d were closed at once, want %d and %d", n, closed, maxConns, extra)
+	}
+	// The clients' own descriptors, and per forwarded connection its
+	// accepted and upstream sockets, a pipe for each direction of its
+	// splice and the service's end.
+	if grown, most := openFds(t)-base, len(clients)+maxConns*7; grown > most {
+		t.Errorf("%d descriptors more with %d clients, at most %d expected", grown, len(clients), most)
+	}
+
+	// The clients still hold their ends: Close alone must cut the
+	// connections to the host.
+	s.Close()
+	for range maxConns {
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close left a connection to the host's port open")
+		}
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("ServeForward: %v", err)
+	}
+	for _, c := range clients {
+		c.Close()
+	}
+	for deadline := time.Now().Add(5 * time.Second); openFds(t) > base; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors open after Close, %d before the clients", openFds(t), base)
+		}
+		// Spliced pipes are pooled, and closed once collected.
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestABudgetBoundsConnectionsAcrossServers(t *testing.T) {
+	checkNoLeaks(t)
+	_, port := startEcho(t, "127.0.0.1:0")
+	target := fmt.Sprintf("127.0.0.1:%d", port)
+	pol := []*sandboxdv1.NetworkAllow{allow("127.0.0.1", port)}
+	b := NewBudget(3, "total-flag", 2, "key-flag")
+	// Two sessions of one caller and one of another.
+	a1 := startProxy(t, Config{Allow: pol, Budget: b, BudgetKey: "uid 1"})
+	a2 := startProxy(t, Config{Allow: pol, Budget: b, BudgetKey: "uid 1"})
+	other := startProxy(t, Config{Allow: pol, Budget: b, BudgetKey: "uid 2"})
+	third := startProxy(t, Config{Allow: pol, Budget: b, BudgetKey: "uid 3"})
+
+	c1, br1, hd := a1.connectHTTP(target)
+	if hd.code != 200 {
+		t.Fatalf("uid 1's first tunnel: %q", hd.status)
+	}
+	echoes(t, c1, br1, "one")
+	if _, _, rep := a2.socks5(socksAtypIPv4, []byte{127, 0, 0, 1}, uint16(port)); rep != socksSucceeded {
+		t.Fatalf("uid 1's second tunnel: SOCKS reply %#x", rep)
+	}
+
+	perKey := target + " would exceed the 2 connections to the outside uid 1's sessions may hold open together"
+	_, br, hd := a2.connectHTTP(target)
+	body, _ := io.ReadAll(br)
+	if hd.code != 403 || hd.header.Get(DeniedHeader) != perKey || !strings.Contains(string(body), "(sandboxd quota.key-flag)") {
+		t.Errorf("uid 1 over its budget: %q %v %q", hd.status, hd.header, body)
+	}
+	if _, _, rep := a1.socks5(socksAtypIPv4, []byte{127, 0, 0, 1}, uint16(port)); rep != socksNotAllowed {
+		t.Errorf("uid 1 over its budget: SOCKS reply %#x", rep)
+	}
+	ds := append(a1.takeDenials(), a2.takeDenials()...)
+	if len(ds) != 2 || ds[0].Field != "quota.key-flag" || ds[0].Target != target || ds[1].Field != "quota.key-flag" {
+		t.Errorf("denials %v", ds)
+	}
+
+	// Another caller still gets one, and then the daemon's whole budget is
+	// used up.
+	c3, br3, hd := other.connectHTTP(target)
+	if hd.code != 200 {
+		t.Fatalf("uid 2, within the budget: %q", hd.status)
+	}
+	echoes(t, c3, br3, "three")
+	_, _, hd = third.connectHTTP(target)
+	if want := target + " would exceed the 3 connections to the outside the daemon holds open for all sessions"; hd.code != 403 || hd.header.Get(DeniedHeader) != want {
+		t.Errorf("uid 3 over the daemon's budget: %q %v", hd.status, hd.header)
+	}
+	if ds := third.takeDenials(); len(ds) != 1 || ds[0].Field != "quota.total-flag" {
+		t.Errorf("denials %v", ds)
+	}
+
+	// A tunnel that ends gives its connection back.
+	c1.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c, br, hd := third.connectHTTP(target)
+		if hd.code == 200 {
+			echoes(t, c, br, "again")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the budget was not given back: %q %v", hd.status, hd.header)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	third.takeDenials()
+
+	// A forward beyond the budget is closed, and is a denial.
+	s := New(Config{Budget: b, BudgetKey: "uid 1", OnDenial: func(d *sandboxdv1.Denial) {
+		third.mu.Lock()
+		third.denials = append(third.denials, d)
+		third.mu.Unlock()
+	}})
+	defer s.Close()
+	fl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.ServeForward(fl, netip.MustParseAddrPort(target))
+	fc, err := net.Dial("tcp", fl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	fc.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := fc.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("a forward over the budget: read %d, %v; want EOF", n, err)
+	}
+	if ds := third.takeDenials(); len(ds) != 1 || ds[0].Field != "quota.total-flag" || ds[0].Operation != "forward" || ds[0].Target != target {
+		t.Errorf("forward denials %v", ds)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,8 +41,16 @@ func (t target) String() string {
 // 403 (400 when the target is malformed) and SOCKS reply 0x02.
 type denied struct {
 	target    string // host:port, printable ASCII
+	field     string // what refused it; "" is network.allow
 	detail    string
 	malformed bool
+}
+
+func (d *denied) fieldName() string {
+	if d.field == "" {
+		return "network.allow"
+	}
+	return d.field
 }
 
 func (d *denied) Error() string { return d.target + " " + d.detail }
@@ -189,18 +198,24 @@ func (s *Server) open(op string, t target, perr error) (net.Conn, error) {
 	if err == nil {
 		c, err = s.connect(t)
 	}
+	s.report(op, err)
+	return c, err
+}
+
+// report makes a Denial of err if it is a refusal. op is the Denial's
+// Operation.
+func (s *Server) report(op string, err error) {
 	var d *denied
 	if errors.As(err, &d) && s.cfg.OnDenial != nil {
 		s.cfg.OnDenial(&sandboxdv1.Denial{
 			Time:      timestamppb.Now(),
-			Field:     "network.allow",
+			Field:     d.fieldName(),
 			Operation: op,
 			Target:    d.target,
 			Errno:     "EACCES",
 			Detail:    d.detail,
 		})
 	}
-	return c, err
 }
 
 // connect is the one way out of the sandbox: policy first, so that a
@@ -211,6 +226,15 @@ func (s *Server) connect(t target) (net.Conn, error) {
 	if !s.allowed(t) {
 		return nil, &denied{target: t.String(), detail: "not in network.allow"}
 	}
+	if err := s.charge(t.String()); err != nil {
+		return nil, err
+	}
+	tracked := false
+	defer func() {
+		if !tracked {
+			s.refund()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.DialTimeout)
 	defer cancel()
 	addrs, err := s.resolve(ctx, t)
@@ -223,6 +247,8 @@ func (s *Server) connect(t target) (net.Conn, error) {
 		c, err := s.dial(dctx, "tcp", netip.AddrPortFrom(a.Unmap(), t.port).String())
 		dcancel()
 		if err == nil {
+			// track refunds what it does not keep.
+			tracked = true
 			if !s.track(c) {
 				return nil, &upstreamError{target: t.String(), err: net.ErrClosed}
 			}
@@ -272,7 +298,7 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 	if addrs, ok := s.pinned[t.name]; ok && len(addrs) > 0 {
 		return addrs, nil
 	}
-	addrs, err := s.resolver.LookupNetIP(ctx, "ip", t.name)
+	addrs, err := s.resolver.LookupNetIP(ctx, "ip", lookupName(t.name))
 	if err == nil && len(addrs) == 0 {
 		err = errors.New("no addresses")
 	}
@@ -282,11 +308,76 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 	for i, a := range addrs {
 		// net.Resolver returns A records as IPv4-mapped IPv6 addresses.
 		addrs[i] = a.Unmap()
-		if kind := internalKind(addrs[i]); kind != "" {
+		kind := internalKind(addrs[i])
+		if kind == "" {
+			own, err := hostAddrs.has(addrs[i])
+			if err != nil {
+				return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to %s, which could not be checked against the daemon host's own addresses: %v", addrs[i], err)}
+			}
+			if own {
+				kind = "the daemon host's own"
+			}
+		}
+		if kind != "" {
 			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to %s address %s", kind, addrs[i])}
 		}
 	}
 	return addrs, nil
+}
+
+// lookupName is how name is asked of the resolver. A name of several
+// labels is rooted, so that no resolv.conf search domain is tried first:
+// with ndots:5 (Kubernetes' default) "api.example.com" would otherwise
+// resolve as api.example.com.<namespace>.svc.cluster.local, or through a
+// search domain's wildcard, to a host the policy never named. A single
+// label is left as it is: rooted it would be a top-level domain, and the
+// hosts file (where "localhost" is) matches it only unrooted, so a policy
+// naming one means the host's short name.
+func lookupName(name string) string {
+	if strings.Contains(name, ".") {
+		return name + "."
+	}
+	return name
+}
+
+// hostAddrs are the addresses of the daemon host's interfaces. A service
+// there that listens on every address (0.0.0.0) is reached through each of
+// them from the daemon's network namespace, where the proxy dials, as
+// through the loopback.
+var hostAddrs = &addrCache{list: net.InterfaceAddrs, ttl: 5 * time.Second}
+
+// addrCache keeps a listing of addresses for ttl, since a lookup per
+// connection would ask the kernel for every interface each time.
+type addrCache struct {
+	list func() ([]net.Addr, error)
+	ttl  time.Duration
+
+	mu  sync.Mutex
+	at  time.Time
+	set map[netip.Addr]bool
+}
+
+// has reports whether a is in the listing, refreshed when older than ttl.
+func (c *addrCache) has(a netip.Addr) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set == nil || time.Since(c.at) >= c.ttl {
+		addrs, err := c.list()
+		if err != nil {
+			c.set = nil
+			return false, fmt.Errorf("listing interface addresses: %w", err)
+		}
+		set := make(map[netip.Addr]bool, len(addrs))
+		for _, na := range addrs {
+			if p, err := netip.ParsePrefix(na.String()); err == nil {
+				set[p.Addr().Unmap().WithZone("")] = true
+			} else if ip, err := netip.ParseAddr(na.String()); err == nil {
+				set[ip.Unmap().WithZone("")] = true
+			}
+		}
+		c.set, c.at = set, time.Now()
+	}
+	return c.set[a.Unmap()], nil
 }
 
 // internalKind says which kind of host-internal address a is, or "" if it
@@ -302,7 +393,14 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 // live there, and reaching them is what allowing their names means.
 func internalKind(a netip.Addr) string {
 	a = a.Unmap()
+	if kind := nat64Kind(a); kind != "" {
+		return kind
+	}
 	switch {
+	case cloudMetadata[a]:
+		// The instance metadata services outside link-local: they hand
+		// out the host's cloud credentials.
+		return "cloud metadata"
 	case !a.IsValid():
 		return "invalid"
 	case a.IsLoopback():
@@ -317,6 +415,55 @@ func internalKind(a netip.Addr) string {
 		return "link-local multicast"
 	case a.IsMulticast():
 		return "multicast"
+	}
+	return ""
+}
+
+var cloudMetadata = map[netip.Addr]bool{
+	netip.MustParseAddr("fd00:ec2::254"):   true, // AWS, IPv6 (in fc00::/7, otherwise allowed)
+	netip.MustParseAddr("100.100.100.200"): true, // Alibaba Cloud (in 100.64/10)
+}
+
+// NAT64 prefixes: 64:ff9b::/96 (RFC 6052) and the local-use 64:ff9b:1::/48
+// (RFC 8215), within which an operator picks the prefix length.
+var (
+	nat64WellKnown = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local     = netip.MustParsePrefix("64:ff9b:1::/48")
+)
+
+// nat64Kind says which kind of host-internal IPv4 address the NAT64
+// address a leads to, or "" if none (or a is not NAT64). Under
+// 64:ff9b:1::/48 the prefix length, and so where the IPv4 address sits, is
+// the operator's choice, so every embedding of RFC 6052 (section 2.2) a
+// prefix of 48, 56, 64 or 96 bits there makes is checked. In all but the
+// last, the zero bits a longer prefix leaves read as 0/8, which is not
+// taken for a refusal: 64:ff9b:1::/96 is the usual choice.
+func nat64Kind(a netip.Addr) string {
+	if !a.Is6() {
+		return ""
+	}
+	b := a.As16()
+	last := [4]byte(b[12:16])
+	var embeddings [][4]byte
+	switch {
+	case nat64WellKnown.Contains(a):
+	case nat64Local.Contains(a):
+		// Bits 64 to 71 (byte 8) are the reserved u octet, skipped.
+		embeddings = [][4]byte{
+			{b[6], b[7], b[9], b[10]},   // /48
+			{b[7], b[9], b[10], b[11]},  // /56
+			{b[9], b[10], b[11], b[12]}, // /64
+		}
+	default:
+		return ""
+	}
+	for _, e := range embeddings {
+		if kind := internalKind(netip.AddrFrom4(e)); kind != "" && kind != "unspecified" {
+			return "NAT64 " + kind
+		}
+	}
+	if kind := internalKind(netip.AddrFrom4(last)); kind != "" {
+		return "NAT64 " + kind
 	}
 	return ""
 }

@@ -78,6 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxStreams := fs.Int("max-streams", daemon.DefaultMaxStreams, "Session and Watch streams one caller may have open; beyond them new ones are refused with RESOURCE_EXHAUSTED")
 	maxSessions := fs.Int("max-sessions", daemon.DefaultMaxSessions, "sessions not yet ended (detached ones included) one caller may have, its sandboxes' child sessions included; beyond them a Start is refused with RESOURCE_EXHAUSTED")
 	maxLaunches := fs.Int("max-launches", daemon.DefaultMaxLaunches, "Starts of one caller accepted and not yet running (queued for a launch slot or being built); beyond them a Start is refused with RESOURCE_EXHAUSTED")
+	maxProxyConns := fs.Int("max-proxy-connections", daemon.DefaultMaxProxyConnections, "connections to the outside that the allowlist proxies and loopback forwards of one caller's sessions (a uid's, its sessions' children included) may hold open together; beyond them a tunnel or request is refused with 403 or SOCKS reply 2, a forwarded connection is closed, and each is a denial")
+	proxyConns := fs.Int("proxy-connections", daemon.DefaultProxyConnections, "connections to the outside that the allowlist proxies and loopback forwards of all sessions may hold open together; beyond them each is refused as beyond --max-proxy-connections")
 	keepalive := fs.Duration("keepalive", daemon.DefaultKeepalive, "ping a connection silent this long, and close it (with its streams) when the ping is not answered within a third of it")
 	firstMessage := fs.Duration("first-message-timeout", daemon.DefaultFirstMessageTimeout, "how long a Session stream may take to send its Start or Attach before it is ended with DEADLINE_EXCEEDED")
 	retainEnded := fs.Int("retain-ended", daemon.DefaultRetainEnded, "ended sessions kept inspectable (exit code, scrollback) per owner; one owner's sessions never push out another's")
@@ -98,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	for name, v := range map[string]int{"--retain-ended": *retainEnded, "--max-connections": *maxConns, "--max-streams": *maxStreams, "--max-sessions": *maxSessions, "--max-launches": *maxLaunches} {
+	for name, v := range map[string]int{"--retain-ended": *retainEnded, "--max-connections": *maxConns, "--max-streams": *maxStreams, "--max-sessions": *maxSessions, "--max-launches": *maxLaunches, "--max-proxy-connections": *maxProxyConns, "--proxy-connections": *proxyConns} {
 		if v <= 0 {
 			fmt.Fprintf(stderr, "sandboxd: %s %d: must be positive\n", name, v)
 			return 2
@@ -165,7 +167,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		StateDir:            *stateDir,
 		MetricsAddr:         *metricsAddr,
 		ProxyHosts:          pinned,
-		Quotas:              daemon.Quotas{Connections: *maxConns, Streams: *maxStreams, Sessions: *maxSessions, Launches: *maxLaunches},
+		Quotas:              daemon.Quotas{Connections: *maxConns, Streams: *maxStreams, Sessions: *maxSessions, Launches: *maxLaunches, ProxyConnections: *maxProxyConns},
+		ProxyConnections:    *proxyConns,
 		FirstMessageTimeout: *firstMessage,
 		Keepalive:           *keepalive,
 		RetainEnded:         *retainEnded,
