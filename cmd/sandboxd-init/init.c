@@ -878,6 +878,15 @@ static void kill_descendants(void)
 	}
 }
 
+/* started_error is setup_error once the command has started: without a pid
+ * namespace the init's exit would leave the command's tree running. */
+static void __attribute__((noreturn)) started_error(int ns, const char *field, const char *op, const char *path)
+{
+	if (!ns)
+		kill_descendants();
+	setup_error(field, op, path);
+}
+
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
 
 /* handled_signals are those the init waits for: the forwarded ones, its
@@ -1211,7 +1220,7 @@ int run_init(uint32_t spawn_flags)
 		if (root < 0 || pass_send(PASS_ROOT_DIR, root)) {
 			if (root < 0)
 				fail_errno(errno);
-			setup_error("process", "send root directory to daemon", "/");
+			started_error(ns, "process", "send root directory to daemon", "/");
 		}
 		close(root);
 		if (p->flags & FLAG_NETNS) {
@@ -1222,7 +1231,7 @@ int run_init(uint32_t spawn_flags)
 			if (diag < 0 || pass_send(PASS_DIAG, diag)) {
 				if (diag < 0)
 					fail_errno(errno);
-				setup_error("network.mode", "send a sock_diag socket to daemon", NULL);
+				started_error(ns, "network.mode", "send a sock_diag socket to daemon", NULL);
 			}
 			close(diag);
 		}
