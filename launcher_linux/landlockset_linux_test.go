@@ -2,6 +2,7 @@ package launcherlinux
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -399,12 +400,23 @@ func TestAbandonedLandlockInitTakesItsCommand(t *testing.T) {
 // while the command's process still sets itself up (a cwd on a slow network
 // filesystem, a deny path beside very many entries) must not leave that
 // process to exec once the init is gone: without a pid namespace, nothing
-// but the init's end tells it. The test holds the process from its start
-// until the init is killed, which makes its setup last that long.
+// but the init's end tells it. The test holds the process until the init
+// is killed, which makes its setup last that long: from its start (the
+// init dies before the process asks to die with it), and from its first
+// system call after that (setpgid).
 func TestAbandonedLandlockLaunchTakesACommandBeingSetUp(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: the init is not dumpable, so only CAP_SYS_PTRACE traces it")
 	}
+	for name, until := range map[string]int{"from its start": -1, "from its setpgid": unix.SYS_SETPGID} {
+		t.Run(name, func(t *testing.T) { abandonHeldCommand(t, until) })
+	}
+}
+
+// abandonHeldCommand gives up on a launch whose command's process is held
+// at the entry of system call until (-1: at its start) until its init is
+// gone, then checks that the process does not run on.
+func abandonHeldCommand(t *testing.T, until int) {
 	uid, gid := sandboxIdentity()
 	lb, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(SetLandlock), InitPath: initBinaryPath(t), Prestart: 1})
 	if err != nil {
@@ -419,7 +431,7 @@ func TestAbandonedLandlockLaunchTakesACommandBeingSetUp(t *testing.T) {
 	// ahead, the only one there is.
 	runTrue(t, b, testSpec(t, nil, "/bin/true"))
 	init := readyPids(t, b.inits, initKey{uid: uid, gid: gid}, 1)[0]
-	h, err := holdCommandOf(init)
+	h, err := holdCommandOf(init, until)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,10 +491,11 @@ type heldCommand struct {
 }
 
 // holdCommandOf traces the init pid until it starts the command's
-// process, holds that process in its first stop, before it runs any of the
-// init's code, reports the init's end, and lets the process go on release,
-// which may be called again (it kills an init still running).
-func holdCommandOf(init int) (*heldCommand, error) {
+// process, holds that process at the entry of system call until (-1: in its
+// first stop, before it runs any of the init's code), reports the init's
+// end, and lets the process go on release, which may be called again (it
+// kills an init still running).
+func holdCommandOf(init, until int) (*heldCommand, error) {
 	h := &heldCommand{child: make(chan int, 1), initGone: make(chan struct{})}
 	seized, release, done := make(chan error), make(chan struct{}), make(chan struct{})
 	h.release = sync.OnceFunc(func() {
@@ -500,7 +513,7 @@ func holdCommandOf(init int) (*heldCommand, error) {
 		// The tracer is this thread; never unlocked, it ends with the
 		// goroutine and detaches what it still traces.
 		runtime.LockOSThread()
-		_, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(init), 0, unix.PTRACE_O_TRACEVFORK, 0, 0)
+		_, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(init), 0, unix.PTRACE_O_TRACEVFORK|unix.PTRACE_O_TRACESYSGOOD, 0, 0)
 		if errno != 0 {
 			seized <- fmt.Errorf("seize init %d: %w", init, errno)
 			return
@@ -517,6 +530,9 @@ func holdCommandOf(init int) (*heldCommand, error) {
 				msg, _ := unix.PtraceGetEventMsg(init)
 				child = int(msg)
 				unix.Wait4(child, nil, unix.WALL, nil)
+				if until >= 0 {
+					stepToSyscall(child, until)
+				}
 				h.child <- child
 			} else if ws.StopSignal() != unix.SIGTRAP {
 				sig = int(ws.StopSignal())
@@ -534,6 +550,34 @@ func holdCommandOf(init int) (*heldCommand, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// stepToSyscall lets the stopped tracee pid run to the entry of system call
+// nr, and leaves it stopped there.
+func stepToSyscall(pid, nr int) {
+	sig := 0
+	for {
+		if unix.PtraceSyscall(pid, sig) != nil {
+			return
+		}
+		sig = 0
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(pid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+			return
+		}
+		if ws.StopSignal() != unix.SIGTRAP|0x80 {
+			if ws.StopSignal() != unix.SIGTRAP {
+				sig = int(ws.StopSignal())
+			}
+			continue
+		}
+		// struct ptrace_syscall_info: op, then at 24 an entry's nr.
+		var info [88]byte
+		n, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GET_SYSCALL_INFO, uintptr(pid), uintptr(len(info)), uintptr(unsafe.Pointer(&info[0])), 0, 0)
+		if errno == 0 && n >= 32 && info[0] == unix.PTRACE_SYSCALL_INFO_ENTRY && binary.NativeEndian.Uint64(info[24:]) == uint64(nr) {
+			return
+		}
+	}
 }
 
 // argv is pid's command line, its arguments joined by spaces.
