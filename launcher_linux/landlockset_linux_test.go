@@ -2,6 +2,7 @@ package launcherlinux
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -392,4 +394,203 @@ func TestAbandonedLandlockInitTakesItsCommand(t *testing.T) {
 			t.Fatalf("processes %v of the abandoned launch still run", alive)
 		}
 	}
+}
+
+// TestAbandonedLandlockLaunchTakesACommandBeingSetUp: a launch given up on
+// while the command's process still sets itself up (a cwd on a slow network
+// filesystem, a deny path beside very many entries) must not leave that
+// process to exec once the init is gone: without a pid namespace, nothing
+// but the init's end tells it. The test holds the process until the init
+// is killed, which makes its setup last that long: from its start (the
+// init dies before the process asks to die with it), and from its first
+// system call after that (setpgid).
+func TestAbandonedLandlockLaunchTakesACommandBeingSetUp(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: the init is not dumpable, so only CAP_SYS_PTRACE traces it")
+	}
+	for name, until := range map[string]int{"from its start": -1, "from its setpgid": unix.SYS_SETPGID} {
+		t.Run(name, func(t *testing.T) { abandonHeldCommand(t, until) })
+	}
+}
+
+// abandonHeldCommand gives up on a launch whose command's process is held
+// at the entry of system call until (-1: at its start) until its init is
+// gone, then checks that the process does not run on.
+func abandonHeldCommand(t *testing.T, until int) {
+	uid, gid := sandboxIdentity()
+	lb, err := New(Config{SandboxUID: uid, SandboxGID: gid, MechanismSet: string(SetLandlock), InitPath: initBinaryPath(t), Prestart: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := lb.(*backend)
+	t.Cleanup(func() { drainPool(b.inits) })
+	if sf := SetLandlock.check(&sandboxdv1.Policy{}, b.host, false); sf != nil {
+		t.Skipf("this host cannot run the landlock set: %s (%s)", sf.found, sf.mechanism)
+	}
+	// The init is traced before the launch that takes it: one started
+	// ahead, the only one there is.
+	runTrue(t, b, testSpec(t, nil, "/bin/true"))
+	init := readyPids(t, b.inits, initKey{uid: uid, gid: gid}, 1)[0]
+	h, err := holdCommandOf(init, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.release)
+	marker := fmt.Sprintf("sandboxd-abandoned-%d", os.Getpid())
+	spec := testSpec(t, nil, "/bin/sh", "-c", "while :; do sleep 1; done", marker)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan error, 1)
+	go func() {
+		p, err := b.Start(ctx, spec)
+		if err == nil {
+			p.Kill()
+			p.Wait()
+		}
+		started <- err
+	}()
+	var child int
+	select {
+	case child = <-h.child:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("init %d did not start the command", init)
+	}
+	t.Cleanup(func() {
+		if strings.Contains(argv(child), marker) {
+			unix.Kill(child, unix.SIGKILL)
+		}
+	})
+	cancel()
+	select {
+	case <-h.initGone:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the init %d of the abandoned launch still runs", init)
+	}
+	h.release()
+	select {
+	case err := <-started:
+		if err == nil {
+			t.Fatal("an abandoned launch started")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Start did not return for an abandoned launch")
+	}
+	for end := time.Now().Add(5 * time.Second); procState(child) != "" && procState(child) != "Z"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the abandoned launch's command %d runs on: %q", child, argv(child))
+		}
+	}
+}
+
+// heldCommand is the command's process of a traced init, held in the stop
+// it starts in.
+type heldCommand struct {
+	child    chan int
+	initGone chan struct{}
+	release  func()
+}
+
+// holdCommandOf traces the init pid until it starts the command's
+// process, holds that process at the entry of system call until (-1: in its
+// first stop, before it runs any of the init's code), reports the init's
+// end, and lets the process go on release, which may be called again (it
+// kills an init still running).
+func holdCommandOf(init, until int) (*heldCommand, error) {
+	h := &heldCommand{child: make(chan int, 1), initGone: make(chan struct{})}
+	seized, release, done := make(chan error), make(chan struct{}), make(chan struct{})
+	h.release = sync.OnceFunc(func() {
+		select {
+		case <-h.initGone:
+		default:
+			// Not yet reaped by the tracer, so still this init's pid.
+			unix.Kill(init, unix.SIGKILL)
+		}
+		close(release)
+		<-done
+	})
+	go func() {
+		defer close(done)
+		// The tracer is this thread; never unlocked, it ends with the
+		// goroutine and detaches what it still traces.
+		runtime.LockOSThread()
+		_, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(init), 0, unix.PTRACE_O_TRACEVFORK|unix.PTRACE_O_TRACESYSGOOD, 0, 0)
+		if errno != 0 {
+			seized <- fmt.Errorf("seize init %d: %w", init, errno)
+			return
+		}
+		seized <- nil
+		child := 0
+		for {
+			var ws unix.WaitStatus
+			if _, err := unix.Wait4(init, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+				break
+			}
+			sig := 0
+			if ws.TrapCause() == unix.PTRACE_EVENT_VFORK {
+				msg, _ := unix.PtraceGetEventMsg(init)
+				child = int(msg)
+				unix.Wait4(child, nil, unix.WALL, nil)
+				if until >= 0 {
+					stepToSyscall(child, until)
+				}
+				h.child <- child
+			} else if ws.StopSignal() != unix.SIGTRAP {
+				sig = int(ws.StopSignal())
+			}
+			unix.PtraceCont(init, sig)
+		}
+		close(h.initGone)
+		<-release
+		if child != 0 && unix.PtraceDetach(child) != nil {
+			unix.Wait4(child, nil, unix.WALL, nil)
+		}
+	}()
+	if err := <-seized; err != nil {
+		<-done
+		return nil, err
+	}
+	return h, nil
+}
+
+// stepToSyscall lets the stopped tracee pid run to the entry of system call
+// nr, and leaves it stopped there.
+func stepToSyscall(pid, nr int) {
+	sig := 0
+	for {
+		if unix.PtraceSyscall(pid, sig) != nil {
+			return
+		}
+		sig = 0
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(pid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+			return
+		}
+		if ws.StopSignal() != unix.SIGTRAP|0x80 {
+			if ws.StopSignal() != unix.SIGTRAP {
+				sig = int(ws.StopSignal())
+			}
+			continue
+		}
+		// struct ptrace_syscall_info: op, then at 24 an entry's nr.
+		var info [88]byte
+		n, _, errno := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GET_SYSCALL_INFO, uintptr(pid), uintptr(len(info)), uintptr(unsafe.Pointer(&info[0])), 0, 0)
+		if errno == 0 && n >= 32 && info[0] == unix.PTRACE_SYSCALL_INFO_ENTRY && binary.NativeEndian.Uint64(info[24:]) == uint64(nr) {
+			return
+		}
+	}
+}
+
+// argv is pid's command line, its arguments joined by spaces.
+func argv(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.ReplaceAll(string(b), "\x00", " ")
+}
+
+// procState is the state letter of pid, "" if it is gone.
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))[0]
 }

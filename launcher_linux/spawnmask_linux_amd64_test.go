@@ -136,15 +136,6 @@ func closeAll(fds []int) {
 	}
 }
 
-// procState is the state letter of pid, "" if it is gone.
-func procState(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))[0]
-}
-
 // signalAtHandover traces the spawner spawnerPid until it clones an init,
 // steps the clone to the return of its rt_sigprocmask(SIG_SETMASK),
 // sends it SIGTERM there and lets both go. It runs on one locked thread,

@@ -702,12 +702,23 @@ struct command_args {
 	const struct plan *p;
 	const int *stdio, *cgroup;
 	int ncgroup, report;
+	pid_t init;
 };
 
 static int command_main(void *arg)
 {
 	const struct command_args *a = arg;
 	setup.child_report = a->report;
+	/* Without a pid namespace, an init killed while this process sets up
+	 * (a launch given up on during a slow step) would leave it to exec
+	 * outside any session. Checked after the prctl: the init may have
+	 * died before it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)) {
+		fail_errno(errno);
+		child_fail("setup-error", "process", "prctl(PR_SET_PDEATHSIG)", NULL, NULL);
+	}
+	if (getppid() != a->init)
+		_exit(127);
 	run_command(a->p, a->stdio, a->cgroup, a->ncgroup);
 }
 
@@ -737,7 +748,7 @@ static pid_t start_command(const struct plan *p, const int stdio[3], const int *
 		fail(errno, "mmap");
 		setup_error("process", "start command", NULL);
 	}
-	struct command_args args = {.p = p, .stdio = stdio, .cgroup = cgroup, .ncgroup = ncgroup, .report = pipefd[1]};
+	struct command_args args = {.p = p, .stdio = stdio, .cgroup = cgroup, .ncgroup = ncgroup, .report = pipefd[1], .init = getpid()};
 	pid_t pid = clone(command_main, stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
 	int e = errno;
 	munmap(stack, COMMAND_STACK);
@@ -865,6 +876,15 @@ static void kill_descendants(void)
 		if (waitpid(-1, NULL, 0) < 0 && errno != EINTR)
 			return;
 	}
+}
+
+/* started_error is setup_error once the command has started: without a pid
+ * namespace the init's exit would leave the command's tree running. */
+static void __attribute__((noreturn)) started_error(int ns, const char *field, const char *op, const char *path)
+{
+	if (!ns)
+		kill_descendants();
+	setup_error(field, op, path);
 }
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
@@ -1200,7 +1220,7 @@ int run_init(uint32_t spawn_flags)
 		if (root < 0 || pass_send(PASS_ROOT_DIR, root)) {
 			if (root < 0)
 				fail_errno(errno);
-			setup_error("process", "send root directory to daemon", "/");
+			started_error(ns, "process", "send root directory to daemon", "/");
 		}
 		close(root);
 		if (p->flags & FLAG_NETNS) {
@@ -1211,7 +1231,7 @@ int run_init(uint32_t spawn_flags)
 			if (diag < 0 || pass_send(PASS_DIAG, diag)) {
 				if (diag < 0)
 					fail_errno(errno);
-				setup_error("network.mode", "send a sock_diag socket to daemon", NULL);
+				started_error(ns, "network.mode", "send a sock_diag socket to daemon", NULL);
 			}
 			close(diag);
 		}

@@ -27,6 +27,10 @@ static const char magic[4] = {'S', 'B', 'P', 1};
 /* The kernel takes at most this many instructions (BPF_MAXINSNS). */
 #define MAX_INSNS 4096
 
+/* The init receives the cgroup files in one message of at most this many
+ * (pass_recv); the encoder's maxCgroupTasks. */
+#define MAX_CGROUP_TASKS 16
+
 static uint16_t u16(const char *b)
 {
 	const unsigned char *u = (const unsigned char *)b;
@@ -262,6 +266,12 @@ static int walk(char *buf, size_t len, struct plan *p, struct counts *c, int fil
 				*err = "bad ids record";
 				return -1;
 			}
+			/* More would not be joined, and the command would run
+			 * outside its limits. */
+			if (u32(rec + 12) > MAX_CGROUP_TASKS) {
+				*err = "more cgroup files than the init takes";
+				return -1;
+			}
 			if (fill) {
 				p->uid = u32(rec);
 				p->gid = u32(rec + 4);
@@ -273,6 +283,12 @@ static int walk(char *buf, size_t len, struct plan *p, struct counts *c, int fil
 		case TAG_LANDLOCK:
 			if (n != 28 || seen_ll++) {
 				*err = "bad landlock record";
+				return -1;
+			}
+			/* No kernel has such an ABI; the applier would take it
+			 * for no Landlock at all. */
+			if (u32(rec) > INT32_MAX) {
+				*err = "a landlock ABI beyond any kernel's";
 				return -1;
 			}
 			if (fill) {

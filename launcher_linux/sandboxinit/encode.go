@@ -3,6 +3,7 @@ package sandboxinit
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net/netip"
 	"path"
 	"slices"
@@ -41,6 +42,10 @@ const (
 	tagWriteRoot = 14 // string
 	tagEnd       = 15 // empty, the last record: a plan cut short is refused
 )
+
+// maxCgroupTasks is the most cgroup files the init takes (PassCgroup): it
+// receives them in one message. The decoder refuses more.
+const maxCgroupTasks = 16
 
 // Flag bits of tagFlags.
 const (
@@ -214,6 +219,12 @@ func (p *Plan) AppendBinary(b []byte) ([]byte, error) {
 		e.str(tagEnv, "environment variable", v)
 	}
 	e.str(tagCwd, "working directory", x.Cwd)
+	if x.CgroupTasks < 0 || x.CgroupTasks > maxCgroupTasks {
+		return nil, fmt.Errorf("%d cgroup files to join, the init takes 0 to %d; the decoder refuses it too", x.CgroupTasks, maxCgroupTasks)
+	}
+	if x.Landlock.ABI < 0 || x.Landlock.ABI > math.MaxInt32 {
+		return nil, fmt.Errorf("landlock ABI %d is beyond any kernel's; the decoder refuses it too", x.Landlock.ABI)
+	}
 	r = e.begin(tagIDs)
 	e.u32(x.UID)
 	e.u32(x.GID)

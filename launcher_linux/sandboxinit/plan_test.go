@@ -252,13 +252,61 @@ func TestPlanDecoderRefusesASharedStepWithASource(t *testing.T) {
 // start: its kind, then its flags.
 func mountRecord(t *testing.T, b []byte) int {
 	t.Helper()
+	return recordOf(t, b, tagMount)
+}
+
+// recordOf is where the bytes of the encoded plan's first record of tag
+// start.
+func recordOf(t *testing.T, b []byte, tag byte) int {
+	t.Helper()
 	for rec := len(planMagic); rec+5 <= len(b); rec += 5 + int(binary.LittleEndian.Uint32(b[rec+1:])) {
-		if b[rec] == tagMount {
+		if b[rec] == tag {
 			return rec + 5
 		}
 	}
-	t.Fatalf("no mount record in %q", b)
+	t.Fatalf("no record of tag %d in %q", tag, b)
 	return 0
+}
+
+// More cgroup files than the init receives would go unjoined, and a
+// Landlock ABI beyond an int is no Landlock to its applier: the decoder
+// refuses both, lest the command run outside its limits or its Landlock
+// domain, and the encoder does too.
+func TestPlanDecoderRefusesWhatTheInitCannotApply(t *testing.T) {
+	for name, c := range map[string]struct {
+		tag     byte
+		off     int
+		v       uint32
+		refused bool
+	}{
+		"16 cgroup files":     {tag: tagIDs, off: 12, v: maxCgroupTasks},
+		"17 cgroup files":     {tag: tagIDs, off: 12, v: maxCgroupTasks + 1, refused: true},
+		"2^31 cgroup files":   {tag: tagIDs, off: 12, v: 1 << 31, refused: true},
+		"2^32-1 cgroup files": {tag: tagIDs, off: 12, v: 1<<32 - 1, refused: true},
+		"Landlock ABI 2^31-1": {tag: tagLandlock, v: 1<<31 - 1},
+		"Landlock ABI 2^31":   {tag: tagLandlock, v: 1 << 31, refused: true},
+		"Landlock ABI 2^32-1": {tag: tagLandlock, v: 1<<32 - 1, refused: true},
+	} {
+		want := "error: more cgroup files than the init takes\n"
+		set := func(x *ExecPlan, v int) { x.CgroupTasks = v }
+		if c.tag == tagLandlock {
+			want = "error: a landlock ABI beyond any kernel's\n"
+			set = func(x *ExecPlan, v int) { x.Landlock.ABI = v }
+		}
+		p := &Plan{Exec: ExecPlan{Argv: []string{"x"}, Cwd: "/"}}
+		b, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint32(b[recordOf(t, b, c.tag)+c.off:], c.v)
+		if got := decodeInC(t, b); c.refused != (got == want) || !c.refused && strings.HasPrefix(got, "error: ") {
+			t.Errorf("%s: decoded to\n%s", name, got)
+		}
+		set(&p.Exec, int(c.v))
+		if _, err := p.MarshalBinary(); (err != nil) != c.refused {
+			t.Errorf("%s: the encoder gave %v", name, err)
+		}
+	}
 }
 
 // The init keeps a directory's fd by the spelling of its path, cut to
@@ -352,7 +400,7 @@ func FuzzPlanRoundTrip(f *testing.F) {
 					ABI: int(kind), HandledFS: access, Scoped: ^access, ReadAccess: access >> 1,
 					Rules: []LandlockRule{{Path: path, Access: access}}, ReadExcept: []string{arg}, Strict: flag,
 				},
-				WriteRoots: []string{field}, CgroupTasks: int(kind),
+				WriteRoots: []string{field}, CgroupTasks: int(kind) % (maxCgroupTasks + 2),
 			},
 		}
 		if flag {
@@ -365,10 +413,12 @@ func FuzzPlanRoundTrip(f *testing.F) {
 		}
 		b, err := p.MarshalBinary()
 		if err != nil {
-			// Only a NUL stops the encoder here, or an ID-mapped step on
-			// the root or of no filesystem field.
+			// Only a NUL stops the encoder here, an ID-mapped step on
+			// the root or of no filesystem field, or more cgroup files
+			// than the init takes.
 			if !strings.Contains(arg+env+path+field+string(prog), "\x00") &&
-				!(flag && (pathpkg.Clean("/"+arg) == "/" || !strings.HasPrefix(field, "filesystem."))) {
+				!(flag && (pathpkg.Clean("/"+arg) == "/" || !strings.HasPrefix(field, "filesystem."))) &&
+				p.Exec.CgroupTasks <= maxCgroupTasks {
 				t.Fatalf("encoder refused %+v: %v", p, err)
 			}
 			return
