@@ -44,6 +44,7 @@ func TestLayerErrorsHaveTheirCodes(t *testing.T) {
 		code codes.Code
 	}{
 		{fmt.Errorf("layer of /w: moved: %w", layers.ErrPathChanged), codes.FailedPrecondition},
+		{fmt.Errorf("layer of /w: no groups: %w", layers.ErrStale), codes.FailedPrecondition},
 		{fmt.Errorf("commit /w/f: %w", layers.ErrNotOwner), codes.PermissionDenied},
 		{fmt.Errorf("%w: no state directory", layers.ErrUnsupported), codes.Unimplemented},
 	} {

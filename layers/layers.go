@@ -41,14 +41,25 @@ type IDMap struct {
 	UID, GID     uint32
 }
 
+// Owner is who a layered path is committed for: the session's owner,
+// with the group and supplementary groups it had when it started the
+// session. A commit changes the path with these ids as the kernel's
+// filesystem credentials, so that it can make or change nothing there
+// that the owner could not: root's (UID 0) changes it as root.
+type Owner struct {
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
+}
+
 // Sandbox is who the session a layer is made for runs as.
 type Sandbox struct {
 	// UID and GID are the sandbox's ids: a path another uid owns is
 	// shown to it through an ID-mapped mount (see IDMap).
 	UID, GID uint32
 	// OwnPathsOnly refuses a path the session's owner does not own: a
-	// caller that is not root may layer only its own directories, as a
-	// commit writes there as root.
+	// caller that is not root may layer only its own directories, which
+	// its sandbox is shown as its own (see IDMap).
 	OwnPathsOnly bool
 }
 
@@ -132,6 +143,10 @@ var ErrNotOwner = errors.New("owned by another uid")
 // ErrUnmappable says the layered path's owner could not be shown to the
 // sandbox as its own (see IDMap); it comes wrapped with ErrUnsupported.
 var ErrUnmappable = errors.New("the path's owner cannot be mapped to the sandbox's uid")
+
+// ErrStale says a layer's record lacks what a diff or commit needs, as
+// an earlier daemon made it.
+var ErrStale = errors.New("the layer was made by an earlier daemon")
 
 // ErrNotFound says a session has no layers.
 var ErrNotFound = errors.New("no layer")

@@ -67,6 +67,9 @@ type record struct {
 	Ino     uint64 `json:"ino"`
 	PathUID uint32 `json:"path_uid"`
 	PathGID uint32 `json:"path_gid"`
+	// Creds are the session's owner's ids, which a commit writes the
+	// path with; nil in a record of an earlier daemon.
+	Creds *Owner `json:"creds,omitempty"`
 }
 
 // Open opens (making it if needed) the store in dir. The layers a daemon
@@ -290,8 +293,9 @@ var testHookPinned func()
 // path of parentSession when that is set, and mounts it; merged is the
 // root of the mount the session is to see in path's place, which the
 // store keeps open until Release. A path sb's uid does not own is shown
-// to it through an ID-mapped mount (see IDMap).
-func (s *Store) Create(session, path, parentSession string, owner uint32, sb Sandbox) (info Info, merged *os.File, err error) {
+// to it through an ID-mapped mount (see IDMap). A commit of the layer
+// writes the path with owner's ids (see Owner).
+func (s *Store) Create(session, path, parentSession string, owner Owner, sb Sandbox) (info Info, merged *os.File, err error) {
 	base, pst, err := pin(path)
 	if err != nil {
 		return Info{}, nil, err
@@ -303,14 +307,15 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, sb San
 	if pst.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return Info{}, nil, fmt.Errorf("layer %s: not a directory: %w", path, ErrBadPath)
 	}
-	if sb.OwnPathsOnly && pst.Uid != owner {
-		return Info{}, nil, fmt.Errorf("layer %s is owned by uid %d, not by the session's owner (uid %d): only root may layer another's directory, as a commit writes it as root: %w", path, pst.Uid, owner, ErrNotOwner)
+	if sb.OwnPathsOnly && pst.Uid != owner.UID {
+		return Info{}, nil, fmt.Errorf("layer %s is owned by uid %d, not by the session's owner (uid %d): only root may layer another's directory: %w", path, pst.Uid, owner.UID, ErrNotOwner)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := record{
-		Info: Info{Session: session, Path: path, ParentSession: parentSession, Owner: owner, Created: time.Now().UTC()},
+		Info: Info{Session: session, Path: path, ParentSession: parentSession, Owner: owner.UID, Created: time.Now().UTC()},
 		Dev:  pst.Dev, Ino: pst.Ino, PathUID: pst.Uid, PathGID: pst.Gid,
+		Creds: &Owner{UID: owner.UID, GID: owner.GID, Groups: slices.Clone(owner.Groups)},
 	}
 	parentID := ""
 	if parentSession != "" {

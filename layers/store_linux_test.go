@@ -63,7 +63,7 @@ func summary(d Diff) []string {
 func TestCommitAppliesEveryChangeKind(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestCommitAppliesEveryChangeKind(t *testing.T) {
 func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 func TestStackedLayersAndDiscard(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, m1, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, m1, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestStackedLayersAndDiscard(t *testing.T) {
 	must(t, s.Release("s1"))
 	var merged [2]*os.File
 	for i, id := range []string{"a", "b"} {
-		if _, merged[i], err = s.Create(id, ws, "s1", 0, Sandbox{}); err != nil {
+		if _, merged[i], err = s.Create(id, ws, "s1", Owner{}, Sandbox{}); err != nil {
 			t.Fatal(err)
 		}
 		if b, err := os.ReadFile(filepath.Join(at(merged[i]), "step1")); err != nil || string(b) != "1\n" {
@@ -194,7 +194,7 @@ func TestCommitDoesNotFollowSymlinks(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
 	outside := t.TempDir()
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestReopenKeepsLayersAndRemovesUnfinishedOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestOpenRemovesWhatADaemonKilledWhileProbingLeft(t *testing.T) {
 		t.Errorf("the filesystem mounted at the store itself after Open: %v %v, want it kept", m, err)
 	}
 	// The store works on the operator's filesystem.
-	if _, _, err := s.Create("s1", workspace(t), "", 0, Sandbox{}); err != nil {
+	if _, _, err := s.Create("s1", workspace(t), "", Owner{}, Sandbox{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -362,7 +362,7 @@ func TestCommitKeepsOffTheDaemonsPaths(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
 	kept := filepath.Join(ws, "dir", "state")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestCommitRefusesAPathMovedSinceTheLayerWasMade(t *testing.T) {
 	tmp := t.TempDir()
 	ws := filepath.Join(tmp, "x", "etc")
 	write(t, filepath.Join(ws, "shadow"), "mine\n")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestCommitChangesNoModeOfAnotherOwnersFile(t *testing.T) {
 	write(t, filepath.Join(ws, "mine"), "mine\n")
 	must(t, os.Chown(filepath.Join(ws, "mine"), 1234, 1234))
 	must(t, os.Chown(ws, 1234, 1234))
-	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234})
+	_, merged, err := s.Create("s1", ws, "", user1234, Sandbox{UID: 1234, GID: 1234})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestCommitChangesNoModeThroughASymlink(t *testing.T) {
 	ws := workspace(t)
 	victim := filepath.Join(t.TempDir(), "victim")
 	write(t, victim, "victim\n")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +526,7 @@ func TestCommitMovesNoModeThroughASymlinkInTheLayer(t *testing.T) {
 	ws := workspace(t)
 	victim := filepath.Join(t.TempDir(), "victim")
 	write(t, victim, "victim\n")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestCommitGivesNoModeThroughASymlinkToWhatItMade(t *testing.T) {
 	ws := workspace(t)
 	victim := filepath.Join(t.TempDir(), "victim")
 	write(t, victim, "victim\n")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +603,7 @@ func TestCreateLayersTheDirectoryItChecked(t *testing.T) {
 		must(t, os.Symlink(other, ws))
 	}
 	t.Cleanup(func() { testHookPinned = nil })
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -624,11 +624,11 @@ func TestCreateLayersTheDirectoryItChecked(t *testing.T) {
 func TestCreateRefusesAnotherOwnersPath(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	if _, _, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); !errors.Is(err, ErrNotOwner) {
+	if _, _, err := s.Create("s1", ws, "", user1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("layer of root's directory for uid 1234: %v, want ErrNotOwner", err)
 	}
 	must(t, os.Chown(ws, 1234, 1234))
-	if _, _, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); err != nil {
+	if _, _, err := s.Create("s1", ws, "", user1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -735,7 +735,7 @@ func userLayer(t *testing.T, fill func(ws string)) (*Store, string, *os.File) {
 	if fill != nil {
 		fill(ws)
 	}
-	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
+	_, merged, err := s.Create("s1", ws, "", user1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -761,7 +761,7 @@ func TestCommitRemovesNothingOnAnotherFilesystem(t *testing.T) {
 	must(t, os.Mkdir(mnt, 0o755))
 	must(t, unix.Mount("tmpfs", mnt, "tmpfs", 0, "mode=0755"))
 	write(t, filepath.Join(mnt, "precious"), "precious\n")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -780,7 +780,7 @@ func TestCommitRemovesNothingOnAnotherFilesystem(t *testing.T) {
 func TestCommitOfWhatCannotBeCommittedAppliesNothing(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -795,5 +795,46 @@ func TestCommitOfWhatCannotBeCommittedAppliesNothing(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(ws, "a-file")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused commit applied a-file: %v", err)
+	}
+}
+
+// user1234 is the owner of userLayer's workspace, as a commit writes it.
+var user1234 = Owner{UID: 1234, GID: 1234, Groups: []uint32{1234}}
+
+// A commit for a path's owner that is not root writes with that owner's
+// ids, and so makes nothing the owner could not: no file in a directory
+// of root's in the owner's tree (a sandbox may remove such a directory,
+// when empty, and make its own in its place, which only its layer
+// shows).
+func TestCommitWritesNothingTheOwnerCouldNot(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) {
+		must(t, os.Mkdir(filepath.Join(ws, "roots"), 0o755))
+	})
+	must(t, os.Remove(filepath.Join(at(merged), "roots")))
+	must(t, os.Mkdir(filepath.Join(at(merged), "roots"), 0o755))
+	write(t, filepath.Join(at(merged), "roots", "planted"), "planted\n")
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", true, nil); err == nil {
+		t.Error("commit into root's directory for uid 1234: no error")
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "roots", "planted")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the commit made a file in root's directory for uid 1234: %v", err)
+	}
+}
+
+// A layer of an owner that is not root whose record has not the owner's
+// groups (an earlier daemon's) is not committed as root instead.
+func TestCommitRefusesALayerWithoutItsOwnersGroups(t *testing.T) {
+	s, ws, merged := userLayer(t, nil)
+	write(t, filepath.Join(at(merged), "new"), "new\n")
+	must(t, s.Release("s1"))
+	r := s.mustFind(t, "s1")
+	r.Creds = nil
+	must(t, s.setRecord(r))
+	if _, err := s.Commit("s1", true, nil); !errors.Is(err, ErrStale) {
+		t.Errorf("commit of a layer recording no groups of its owner: %v, want ErrStale", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused commit applied new: %v", err)
 	}
 }
