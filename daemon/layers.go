@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -425,8 +426,13 @@ func layerErr(err error) error {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	case errors.Is(err, layers.ErrPathChanged), errors.Is(err, layers.ErrStale):
 		return fmt.Errorf("%w: %w", ErrPrecondition, err)
-	case errors.Is(err, layers.ErrNotOwner):
+	case errors.Is(err, layers.ErrNotOwner), errors.Is(err, layers.ErrOwnerMayNot):
 		return fmt.Errorf("%w: %w", ErrPermission, err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.ENOMEM),
+		errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		// The state directory's disk or the daemon's memory or
+		// descriptors: it may work once layers or sessions go.
+		return fmt.Errorf("%w: %w", launcher.ErrHostResources, err)
 	}
 	return err
 }

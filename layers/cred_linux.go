@@ -3,6 +3,7 @@
 package layers
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -54,6 +55,9 @@ func (o Owner) as(f func() error) error {
 		return fmt.Errorf("setting back the daemon's credentials after writing as uid %d: %v", o.UID, rerr)
 	}
 	runtime.UnlockOSThread()
+	if errors.Is(ferr, unix.EACCES) || errors.Is(ferr, unix.EPERM) {
+		return fmt.Errorf("%w (uid %d): %w", ErrOwnerMayNot, o.UID, ferr)
+	}
 	return ferr
 }
 

@@ -144,6 +144,10 @@ var ErrNotOwner = errors.New("owned by another uid")
 // sandbox as its own (see IDMap); it comes wrapped with ErrUnsupported.
 var ErrUnmappable = errors.New("the path's owner cannot be mapped to the sandbox's uid")
 
+// ErrOwnerMayNot says a commit stopped at a change the layered path's
+// owner could not have made itself, which it writes with the owner's ids.
+var ErrOwnerMayNot = errors.New("the path's owner may not make this change")
+
 // ErrStale says a layer's record lacks what a diff or commit needs, as
 // an earlier daemon made it.
 var ErrStale = errors.New("the layer was made by an earlier daemon")

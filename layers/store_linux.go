@@ -414,7 +414,7 @@ func splitLowers(s string) []string {
 func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) (*os.File, error) {
 	path := lower.root
 	fail := func(op string, err error) (*os.File, error) {
-		return nil, fmt.Errorf("%w: overlay of %s: %s: %w", ErrUnsupported, path, op, err)
+		return nil, overlayErr(path, op, err)
 	}
 	fsfd, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
@@ -461,6 +461,18 @@ func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) 
 		return fail("fsmount", err)
 	}
 	return os.NewFile(uintptr(mfd), "overlay of "+path), nil
+}
+
+// overlayErr is the failure of op in making an overlay of path: an
+// Unsupported error where the kernel has no overlay, or not the features
+// or options the store uses, or will not take these directories as its
+// layers (EINVAL); any other cause (a full disk, no memory or file
+// descriptors left, a directory gone) is not that, and is only wrapped.
+func overlayErr(path, op string, err error) error {
+	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%w: overlay of %s: %s: %w", ErrUnsupported, path, op, err)
+	}
+	return fmt.Errorf("overlay of %s: %s: %w", path, op, err)
 }
 
 func (s *Store) setRecord(r record) error {

@@ -814,8 +814,8 @@ func TestCommitWritesNothingTheOwnerCouldNot(t *testing.T) {
 	must(t, os.Mkdir(filepath.Join(at(merged), "roots"), 0o755))
 	write(t, filepath.Join(at(merged), "roots", "planted"), "planted\n")
 	must(t, s.Release("s1"))
-	if _, err := s.Commit("s1", true, nil); err == nil {
-		t.Error("commit into root's directory for uid 1234: no error")
+	if _, err := s.Commit("s1", true, nil); !errors.Is(err, ErrOwnerMayNot) {
+		t.Errorf("commit into root's directory for uid 1234: %v, want ErrOwnerMayNot", err)
 	}
 	if _, err := os.Lstat(filepath.Join(ws, "roots", "planted")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the commit made a file in root's directory for uid 1234: %v", err)
@@ -836,5 +836,28 @@ func TestCommitRefusesALayerWithoutItsOwnersGroups(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(ws, "new")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the refused commit applied new: %v", err)
+	}
+}
+
+// An overlay that cannot be made for another cause than the kernel's
+// lack of it (a layer's directory gone, a full disk) is not refused as
+// unsupported: the daemon would tell the caller that this host cannot
+// have layers at all.
+func TestOverlayFailureIsUnsupportedOnlyWhenItIs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("overlay needs root")
+	}
+	dir := t.TempDir()
+	lower, err := openTree(dir)
+	must(t, err)
+	defer lower.close()
+	_, err = mountOverlay(nil, lower, false, filepath.Join(dir, "gone", "upper"), filepath.Join(dir, "gone", "work"))
+	if errors.Is(err, ErrUnsupported) || !errors.Is(err, unix.ENOENT) {
+		t.Errorf("overlay with a missing upper directory: %v, want ENOENT, not ErrUnsupported", err)
+	}
+	for errno, want := range map[unix.Errno]bool{unix.ENODEV: true, unix.EINVAL: true, unix.ENOSPC: false, unix.ENOMEM: false} {
+		if got := errors.Is(overlayErr(dir, "create", errno), ErrUnsupported); got != want {
+			t.Errorf("overlay failing with %v: unsupported %v, want %v", errno, got, want)
+		}
 	}
 }
