@@ -570,18 +570,85 @@ func (s *Store) size(id string) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	err = filepath.WalkDir(md["UpperDir"], func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
+	err = walkUpper(md["UpperDir"], func(_ string, st *unix.Stat_t, _ int) error {
+		if t := st.Mode & unix.S_IFMT; t == unix.S_IFREG || t == unix.S_IFLNK {
+			n += st.Size
 		}
 		return nil
 	})
 	return n, err
+}
+
+// testHookWalk, when set, runs in walkUpper before it opens the directory
+// rel beneath the upper directory: a test puts a symlink in its place.
+var testHookWalk func(rel string)
+
+// walkUpper calls fn with every entry beneath the upper directory up, a
+// directory before what it holds, with its status and, for a directory,
+// a descriptor of it. The walk goes down from up's descriptor, opening
+// each directory from its parent's without following a symlink or
+// crossing a mount: a sandbox writes the upper directory while it runs,
+// and a directory it replaced by a symlink between the listing and the
+// descent must not lead the daemon, which reads as root, elsewhere. An
+// entry gone meanwhile is left out.
+func walkUpper(up string, fn func(rel string, st *unix.Stat_t, dir int) error) error {
+	fd, err := unix.Open(up, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", up, err)
+	}
+	if err := walkDir(fd, "", fn); err != nil {
+		return fmt.Errorf("read %s: %w", up, err)
+	}
+	return nil
+}
+
+// walkDir walks the directory dir, rel beneath the top, for walkUpper,
+// and closes it.
+func walkDir(dir int, rel string, fn func(string, *unix.Stat_t, int) error) error {
+	f := os.NewFile(uintptr(dir), rel)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		p := filepath.Join(rel, n)
+		var st unix.Stat_t
+		if err := unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if err := fn(p, &st, -1); err != nil {
+				return err
+			}
+			continue
+		}
+		if testHookWalk != nil {
+			testHookWalk(p)
+		}
+		sub, err := unix.Openat2(dir, n, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+		if absent(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := unix.Fstat(sub, &st); err != nil {
+			unix.Close(sub)
+			return err
+		}
+		if err := fn(p, &st, sub); err != nil {
+			unix.Close(sub)
+			return err
+		}
+		if err := walkDir(sub, p, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Release unmounts session's layers: the session has ended.

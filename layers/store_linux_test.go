@@ -861,3 +861,29 @@ func TestOverlayFailureIsUnsupportedOnlyWhenItIs(t *testing.T) {
 		}
 	}
 }
+
+// The size of a layer (and the paths a diff compares, by the same walk)
+// are read from the upper directory without following a symlink the
+// sandbox put in the place of a directory of it while they were read:
+// the daemon would walk, as root, whatever the link leads to.
+func TestUpperWalkFollowsNoSymlinkPutInTheLayer(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	info, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "d", "f"), "f\n")
+	outside := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(outside, "big"), make([]byte, 1<<20), 0o600))
+	testHookWalk = func(rel string) {
+		if rel == "d" {
+			must(t, os.RemoveAll(filepath.Join(at(merged), "d")))
+			must(t, os.Symlink(outside, filepath.Join(at(merged), "d")))
+		}
+	}
+	t.Cleanup(func() { testHookWalk = nil })
+	if n, err := s.Size(info.ID); err != nil || n >= 1<<20 {
+		t.Errorf("size of a layer whose directory became a link to 1 MiB elsewhere: %d %v", n, err)
+	}
+}
