@@ -127,6 +127,9 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 			}
 		}
 	}
+	if err := mayWrite(base, d.Changes, who); err != nil {
+		return Diff{}, fmt.Errorf("commit %s: %w", r.Path, err)
+	}
 	// What the layers hold is read from their upper directories from
 	// here on: a file of this layer's own is moved to the path rather
 	// than copied (the layer goes after the commit), which its upper
@@ -140,12 +143,46 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	if testHookApply != nil {
 		testHookApply()
 	}
-	for _, c := range d.Changes {
+	for i, c := range d.Changes {
 		if err := apply(src, base, c, root.Uid, root.Gid, who); err != nil {
-			return Diff{}, fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)
+			return Diff{}, &PartialError{Path: r.Path, Applied: d.Changes[:i], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
 		}
 	}
 	return d, nil
+}
+
+// mayWrite refuses changes, before any is applied, when who may not write
+// and search a directory of base that one of them is made or removed in
+// (as the kernel judges it, by faccessat with who's ids): the commit
+// would stop there, halfway.
+func mayWrite(base *tree, changes []Change, who Owner) error {
+	if who.UID == 0 {
+		return nil
+	}
+	checked := map[string]bool{}
+	for _, c := range changes {
+		d := filepath.Dir(c.Path)
+		if c.Kind == ModeChanged || checked[d] {
+			continue
+		}
+		checked[d] = true
+		err := who.as(func() error {
+			fd, err := base.openat(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW)
+			if absent(err) {
+				// Made by this commit, as who.
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			return unix.Faccessat2(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.W_OK|unix.X_OK, unix.AT_EACCESS)
+		})
+		if err != nil {
+			return fmt.Errorf("the layer changes %s, in a directory its owner may not write: %w", c.Path, err)
+		}
+	}
+	return nil
 }
 
 // uppers are the upper directories of a chain of layers, this one's

@@ -177,6 +177,33 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("%s changed on the host since the layer was made, in files the layer changes too: %s%s; review them, then commit with force to overwrite them", e.Path, strings.Join(files, ", "), more)
 }
 
+// PartialError is a commit that stopped while applying a layer's
+// changes: those in Applied are on the host, the others are not, and the
+// layer is kept (a diff shows what is left).
+type PartialError struct {
+	Path    string
+	Applied []Change
+	Err     error
+}
+
+func (e *PartialError) Error() string {
+	if len(e.Applied) == 0 {
+		return fmt.Sprintf("%v; nothing of the layer of %s was applied", e.Err, e.Path)
+	}
+	const most = 20
+	var names []string
+	for _, c := range e.Applied[:min(len(e.Applied), most)] {
+		names = append(names, c.Kind.String()+" "+c.Path)
+	}
+	more := ""
+	if len(e.Applied) > most {
+		more = fmt.Sprintf(" and %d more", len(e.Applied)-most)
+	}
+	return fmt.Sprintf("%v; of the layer of %s, %d changes were applied before (%s%s), the others were not; the layer is kept: diff shows what is left", e.Err, e.Path, len(e.Applied), strings.Join(names, ", "), more)
+}
+
+func (e *PartialError) Unwrap() error { return e.Err }
+
 // fileType names the type of mode m as Change.Type does.
 func fileType(m fs.FileMode) string {
 	switch {

@@ -887,3 +887,44 @@ func TestUpperWalkFollowsNoSymlinkPutInTheLayer(t *testing.T) {
 		t.Errorf("size of a layer whose directory became a link to 1 MiB elsewhere: %d %v", n, err)
 	}
 }
+
+// What a commit can tell it may not write, in a directory the path's
+// owner may not write, it refuses before it applies anything.
+func TestCommitRefusesBeforeApplyingADirectoryTheOwnerMayNotWrite(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) {
+		must(t, os.Mkdir(filepath.Join(ws, "roots"), 0o755))
+	})
+	write(t, filepath.Join(at(merged), "a-new"), "new\n")
+	must(t, os.Remove(filepath.Join(at(merged), "roots")))
+	must(t, os.Mkdir(filepath.Join(at(merged), "roots"), 0o755))
+	write(t, filepath.Join(at(merged), "roots", "planted"), "planted\n")
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", true, nil); !errors.Is(err, ErrOwnerMayNot) {
+		t.Errorf("commit into root's directory for uid 1234: %v, want ErrOwnerMayNot", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "a-new")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused commit applied a-new: %v", err)
+	}
+}
+
+// A commit that stops halfway says which changes it applied.
+func TestCommitThatStopsSaysWhatItApplied(t *testing.T) {
+	s := openStore(t)
+	ws := filepath.Join(scratch(t), "ws")
+	write(t, filepath.Join(ws, "dir", "file"), "file\n")
+	mnt := filepath.Join(ws, "dir", "mnt")
+	must(t, os.Mkdir(mnt, 0o755))
+	must(t, unix.Mount("tmpfs", mnt, "tmpfs", 0, "mode=0755"))
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "a-new"), "new\n")
+	must(t, os.RemoveAll(filepath.Join(at(merged), "dir")))
+	must(t, s.Release("s1"))
+	_, err = s.Commit("s1", false, nil)
+	var pe *PartialError
+	if !errors.As(err, &pe) || len(pe.Applied) != 1 || pe.Applied[0].Path != "a-new" || !strings.Contains(err.Error(), "added a-new") {
+		t.Errorf("commit stopped by a mount point after adding a-new: %v, want a PartialError naming added a-new", err)
+	}
+}
