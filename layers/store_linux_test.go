@@ -928,3 +928,28 @@ func TestCommitThatStopsSaysWhatItApplied(t *testing.T) {
 		t.Errorf("commit stopped by a mount point after adding a-new: %v, want a PartialError naming added a-new", err)
 	}
 }
+
+// Discarding a layer removes its own directories only: not what a
+// symlink the sandbox left in it leads to, nor a directory of the path.
+func TestDiscardRemovesNothingALinkInTheLayerLeadsTo(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "precious"), "precious\n")
+	must(t, os.Symlink(outside, filepath.Join(at(merged), "link")))
+	must(t, os.Symlink(filepath.Join(outside, "precious"), filepath.Join(at(merged), "file-link")))
+	must(t, os.RemoveAll(filepath.Join(at(merged), "dir")))
+	must(t, os.Symlink(outside, filepath.Join(at(merged), "dir")))
+	must(t, s.Release("s1"))
+	must(t, s.Discard("s1"))
+	if b, err := os.ReadFile(filepath.Join(outside, "precious")); err != nil || string(b) != "precious\n" {
+		t.Errorf("outside/precious after the discard: %q %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "dir", "inner")); err != nil || string(b) != "inner\n" {
+		t.Errorf("the path's dir/inner after the discard: %q %v", b, err)
+	}
+}
