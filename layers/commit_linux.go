@@ -523,6 +523,10 @@ func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32,
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%s in the layer is no longer a regular file", rel)
 	}
+	// The chown also drops the file's capabilities (security.capability),
+	// which the sandbox may have set and the owner would then run with:
+	// the kernel removes them on every chown of a file, the same owner's
+	// included.
 	if err := unix.Fchownat(fd, "", int(uid), int(gid), unix.AT_EMPTY_PATH); err != nil {
 		return err
 	}

@@ -953,3 +953,27 @@ func TestDiscardRemovesNothingALinkInTheLayerLeadsTo(t *testing.T) {
 		t.Errorf("the path's dir/inner after the discard: %q %v", b, err)
 	}
 }
+
+// A committed file carries no file capabilities from the layer: the
+// sandbox could set them on a file the host's owner would then run.
+func TestCommitCarriesNoFileCapabilities(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(at(merged), "capped")
+	write(t, p, "#!/bin/sh\n")
+	// VFS_CAP_REVISION_2, effective, CAP_NET_RAW permitted.
+	vfsCap := []byte{1, 0, 0, 2, 0, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	must(t, unix.Setxattr(p, "security.capability", vfsCap, 0))
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := unix.Lgetxattr(filepath.Join(ws, "capped"), "security.capability", buf); !errors.Is(err, unix.ENODATA) {
+		t.Errorf("the committed file's security.capability: %x %v", buf[:max(n, 0)], err)
+	}
+}
