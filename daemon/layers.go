@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -231,6 +232,15 @@ func (s *Service) makeLayers(sess *session, spec *launcher.Spec) error {
 			parents = append(parents, in.Path)
 		}
 	}
+	// A commit writes the paths with the owner's ids: its groups are
+	// the caller's, the first its primary group (run.go).
+	owner := layers.Owner{UID: sess.ownerUID}
+	if sess.ownerUID != 0 {
+		if len(sess.callerGroups) == 0 {
+			return layerRefusal(paths[0], fmt.Errorf("the groups of the session's owner (uid %d) are not known", sess.ownerUID))
+		}
+		owner.GID, owner.Groups = sess.callerGroups[0], sess.callerGroups
+	}
 	spec.Layers = map[string]*os.File{}
 	for i, p := range paths {
 		parent := ""
@@ -241,7 +251,7 @@ func (s *Service) makeLayers(sess *session, spec *launcher.Spec) error {
 		// makes the layer of: it may have been replaced since
 		// checkLayerPaths looked.
 		sb := layers.Sandbox{UID: sess.sandboxUID, GID: sess.sandboxGID, OwnPathsOnly: sess.ownerUID != 0}
-		_, merged, err := st.Create(sess.id, p, parent, sess.ownerUID, sb)
+		_, merged, err := st.Create(sess.id, p, parent, owner, sb)
 		if errors.Is(err, layers.ErrBadPath) {
 			s.dropLayers(sess)
 			return &RequestError{Field: fmt.Sprintf("filesystem.layer[%d]", i), Msg: err.Error()}
@@ -417,10 +427,15 @@ func layerErr(err error) error {
 		return fmt.Errorf("%w: %w", ErrBusy, err)
 	case errors.Is(err, layers.ErrNotFound):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	case errors.Is(err, layers.ErrPathChanged):
+	case errors.Is(err, layers.ErrPathChanged), errors.Is(err, layers.ErrStale):
 		return fmt.Errorf("%w: %w", ErrPrecondition, err)
-	case errors.Is(err, layers.ErrNotOwner):
+	case errors.Is(err, layers.ErrNotOwner), errors.Is(err, layers.ErrOwnerMayNot):
 		return fmt.Errorf("%w: %w", ErrPermission, err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.ENOMEM),
+		errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		// The state directory's disk or the daemon's memory or
+		// descriptors: it may work once layers or sessions go.
+		return fmt.Errorf("%w: %w", launcher.ErrHostResources, err)
 	}
 	return err
 }

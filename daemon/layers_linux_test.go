@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,8 +45,12 @@ func TestLayerErrorsHaveTheirCodes(t *testing.T) {
 		code codes.Code
 	}{
 		{fmt.Errorf("layer of /w: moved: %w", layers.ErrPathChanged), codes.FailedPrecondition},
+		{fmt.Errorf("layer of /w: no groups: %w", layers.ErrStale), codes.FailedPrecondition},
 		{fmt.Errorf("commit /w/f: %w", layers.ErrNotOwner), codes.PermissionDenied},
 		{fmt.Errorf("%w: no state directory", layers.ErrUnsupported), codes.Unimplemented},
+		{fmt.Errorf("commit /w/d/f: %w: %w", layers.ErrOwnerMayNot, syscall.EACCES), codes.PermissionDenied},
+		{fmt.Errorf("overlay of /w: create: %w", syscall.ENOSPC), codes.ResourceExhausted},
+		{fmt.Errorf("commit /w/f: %w", syscall.EMFILE), codes.ResourceExhausted},
 	} {
 		wantCode(t, toStatus(layerErr(tc.err)), tc.code, tc.err.Error())
 	}

@@ -54,6 +54,13 @@ func (s *Store) Commit(session string, force bool, keep []string) ([]Diff, error
 var testHookApply func()
 
 func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
+	var who Owner
+	if r.Owner != 0 {
+		if r.Creds == nil {
+			return Diff{}, fmt.Errorf("layer of %s records not the groups of its owner (uid %d), which a commit writes the path with (an earlier daemon made it); discard it: %w", r.Path, r.Owner, ErrStale)
+		}
+		who = *r.Creds
+	}
 	base, err := r.openPath()
 	if err != nil {
 		return Diff{}, err
@@ -120,6 +127,9 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 			}
 		}
 	}
+	if err := mayWrite(base, d.Changes, who); err != nil {
+		return Diff{}, fmt.Errorf("commit %s: %w", r.Path, err)
+	}
 	// What the layers hold is read from their upper directories from
 	// here on: a file of this layer's own is moved to the path rather
 	// than copied (the layer goes after the commit), which its upper
@@ -133,12 +143,46 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	if testHookApply != nil {
 		testHookApply()
 	}
-	for _, c := range d.Changes {
-		if err := apply(src, base, c, root.Uid, root.Gid); err != nil {
-			return Diff{}, fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)
+	for i, c := range d.Changes {
+		if err := apply(src, base, c, root.Uid, root.Gid, who); err != nil {
+			return Diff{}, &PartialError{Path: r.Path, Applied: d.Changes[:i], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
 		}
 	}
 	return d, nil
+}
+
+// mayWrite refuses changes, before any is applied, when who may not write
+// and search a directory of base that one of them is made or removed in
+// (as the kernel judges it, by faccessat with who's ids): the commit
+// would stop there, halfway.
+func mayWrite(base *tree, changes []Change, who Owner) error {
+	if who.UID == 0 {
+		return nil
+	}
+	checked := map[string]bool{}
+	for _, c := range changes {
+		d := filepath.Dir(c.Path)
+		if c.Kind == ModeChanged || checked[d] {
+			continue
+		}
+		checked[d] = true
+		err := who.as(func() error {
+			fd, err := base.openat(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW)
+			if absent(err) {
+				// Made by this commit, as who.
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			return unix.Faccessat2(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.W_OK|unix.X_OK, unix.AT_EACCESS)
+		})
+		if err != nil {
+			return fmt.Errorf("the layer changes %s, in a directory its owner may not write: %w", c.Path, err)
+		}
+	}
+	return nil
 }
 
 // uppers are the upper directories of a chain of layers, this one's
@@ -234,12 +278,14 @@ func commitPerm(m fs.FileMode) uint32 {
 	return perm
 }
 
-func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
+func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner) error {
 	if c.Kind == Deleted {
-		return base.removeAll(c.Path)
+		return who.as(func() error { return base.removeAll(c.Path) })
 	}
-	dir, name, err := base.parent(c.Path)
-	if err != nil {
+	// Opened as the owner: it must be able to reach the directory.
+	var dir int
+	var name string
+	if err := who.as(func() (err error) { dir, name, err = base.parent(c.Path); return err }); err != nil {
 		return err
 	}
 	defer unix.Close(dir)
@@ -247,7 +293,9 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 		if c.NewMode&fs.ModeSymlink != 0 {
 			return nil
 		}
-		return chmodAt(dir, name, commitPerm(c.NewMode), func(st *unix.Stat_t) error { return mayChmod(st, c, uid) })
+		return who.as(func() error {
+			return chmodAt(dir, name, commitPerm(c.NewMode), func(st *unix.Stat_t) error { return mayChmod(st, c, uid) })
+		})
 	}
 	var old unix.Stat_t
 	hadOld := unix.Fstatat(dir, name, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
@@ -259,7 +307,7 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 	}
 	if hadOld && (old.Mode&unix.S_IFMT == unix.S_IFDIR) != c.NewMode.IsDir() {
 		// A type change: what was there goes first, whole.
-		if err := removeAt(dir, name, filepath.Join(base.root, c.Path)); err != nil {
+		if err := who.as(func() error { return removeAt(dir, name, filepath.Join(base.root, c.Path)) }); err != nil {
 			return err
 		}
 		hadOld = false
@@ -268,18 +316,20 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 	switch {
 	case c.NewMode.IsDir():
 		if !hadOld {
-			if err := unix.Mkdirat(dir, name, 0o700); err != nil {
+			if err := who.as(func() error { return unix.Mkdirat(dir, name, 0o700) }); err != nil {
 				return err
 			}
-			return giveMade(dir, name, unix.S_IFDIR, uid, gid, perm)
+			return giveMade(dir, name, unix.S_IFDIR, who.UID, uid, gid, perm)
 		}
 		// There since the comparison, with force: the path's owner's
 		// alone has its mode changed.
-		return chmodAt(dir, name, perm, func(st *unix.Stat_t) error {
-			if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uid && uid != 0 {
-				return fmt.Errorf("%s is not a directory of the path's owner: %w", name, ErrNotOwner)
-			}
-			return nil
+		return who.as(func() error {
+			return chmodAt(dir, name, perm, func(st *unix.Stat_t) error {
+				if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uid && uid != 0 {
+					return fmt.Errorf("%s is not a directory of the path's owner: %w", name, ErrNotOwner)
+				}
+				return nil
+			})
 		})
 	case c.NewMode.IsRegular():
 		from, own, err := src.find(c.Path)
@@ -287,12 +337,12 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 			return err
 		}
 		if own {
-			err := moveFile(from, c.Path, dir, name, uid, gid, perm)
+			err := moveFile(from, c.Path, dir, name, uid, gid, perm, who)
 			if !errors.Is(err, unix.EXDEV) {
 				return err
 			}
 		}
-		return replaceFile(from, c.Path, dir, name, uid, gid, perm)
+		return replaceFile(from, c.Path, dir, name, uid, gid, perm, who)
 	case c.NewMode&fs.ModeSymlink != 0:
 		from, _, err := src.find(c.Path)
 		if err != nil {
@@ -303,26 +353,30 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32) error {
 			return err
 		}
 		tmp := tempName(name)
-		if err := unix.Symlinkat(target, dir, tmp); err != nil {
-			return err
-		}
-		if err := giveMade(dir, tmp, unix.S_IFLNK, uid, gid, 0); err != nil {
-			unix.Unlinkat(dir, tmp, 0)
-			return err
-		}
-		return renameInto(dir, tmp, name)
+		return makeAndRename(dir, tmp, name, who, func() error { return unix.Symlinkat(target, dir, tmp) }, func() error {
+			return giveMade(dir, tmp, unix.S_IFLNK, who.UID, uid, gid, 0)
+		})
 	case c.NewMode&fs.ModeNamedPipe != 0:
 		tmp := tempName(name)
-		if err := unix.Mkfifoat(dir, tmp, 0o600); err != nil {
-			return err
-		}
-		if err := giveMade(dir, tmp, unix.S_IFIFO, uid, gid, perm); err != nil {
-			unix.Unlinkat(dir, tmp, 0)
-			return err
-		}
-		return renameInto(dir, tmp, name)
+		return makeAndRename(dir, tmp, name, who, func() error { return unix.Mkfifoat(dir, tmp, 0o600) }, func() error {
+			return giveMade(dir, tmp, unix.S_IFIFO, who.UID, uid, gid, perm)
+		})
 	}
 	return fmt.Errorf("a %s cannot be committed", modeName(c.NewMode))
+}
+
+// makeAndRename makes tmp in dir as who with mk, gives it its owner and
+// mode with give (as root, through a descriptor of what was made), and
+// renames it over name as who.
+func makeAndRename(dir int, tmp, name string, who Owner, mk, give func() error) error {
+	if err := who.as(mk); err != nil {
+		return err
+	}
+	if err := give(); err != nil {
+		who.as(func() error { return unix.Unlinkat(dir, tmp, 0) })
+		return err
+	}
+	return who.as(func() error { return renameInto(dir, tmp, name) })
 }
 
 // committable says whether a commit can make an entry of mode m.
@@ -396,12 +450,12 @@ func openEntry(dir int, name string) (int, unix.Stat_t, error) {
 var testHookMade func(name string)
 
 // giveMade gives name in dir, which the commit has just made as an entry
-// of type typ (S_IFDIR, S_IFLNK, S_IFIFO), the owner uid and gid and,
-// but for a symlink, the mode perm: through a descriptor of the inode
-// there, once it is seen to be the daemon's own of that type (and, for a
-// directory, empty), as the path's owner may put another in its place
-// meanwhile.
-func giveMade(dir int, name string, typ, uid, gid, perm uint32) error {
+// of type typ (S_IFDIR, S_IFLNK, S_IFIFO) with the fsuid maker, the owner
+// uid and gid and, but for a symlink, the mode perm: as root, through a
+// descriptor of the inode there, once it is seen to be maker's of that
+// type (and, for a directory, empty), as the path's owner may put another
+// in its place meanwhile.
+func giveMade(dir int, name string, typ, maker, uid, gid, perm uint32) error {
 	if testHookMade != nil {
 		testHookMade(name)
 	}
@@ -419,7 +473,7 @@ func giveMade(dir int, name string, typ, uid, gid, perm uint32) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if st.Mode&unix.S_IFMT != typ || st.Uid != uint32(os.Geteuid()) {
+	if st.Mode&unix.S_IFMT != typ || st.Uid != maker {
 		return fmt.Errorf("%s was replaced as it was made", name)
 	}
 	if typ == unix.S_IFDIR {
@@ -449,9 +503,9 @@ func renameInto(dir int, tmp, name string) error {
 }
 
 // moveFile gives the upper directory's file rel the owner and mode it is
-// committed with and links it over name in dir: no copy, where the layer
-// and the path share a filesystem (EXDEV where they do not).
-func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32) error {
+// committed with and links it over name in dir as who: no copy, where the
+// layer and the path share a filesystem (EXDEV where they do not).
+func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32, who Owner) error {
 	udir, uname, err := up.parent(rel)
 	if err != nil {
 		return err
@@ -469,6 +523,10 @@ func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32)
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%s in the layer is no longer a regular file", rel)
 	}
+	// The chown also drops the file's capabilities (security.capability),
+	// which the sandbox may have set and the owner would then run with:
+	// the kernel removes them on every chown of a file, the same owner's
+	// included.
 	if err := unix.Fchownat(fd, "", int(uid), int(gid), unix.AT_EMPTY_PATH); err != nil {
 		return err
 	}
@@ -479,10 +537,13 @@ func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32)
 		return err
 	}
 	tmp := tempName(name)
-	if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dir, tmp, unix.AT_SYMLINK_FOLLOW); err != nil {
-		return err
-	}
-	if err := renameInto(dir, tmp, name); err != nil {
+	err = who.as(func() error {
+		if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dir, tmp, unix.AT_SYMLINK_FOLLOW); err != nil {
+			return err
+		}
+		return renameInto(dir, tmp, name)
+	})
+	if err != nil {
 		return err
 	}
 	// As a rename would: a layer kept after a commit that stopped later
@@ -499,15 +560,19 @@ func moveFile(up *tree, rel string, dir int, name string, uid, gid, perm uint32)
 var testHookMove func(rel string)
 
 // replaceFile writes the file rel of view (an upper directory) beside
-// name in dir and renames it over name.
-func replaceFile(view *tree, rel string, dir int, name string, uid, gid, perm uint32) error {
+// name in dir, made as who, and renames it over name as who.
+func replaceFile(view *tree, rel string, dir int, name string, uid, gid, perm uint32, who Owner) error {
 	src, err := view.open(rel)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
 	tmp := tempName(name)
-	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	var fd int
+	err = who.as(func() (err error) {
+		fd, err = unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -523,10 +588,10 @@ func replaceFile(view *tree, rel string, dir int, name string, uid, gid, perm ui
 		err = cerr
 	}
 	if err != nil {
-		unix.Unlinkat(dir, tmp, 0)
+		who.as(func() error { return unix.Unlinkat(dir, tmp, 0) })
 		return err
 	}
-	return renameInto(dir, tmp, name)
+	return who.as(func() error { return renameInto(dir, tmp, name) })
 }
 
 // refuseKept fails a commit of changes to root that would reach a path of

@@ -25,16 +25,9 @@ const opaqueXattr = "trusted.overlay.opaque"
 func candidates(uppers []string, base *tree) ([]string, error) {
 	seen := map[string]bool{}
 	for _, up := range uppers {
-		err := filepath.WalkDir(up, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, err := filepath.Rel(up, p)
-			if err != nil || rel == "." {
-				return err
-			}
+		err := walkUpper(up, func(rel string, _ *unix.Stat_t, dir int) error {
 			seen[rel] = true
-			if d.IsDir() && isOpaque(p) {
+			if dir >= 0 && isOpaque(dir) {
 				return addBase(base, rel, seen)
 			}
 			return nil
@@ -56,9 +49,10 @@ func comparePaths(a, b string) int {
 	return strings.Compare(strings.ReplaceAll(a, "/", "\x00"), strings.ReplaceAll(b, "/", "\x00"))
 }
 
-func isOpaque(p string) bool {
+// isOpaque says whether the upper directory open as dir is opaque.
+func isOpaque(dir int) bool {
 	buf := make([]byte, 4)
-	n, err := unix.Lgetxattr(p, opaqueXattr, buf)
+	n, err := unix.Fgetxattr(dir, opaqueXattr, buf)
 	return err == nil && n == 1 && buf[0] == 'y'
 }
 

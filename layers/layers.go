@@ -41,14 +41,25 @@ type IDMap struct {
 	UID, GID     uint32
 }
 
+// Owner is who a layered path is committed for: the session's owner,
+// with the group and supplementary groups it had when it started the
+// session. A commit changes the path with these ids as the kernel's
+// filesystem credentials, so that it can make or change nothing there
+// that the owner could not: root's (UID 0) changes it as root.
+type Owner struct {
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
+}
+
 // Sandbox is who the session a layer is made for runs as.
 type Sandbox struct {
 	// UID and GID are the sandbox's ids: a path another uid owns is
 	// shown to it through an ID-mapped mount (see IDMap).
 	UID, GID uint32
 	// OwnPathsOnly refuses a path the session's owner does not own: a
-	// caller that is not root may layer only its own directories, as a
-	// commit writes there as root.
+	// caller that is not root may layer only its own directories, which
+	// its sandbox is shown as its own (see IDMap).
 	OwnPathsOnly bool
 }
 
@@ -133,6 +144,14 @@ var ErrNotOwner = errors.New("owned by another uid")
 // sandbox as its own (see IDMap); it comes wrapped with ErrUnsupported.
 var ErrUnmappable = errors.New("the path's owner cannot be mapped to the sandbox's uid")
 
+// ErrOwnerMayNot says a commit stopped at a change the layered path's
+// owner could not have made itself, which it writes with the owner's ids.
+var ErrOwnerMayNot = errors.New("the path's owner may not make this change")
+
+// ErrStale says a layer's record lacks what a diff or commit needs, as
+// an earlier daemon made it.
+var ErrStale = errors.New("the layer was made by an earlier daemon")
+
 // ErrNotFound says a session has no layers.
 var ErrNotFound = errors.New("no layer")
 
@@ -157,6 +176,33 @@ func (e *ConflictError) Error() string {
 	}
 	return fmt.Sprintf("%s changed on the host since the layer was made, in files the layer changes too: %s%s; review them, then commit with force to overwrite them", e.Path, strings.Join(files, ", "), more)
 }
+
+// PartialError is a commit that stopped while applying a layer's
+// changes: those in Applied are on the host, the others are not, and the
+// layer is kept (a diff shows what is left).
+type PartialError struct {
+	Path    string
+	Applied []Change
+	Err     error
+}
+
+func (e *PartialError) Error() string {
+	if len(e.Applied) == 0 {
+		return fmt.Sprintf("%v; nothing of the layer of %s was applied", e.Err, e.Path)
+	}
+	const most = 20
+	var names []string
+	for _, c := range e.Applied[:min(len(e.Applied), most)] {
+		names = append(names, c.Kind.String()+" "+c.Path)
+	}
+	more := ""
+	if len(e.Applied) > most {
+		more = fmt.Sprintf(" and %d more", len(e.Applied)-most)
+	}
+	return fmt.Sprintf("%v; of the layer of %s, %d changes were applied before (%s%s), the others were not; the layer is kept: diff shows what is left", e.Err, e.Path, len(e.Applied), strings.Join(names, ", "), more)
+}
+
+func (e *PartialError) Unwrap() error { return e.Err }
 
 // fileType names the type of mode m as Change.Type does.
 func fileType(m fs.FileMode) string {

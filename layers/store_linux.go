@@ -67,6 +67,9 @@ type record struct {
 	Ino     uint64 `json:"ino"`
 	PathUID uint32 `json:"path_uid"`
 	PathGID uint32 `json:"path_gid"`
+	// Creds are the session's owner's ids, which a commit writes the
+	// path with; nil in a record of an earlier daemon.
+	Creds *Owner `json:"creds,omitempty"`
 }
 
 // Open opens (making it if needed) the store in dir. The layers a daemon
@@ -290,8 +293,9 @@ var testHookPinned func()
 // path of parentSession when that is set, and mounts it; merged is the
 // root of the mount the session is to see in path's place, which the
 // store keeps open until Release. A path sb's uid does not own is shown
-// to it through an ID-mapped mount (see IDMap).
-func (s *Store) Create(session, path, parentSession string, owner uint32, sb Sandbox) (info Info, merged *os.File, err error) {
+// to it through an ID-mapped mount (see IDMap). A commit of the layer
+// writes the path with owner's ids (see Owner).
+func (s *Store) Create(session, path, parentSession string, owner Owner, sb Sandbox) (info Info, merged *os.File, err error) {
 	base, pst, err := pin(path)
 	if err != nil {
 		return Info{}, nil, err
@@ -303,14 +307,15 @@ func (s *Store) Create(session, path, parentSession string, owner uint32, sb San
 	if pst.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return Info{}, nil, fmt.Errorf("layer %s: not a directory: %w", path, ErrBadPath)
 	}
-	if sb.OwnPathsOnly && pst.Uid != owner {
-		return Info{}, nil, fmt.Errorf("layer %s is owned by uid %d, not by the session's owner (uid %d): only root may layer another's directory, as a commit writes it as root: %w", path, pst.Uid, owner, ErrNotOwner)
+	if sb.OwnPathsOnly && pst.Uid != owner.UID {
+		return Info{}, nil, fmt.Errorf("layer %s is owned by uid %d, not by the session's owner (uid %d): only root may layer another's directory: %w", path, pst.Uid, owner.UID, ErrNotOwner)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := record{
-		Info: Info{Session: session, Path: path, ParentSession: parentSession, Owner: owner, Created: time.Now().UTC()},
+		Info: Info{Session: session, Path: path, ParentSession: parentSession, Owner: owner.UID, Created: time.Now().UTC()},
 		Dev:  pst.Dev, Ino: pst.Ino, PathUID: pst.Uid, PathGID: pst.Gid,
+		Creds: &Owner{UID: owner.UID, GID: owner.GID, Groups: slices.Clone(owner.Groups)},
 	}
 	parentID := ""
 	if parentSession != "" {
@@ -409,7 +414,7 @@ func splitLowers(s string) []string {
 func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) (*os.File, error) {
 	path := lower.root
 	fail := func(op string, err error) (*os.File, error) {
-		return nil, fmt.Errorf("%w: overlay of %s: %s: %w", ErrUnsupported, path, op, err)
+		return nil, overlayErr(path, op, err)
 	}
 	fsfd, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
@@ -456,6 +461,18 @@ func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) 
 		return fail("fsmount", err)
 	}
 	return os.NewFile(uintptr(mfd), "overlay of "+path), nil
+}
+
+// overlayErr is the failure of op in making an overlay of path: an
+// Unsupported error where the kernel has no overlay, or not the features
+// or options the store uses, or will not take these directories as its
+// layers (EINVAL); any other cause (a full disk, no memory or file
+// descriptors left, a directory gone) is not that, and is only wrapped.
+func overlayErr(path, op string, err error) error {
+	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%w: overlay of %s: %s: %w", ErrUnsupported, path, op, err)
+	}
+	return fmt.Errorf("overlay of %s: %s: %w", path, op, err)
 }
 
 func (s *Store) setRecord(r record) error {
@@ -553,18 +570,85 @@ func (s *Store) size(id string) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	err = filepath.WalkDir(md["UpperDir"], func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
+	err = walkUpper(md["UpperDir"], func(_ string, st *unix.Stat_t, _ int) error {
+		if t := st.Mode & unix.S_IFMT; t == unix.S_IFREG || t == unix.S_IFLNK {
+			n += st.Size
 		}
 		return nil
 	})
 	return n, err
+}
+
+// testHookWalk, when set, runs in walkUpper before it opens the directory
+// rel beneath the upper directory: a test puts a symlink in its place.
+var testHookWalk func(rel string)
+
+// walkUpper calls fn with every entry beneath the upper directory up, a
+// directory before what it holds, with its status and, for a directory,
+// a descriptor of it. The walk goes down from up's descriptor, opening
+// each directory from its parent's without following a symlink or
+// crossing a mount: a sandbox writes the upper directory while it runs,
+// and a directory it replaced by a symlink between the listing and the
+// descent must not lead the daemon, which reads as root, elsewhere. An
+// entry gone meanwhile is left out.
+func walkUpper(up string, fn func(rel string, st *unix.Stat_t, dir int) error) error {
+	fd, err := unix.Open(up, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", up, err)
+	}
+	if err := walkDir(fd, "", fn); err != nil {
+		return fmt.Errorf("read %s: %w", up, err)
+	}
+	return nil
+}
+
+// walkDir walks the directory dir, rel beneath the top, for walkUpper,
+// and closes it.
+func walkDir(dir int, rel string, fn func(string, *unix.Stat_t, int) error) error {
+	f := os.NewFile(uintptr(dir), rel)
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		p := filepath.Join(rel, n)
+		var st unix.Stat_t
+		if err := unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if err := fn(p, &st, -1); err != nil {
+				return err
+			}
+			continue
+		}
+		if testHookWalk != nil {
+			testHookWalk(p)
+		}
+		sub, err := unix.Openat2(dir, n, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+		if absent(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := unix.Fstat(sub, &st); err != nil {
+			unix.Close(sub)
+			return err
+		}
+		if err := fn(p, &st, sub); err != nil {
+			unix.Close(sub)
+			return err
+		}
+		if err := walkDir(sub, p, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Release unmounts session's layers: the session has ended.

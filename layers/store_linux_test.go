@@ -63,7 +63,7 @@ func summary(d Diff) []string {
 func TestCommitAppliesEveryChangeKind(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestCommitAppliesEveryChangeKind(t *testing.T) {
 func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestCommitRefusesWhatChangedUnderneath(t *testing.T) {
 func TestStackedLayersAndDiscard(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, m1, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, m1, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestStackedLayersAndDiscard(t *testing.T) {
 	must(t, s.Release("s1"))
 	var merged [2]*os.File
 	for i, id := range []string{"a", "b"} {
-		if _, merged[i], err = s.Create(id, ws, "s1", 0, Sandbox{}); err != nil {
+		if _, merged[i], err = s.Create(id, ws, "s1", Owner{}, Sandbox{}); err != nil {
 			t.Fatal(err)
 		}
 		if b, err := os.ReadFile(filepath.Join(at(merged[i]), "step1")); err != nil || string(b) != "1\n" {
@@ -194,7 +194,7 @@ func TestCommitDoesNotFollowSymlinks(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
 	outside := t.TempDir()
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestReopenKeepsLayersAndRemovesUnfinishedOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestOpenRemovesWhatADaemonKilledWhileProbingLeft(t *testing.T) {
 		t.Errorf("the filesystem mounted at the store itself after Open: %v %v, want it kept", m, err)
 	}
 	// The store works on the operator's filesystem.
-	if _, _, err := s.Create("s1", workspace(t), "", 0, Sandbox{}); err != nil {
+	if _, _, err := s.Create("s1", workspace(t), "", Owner{}, Sandbox{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -362,7 +362,7 @@ func TestCommitKeepsOffTheDaemonsPaths(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
 	kept := filepath.Join(ws, "dir", "state")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestCommitRefusesAPathMovedSinceTheLayerWasMade(t *testing.T) {
 	tmp := t.TempDir()
 	ws := filepath.Join(tmp, "x", "etc")
 	write(t, filepath.Join(ws, "shadow"), "mine\n")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +462,7 @@ func TestCommitChangesNoModeOfAnotherOwnersFile(t *testing.T) {
 	write(t, filepath.Join(ws, "mine"), "mine\n")
 	must(t, os.Chown(filepath.Join(ws, "mine"), 1234, 1234))
 	must(t, os.Chown(ws, 1234, 1234))
-	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234})
+	_, merged, err := s.Create("s1", ws, "", user1234, Sandbox{UID: 1234, GID: 1234})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +497,7 @@ func TestCommitChangesNoModeThroughASymlink(t *testing.T) {
 	ws := workspace(t)
 	victim := filepath.Join(t.TempDir(), "victim")
 	write(t, victim, "victim\n")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +526,7 @@ func TestCommitMovesNoModeThroughASymlinkInTheLayer(t *testing.T) {
 	ws := workspace(t)
 	victim := filepath.Join(t.TempDir(), "victim")
 	write(t, victim, "victim\n")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestCommitGivesNoModeThroughASymlinkToWhatItMade(t *testing.T) {
 	ws := workspace(t)
 	victim := filepath.Join(t.TempDir(), "victim")
 	write(t, victim, "victim\n")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +603,7 @@ func TestCreateLayersTheDirectoryItChecked(t *testing.T) {
 		must(t, os.Symlink(other, ws))
 	}
 	t.Cleanup(func() { testHookPinned = nil })
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -624,11 +624,11 @@ func TestCreateLayersTheDirectoryItChecked(t *testing.T) {
 func TestCreateRefusesAnotherOwnersPath(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	if _, _, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); !errors.Is(err, ErrNotOwner) {
+	if _, _, err := s.Create("s1", ws, "", user1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("layer of root's directory for uid 1234: %v, want ErrNotOwner", err)
 	}
 	must(t, os.Chown(ws, 1234, 1234))
-	if _, _, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); err != nil {
+	if _, _, err := s.Create("s1", ws, "", user1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -735,7 +735,7 @@ func userLayer(t *testing.T, fill func(ws string)) (*Store, string, *os.File) {
 	if fill != nil {
 		fill(ws)
 	}
-	_, merged, err := s.Create("s1", ws, "", 1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
+	_, merged, err := s.Create("s1", ws, "", user1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -761,7 +761,7 @@ func TestCommitRemovesNothingOnAnotherFilesystem(t *testing.T) {
 	must(t, os.Mkdir(mnt, 0o755))
 	must(t, unix.Mount("tmpfs", mnt, "tmpfs", 0, "mode=0755"))
 	write(t, filepath.Join(mnt, "precious"), "precious\n")
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -780,7 +780,7 @@ func TestCommitRemovesNothingOnAnotherFilesystem(t *testing.T) {
 func TestCommitOfWhatCannotBeCommittedAppliesNothing(t *testing.T) {
 	s := openStore(t)
 	ws := workspace(t)
-	_, merged, err := s.Create("s1", ws, "", 0, Sandbox{})
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -795,5 +795,185 @@ func TestCommitOfWhatCannotBeCommittedAppliesNothing(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(ws, "a-file")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused commit applied a-file: %v", err)
+	}
+}
+
+// user1234 is the owner of userLayer's workspace, as a commit writes it.
+var user1234 = Owner{UID: 1234, GID: 1234, Groups: []uint32{1234}}
+
+// A commit for a path's owner that is not root writes with that owner's
+// ids, and so makes nothing the owner could not: no file in a directory
+// of root's in the owner's tree (a sandbox may remove such a directory,
+// when empty, and make its own in its place, which only its layer
+// shows).
+func TestCommitWritesNothingTheOwnerCouldNot(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) {
+		must(t, os.Mkdir(filepath.Join(ws, "roots"), 0o755))
+	})
+	must(t, os.Remove(filepath.Join(at(merged), "roots")))
+	must(t, os.Mkdir(filepath.Join(at(merged), "roots"), 0o755))
+	write(t, filepath.Join(at(merged), "roots", "planted"), "planted\n")
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", true, nil); !errors.Is(err, ErrOwnerMayNot) {
+		t.Errorf("commit into root's directory for uid 1234: %v, want ErrOwnerMayNot", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "roots", "planted")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the commit made a file in root's directory for uid 1234: %v", err)
+	}
+}
+
+// A layer of an owner that is not root whose record has not the owner's
+// groups (an earlier daemon's) is not committed as root instead.
+func TestCommitRefusesALayerWithoutItsOwnersGroups(t *testing.T) {
+	s, ws, merged := userLayer(t, nil)
+	write(t, filepath.Join(at(merged), "new"), "new\n")
+	must(t, s.Release("s1"))
+	r := s.mustFind(t, "s1")
+	r.Creds = nil
+	must(t, s.setRecord(r))
+	if _, err := s.Commit("s1", true, nil); !errors.Is(err, ErrStale) {
+		t.Errorf("commit of a layer recording no groups of its owner: %v, want ErrStale", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused commit applied new: %v", err)
+	}
+}
+
+// An overlay that cannot be made for another cause than the kernel's
+// lack of it (a layer's directory gone, a full disk) is not refused as
+// unsupported: the daemon would tell the caller that this host cannot
+// have layers at all.
+func TestOverlayFailureIsUnsupportedOnlyWhenItIs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("overlay needs root")
+	}
+	dir := t.TempDir()
+	lower, err := openTree(dir)
+	must(t, err)
+	defer lower.close()
+	_, err = mountOverlay(nil, lower, false, filepath.Join(dir, "gone", "upper"), filepath.Join(dir, "gone", "work"))
+	if errors.Is(err, ErrUnsupported) || !errors.Is(err, unix.ENOENT) {
+		t.Errorf("overlay with a missing upper directory: %v, want ENOENT, not ErrUnsupported", err)
+	}
+	for errno, want := range map[unix.Errno]bool{unix.ENODEV: true, unix.EINVAL: true, unix.ENOSPC: false, unix.ENOMEM: false} {
+		if got := errors.Is(overlayErr(dir, "create", errno), ErrUnsupported); got != want {
+			t.Errorf("overlay failing with %v: unsupported %v, want %v", errno, got, want)
+		}
+	}
+}
+
+// The size of a layer (and the paths a diff compares, by the same walk)
+// are read from the upper directory without following a symlink the
+// sandbox put in the place of a directory of it while they were read:
+// the daemon would walk, as root, whatever the link leads to.
+func TestUpperWalkFollowsNoSymlinkPutInTheLayer(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	info, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "d", "f"), "f\n")
+	outside := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(outside, "big"), make([]byte, 1<<20), 0o600))
+	testHookWalk = func(rel string) {
+		if rel == "d" {
+			must(t, os.RemoveAll(filepath.Join(at(merged), "d")))
+			must(t, os.Symlink(outside, filepath.Join(at(merged), "d")))
+		}
+	}
+	t.Cleanup(func() { testHookWalk = nil })
+	if n, err := s.Size(info.ID); err != nil || n >= 1<<20 {
+		t.Errorf("size of a layer whose directory became a link to 1 MiB elsewhere: %d %v", n, err)
+	}
+}
+
+// What a commit can tell it may not write, in a directory the path's
+// owner may not write, it refuses before it applies anything.
+func TestCommitRefusesBeforeApplyingADirectoryTheOwnerMayNotWrite(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) {
+		must(t, os.Mkdir(filepath.Join(ws, "roots"), 0o755))
+	})
+	write(t, filepath.Join(at(merged), "a-new"), "new\n")
+	must(t, os.Remove(filepath.Join(at(merged), "roots")))
+	must(t, os.Mkdir(filepath.Join(at(merged), "roots"), 0o755))
+	write(t, filepath.Join(at(merged), "roots", "planted"), "planted\n")
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", true, nil); !errors.Is(err, ErrOwnerMayNot) {
+		t.Errorf("commit into root's directory for uid 1234: %v, want ErrOwnerMayNot", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "a-new")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused commit applied a-new: %v", err)
+	}
+}
+
+// A commit that stops halfway says which changes it applied.
+func TestCommitThatStopsSaysWhatItApplied(t *testing.T) {
+	s := openStore(t)
+	ws := filepath.Join(scratch(t), "ws")
+	write(t, filepath.Join(ws, "dir", "file"), "file\n")
+	mnt := filepath.Join(ws, "dir", "mnt")
+	must(t, os.Mkdir(mnt, 0o755))
+	must(t, unix.Mount("tmpfs", mnt, "tmpfs", 0, "mode=0755"))
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "a-new"), "new\n")
+	must(t, os.RemoveAll(filepath.Join(at(merged), "dir")))
+	must(t, s.Release("s1"))
+	_, err = s.Commit("s1", false, nil)
+	var pe *PartialError
+	if !errors.As(err, &pe) || len(pe.Applied) != 1 || pe.Applied[0].Path != "a-new" || !strings.Contains(err.Error(), "added a-new") {
+		t.Errorf("commit stopped by a mount point after adding a-new: %v, want a PartialError naming added a-new", err)
+	}
+}
+
+// Discarding a layer removes its own directories only: not what a
+// symlink the sandbox left in it leads to, nor a directory of the path.
+func TestDiscardRemovesNothingALinkInTheLayerLeadsTo(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "precious"), "precious\n")
+	must(t, os.Symlink(outside, filepath.Join(at(merged), "link")))
+	must(t, os.Symlink(filepath.Join(outside, "precious"), filepath.Join(at(merged), "file-link")))
+	must(t, os.RemoveAll(filepath.Join(at(merged), "dir")))
+	must(t, os.Symlink(outside, filepath.Join(at(merged), "dir")))
+	must(t, s.Release("s1"))
+	must(t, s.Discard("s1"))
+	if b, err := os.ReadFile(filepath.Join(outside, "precious")); err != nil || string(b) != "precious\n" {
+		t.Errorf("outside/precious after the discard: %q %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "dir", "inner")); err != nil || string(b) != "inner\n" {
+		t.Errorf("the path's dir/inner after the discard: %q %v", b, err)
+	}
+}
+
+// A committed file carries no file capabilities from the layer: the
+// sandbox could set them on a file the host's owner would then run.
+func TestCommitCarriesNoFileCapabilities(t *testing.T) {
+	s := openStore(t)
+	ws := workspace(t)
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(at(merged), "capped")
+	write(t, p, "#!/bin/sh\n")
+	// VFS_CAP_REVISION_2, effective, CAP_NET_RAW permitted.
+	vfsCap := []byte{1, 0, 0, 2, 0, 32, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	must(t, unix.Setxattr(p, "security.capability", vfsCap, 0))
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := unix.Lgetxattr(filepath.Join(ws, "capped"), "security.capability", buf); !errors.Is(err, unix.ENODATA) {
+		t.Errorf("the committed file's security.capability: %x %v", buf[:max(n, 0)], err)
 	}
 }

@@ -17,7 +17,7 @@ func Open(dir string) (*Store, []string, error) {
 
 func (*Store) Close() error { return nil }
 
-func (*Store) Create(session, path, parentSession string, owner uint32, sb Sandbox) (Info, *os.File, error) {
+func (*Store) Create(session, path, parentSession string, owner Owner, sb Sandbox) (Info, *os.File, error) {
 	return Info{}, nil, ErrUnsupported
 }
 
