@@ -1089,6 +1089,48 @@ func TestInternalKind(t *testing.T) {
 	}
 }
 
+// nat64Embed places v4 in prefix as RFC 6052 (section 2.2) lays it out,
+// skipping the u octet (bits 64 to 71).
+func nat64Embed(prefix string, v4 string) netip.Addr {
+	p := netip.MustParsePrefix(prefix)
+	b := p.Addr().As16()
+	at := p.Bits() / 8
+	for _, c := range netip.MustParseAddr(v4).As4() {
+		if at == 8 {
+			at++
+		}
+		b[at] = c
+		at++
+	}
+	return netip.AddrFrom16(b)
+}
+
+func TestNAT64LocalUsePrefixOfEveryLength(t *testing.T) {
+	prefixes := []string{"64:ff9b:1::/48", "64:ff9b:1::/56", "64:ff9b:1::/64", "64:ff9b:1::/96",
+		"64:ff9b:1:a9fe::/96", "64:ff9b:1:7f00::/96", "64:ff9b:1:7f00::/64", "64:ff9b:1:a900::/56"}
+	for _, prefix := range prefixes {
+		for v4, want := range map[string]string{
+			"93.184.216.34":   "",
+			"93.184.216.0":    "",
+			"10.0.0.1":        "", // private, as outside NAT64
+			"127.0.0.1":       "NAT64 loopback",
+			"169.254.169.254": "NAT64 link-local",
+			"100.100.100.200": "NAT64 cloud metadata",
+		} {
+			a := nat64Embed(prefix, v4)
+			if got := internalKind(a); got != want {
+				t.Errorf("%s (%s in %s): %q, want %q", a, v4, prefix, got, want)
+			}
+		}
+	}
+	// The well-known prefix is /96 only, and 0/8 in it is refused.
+	for v4, want := range map[string]string{"93.184.216.34": "", "127.0.0.1": "NAT64 loopback", "0.0.0.0": "NAT64 unspecified"} {
+		if got := internalKind(nat64Embed("64:ff9b::/96", v4)); got != want {
+			t.Errorf("%s in 64:ff9b::/96: %q, want %q", v4, got, want)
+		}
+	}
+}
+
 func TestCloseCancelsDialsInFlight(t *testing.T) {
 	checkNoLeaks(t)
 	dialing := make(chan struct{}, 1)

@@ -432,40 +432,68 @@ var (
 )
 
 // nat64Kind says which kind of host-internal IPv4 address the NAT64
-// address a leads to, or "" if none (or a is not NAT64). Under
-// 64:ff9b:1::/48 the prefix length, and so where the IPv4 address sits, is
-// the operator's choice, so every embedding of RFC 6052 (section 2.2) a
-// prefix of 48, 56, 64 or 96 bits there makes is checked. In all but the
-// last, the zero bits a longer prefix leaves read as 0/8, which is not
-// taken for a refusal: 64:ff9b:1::/96 is the usual choice.
+// address a leads to, or "" if none (or a is not NAT64). Every IPv4
+// address a may embed is checked, and one internal one refuses a: the
+// proxy does not know the NAT64 prefix's length, and an address of one
+// layout can also be a valid one of another.
 func nat64Kind(a netip.Addr) string {
-	if !a.Is6() {
-		return ""
-	}
-	b := a.As16()
-	last := [4]byte(b[12:16])
-	var embeddings [][4]byte
-	switch {
-	case nat64WellKnown.Contains(a):
-	case nat64Local.Contains(a):
-		// Bits 64 to 71 (byte 8) are the reserved u octet, skipped.
-		embeddings = [][4]byte{
-			{b[6], b[7], b[9], b[10]},   // /48
-			{b[7], b[9], b[10], b[11]},  // /56
-			{b[9], b[10], b[11], b[12]}, // /64
+	v4s, local := nat64Embedded(a)
+	for _, v4 := range v4s {
+		kind := internalKind(v4)
+		if local && kind == "unspecified" {
+			// The zero bits of a shorter or longer embedding than this
+			// reading's read as 0/8; no NAT64 translates to 0/8.
+			continue
 		}
-	default:
-		return ""
-	}
-	for _, e := range embeddings {
-		if kind := internalKind(netip.AddrFrom4(e)); kind != "" && kind != "unspecified" {
+		if kind != "" {
 			return "NAT64 " + kind
 		}
 	}
-	if kind := internalKind(netip.AddrFrom4(last)); kind != "" {
-		return "NAT64 " + kind
-	}
 	return ""
+}
+
+// nat64Embedded returns the IPv4 addresses the NAT64 address a may embed,
+// none if a is not NAT64; local reports the local-use prefix. Under
+// 64:ff9b:1::/48 the prefix may be 48, 56, 64 or 96 bits long, so each
+// reading of RFC 6052 (section 2.2) whose layout a fits is returned: the
+// /48, /56 and /64 ones only with the u octet (bits 64 to 71) and the
+// suffix after the address zero, as the RFC has them, since otherwise the
+// bytes read are subnet or host bits of a longer prefix.
+func nat64Embedded(a netip.Addr) (v4s []netip.Addr, local bool) {
+	if !a.Is6() {
+		return nil, false
+	}
+	b := a.As16()
+	last := netip.AddrFrom4([4]byte(b[12:16]))
+	switch {
+	case nat64WellKnown.Contains(a):
+		return []netip.Addr{last}, false
+	case !nat64Local.Contains(a):
+		return nil, false
+	}
+	v4s = []netip.Addr{last} // /96
+	if b[8] != 0 {
+		return v4s, true
+	}
+	if allZero(b[11:]) {
+		v4s = append(v4s, netip.AddrFrom4([4]byte{b[6], b[7], b[9], b[10]}))
+	}
+	if allZero(b[12:]) {
+		v4s = append(v4s, netip.AddrFrom4([4]byte{b[7], b[9], b[10], b[11]}))
+	}
+	if allZero(b[13:]) {
+		v4s = append(v4s, netip.AddrFrom4([4]byte{b[9], b[10], b[11], b[12]}))
+	}
+	return v4s, true
+}
+
+func allZero(p []byte) bool {
+	for _, c := range p {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // socksReply is the SOCKS5 reply code for a failure to open a target.
