@@ -284,6 +284,27 @@ func expectClosed(t *testing.T, br io.Reader) {
 // and records every name asked. It refuses a name of several labels that
 // is not rooted: the proxy must never let a search domain of resolv.conf
 // apply to it.
+// setHostAddrs makes list the listing of the daemon host's addresses for
+// the test.
+func setHostAddrs(t *testing.T, list func() ([]net.Addr, error)) {
+	saved := hostAddrs
+	hostAddrs = &addrCache{list: list, ttl: time.Hour}
+	t.Cleanup(func() { hostAddrs = saved })
+}
+
+// hostAddrsOf lists addrs as the daemon host's, none of them the
+// addresses a test resolves names to.
+func hostAddrsOf(addrs ...string) func() ([]net.Addr, error) {
+	return func() ([]net.Addr, error) {
+		var l []net.Addr
+		for _, a := range addrs {
+			p := netip.MustParsePrefix(a)
+			l = append(l, &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())})
+		}
+		return l, nil
+	}
+}
+
 type fakeResolver struct {
 	mu    sync.Mutex
 	table map[string][]netip.Addr

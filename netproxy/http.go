@@ -315,7 +315,10 @@ func removeHopByHop(h http.Header, listed []string) {
 func writeRefusal(w bufWriter, err error) {
 	var d *denied
 	var ue *upstreamError
+	var ce *checkError
 	switch {
+	case errors.As(err, &ce):
+		writeText(w, http.StatusServiceUnavailable, "", "sandboxd proxy: "+err.Error()+"\n")
 	case errors.As(err, &d):
 		status := http.StatusForbidden
 		if d.malformed {

@@ -651,6 +651,49 @@ func TestNamesResolvingToTheHostsOwnAddressesAreRefused(t *testing.T) {
 	}
 }
 
+func TestAFailedListingOfTheHostsAddressesIsTheProxysFailure(t *testing.T) {
+	checkNoLeaks(t)
+	setHostAddrs(t, func() ([]net.Addr, error) { return nil, syscall.EMFILE })
+	res := &fakeResolver{table: map[string][]netip.Addr{"listed.test": {netip.MustParseAddr("93.184.216.34")}}}
+	rec := &dialRecorder{}
+	var mu sync.Mutex
+	var logged []string
+	h := startProxy(t, Config{
+		Allow:    []*sandboxdv1.NetworkAllow{allow("listed.test", 0)},
+		Resolver: res,
+		Dial:     rec.Dial,
+		Logf: func(format string, args ...any) {
+			mu.Lock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+			mu.Unlock()
+		},
+	})
+	_, br, hd := h.connectHTTP("listed.test:443")
+	body, _ := io.ReadAll(br)
+	if hd.code != 503 || hd.header.Get(DeniedHeader) != "" || !strings.Contains(string(body), "too many open files") {
+		t.Errorf("CONNECT: %q %v %q", hd.status, hd.header, body)
+	}
+	if _, _, rep := h.socks5(socksAtypDomain, []byte("listed.test"), 443); rep != socksFailure {
+		t.Errorf("SOCKS: reply %#x, want %#x", rep, socksFailure)
+	}
+	c := h.dial()
+	fmt.Fprintf(c, "GET http://listed.test/ HTTP/1.1\r\nHost: listed.test\r\n\r\n")
+	if hd := readHead(t, bufio.NewReader(c)); hd.code != 503 {
+		t.Errorf("GET: %q", hd.status)
+	}
+	if ds := h.takeDenials(); len(ds) != 0 {
+		t.Errorf("the proxy's own failure made denials: %v", ds)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 3 || !strings.Contains(logged[0], "listed.test:443") || !strings.Contains(logged[2], "too many open files") {
+		t.Errorf("logged %q, want the three refusals", logged)
+	}
+	if d := rec.dialed(); len(d) != 0 {
+		t.Fatalf("dialed %v with the host's addresses unknown", d)
+	}
+}
+
 func TestAddrCacheRefreshesAndFailsClosed(t *testing.T) {
 	a, b := netip.MustParseAddr("192.0.2.7"), netip.MustParseAddr("2001:db8::7")
 	listed := []net.Addr{&net.IPNet{IP: net.ParseIP("192.0.2.7"), Mask: net.CIDRMask(24, 32)}}

@@ -76,6 +76,18 @@ func (e *upstreamError) timeout() bool {
 	return errors.Is(e.err, context.DeadlineExceeded) || errors.As(e.err, &ne) && ne.Timeout()
 }
 
+// checkError is the proxy's own failure to check a target (listing the
+// host's addresses failed: EMFILE, say). The target is refused, but not by
+// the policy: no Denial, and the daemon's log says why.
+type checkError struct {
+	target string
+	err    error
+}
+
+func (e *checkError) Error() string { return "checking " + e.target + ": " + e.err.Error() }
+
+func (e *checkError) Unwrap() error { return e.err }
+
 // parseTarget validates a host (without brackets) and a decimal port as a
 // client sent them. Whatever fails here could never match network.allow,
 // and is refused before matching so that odd spellings of a name or an
@@ -202,9 +214,13 @@ func (s *Server) open(op string, t target, perr error) (net.Conn, error) {
 	return c, err
 }
 
-// report makes a Denial of err if it is a refusal. op is the Denial's
-// Operation.
+// report makes a Denial of err if it is a refusal, and logs it if it is
+// the proxy's own failure. op is the Denial's Operation.
 func (s *Server) report(op string, err error) {
+	var ce *checkError
+	if errors.As(err, &ce) {
+		s.logf("netproxy: refused %s: %v", op, err)
+	}
 	var d *denied
 	if errors.As(err, &d) && s.cfg.OnDenial != nil {
 		s.cfg.OnDenial(&sandboxdv1.Denial{
@@ -312,7 +328,7 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 		if kind == "" {
 			own, err := hostAddrs.has(addrs[i])
 			if err != nil {
-				return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to %s, which could not be checked against the daemon host's own addresses: %v", addrs[i], err)}
+				return nil, &checkError{target: t.String(), err: fmt.Errorf("comparing %s with the daemon host's own addresses: %w", addrs[i], err)}
 			}
 			if own {
 				kind = "the daemon host's own"
@@ -500,9 +516,12 @@ func allZero(p []byte) bool {
 func socksReply(err error) byte {
 	var d *denied
 	var ue *upstreamError
+	var ce *checkError
 	switch {
 	case errors.As(err, &d):
 		return socksNotAllowed
+	case errors.As(err, &ce):
+		return socksFailure
 	case errors.As(err, &ue) && ue.resolving:
 		return socksHostUnreachable
 	case errors.Is(err, syscall.ECONNREFUSED):
