@@ -651,6 +651,43 @@ func TestNamesResolvingToTheHostsOwnAddressesAreRefused(t *testing.T) {
 	}
 }
 
+func TestNamesResolvingToNAT64OfTheHostsOwnAddressesAreRefused(t *testing.T) {
+	checkNoLeaks(t)
+	setHostAddrs(t, hostAddrsOf("10.0.0.1/8", "2001:db8::5/64"))
+	table := map[string][]netip.Addr{}
+	var refused []string
+	for i, prefix := range []string{"64:ff9b::/96", "64:ff9b:1::/48", "64:ff9b:1::/56", "64:ff9b:1::/64", "64:ff9b:1::/96"} {
+		own, other := fmt.Sprintf("own%d.test", i), fmt.Sprintf("other%d.test", i)
+		table[own] = []netip.Addr{nat64Embed(prefix, "10.0.0.1")}
+		table[other] = []netip.Addr{nat64Embed(prefix, "10.0.0.2")}
+		refused = append(refused, own)
+	}
+	rec := &dialRecorder{fail: func(string) error { return errors.New("test dialer: not dialing out") }}
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("*.test", 0)}, Resolver: &fakeResolver{table: table}, Dial: rec.Dial})
+	for _, name := range refused {
+		target := name + ":443"
+		detail := fmt.Sprintf("resolves to NAT64 address %s of the daemon host's own address 10.0.0.1", table[name][0])
+		if _, _, hd := h.connectHTTP(target); hd.code != 403 || hd.header.Get(DeniedHeader) != target+" "+detail {
+			t.Errorf("CONNECT %s: %q %v", target, hd.status, hd.header)
+		}
+		if ds := h.takeDenials(); len(ds) != 1 || ds[0].Detail != detail {
+			t.Errorf("%s: denials %v", name, ds)
+		}
+	}
+	if d := rec.dialed(); len(d) != 0 {
+		t.Fatalf("the host's own address was dialed through NAT64: %v", d)
+	}
+	for i := range refused {
+		name := fmt.Sprintf("other%d.test", i)
+		if _, _, hd := h.connectHTTP(name + ":443"); hd.code != 502 {
+			t.Errorf("%s: %q, want 502 from the test dialer", name, hd.status)
+		}
+	}
+	if d := rec.dialed(); len(d) != len(refused) {
+		t.Fatalf("dialed %v, want one address of each other name", d)
+	}
+}
+
 func TestAFailedListingOfTheHostsAddressesIsTheProxysFailure(t *testing.T) {
 	checkNoLeaks(t)
 	setHostAddrs(t, func() ([]net.Addr, error) { return nil, syscall.EMFILE })

@@ -324,21 +324,35 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 	for i, a := range addrs {
 		// net.Resolver returns A records as IPv4-mapped IPv6 addresses.
 		addrs[i] = a.Unmap()
-		kind := internalKind(addrs[i])
-		if kind == "" {
-			own, err := hostAddrs.has(addrs[i])
-			if err != nil {
-				return nil, &checkError{target: t.String(), err: fmt.Errorf("comparing %s with the daemon host's own addresses: %w", addrs[i], err)}
-			}
-			if own {
-				kind = "the daemon host's own"
-			}
-		}
-		if kind != "" {
+		if kind := internalKind(addrs[i]); kind != "" {
 			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to %s address %s", kind, addrs[i])}
+		}
+		own, err := ownAddr(addrs[i])
+		if err != nil {
+			return nil, &checkError{target: t.String(), err: fmt.Errorf("comparing %s with the daemon host's own addresses: %w", addrs[i], err)}
+		}
+		switch {
+		case own == addrs[i]:
+			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to the daemon host's own address %s", own)}
+		case own.IsValid():
+			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to NAT64 address %s of the daemon host's own address %s", addrs[i], own)}
 		}
 	}
 	return addrs, nil
+}
+
+// ownAddr returns a, or an IPv4 address a embeds as NAT64, if it is one of
+// the daemon host's own addresses: a NAT64 gateway would lead back to the
+// host through it.
+func ownAddr(a netip.Addr) (netip.Addr, error) {
+	v4s, _ := nat64Embedded(a)
+	for _, c := range append([]netip.Addr{a}, v4s...) {
+		own, err := hostAddrs.has(c)
+		if err != nil || own {
+			return c, err
+		}
+	}
+	return netip.Addr{}, nil
 }
 
 // lookupName is how name is asked of the resolver. A name of several
