@@ -1412,10 +1412,12 @@ func TestABudgetBoundsConnectionsAcrossServers(t *testing.T) {
 	perKey := target + " would exceed the 2 connections to the outside uid 1's sessions may hold open together"
 	_, br, hd := a2.connectHTTP(target)
 	body, _ := io.ReadAll(br)
-	if hd.code != 403 || hd.header.Get(DeniedHeader) != perKey || !strings.Contains(string(body), "(sandboxd quota.key-flag)") {
+	// A refusal for the budget passes as connections close: clients
+	// retry 503 and SOCKS reply 1, where 403 and reply 2 are final.
+	if hd.code != 503 || hd.header.Get("Retry-After") == "" || hd.header.Get(DeniedHeader) != perKey || !strings.Contains(string(body), "(sandboxd quota.key-flag)") {
 		t.Errorf("uid 1 over its budget: %q %v %q", hd.status, hd.header, body)
 	}
-	if _, _, rep := a1.socks5(socksAtypIPv4, []byte{127, 0, 0, 1}, uint16(port)); rep != socksNotAllowed {
+	if _, _, rep := a1.socks5(socksAtypIPv4, []byte{127, 0, 0, 1}, uint16(port)); rep != socksFailure {
 		t.Errorf("uid 1 over its budget: SOCKS reply %#x", rep)
 	}
 	ds := append(a1.takeDenials(), a2.takeDenials()...)
@@ -1431,7 +1433,7 @@ func TestABudgetBoundsConnectionsAcrossServers(t *testing.T) {
 	}
 	echoes(t, c3, br3, "three")
 	_, _, hd = third.connectHTTP(target)
-	if want := target + " would exceed the 3 connections to the outside the daemon holds open for all sessions"; hd.code != 403 || hd.header.Get(DeniedHeader) != want {
+	if want := target + " would exceed the 3 connections to the outside the daemon holds open for all sessions"; hd.code != 503 || hd.header.Get(DeniedHeader) != want {
 		t.Errorf("uid 3 over the daemon's budget: %q %v", hd.status, hd.header)
 	}
 	if ds := third.takeDenials(); len(ds) != 1 || ds[0].Field != "quota.total-flag" {

@@ -38,12 +38,16 @@ func (t target) String() string {
 }
 
 // denied is a refusal on policy grounds; it becomes a Denial event, HTTP
-// 403 (400 when the target is malformed) and SOCKS reply 0x02.
+// 403 (400 when the target is malformed) and SOCKS reply 0x02. A refusal
+// for a quota of connections held open (busy) passes as others close: it
+// is HTTP 503 with Retry-After and SOCKS reply 0x01 instead, which clients
+// (pip, npm, git) retry, where 403 and reply 0x02 fail them for good.
 type denied struct {
 	target    string // host:port, printable ASCII
 	field     string // what refused it; "" is network.allow
 	detail    string
 	malformed bool
+	busy      bool
 }
 
 func (d *denied) fieldName() string {
@@ -532,6 +536,8 @@ func socksReply(err error) byte {
 	var ue *upstreamError
 	var ce *checkError
 	switch {
+	case errors.As(err, &d) && d.busy:
+		return socksFailure
 	case errors.As(err, &d):
 		return socksNotAllowed
 	case errors.As(err, &ce):
