@@ -96,6 +96,9 @@ func startProxy(t *testing.T, cfg Config) *harness {
 	return h
 }
 
+// loopbackOnly lists only the loopback addresses as the daemon host's.
+var loopbackOnly = hostAddrsOf("127.0.0.1/8", "::1/128")
+
 func (h *harness) takeDenials() []*sandboxdv1.Denial {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -285,15 +288,15 @@ func expectClosed(t *testing.T, br io.Reader) {
 // is not rooted: the proxy must never let a search domain of resolv.conf
 // apply to it.
 // setHostAddrs makes list the listing of the daemon host's addresses for
-// the test.
-func setHostAddrs(t *testing.T, list func() ([]net.Addr, error)) {
+// the test, so that the addresses a test resolves names to are never the
+// host's (on a host whose interface is in 192.0.2.0/24, say).
+func setHostAddrs(t testing.TB, list func() ([]net.Addr, error)) {
 	saved := hostAddrs
 	hostAddrs = &addrCache{list: list, ttl: time.Hour}
 	t.Cleanup(func() { hostAddrs = saved })
 }
 
-// hostAddrsOf lists addrs as the daemon host's, none of them the
-// addresses a test resolves names to.
+// hostAddrsOf lists addrs (prefixes) as the daemon host's.
 func hostAddrsOf(addrs ...string) func() ([]net.Addr, error) {
 	return func() ([]net.Addr, error) {
 		var l []net.Addr

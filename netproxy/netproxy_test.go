@@ -532,6 +532,7 @@ func TestIPv6LiteralAllowsOnlyThatAddress(t *testing.T) {
 
 func TestNamesResolvingToHostInternalAddressesAreRefused(t *testing.T) {
 	checkNoLeaks(t)
+	setHostAddrs(t, loopbackOnly)
 	_, port := startEcho(t, "127.0.0.1:0")
 	res := &fakeResolver{table: map[string][]netip.Addr{
 		"rebind.test":  {netip.MustParseAddr("127.0.0.1")},
@@ -602,6 +603,7 @@ func TestNamesResolvingToHostInternalAddressesAreRefused(t *testing.T) {
 
 func TestNamesAreLookedUpRooted(t *testing.T) {
 	checkNoLeaks(t)
+	setHostAddrs(t, loopbackOnly)
 	res := &fakeResolver{table: map[string][]netip.Addr{"api.example.test": {netip.MustParseAddr("192.0.2.1")}, "registry": {netip.MustParseAddr("198.51.100.2")}}}
 	rec := &dialRecorder{fail: func(string) error { return errors.New("test dialer: not dialing out") }}
 	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("api.example.test", 0), allow("registry", 0)}, Resolver: res, Dial: rec.Dial})
