@@ -141,7 +141,7 @@ func TestProxyConnectionsAreBudgetedPerCaller(t *testing.T) {
 		}
 	}
 	code, why := tunnel(a2)
-	if code != 403 || !strings.Contains(why, "2 connections to the outside uid 4242's sessions may hold open together") {
+	if code != 503 || !strings.Contains(why, "2 connections to the outside uid 4242's sessions may hold open together") {
 		t.Errorf("uid 4242 beyond its budget: %d %q", code, why)
 	}
 	if code, why := tunnel(other); code != 200 {

@@ -35,9 +35,9 @@ func (b *Budget) take(key, target string) *denied {
 	defer b.mu.Unlock()
 	switch {
 	case b.held[key] >= b.perKey:
-		return &denied{target: target, field: "quota." + b.perKeyFlag, detail: fmt.Sprintf("would exceed the %d connections to the outside %s's sessions may hold open together", b.perKey, key)}
+		return &denied{target: target, field: "quota." + b.perKeyFlag, detail: fmt.Sprintf("would exceed the %d connections to the outside %s's sessions may hold open together", b.perKey, key), busy: true}
 	case b.n >= b.total:
-		return &denied{target: target, field: "quota." + b.totalFlag, detail: fmt.Sprintf("would exceed the %d connections to the outside the daemon holds open for all sessions", b.total)}
+		return &denied{target: target, field: "quota." + b.totalFlag, detail: fmt.Sprintf("would exceed the %d connections to the outside the daemon holds open for all sessions", b.total), busy: true}
 	}
 	b.n++
 	b.held[key]++

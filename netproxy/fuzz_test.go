@@ -105,6 +105,7 @@ func FuzzHandshake(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
+	setHostAddrs(f, loopbackOnly)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// A hang is a failure too; crashing the worker makes the fuzzer
 		// keep the input that caused it.

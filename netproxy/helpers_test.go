@@ -96,6 +96,9 @@ func startProxy(t *testing.T, cfg Config) *harness {
 	return h
 }
 
+// loopbackOnly lists only the loopback addresses as the daemon host's.
+var loopbackOnly = hostAddrsOf("127.0.0.1/8", "::1/128")
+
 func (h *harness) takeDenials() []*sandboxdv1.Denial {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -284,6 +287,27 @@ func expectClosed(t *testing.T, br io.Reader) {
 // and records every name asked. It refuses a name of several labels that
 // is not rooted: the proxy must never let a search domain of resolv.conf
 // apply to it.
+// setHostAddrs makes list the listing of the daemon host's addresses for
+// the test, so that the addresses a test resolves names to are never the
+// host's (on a host whose interface is in 192.0.2.0/24, say).
+func setHostAddrs(t testing.TB, list func() ([]net.Addr, error)) {
+	saved := hostAddrs
+	hostAddrs = &addrCache{list: list, ttl: time.Hour}
+	t.Cleanup(func() { hostAddrs = saved })
+}
+
+// hostAddrsOf lists addrs (prefixes) as the daemon host's.
+func hostAddrsOf(addrs ...string) func() ([]net.Addr, error) {
+	return func() ([]net.Addr, error) {
+		var l []net.Addr
+		for _, a := range addrs {
+			p := netip.MustParsePrefix(a)
+			l = append(l, &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())})
+		}
+		return l, nil
+	}
+}
+
 type fakeResolver struct {
 	mu    sync.Mutex
 	table map[string][]netip.Addr

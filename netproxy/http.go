@@ -315,7 +315,12 @@ func removeHopByHop(h http.Header, listed []string) {
 func writeRefusal(w bufWriter, err error) {
 	var d *denied
 	var ue *upstreamError
+	var ce *checkError
 	switch {
+	case errors.As(err, &ce):
+		writeText(w, http.StatusServiceUnavailable, "", "sandboxd proxy: "+err.Error()+"\n")
+	case errors.As(err, &d) && d.busy:
+		writeText(w, http.StatusServiceUnavailable, d.Error(), d.Error()+" (sandboxd "+d.fieldName()+")\n", "Retry-After: 1")
 	case errors.As(err, &d):
 		status := http.StatusForbidden
 		if d.malformed {
@@ -330,14 +335,18 @@ func writeRefusal(w bufWriter, err error) {
 }
 
 // writeText writes a complete text/plain response after which the
-// connection closes; denial, if not empty, goes in DeniedHeader.
-func writeText(w bufWriter, status int, denial, body string) error {
+// connection closes; denial, if not empty, goes in DeniedHeader, and each
+// of extra is a further header line.
+func writeText(w bufWriter, status int, denial, body string, extra ...string) error {
 	fmt.Fprintf(w, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
 	io.WriteString(w, "Content-Type: text/plain; charset=utf-8\r\n")
 	io.WriteString(w, "Content-Length: "+strconv.Itoa(len(body))+"\r\n")
 	io.WriteString(w, "Connection: close\r\n")
 	if denial != "" {
 		io.WriteString(w, DeniedHeader+": "+denial+"\r\n")
+	}
+	for _, h := range extra {
+		io.WriteString(w, h+"\r\n")
 	}
 	io.WriteString(w, "\r\n")
 	io.WriteString(w, body)

@@ -87,8 +87,9 @@ type Config struct {
 	// waits for that goroutine.
 	OnDenial func(*sandboxdv1.Denial)
 
-	// Logf, if not nil, receives what the proxy cannot report to a client:
-	// accept errors it retries and recovered panics.
+	// Logf, if not nil, receives what the daemon's log should say: accept
+	// errors it retries, recovered panics, and targets refused because the
+	// proxy itself could not check them.
 	Logf func(format string, args ...any)
 }
 

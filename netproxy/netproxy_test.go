@@ -532,6 +532,7 @@ func TestIPv6LiteralAllowsOnlyThatAddress(t *testing.T) {
 
 func TestNamesResolvingToHostInternalAddressesAreRefused(t *testing.T) {
 	checkNoLeaks(t)
+	setHostAddrs(t, loopbackOnly)
 	_, port := startEcho(t, "127.0.0.1:0")
 	res := &fakeResolver{table: map[string][]netip.Addr{
 		"rebind.test":  {netip.MustParseAddr("127.0.0.1")},
@@ -602,6 +603,7 @@ func TestNamesResolvingToHostInternalAddressesAreRefused(t *testing.T) {
 
 func TestNamesAreLookedUpRooted(t *testing.T) {
 	checkNoLeaks(t)
+	setHostAddrs(t, loopbackOnly)
 	res := &fakeResolver{table: map[string][]netip.Addr{"api.example.test": {netip.MustParseAddr("192.0.2.1")}, "registry": {netip.MustParseAddr("198.51.100.2")}}}
 	rec := &dialRecorder{fail: func(string) error { return errors.New("test dialer: not dialing out") }}
 	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("api.example.test", 0), allow("registry", 0)}, Resolver: res, Dial: rec.Dial})
@@ -648,6 +650,86 @@ func TestNamesResolvingToTheHostsOwnAddressesAreRefused(t *testing.T) {
 	}
 	if d := rec.dialed(); len(d) != 0 {
 		t.Fatalf("the host's own address was dialed: %v", d)
+	}
+}
+
+func TestNamesResolvingToNAT64OfTheHostsOwnAddressesAreRefused(t *testing.T) {
+	checkNoLeaks(t)
+	setHostAddrs(t, hostAddrsOf("10.0.0.1/8", "2001:db8::5/64"))
+	table := map[string][]netip.Addr{}
+	var refused []string
+	for i, prefix := range []string{"64:ff9b::/96", "64:ff9b:1::/48", "64:ff9b:1::/56", "64:ff9b:1::/64", "64:ff9b:1::/96"} {
+		own, other := fmt.Sprintf("own%d.test", i), fmt.Sprintf("other%d.test", i)
+		table[own] = []netip.Addr{nat64Embed(prefix, "10.0.0.1")}
+		table[other] = []netip.Addr{nat64Embed(prefix, "10.0.0.2")}
+		refused = append(refused, own)
+	}
+	rec := &dialRecorder{fail: func(string) error { return errors.New("test dialer: not dialing out") }}
+	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("*.test", 0)}, Resolver: &fakeResolver{table: table}, Dial: rec.Dial})
+	for _, name := range refused {
+		target := name + ":443"
+		detail := fmt.Sprintf("resolves to NAT64 address %s of the daemon host's own address 10.0.0.1", table[name][0])
+		if _, _, hd := h.connectHTTP(target); hd.code != 403 || hd.header.Get(DeniedHeader) != target+" "+detail {
+			t.Errorf("CONNECT %s: %q %v", target, hd.status, hd.header)
+		}
+		if ds := h.takeDenials(); len(ds) != 1 || ds[0].Detail != detail {
+			t.Errorf("%s: denials %v", name, ds)
+		}
+	}
+	if d := rec.dialed(); len(d) != 0 {
+		t.Fatalf("the host's own address was dialed through NAT64: %v", d)
+	}
+	for i := range refused {
+		name := fmt.Sprintf("other%d.test", i)
+		if _, _, hd := h.connectHTTP(name + ":443"); hd.code != 502 {
+			t.Errorf("%s: %q, want 502 from the test dialer", name, hd.status)
+		}
+	}
+	if d := rec.dialed(); len(d) != len(refused) {
+		t.Fatalf("dialed %v, want one address of each other name", d)
+	}
+}
+
+func TestAFailedListingOfTheHostsAddressesIsTheProxysFailure(t *testing.T) {
+	checkNoLeaks(t)
+	setHostAddrs(t, func() ([]net.Addr, error) { return nil, syscall.EMFILE })
+	res := &fakeResolver{table: map[string][]netip.Addr{"listed.test": {netip.MustParseAddr("93.184.216.34")}}}
+	rec := &dialRecorder{}
+	var mu sync.Mutex
+	var logged []string
+	h := startProxy(t, Config{
+		Allow:    []*sandboxdv1.NetworkAllow{allow("listed.test", 0)},
+		Resolver: res,
+		Dial:     rec.Dial,
+		Logf: func(format string, args ...any) {
+			mu.Lock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+			mu.Unlock()
+		},
+	})
+	_, br, hd := h.connectHTTP("listed.test:443")
+	body, _ := io.ReadAll(br)
+	if hd.code != 503 || hd.header.Get(DeniedHeader) != "" || !strings.Contains(string(body), "too many open files") {
+		t.Errorf("CONNECT: %q %v %q", hd.status, hd.header, body)
+	}
+	if _, _, rep := h.socks5(socksAtypDomain, []byte("listed.test"), 443); rep != socksFailure {
+		t.Errorf("SOCKS: reply %#x, want %#x", rep, socksFailure)
+	}
+	c := h.dial()
+	fmt.Fprintf(c, "GET http://listed.test/ HTTP/1.1\r\nHost: listed.test\r\n\r\n")
+	if hd := readHead(t, bufio.NewReader(c)); hd.code != 503 {
+		t.Errorf("GET: %q", hd.status)
+	}
+	if ds := h.takeDenials(); len(ds) != 0 {
+		t.Errorf("the proxy's own failure made denials: %v", ds)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 3 || !strings.Contains(logged[0], "listed.test:443") || !strings.Contains(logged[2], "too many open files") {
+		t.Errorf("logged %q, want the three refusals", logged)
+	}
+	if d := rec.dialed(); len(d) != 0 {
+		t.Fatalf("dialed %v with the host's addresses unknown", d)
 	}
 }
 
@@ -1089,6 +1171,48 @@ func TestInternalKind(t *testing.T) {
 	}
 }
 
+// nat64Embed places v4 in prefix as RFC 6052 (section 2.2) lays it out,
+// skipping the u octet (bits 64 to 71).
+func nat64Embed(prefix string, v4 string) netip.Addr {
+	p := netip.MustParsePrefix(prefix)
+	b := p.Addr().As16()
+	at := p.Bits() / 8
+	for _, c := range netip.MustParseAddr(v4).As4() {
+		if at == 8 {
+			at++
+		}
+		b[at] = c
+		at++
+	}
+	return netip.AddrFrom16(b)
+}
+
+func TestNAT64LocalUsePrefixOfEveryLength(t *testing.T) {
+	prefixes := []string{"64:ff9b:1::/48", "64:ff9b:1::/56", "64:ff9b:1::/64", "64:ff9b:1::/96",
+		"64:ff9b:1:a9fe::/96", "64:ff9b:1:7f00::/96", "64:ff9b:1:7f00::/64", "64:ff9b:1:a900::/56"}
+	for _, prefix := range prefixes {
+		for v4, want := range map[string]string{
+			"93.184.216.34":   "",
+			"93.184.216.0":    "",
+			"10.0.0.1":        "", // private, as outside NAT64
+			"127.0.0.1":       "NAT64 loopback",
+			"169.254.169.254": "NAT64 link-local",
+			"100.100.100.200": "NAT64 cloud metadata",
+		} {
+			a := nat64Embed(prefix, v4)
+			if got := internalKind(a); got != want {
+				t.Errorf("%s (%s in %s): %q, want %q", a, v4, prefix, got, want)
+			}
+		}
+	}
+	// The well-known prefix is /96 only, and 0/8 in it is refused.
+	for v4, want := range map[string]string{"93.184.216.34": "", "127.0.0.1": "NAT64 loopback", "0.0.0.0": "NAT64 unspecified"} {
+		if got := internalKind(nat64Embed("64:ff9b::/96", v4)); got != want {
+			t.Errorf("%s in 64:ff9b::/96: %q, want %q", v4, got, want)
+		}
+	}
+}
+
 func TestCloseCancelsDialsInFlight(t *testing.T) {
 	checkNoLeaks(t)
 	dialing := make(chan struct{}, 1)
@@ -1290,10 +1414,12 @@ func TestABudgetBoundsConnectionsAcrossServers(t *testing.T) {
 	perKey := target + " would exceed the 2 connections to the outside uid 1's sessions may hold open together"
 	_, br, hd := a2.connectHTTP(target)
 	body, _ := io.ReadAll(br)
-	if hd.code != 403 || hd.header.Get(DeniedHeader) != perKey || !strings.Contains(string(body), "(sandboxd quota.key-flag)") {
+	// A refusal for the budget passes as connections close: clients
+	// retry 503 and SOCKS reply 1, where 403 and reply 2 are final.
+	if hd.code != 503 || hd.header.Get("Retry-After") == "" || hd.header.Get(DeniedHeader) != perKey || !strings.Contains(string(body), "(sandboxd quota.key-flag)") {
 		t.Errorf("uid 1 over its budget: %q %v %q", hd.status, hd.header, body)
 	}
-	if _, _, rep := a1.socks5(socksAtypIPv4, []byte{127, 0, 0, 1}, uint16(port)); rep != socksNotAllowed {
+	if _, _, rep := a1.socks5(socksAtypIPv4, []byte{127, 0, 0, 1}, uint16(port)); rep != socksFailure {
 		t.Errorf("uid 1 over its budget: SOCKS reply %#x", rep)
 	}
 	ds := append(a1.takeDenials(), a2.takeDenials()...)
@@ -1309,7 +1435,7 @@ func TestABudgetBoundsConnectionsAcrossServers(t *testing.T) {
 	}
 	echoes(t, c3, br3, "three")
 	_, _, hd = third.connectHTTP(target)
-	if want := target + " would exceed the 3 connections to the outside the daemon holds open for all sessions"; hd.code != 403 || hd.header.Get(DeniedHeader) != want {
+	if want := target + " would exceed the 3 connections to the outside the daemon holds open for all sessions"; hd.code != 503 || hd.header.Get(DeniedHeader) != want {
 		t.Errorf("uid 3 over the daemon's budget: %q %v", hd.status, hd.header)
 	}
 	if ds := third.takeDenials(); len(ds) != 1 || ds[0].Field != "quota.total-flag" {

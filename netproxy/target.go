@@ -38,12 +38,16 @@ func (t target) String() string {
 }
 
 // denied is a refusal on policy grounds; it becomes a Denial event, HTTP
-// 403 (400 when the target is malformed) and SOCKS reply 0x02.
+// 403 (400 when the target is malformed) and SOCKS reply 0x02. A refusal
+// for a quota of connections held open (busy) passes as others close: it
+// is HTTP 503 with Retry-After and SOCKS reply 0x01 instead, which clients
+// (pip, npm, git) retry, where 403 and reply 0x02 fail them for good.
 type denied struct {
 	target    string // host:port, printable ASCII
 	field     string // what refused it; "" is network.allow
 	detail    string
 	malformed bool
+	busy      bool
 }
 
 func (d *denied) fieldName() string {
@@ -75,6 +79,18 @@ func (e *upstreamError) timeout() bool {
 	var ne net.Error
 	return errors.Is(e.err, context.DeadlineExceeded) || errors.As(e.err, &ne) && ne.Timeout()
 }
+
+// checkError is the proxy's own failure to check a target (listing the
+// host's addresses failed: EMFILE, say). The target is refused, but not by
+// the policy: no Denial, and the daemon's log says why.
+type checkError struct {
+	target string
+	err    error
+}
+
+func (e *checkError) Error() string { return "checking " + e.target + ": " + e.err.Error() }
+
+func (e *checkError) Unwrap() error { return e.err }
 
 // parseTarget validates a host (without brackets) and a decimal port as a
 // client sent them. Whatever fails here could never match network.allow,
@@ -202,9 +218,13 @@ func (s *Server) open(op string, t target, perr error) (net.Conn, error) {
 	return c, err
 }
 
-// report makes a Denial of err if it is a refusal. op is the Denial's
-// Operation.
+// report makes a Denial of err if it is a refusal, and logs it if it is
+// the proxy's own failure. op is the Denial's Operation.
 func (s *Server) report(op string, err error) {
+	var ce *checkError
+	if errors.As(err, &ce) {
+		s.logf("netproxy: refused %s: %v", op, err)
+	}
 	var d *denied
 	if errors.As(err, &d) && s.cfg.OnDenial != nil {
 		s.cfg.OnDenial(&sandboxdv1.Denial{
@@ -308,21 +328,35 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 	for i, a := range addrs {
 		// net.Resolver returns A records as IPv4-mapped IPv6 addresses.
 		addrs[i] = a.Unmap()
-		kind := internalKind(addrs[i])
-		if kind == "" {
-			own, err := hostAddrs.has(addrs[i])
-			if err != nil {
-				return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to %s, which could not be checked against the daemon host's own addresses: %v", addrs[i], err)}
-			}
-			if own {
-				kind = "the daemon host's own"
-			}
-		}
-		if kind != "" {
+		if kind := internalKind(addrs[i]); kind != "" {
 			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to %s address %s", kind, addrs[i])}
+		}
+		own, err := ownAddr(addrs[i])
+		if err != nil {
+			return nil, &checkError{target: t.String(), err: fmt.Errorf("comparing %s with the daemon host's own addresses: %w", addrs[i], err)}
+		}
+		switch {
+		case own == addrs[i]:
+			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to the daemon host's own address %s", own)}
+		case own.IsValid():
+			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to NAT64 address %s of the daemon host's own address %s", addrs[i], own)}
 		}
 	}
 	return addrs, nil
+}
+
+// ownAddr returns a, or an IPv4 address a embeds as NAT64, if it is one of
+// the daemon host's own addresses: a NAT64 gateway would lead back to the
+// host through it.
+func ownAddr(a netip.Addr) (netip.Addr, error) {
+	v4s, _ := nat64Embedded(a)
+	for _, c := range append([]netip.Addr{a}, v4s...) {
+		own, err := hostAddrs.has(c)
+		if err != nil || own {
+			return c, err
+		}
+	}
+	return netip.Addr{}, nil
 }
 
 // lookupName is how name is asked of the resolver. A name of several
@@ -432,49 +466,82 @@ var (
 )
 
 // nat64Kind says which kind of host-internal IPv4 address the NAT64
-// address a leads to, or "" if none (or a is not NAT64). Under
-// 64:ff9b:1::/48 the prefix length, and so where the IPv4 address sits, is
-// the operator's choice, so every embedding of RFC 6052 (section 2.2) a
-// prefix of 48, 56, 64 or 96 bits there makes is checked. In all but the
-// last, the zero bits a longer prefix leaves read as 0/8, which is not
-// taken for a refusal: 64:ff9b:1::/96 is the usual choice.
+// address a leads to, or "" if none (or a is not NAT64). Every IPv4
+// address a may embed is checked, and one internal one refuses a: the
+// proxy does not know the NAT64 prefix's length, and an address of one
+// layout can also be a valid one of another.
 func nat64Kind(a netip.Addr) string {
-	if !a.Is6() {
-		return ""
-	}
-	b := a.As16()
-	last := [4]byte(b[12:16])
-	var embeddings [][4]byte
-	switch {
-	case nat64WellKnown.Contains(a):
-	case nat64Local.Contains(a):
-		// Bits 64 to 71 (byte 8) are the reserved u octet, skipped.
-		embeddings = [][4]byte{
-			{b[6], b[7], b[9], b[10]},   // /48
-			{b[7], b[9], b[10], b[11]},  // /56
-			{b[9], b[10], b[11], b[12]}, // /64
+	v4s, local := nat64Embedded(a)
+	for _, v4 := range v4s {
+		kind := internalKind(v4)
+		if local && kind == "unspecified" {
+			// The zero bits of a shorter or longer embedding than this
+			// reading's read as 0/8; no NAT64 translates to 0/8.
+			continue
 		}
-	default:
-		return ""
-	}
-	for _, e := range embeddings {
-		if kind := internalKind(netip.AddrFrom4(e)); kind != "" && kind != "unspecified" {
+		if kind != "" {
 			return "NAT64 " + kind
 		}
 	}
-	if kind := internalKind(netip.AddrFrom4(last)); kind != "" {
-		return "NAT64 " + kind
-	}
 	return ""
+}
+
+// nat64Embedded returns the IPv4 addresses the NAT64 address a may embed,
+// none if a is not NAT64; local reports the local-use prefix. Under
+// 64:ff9b:1::/48 the prefix may be 48, 56, 64 or 96 bits long, so each
+// reading of RFC 6052 (section 2.2) whose layout a fits is returned: the
+// /48, /56 and /64 ones only with the u octet (bits 64 to 71) and the
+// suffix after the address zero, as the RFC has them, since otherwise the
+// bytes read are subnet or host bits of a longer prefix.
+func nat64Embedded(a netip.Addr) (v4s []netip.Addr, local bool) {
+	if !a.Is6() {
+		return nil, false
+	}
+	b := a.As16()
+	last := netip.AddrFrom4([4]byte(b[12:16]))
+	switch {
+	case nat64WellKnown.Contains(a):
+		return []netip.Addr{last}, false
+	case !nat64Local.Contains(a):
+		return nil, false
+	}
+	v4s = []netip.Addr{last} // /96
+	if b[8] != 0 {
+		return v4s, true
+	}
+	if allZero(b[11:]) {
+		v4s = append(v4s, netip.AddrFrom4([4]byte{b[6], b[7], b[9], b[10]}))
+	}
+	if allZero(b[12:]) {
+		v4s = append(v4s, netip.AddrFrom4([4]byte{b[7], b[9], b[10], b[11]}))
+	}
+	if allZero(b[13:]) {
+		v4s = append(v4s, netip.AddrFrom4([4]byte{b[9], b[10], b[11], b[12]}))
+	}
+	return v4s, true
+}
+
+func allZero(p []byte) bool {
+	for _, c := range p {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // socksReply is the SOCKS5 reply code for a failure to open a target.
 func socksReply(err error) byte {
 	var d *denied
 	var ue *upstreamError
+	var ce *checkError
 	switch {
+	case errors.As(err, &d) && d.busy:
+		return socksFailure
 	case errors.As(err, &d):
 		return socksNotAllowed
+	case errors.As(err, &ce):
+		return socksFailure
 	case errors.As(err, &ue) && ue.resolving:
 		return socksHostUnreachable
 	case errors.Is(err, syscall.ECONNREFUSED):
