@@ -80,6 +80,9 @@ type Config struct {
 	// operator's word, used even where DNS answers would be refused
 	// (loopback). Nil resolves every name through the host's resolver.
 	ProxyHosts map[string][]netip.Addr
+	// NAT64Prefix is the network's NAT64 prefix for the allowlist proxy's
+	// rebinding check (netproxy.Config.NAT64Prefix); invalid means none.
+	NAT64Prefix netip.Prefix
 	// Quotas bound what one caller may hold at once.
 	Quotas Quotas
 	// ProxyConnections bounds the connections to the outside that the

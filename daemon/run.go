@@ -388,12 +388,13 @@ func (s *Service) prepare(ctx context.Context, caller Caller, start *sandboxdv1.
 func (s *Service) newProxy(sess *session, allow []*sandboxdv1.NetworkAllow) *netproxy.Server {
 	logf := func(format string, args ...any) { s.logf("session %s: "+format, append([]any{sess.id}, args...)...) }
 	return netproxy.New(netproxy.Config{
-		Allow:     allow,
-		Pinned:    s.cfg.ProxyHosts,
-		Budget:    s.proxyBudget,
-		BudgetKey: sess.owner(),
-		OnDenial:  sess.denied,
-		Logf:      logf,
+		Allow:       allow,
+		Pinned:      s.cfg.ProxyHosts,
+		NAT64Prefix: s.cfg.NAT64Prefix,
+		Budget:      s.proxyBudget,
+		BudgetKey:   sess.owner(),
+		OnDenial:    sess.denied,
+		Logf:        logf,
 	})
 }
 

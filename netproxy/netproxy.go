@@ -59,6 +59,15 @@ type Config struct {
 	// Nil means a net.Dialer. It is never given a name to resolve.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
+	// NAT64Prefix is the network's NAT64 prefix, if the operator named
+	// one (sandboxd --nat64-prefix; a length of NAT64PrefixLengths). A
+	// resolved address under it, or under the well-known 64:ff9b::/96,
+	// is refused as the IPv4 address it embeds would be. Under the
+	// local-use 64:ff9b:1::/48 without it, every length's reading is
+	// checked, so an allowed address there can be refused for what it
+	// would embed at a length the network does not use.
+	NAT64Prefix netip.Prefix
+
 	// DialTimeout bounds resolving a target plus every connection attempt
 	// to its addresses. Zero means DefaultDialTimeout.
 	DialTimeout time.Duration
@@ -111,6 +120,12 @@ type Server struct {
 	conns     map[net.Conn]struct{} // client and upstream connections
 	clients   int
 	wg        sync.WaitGroup // Serve calls and connection handlers
+
+	// Targets the proxy could not check are logged at most once per
+	// checkLogEvery, the others counted: a sandbox can ask at the rate it
+	// likes, and such a refusal is no denial, which is rate limited.
+	checkLogged   time.Time
+	checkUnlogged int
 }
 
 type rule struct {

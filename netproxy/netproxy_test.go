@@ -628,7 +628,7 @@ func TestNamesResolvingToTheHostsOwnAddressesAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, na := range ifaddrs {
-		if p, err := netip.ParsePrefix(na.String()); err == nil && internalKind(p.Addr()) == "" {
+		if p, err := netip.ParsePrefix(na.String()); err == nil && internalKind(p.Addr(), netip.Prefix{}) == "" {
 			own = p.Addr()
 			break
 		}
@@ -664,6 +664,9 @@ func TestNamesResolvingToNAT64OfTheHostsOwnAddressesAreRefused(t *testing.T) {
 		table[other] = []netip.Addr{nat64Embed(prefix, "10.0.0.2")}
 		refused = append(refused, own)
 	}
+	// A /48 embedding with its suffix set, which translators ignore.
+	table["own-suffix.test"] = []netip.Addr{netip.MustParseAddr("64:ff9b:1:a00:0:100:0:1")}
+	refused = append(refused, "own-suffix.test")
 	rec := &dialRecorder{fail: func(string) error { return errors.New("test dialer: not dialing out") }}
 	h := startProxy(t, Config{Allow: []*sandboxdv1.NetworkAllow{allow("*.test", 0)}, Resolver: &fakeResolver{table: table}, Dial: rec.Dial})
 	for _, name := range refused {
@@ -679,13 +682,13 @@ func TestNamesResolvingToNAT64OfTheHostsOwnAddressesAreRefused(t *testing.T) {
 	if d := rec.dialed(); len(d) != 0 {
 		t.Fatalf("the host's own address was dialed through NAT64: %v", d)
 	}
-	for i := range refused {
+	for i := range refused[:len(refused)-1] {
 		name := fmt.Sprintf("other%d.test", i)
 		if _, _, hd := h.connectHTTP(name + ":443"); hd.code != 502 {
 			t.Errorf("%s: %q, want 502 from the test dialer", name, hd.status)
 		}
 	}
-	if d := rec.dialed(); len(d) != len(refused) {
+	if d := rec.dialed(); len(d) != len(refused)-1 {
 		t.Fatalf("dialed %v, want one address of each other name", d)
 	}
 }
@@ -693,12 +696,15 @@ func TestNamesResolvingToNAT64OfTheHostsOwnAddressesAreRefused(t *testing.T) {
 func TestAFailedListingOfTheHostsAddressesIsTheProxysFailure(t *testing.T) {
 	checkNoLeaks(t)
 	setHostAddrs(t, func() ([]net.Addr, error) { return nil, syscall.EMFILE })
-	res := &fakeResolver{table: map[string][]netip.Addr{"listed.test": {netip.MustParseAddr("93.184.216.34")}}}
+	res := &fakeResolver{table: map[string][]netip.Addr{
+		"listed.test": {netip.MustParseAddr("93.184.216.34")},
+		"mixed.test":  {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("127.0.0.1")},
+	}}
 	rec := &dialRecorder{}
 	var mu sync.Mutex
 	var logged []string
 	h := startProxy(t, Config{
-		Allow:    []*sandboxdv1.NetworkAllow{allow("listed.test", 0)},
+		Allow:    []*sandboxdv1.NetworkAllow{allow("listed.test", 0), allow("mixed.test", 0)},
 		Resolver: res,
 		Dial:     rec.Dial,
 		Logf: func(format string, args ...any) {
@@ -723,10 +729,18 @@ func TestAFailedListingOfTheHostsAddressesIsTheProxysFailure(t *testing.T) {
 	if ds := h.takeDenials(); len(ds) != 0 {
 		t.Errorf("the proxy's own failure made denials: %v", ds)
 	}
+	// A rebinding refusal is not hidden behind the failure to list.
+	if _, _, hd := h.connectHTTP("mixed.test:443"); hd.code != 403 {
+		t.Errorf("CONNECT mixed.test: %q, want 403", hd.status)
+	}
+	if ds := h.takeDenials(); len(ds) != 1 || !strings.Contains(ds[0].Detail, "loopback") {
+		t.Errorf("mixed.test: denials %v, want the loopback one", ds)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(logged) != 3 || !strings.Contains(logged[0], "listed.test:443") || !strings.Contains(logged[2], "too many open files") {
-		t.Errorf("logged %q, want the three refusals", logged)
+	// Within checkLogEvery, one line for the three.
+	if len(logged) != 1 || !strings.Contains(logged[0], "listed.test:443") || !strings.Contains(logged[0], "too many open files") {
+		t.Errorf("logged %q, want the first refusal", logged)
 	}
 	if d := rec.dialed(); len(d) != 0 {
 		t.Fatalf("dialed %v with the host's addresses unknown", d)
@@ -1165,7 +1179,7 @@ func TestInternalKind(t *testing.T) {
 		"93.184.216.34":              "",
 		"2606:2800::1":               "",
 	} {
-		if got := internalKind(netip.MustParseAddr(addr)); got != want {
+		if got := internalKind(netip.MustParseAddr(addr), netip.Prefix{}); got != want {
 			t.Errorf("internalKind(%s) = %q, want %q", addr, got, want)
 		}
 	}
@@ -1187,27 +1201,84 @@ func nat64Embed(prefix string, v4 string) netip.Addr {
 	return netip.AddrFrom16(b)
 }
 
-func TestNAT64LocalUsePrefixOfEveryLength(t *testing.T) {
-	prefixes := []string{"64:ff9b:1::/48", "64:ff9b:1::/56", "64:ff9b:1::/64", "64:ff9b:1::/96",
-		"64:ff9b:1:a9fe::/96", "64:ff9b:1:7f00::/96", "64:ff9b:1:7f00::/64", "64:ff9b:1:a900::/56"}
-	for _, prefix := range prefixes {
-		for v4, want := range map[string]string{
-			"93.184.216.34":   "",
-			"93.184.216.0":    "",
-			"10.0.0.1":        "", // private, as outside NAT64
-			"127.0.0.1":       "NAT64 loopback",
-			"169.254.169.254": "NAT64 link-local",
-			"100.100.100.200": "NAT64 cloud metadata",
-		} {
+// embeddings are IPv4 addresses to embed in NAT64 prefixes, and what each
+// is refused as.
+var embeddings = map[string]string{
+	"93.184.216.34":   "",
+	"93.184.216.0":    "",
+	"10.0.0.1":        "", // private, as outside NAT64
+	"127.0.0.1":       "NAT64 loopback",
+	"169.254.169.254": "NAT64 link-local",
+	"100.100.100.200": "NAT64 cloud metadata",
+}
+
+func TestNAT64PrefixTheOperatorNamedIsReadAtItsLength(t *testing.T) {
+	for _, prefix := range []string{"64:ff9b:1::/48", "64:ff9b:1::/56", "64:ff9b:1::/64", "64:ff9b:1::/96",
+		"64:ff9b:1:a9fe::/96", "64:ff9b:1:7f00::/96", "64:ff9b:1:7f00::/64", "64:ff9b:1:a900::/56",
+		"2001:db8::/32", "2001:db8:100::/40", "2001:db8:64::/96"} {
+		nat64 := netip.MustParsePrefix(prefix)
+		for v4, want := range embeddings {
 			a := nat64Embed(prefix, v4)
-			if got := internalKind(a); got != want {
-				t.Errorf("%s (%s in %s): %q, want %q", a, v4, prefix, got, want)
+			if got := internalKind(a, nat64); got != want {
+				t.Errorf("%s (%s in %s, named): %q, want %q", a, v4, prefix, got, want)
 			}
+			if nat64.Bits() == 96 {
+				continue
+			}
+			// Translators ignore the u octet and the suffix.
+			b := a.As16()
+			b[8], b[15] = 0xff, 0x01
+			if got := internalKind(netip.AddrFrom16(b), nat64); got != want {
+				t.Errorf("%s (%s in %s, named, u and suffix set): %q, want %q", netip.AddrFrom16(b), v4, prefix, got, want)
+			}
+		}
+	}
+	// Outside the named prefix, the well-known and the local-use prefixes
+	// are read as without it.
+	named := netip.MustParsePrefix("2001:db8:64::/96")
+	for _, a := range []netip.Addr{nat64Embed("64:ff9b::/96", "127.0.0.1"), nat64Embed("64:ff9b:1::/64", "127.0.0.1")} {
+		if got := internalKind(a, named); got != "NAT64 loopback" {
+			t.Errorf("%s with %s named: %q, want NAT64 loopback", a, named, got)
+		}
+	}
+}
+
+func TestNAT64LocalUsePrefixOfAnUnnamedLengthIsReadAtEvery(t *testing.T) {
+	for _, prefix := range []string{"64:ff9b:1::/48", "64:ff9b:1::/56", "64:ff9b:1::/64", "64:ff9b:1::/96",
+		"64:ff9b:1:a9fe::/96", "64:ff9b:1:a900::/56"} {
+		for v4, want := range embeddings {
+			if want == "" {
+				continue
+			}
+			// Refused, though maybe as what another length reads: in
+			// 64:ff9b:1:a9fe::/96 every address reads as link-local at 48.
+			a := nat64Embed(prefix, v4)
+			if got := internalKind(a, netip.Prefix{}); got == "" {
+				t.Errorf("%s (%s in %s): allowed, want refused (%s at its length)", a, v4, prefix, want)
+			}
+		}
+	}
+	// Translators ignore the u octet and the suffix, so an address with
+	// them set still leads where the bits read at its length do.
+	for addr, want := range map[string]string{
+		"64:ff9b:1:0:7f:0:100:1":     "NAT64 loopback",       // /64, suffix set
+		"64:ff9b:1:64:ff64:64c8::":   "NAT64 cloud metadata", // /56, u octet set
+		"64:ff9b:1:a9fe:ffa9:fe00::": "NAT64 link-local",     // /48, u octet set
+	} {
+		if got := internalKind(netip.MustParseAddr(addr), netip.Prefix{}); got != want {
+			t.Errorf("%s: %q, want %q", addr, got, want)
+		}
+	}
+	// The common /96 layout's public addresses read as 0/8 at the other
+	// lengths, which no translator translates to.
+	for _, v4 := range []string{"93.184.216.34", "93.184.216.0", "10.0.0.1"} {
+		if a := nat64Embed("64:ff9b:1::/96", v4); internalKind(a, netip.Prefix{}) != "" {
+			t.Errorf("%s (%s in 64:ff9b:1::/96): %q, want allowed", a, v4, internalKind(a, netip.Prefix{}))
 		}
 	}
 	// The well-known prefix is /96 only, and 0/8 in it is refused.
 	for v4, want := range map[string]string{"93.184.216.34": "", "127.0.0.1": "NAT64 loopback", "0.0.0.0": "NAT64 unspecified"} {
-		if got := internalKind(nat64Embed("64:ff9b::/96", v4)); got != want {
+		if got := internalKind(nat64Embed("64:ff9b::/96", v4), netip.Prefix{}); got != want {
 			t.Errorf("%s in 64:ff9b::/96: %q, want %q", v4, got, want)
 		}
 	}

@@ -40,8 +40,8 @@ func (t target) String() string {
 // denied is a refusal on policy grounds; it becomes a Denial event, HTTP
 // 403 (400 when the target is malformed) and SOCKS reply 0x02. A refusal
 // for a quota of connections held open (busy) passes as others close: it
-// is HTTP 503 with Retry-After and SOCKS reply 0x01 instead, which clients
-// (pip, npm, git) retry, where 403 and reply 0x02 fail them for good.
+// is HTTP 503 with Retry-After and SOCKS reply 0x01 instead: a temporary
+// failure, where 403 and reply 0x02 say the policy forbids the target.
 type denied struct {
 	target    string // host:port, printable ASCII
 	field     string // what refused it; "" is network.allow
@@ -223,7 +223,7 @@ func (s *Server) open(op string, t target, perr error) (net.Conn, error) {
 func (s *Server) report(op string, err error) {
 	var ce *checkError
 	if errors.As(err, &ce) {
-		s.logf("netproxy: refused %s: %v", op, err)
+		s.logCheckFailure(op, err)
 	}
 	var d *denied
 	if errors.As(err, &d) && s.cfg.OnDenial != nil {
@@ -309,6 +309,30 @@ func partialDeadline(ctx context.Context, n int) (context.Context, context.Cance
 	return context.WithTimeout(ctx, share)
 }
 
+// checkLogEvery is how often a Server logs targets it could not check.
+const checkLogEvery = 5 * time.Second
+
+// logCheckFailure logs err, a target refused because it could not be
+// checked, unless one was logged within checkLogEvery; the next line
+// logged says how many were not.
+func (s *Server) logCheckFailure(op string, err error) {
+	s.mu.Lock()
+	now := time.Now()
+	if !s.checkLogged.IsZero() && now.Sub(s.checkLogged) < checkLogEvery {
+		s.checkUnlogged++
+		s.mu.Unlock()
+		return
+	}
+	n := s.checkUnlogged
+	s.checkLogged, s.checkUnlogged = now, 0
+	s.mu.Unlock()
+	if n > 0 {
+		s.logf("netproxy: refused %s: %v (and %d more refused so since the last such line)", op, err, n)
+		return
+	}
+	s.logf("netproxy: refused %s: %v", op, err)
+}
+
 // resolve returns the addresses to dial for an allowed target.
 func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 	if t.name == "" {
@@ -328,18 +352,22 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 	for i, a := range addrs {
 		// net.Resolver returns A records as IPv4-mapped IPv6 addresses.
 		addrs[i] = a.Unmap()
-		if kind := internalKind(addrs[i]); kind != "" {
+		if kind := internalKind(addrs[i], s.cfg.NAT64Prefix); kind != "" {
 			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to %s address %s", kind, addrs[i])}
 		}
-		own, err := ownAddr(addrs[i])
+	}
+	// Only once no address is refused by kind: a failure to list the
+	// host's addresses must not hide a rebinding refusal.
+	for _, a := range addrs {
+		own, err := ownAddr(a, s.cfg.NAT64Prefix)
 		if err != nil {
-			return nil, &checkError{target: t.String(), err: fmt.Errorf("comparing %s with the daemon host's own addresses: %w", addrs[i], err)}
+			return nil, &checkError{target: t.String(), err: fmt.Errorf("comparing %s with the daemon host's own addresses: %w", a, err)}
 		}
 		switch {
-		case own == addrs[i]:
+		case own == a:
 			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to the daemon host's own address %s", own)}
 		case own.IsValid():
-			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to NAT64 address %s of the daemon host's own address %s", addrs[i], own)}
+			return nil, &denied{target: t.String(), detail: fmt.Sprintf("resolves to NAT64 address %s of the daemon host's own address %s", a, own)}
 		}
 	}
 	return addrs, nil
@@ -348,8 +376,8 @@ func (s *Server) resolve(ctx context.Context, t target) ([]netip.Addr, error) {
 // ownAddr returns a, or an IPv4 address a embeds as NAT64, if it is one of
 // the daemon host's own addresses: a NAT64 gateway would lead back to the
 // host through it.
-func ownAddr(a netip.Addr) (netip.Addr, error) {
-	v4s, _ := nat64Embedded(a)
+func ownAddr(a netip.Addr, nat64 netip.Prefix) (netip.Addr, error) {
+	v4s, _ := nat64Embedded(a, nat64)
 	for _, c := range append([]netip.Addr{a}, v4s...) {
 		own, err := hostAddrs.has(c)
 		if err != nil || own {
@@ -425,9 +453,11 @@ func (c *addrCache) has(a netip.Addr) (bool, error) {
 // Private ranges (10/8, 172.16/12, 192.168/16, fc00::/7) are deliberately
 // not refused: internal package registries and services that policies name
 // live there, and reaching them is what allowing their names means.
-func internalKind(a netip.Addr) string {
+//
+// nat64 is the operator's NAT64 prefix (Config.NAT64Prefix), if any.
+func internalKind(a netip.Addr, nat64 netip.Prefix) string {
 	a = a.Unmap()
-	if kind := nat64Kind(a); kind != "" {
+	if kind := nat64Kind(a, nat64); kind != "" {
 		return kind
 	}
 	switch {
@@ -467,16 +497,15 @@ var (
 
 // nat64Kind says which kind of host-internal IPv4 address the NAT64
 // address a leads to, or "" if none (or a is not NAT64). Every IPv4
-// address a may embed is checked, and one internal one refuses a: the
-// proxy does not know the NAT64 prefix's length, and an address of one
-// layout can also be a valid one of another.
-func nat64Kind(a netip.Addr) string {
-	v4s, local := nat64Embedded(a)
+// address a may embed is checked, and one internal one refuses a.
+func nat64Kind(a netip.Addr, nat64 netip.Prefix) string {
+	v4s, guessed := nat64Embedded(a, nat64)
 	for _, v4 := range v4s {
-		kind := internalKind(v4)
-		if local && kind == "unspecified" {
-			// The zero bits of a shorter or longer embedding than this
-			// reading's read as 0/8; no NAT64 translates to 0/8.
+		kind := internalKind(v4, netip.Prefix{})
+		if guessed && kind == "unspecified" {
+			// A reading at another length than the prefix's reads its
+			// zero bits as 0/8, and translators do not translate to
+			// 0/8 ("this network", RFC 6890).
 			continue
 		}
 		if kind != "" {
@@ -487,48 +516,49 @@ func nat64Kind(a netip.Addr) string {
 }
 
 // nat64Embedded returns the IPv4 addresses the NAT64 address a may embed,
-// none if a is not NAT64; local reports the local-use prefix. Under
-// 64:ff9b:1::/48 the prefix may be 48, 56, 64 or 96 bits long, so each
-// reading of RFC 6052 (section 2.2) whose layout a fits is returned: the
-// /48, /56 and /64 ones only with the u octet (bits 64 to 71) and the
-// suffix after the address zero, as the RFC has them, since otherwise the
-// bytes read are subnet or host bits of a longer prefix.
-func nat64Embedded(a netip.Addr) (v4s []netip.Addr, local bool) {
+// none if a is not NAT64. Under the well-known 64:ff9b::/96 and under
+// nat64, the operator's prefix, there is one: the RFC 6052 reading at
+// that prefix's length. Under the local-use 64:ff9b:1::/48 otherwise the
+// prefix may be 48, 56, 64 or 96 bits long and the proxy does not know
+// which, so every reading is returned (guessed), each whatever the u octet
+// and the suffix hold, since translators ignore those bits.
+func nat64Embedded(a netip.Addr, nat64 netip.Prefix) (v4s []netip.Addr, guessed bool) {
 	if !a.Is6() {
 		return nil, false
 	}
 	b := a.As16()
-	last := netip.AddrFrom4([4]byte(b[12:16]))
 	switch {
 	case nat64WellKnown.Contains(a):
-		return []netip.Addr{last}, false
+		return []netip.Addr{embeddedAt(b, 96)}, false
+	case nat64.IsValid() && nat64.Contains(a):
+		return []netip.Addr{embeddedAt(b, nat64.Bits())}, false
 	case !nat64Local.Contains(a):
 		return nil, false
 	}
-	v4s = []netip.Addr{last} // /96
-	if b[8] != 0 {
-		return v4s, true
-	}
-	if allZero(b[11:]) {
-		v4s = append(v4s, netip.AddrFrom4([4]byte{b[6], b[7], b[9], b[10]}))
-	}
-	if allZero(b[12:]) {
-		v4s = append(v4s, netip.AddrFrom4([4]byte{b[7], b[9], b[10], b[11]}))
-	}
-	if allZero(b[13:]) {
-		v4s = append(v4s, netip.AddrFrom4([4]byte{b[9], b[10], b[11], b[12]}))
+	for _, bits := range []int{48, 56, 64, 96} {
+		v4s = append(v4s, embeddedAt(b, bits))
 	}
 	return v4s, true
 }
 
-func allZero(p []byte) bool {
-	for _, c := range p {
-		if c != 0 {
-			return false
+// embeddedAt reads the IPv4 address that RFC 6052 (section 2.2) places
+// after a prefix of bits (32, 40, 48, 56, 64 or 96), skipping bits 64 to
+// 71 (the u octet).
+func embeddedAt(b [16]byte, bits int) netip.Addr {
+	var v4 [4]byte
+	i := bits / 8
+	for n := range v4 {
+		if i == 8 {
+			i++
 		}
+		v4[n] = b[i]
+		i++
 	}
-	return true
+	return netip.AddrFrom4(v4)
 }
+
+// NAT64PrefixLengths are the prefix lengths RFC 6052 defines.
+var NAT64PrefixLengths = []int{32, 40, 48, 56, 64, 96}
 
 // socksReply is the SOCKS5 reply code for a failure to open a target.
 func socksReply(err error) byte {
