@@ -626,6 +626,9 @@ func (s *Service) Close() error {
 		c.Close()
 	}
 	s.layers.close()
+	// The summaries of denials not recorded are written while the log is
+	// open, and no timer writes one after.
+	s.events.close()
 	if s.audit == nil {
 		return nil
 	}
