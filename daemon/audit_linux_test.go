@@ -47,3 +47,39 @@ func TestAuditRecordsTheMoveToRunningWhileTheSessionRuns(t *testing.T) {
 		t.Errorf("exit %v, %v", s.exit, s.err)
 	}
 }
+
+// Close writes the summary of the denials not recorded that a timer would
+// have written later, before it closes the audit log.
+func TestCloseWritesPendingDenialSummariesToTheAuditLog(t *testing.T) {
+	state := t.TempDir()
+	svc, err := New(Config{Backend: &fakeBackend{}, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range denialBurst + 3 {
+		svc.events.publish(denialEvent("0123456789abcdef", ""), nil)
+	}
+	if err := svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var recorded, summed uint64
+	err = auditlog.Read(state, func(line []byte) error {
+		var r record.Event
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		switch r.Type {
+		case "denial":
+			recorded++
+		case "denials-suppressed":
+			summed += r.Count
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if summed == 0 || recorded+summed != denialBurst+3 {
+		t.Errorf("the audit log has %d denials and %d summed up, want %d in all", recorded, summed, denialBurst+3)
+	}
+}

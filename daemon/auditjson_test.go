@@ -268,3 +268,21 @@ func TestProtoJSONCacheFindsARecordedMessageWithoutEncodingIt(t *testing.T) {
 		}
 	}
 }
+
+// A reader of the audit log through record.Event sees what a
+// denials-suppressed record sums up.
+func TestRecordEventReadsADenialsSuppressedRecord(t *testing.T) {
+	first, last := time.Unix(100, 0).UTC(), time.Unix(105, 0).UTC()
+	sum := &denialSummary{count: 7, first: first, last: last, latest: &sandboxdv1.Denial{Field: "filesystem.write", Target: "/etc/x"}}
+	line, err := json.Marshal(newSuppressedRecord(&sandboxdv1.Event{Time: timestamppb.New(last), SessionId: "s"}, sum))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r record.Event
+	if err := json.Unmarshal(line, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Type != "denials-suppressed" || r.Count != 7 || r.First == nil || !r.First.Equal(first) || r.Last == nil || !r.Last.Equal(last) || r.Denial == nil || r.Denial.Target != "/etc/x" {
+		t.Errorf("record.Event read %s as %+v", line, r)
+	}
+}

@@ -117,7 +117,7 @@ func (s *Service) mayChangeLayers(c Caller, id, what string) error {
 	}
 	// Layers that cannot be read, or are not there, are the layers' own
 	// check's to refuse (layersOf), which every caller of this one makes
-	// next.
+	// too.
 	st, err := s.layers.get()
 	if err != nil {
 		return nil

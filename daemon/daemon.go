@@ -60,9 +60,10 @@ type Config struct {
 	// its members may connect (the socket is 0660). Empty leaves the
 	// daemon's own group.
 	SocketGroup string
-	// OperatorsGroup names the group (or gid) whose members see and
-	// control every session on the main socket, as root does. Others see
-	// their own.
+	// OperatorsGroup names the group (or gid) whose members see every
+	// session on the main socket and may kill it (SIGKILL, SIGTERM);
+	// another's session they may not type into, signal otherwise or
+	// settle the layers of (see view.operator). Others see their own.
 	OperatorsGroup string
 	// ScrollbackBytes bounds the output kept per session for attach. Zero
 	// means DefaultScrollback.
@@ -629,6 +630,9 @@ func (s *Service) Close() error {
 		c.Close()
 	}
 	s.layers.close()
+	// The summaries of denials not recorded are written while the log is
+	// open, and no timer writes one after.
+	s.events.close()
 	if s.audit == nil {
 		return nil
 	}

@@ -863,6 +863,70 @@ func TestCallersSeeOnlyTheirOwnSessions(t *testing.T) {
 	wantExit(t, s, sandboxdv1.State_KILLED, 0, 9, "operator")
 }
 
+// An operator kills another's session (SIGTERM, SIGKILL, signal 0 for the
+// whole sandbox) and controls nothing else of it: no other signal, no
+// interactive attach, no patch, commit or discard of its layers. The
+// Service refuses these itself, so an in-process caller meets the same
+// refusals as a gRPC one.
+func TestOperatorsOnlyKillAnothersSession(t *testing.T) {
+	operators := uint32(4545)
+	h := startDaemon(t, func(c *Config) {
+		c.OperatorsGroup = strconv.Itoa(os.Getgid())
+		c.StateDir = t.TempDir()
+	})
+	h.svc.operators = &operators // a gid no test user has by accident
+	operator := Caller{UID: 4242, GID: 4242, Groups: []uint32{operators}}
+	if os.Geteuid() == 4242 {
+		operator.UID = 4343
+	}
+	ctx := context.Background()
+
+	term := h.open(cmd("/bin/sleep", "30"))
+	term.waitStarted()
+	id := term.started.GetSessionId()
+	if err := h.svc.Kill(ctx, operator, id, 10); !errors.Is(err, ErrPermission) {
+		t.Errorf("an operator's signal 10: %v, want a permission error", err)
+	}
+	if err := h.svc.attach(operator, nil, &sandboxdv1.Attach{Id: id}); !errors.Is(err, ErrPermission) {
+		t.Errorf("an operator's interactive attach: %v, want a permission error", err)
+	}
+	if err := h.svc.Kill(ctx, operator, id, 15); err != nil {
+		t.Errorf("an operator's SIGTERM: %v", err)
+	}
+	term.finish()
+	kill := h.open(cmd("/bin/sleep", "30"))
+	kill.waitStarted()
+	if err := h.svc.Kill(ctx, operator, kill.started.GetSessionId(), 0); err != nil {
+		t.Errorf("an operator's kill: %v", err)
+	}
+	wantExit(t, kill.finish(), sandboxdv1.State_KILLED, 0, 9, "operator")
+
+	if os.Geteuid() != 0 {
+		t.Skip("only a root daemon makes layers")
+	}
+	start := cmd("/bin/sh", "-c", "echo x > f")
+	start.Command.Cwd = t.TempDir()
+	start.Policy = &sandboxdv1.Policy{Filesystem: &sandboxdv1.Filesystem{Layer: []string{start.Command.Cwd}}}
+	layered := h.open(start)
+	wantExit(t, layered.finish(), sandboxdv1.State_EXITED, 0, 0, "")
+	lid := layered.started.GetSessionId()
+	if _, err := h.svc.Diff(operator, lid, false); err != nil {
+		t.Errorf("an operator's diff: %v", err)
+	}
+	if _, err := h.svc.Diff(operator, lid, true); !errors.Is(err, ErrPermission) {
+		t.Errorf("an operator's patch: %v, want a permission error", err)
+	}
+	if _, err := h.svc.Commit(operator, lid, false); !errors.Is(err, ErrPermission) {
+		t.Errorf("an operator's commit: %v, want a permission error", err)
+	}
+	if err := h.svc.Discard(operator, lid); !errors.Is(err, ErrPermission) {
+		t.Errorf("an operator's discard: %v, want a permission error", err)
+	}
+	if err := h.svc.Discard(Caller{UID: uint32(os.Getuid())}, lid); err != nil {
+		t.Errorf("the owner's discard: %v", err)
+	}
+}
+
 func TestUnknownOperatorsGroupIsAnError(t *testing.T) {
 	_, err := New(Config{Backend: &fakeBackend{}, OperatorsGroup: "no-such-group-sandboxd"})
 	if err == nil || !strings.Contains(err.Error(), "no-such-group-sandboxd") {

@@ -18,17 +18,24 @@ const watcherQueue = 1024
 // ErrWatcherBehind ends a watch whose client did not keep up.
 var ErrWatcherBehind = errors.New("watcher fell behind: more than 1024 events pending")
 
-// A session's denials are recorded (numbered, written to the audit log,
-// sent to watchers) up to denialBurst at once and denialRate a second
-// after that. A sandbox refused in a loop would otherwise write the audit
-// log as fast as it loops, rotating every other session's records out of
-// it, and push every watcher past watcherQueue. The ones beyond the limit
-// still count (the session's denial_count, its recent denials, the
-// metrics), and the audit log sums them up at most every
-// suppressedEvery, and at the session's end.
+// A session tree's denials are recorded (numbered, written to the audit
+// log, sent to watchers) up to denialBurst at once and denialRate a second
+// after that, and an owner's, all its trees together, up to
+// ownerDenialBurst and ownerDenialRate: a denial takes a token from both
+// buckets. A sandbox refused in a loop would otherwise write the audit log
+// as fast as it loops, rotating every other session's records out of it,
+// and push every watcher past watcherQueue; a bucket per session would let
+// it start children (or its owner more sessions, up to --max-sessions),
+// each with a full bucket. The tree's bucket outlives the sessions in it,
+// so an ended one's children, or a new child, start on what is left. The
+// ones beyond the limit still count (the session's denial_count, its
+// recent denials, the metrics), and the audit log sums them up per session
+// at most every suppressedEvery, and at the session's end.
 const (
-	denialBurst = 100
-	denialRate  = 10
+	denialBurst      = 100
+	denialRate       = 10
+	ownerDenialBurst = 1000
+	ownerDenialRate  = 100
 )
 
 // suppressedEvery is a variable for the test of a quiet session's summary.
@@ -49,6 +56,10 @@ type eventDetail struct {
 	// refusedField names the policy field the host could not enforce, on
 	// a FAILED_TO_START that was a refusal.
 	refusedField string
+	// tree and owner, on a denial, name the buckets it is charged to: the
+	// id of its session tree's root and its owner's key (ownerKey). An
+	// empty tree is the session's own id.
+	tree, owner string
 	// unrecorded marks a denial past its session's limit: counted, not
 	// recorded.
 	unrecorded bool
@@ -64,12 +75,32 @@ type denialSummary struct {
 	latest *sandboxdv1.Denial
 }
 
-// denialLimit is one session's token bucket for recorded denials, and what
-// it has not recorded since its last summary.
-type denialLimit struct {
+// denialBucket is one tree's or owner's token bucket for recorded denials.
+type denialBucket struct {
+	tokens float64
+	refill time.Time
+	// full is how long the bucket takes to fill from empty: one idle that
+	// long is as a new one would be.
+	full time.Duration
+}
+
+// take refills the bucket up to burst at rate tokens a second and says
+// whether it holds a token, which it takes only if spend.
+func (k *denialBucket) take(now time.Time, burst, rate float64, spend bool) bool {
+	k.tokens = min(burst, k.tokens+now.Sub(k.refill).Seconds()*rate)
+	k.refill = now
+	if k.tokens < 1 {
+		return false
+	}
+	if spend {
+		k.tokens--
+	}
+	return true
+}
+
+// suppressed is what one session has not recorded since its last summary.
+type suppressed struct {
 	parent  string
-	tokens  float64
-	refill  time.Time
 	pending denialSummary
 	// timer writes the summary of pending.
 	timer *time.Timer
@@ -89,10 +120,15 @@ type eventBus struct {
 	// pending are events numbered and sent to the watchers whose sinks
 	// have not run yet (see deferred), oldest first.
 	pending []pendingEvent
-	// limits are the denial limits of the sessions that had denials;
-	// sweepAt is their count at which idle ones are dropped.
-	limits  map[string]*denialLimit
+	// buckets are the denial limits of the trees ("tree " and the root's
+	// id) and owners ("owner " and ownerKey) that had denials; sweepAt is
+	// their count at which idle ones are dropped.
+	buckets map[string]*denialBucket
 	sweepAt int
+	// unrecorded are the sessions with denials not yet summed up.
+	unrecorded map[string]*suppressed
+	// closed is set by close: the sinks (the audit log) are gone.
+	closed bool
 }
 
 type pendingEvent struct {
@@ -107,7 +143,7 @@ type watcher struct {
 }
 
 func newEventBus(sinks ...eventSink) *eventBus {
-	return &eventBus{sinks: sinks, watchers: map[*watcher]struct{}{}, limits: map[string]*denialLimit{}, sweepAt: minSweep}
+	return &eventBus{sinks: sinks, watchers: map[*watcher]struct{}{}, buckets: map[string]*denialBucket{}, unrecorded: map[string]*suppressed{}, sweepAt: minSweep}
 }
 
 // minSweep is the fewest denial limits the bus keeps before it looks for
@@ -132,25 +168,22 @@ func (b *eventBus) publish(ev *sandboxdv1.Event, d *eventDetail) uint64 {
 		d = &eventDetail{}
 	}
 	b.flushLocked()
-	if dn := ev.GetDenial(); dn != nil && !b.admitLocked(ev, dn) {
+	if dn := ev.GetDenial(); dn != nil && !b.admitLocked(ev, dn, d) {
 		d.unrecorded = true
-		for _, sink := range b.sinks {
-			sink(ev, d)
-		}
+		b.sinkLocked(ev, d)
 		return b.seq
 	}
 	if st := ev.GetState(); st != nil && terminal(st.GetTo()) {
-		// The sum of its unrecorded denials comes before its end.
-		b.summarizeLocked(ev.GetSessionId(), true)
+		// The sum of its unrecorded denials comes before its end, and is
+		// dated as it is.
+		b.summarizeLocked(ev.GetSessionId(), ev.GetTime())
 	}
 	b.seq++
 	ev.Seq = b.seq
-	if deferred(ev) {
+	if deferred(ev) && !b.closed {
 		b.pending = append(b.pending, pendingEvent{ev, d})
 	} else {
-		for _, sink := range b.sinks {
-			sink(ev, d)
-		}
+		b.sinkLocked(ev, d)
 	}
 	for w := range b.watchers {
 		select {
@@ -186,39 +219,70 @@ func (b *eventBus) flush() {
 
 func (b *eventBus) flushLocked() {
 	for i, p := range b.pending {
-		for _, sink := range b.sinks {
-			sink(p.ev, p.d)
-		}
+		b.sinkLocked(p.ev, p.d)
 		b.pending[i] = pendingEvent{}
 	}
 	b.pending = b.pending[:0]
 }
 
-// admitLocked takes a token from the bucket of ev's session, and says
-// whether there was one; a denial without one joins the pending summary.
-func (b *eventBus) admitLocked(ev *sandboxdv1.Event, dn *sandboxdv1.Denial) bool {
+// sinkLocked hands ev to the sinks, unless the bus is closed.
+func (b *eventBus) sinkLocked(ev *sandboxdv1.Event, d *eventDetail) {
+	if b.closed {
+		return
+	}
+	for _, sink := range b.sinks {
+		sink(ev, d)
+	}
+}
+
+// close writes every pending summary and stops their timers, and hands
+// nothing to the sinks after: the Service closes the audit log next.
+func (b *eventBus) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flushLocked()
+	for id := range b.unrecorded {
+		b.summarizeLocked(id, nil)
+	}
+	b.closed = true
+}
+
+// admitLocked takes a token from the buckets of ev's tree and owner, and
+// says whether both had one; a denial without one joins its session's
+// pending summary.
+func (b *eventBus) admitLocked(ev *sandboxdv1.Event, dn *sandboxdv1.Denial, d *eventDetail) bool {
 	now := time.Now()
 	id := ev.GetSessionId()
-	l := b.limits[id]
-	if l == nil {
-		b.sweepLocked(now)
-		l = &denialLimit{parent: ev.GetParentId(), tokens: denialBurst, refill: now}
-		b.limits[id] = l
+	tree := d.tree
+	if tree == "" {
+		tree = id
 	}
-	l.tokens = min(denialBurst, l.tokens+now.Sub(l.refill).Seconds()*denialRate)
-	l.refill = now
-	if l.tokens >= 1 {
-		l.tokens--
+	b.sweepLocked(now)
+	tb := b.bucketLocked("tree "+tree, now, denialBurst, denialRate)
+	ob := b.bucketLocked("owner "+d.owner, now, ownerDenialBurst, ownerDenialRate)
+	// Neither is spent unless both have a token.
+	if tb.take(now, denialBurst, denialRate, false) && ob.take(now, ownerDenialBurst, ownerDenialRate, false) {
+		tb.tokens--
+		ob.tokens--
 		return true
 	}
-	p := &l.pending
+	u := b.unrecorded[id]
+	if u == nil {
+		u = &suppressed{parent: ev.GetParentId()}
+		b.unrecorded[id] = u
+	}
+	p := &u.pending
 	if p.count == 0 {
 		p.first = ev.GetTime().AsTime()
-		l.timer = time.AfterFunc(suppressedEvery, func() {
+		u.timer = time.AfterFunc(suppressedEvery, func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
+			if b.unrecorded[id] != u {
+				// Summed up already, at the session's end or close.
+				return
+			}
 			b.flushLocked()
-			b.summarizeLocked(id, false)
+			b.summarizeLocked(id, nil)
 		})
 	}
 	p.count++
@@ -227,46 +291,46 @@ func (b *eventBus) admitLocked(ev *sandboxdv1.Event, dn *sandboxdv1.Denial) bool
 	return false
 }
 
-// summarizeLocked hands the sinks the sum of session id's unrecorded
-// denials, if any, and forgets its limit when the session has ended.
-func (b *eventBus) summarizeLocked(id string, end bool) {
-	l := b.limits[id]
-	if l == nil {
-		return
+// bucketLocked returns the bucket of key, a full one if it had none.
+func (b *eventBus) bucketLocked(key string, now time.Time, burst, rate float64) *denialBucket {
+	k := b.buckets[key]
+	if k == nil {
+		k = &denialBucket{tokens: burst, refill: now, full: time.Duration(burst / rate * float64(time.Second))}
+		b.buckets[key] = k
 	}
-	if end {
-		delete(b.limits, id)
-	}
-	if l.pending.count == 0 {
-		return
-	}
-	if l.timer != nil {
-		l.timer.Stop()
-		l.timer = nil
-	}
-	sum := l.pending
-	l.pending = denialSummary{}
-	ev := &sandboxdv1.Event{Time: timestamppb.Now(), SessionId: id, ParentId: l.parent}
-	for _, sink := range b.sinks {
-		sink(ev, &eventDetail{suppressed: &sum})
-	}
+	return k
 }
 
-// sweepLocked drops the limits that are as a new one would be, their
-// bucket full and nothing pending, once there are twice as many as after
-// the last sweep: a session whose end the bus saw no denial after has
-// none, but a denial may come after the end.
-func (b *eventBus) sweepLocked(now time.Time) {
-	if len(b.limits) < b.sweepAt {
+// summarizeLocked hands the sinks the sum of session id's unrecorded
+// denials, if any, dated at, or now if at is nil.
+func (b *eventBus) summarizeLocked(id string, at *timestamppb.Timestamp) {
+	u := b.unrecorded[id]
+	if u == nil {
 		return
 	}
-	full := denialBurst * time.Second / denialRate
-	for id, l := range b.limits {
-		if l.pending.count == 0 && now.Sub(l.refill) >= full {
-			delete(b.limits, id)
+	delete(b.unrecorded, id)
+	u.timer.Stop()
+	if at == nil {
+		at = timestamppb.Now()
+	}
+	sum := u.pending
+	b.sinkLocked(&sandboxdv1.Event{Time: at, SessionId: id, ParentId: u.parent}, &eventDetail{suppressed: &sum})
+}
+
+// sweepLocked drops the buckets that are as a new one would be, full,
+// once there are twice as many as after the last sweep: a tree or owner
+// may have denials again at any time, but a full bucket is the same as
+// none.
+func (b *eventBus) sweepLocked(now time.Time) {
+	if len(b.buckets) < b.sweepAt {
+		return
+	}
+	for key, k := range b.buckets {
+		if now.Sub(k.refill) >= k.full {
+			delete(b.buckets, key)
 		}
 	}
-	b.sweepAt = max(minSweep, 2*len(b.limits))
+	b.sweepAt = max(minSweep, 2*len(b.buckets))
 }
 
 func (b *eventBus) subscribe() *watcher {

@@ -383,6 +383,11 @@ func (s *Service) Diff(c Caller, id string, patch bool) ([]*sandboxdv1.LayerDiff
 	if _, err := s.layersOf(c, id); err != nil {
 		return nil, err
 	}
+	if patch {
+		if err := s.mayChangeLayers(c, id, "a patch of the layers"); err != nil {
+			return nil, err
+		}
+	}
 	st, _ := s.layers.get()
 	diffs, err := st.Diff(id, patch)
 	return s.diffProtos(diffs), layerErr(err)
@@ -391,6 +396,9 @@ func (s *Service) Diff(c Caller, id string, patch bool) ([]*sandboxdv1.LayerDiff
 // Commit applies the layers of session id to their paths.
 func (s *Service) Commit(c Caller, id string, force bool) ([]*sandboxdv1.LayerDiff, error) {
 	if _, err := s.layersOf(c, id); err != nil {
+		return nil, err
+	}
+	if err := s.mayChangeLayers(c, id, "a commit of the layers"); err != nil {
 		return nil, err
 	}
 	st, _ := s.layers.get()
@@ -407,6 +415,9 @@ func (s *Service) Commit(c Caller, id string, force bool) ([]*sandboxdv1.LayerDi
 // Discard drops the layers of session id.
 func (s *Service) Discard(c Caller, id string) error {
 	if _, err := s.layersOf(c, id); err != nil {
+		return err
+	}
+	if err := s.mayChangeLayers(c, id, "a discard of the layers"); err != nil {
 		return err
 	}
 	st, _ := s.layers.get()

@@ -319,6 +319,10 @@ func (s *Service) prepare(ctx context.Context, caller Caller, start *sandboxdv1.
 		interactive: !start.GetDetach(),
 	}
 	sess.callerGroups = groups
+	sess.tree = id
+	if parent != nil {
+		sess.tree = parent.tree
+	}
 	sess.layerFrom = start.GetLayerFrom()
 	if d := pol.GetLimits().GetTimeout().AsDuration(); d > 0 {
 		sess.deadline = sess.created.Add(d)

@@ -48,6 +48,9 @@ type session struct {
 	ownerSID string
 	// parentID is the session on whose socket this one was started.
 	parentID string
+	// tree is the id of the root of the session's tree: its own, or its
+	// parent's tree.
+	tree string
 	// sandboxUID and sandboxGID are the host identity the sandbox runs as;
 	// children run as their parent does.
 	sandboxUID, sandboxGID uint32
@@ -307,7 +310,7 @@ func (s *session) denied(d *sandboxdv1.Denial) {
 		s.denials = slices.Delete(s.denials, 0, 1)
 	}
 	s.denials = append(s.denials, d)
-	s.publishLocked(&sandboxdv1.Event{Time: d.GetTime(), Kind: &sandboxdv1.Event_Denial{Denial: d}}, nil)
+	s.publishLocked(&sandboxdv1.Event{Time: d.GetTime(), Kind: &sandboxdv1.Event_Denial{Denial: d}}, &eventDetail{tree: s.tree, owner: s.ownerKey()})
 }
 
 // claimInput makes the caller the session's one interactive client.

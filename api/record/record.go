@@ -17,7 +17,7 @@ type Event struct {
 	Time     time.Time `json:"time"`
 	Session  string    `json:"session"`
 	Parent   string    `json:"parent,omitempty"`
-	Type     string    `json:"type"` // "state" or "denial"
+	Type     string    `json:"type"` // "state", "denial" or, in the audit log, "denials-suppressed"
 	Snapshot bool      `json:"snapshot,omitempty"`
 	Argv     []string  `json:"argv,omitempty"`
 
@@ -28,6 +28,14 @@ type Event struct {
 	Signal   int32  `json:"signal,omitempty"`
 
 	Denial *Denial `json:"denial,omitempty"`
+
+	// Count, First and Last are set on a "denials-suppressed" record of
+	// the audit log: how many of the session's denials were not recorded
+	// one by one (the daemon's rate limit), from when to when; Denial is
+	// the last of them.
+	Count uint64     `json:"count,omitempty"`
+	First *time.Time `json:"first,omitempty"`
+	Last  *time.Time `json:"last,omitempty"`
 }
 
 // Denial is a Denial as JSON.

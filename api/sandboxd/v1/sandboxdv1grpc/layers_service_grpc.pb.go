@@ -34,8 +34,10 @@ const (
 // policy has filesystem.layer: what a session changed under each layered
 // path, applying it to the path, or dropping it. A layer outlives its
 // session and the daemon until it is committed or discarded. Its session's
-// owner (and root, and the operators group) may act on it; a running
-// session's layer can be read but not committed or discarded.
+// owner and root may act on it; the operators group may list another's
+// layers and diff them without a patch, not commit, discard or patch them
+// (PERMISSION_DENIED). A running session's layer can be read but not
+// committed or discarded.
 type LayersClient interface {
 	ListLayers(ctx context.Context, in *v1.ListLayersRequest, opts ...grpc.CallOption) (*v1.ListLayersResponse, error)
 	Diff(ctx context.Context, in *v1.DiffRequest, opts ...grpc.CallOption) (*v1.DiffResponse, error)
@@ -103,8 +105,10 @@ func (c *layersClient) Discard(ctx context.Context, in *v1.DiscardRequest, opts 
 // policy has filesystem.layer: what a session changed under each layered
 // path, applying it to the path, or dropping it. A layer outlives its
 // session and the daemon until it is committed or discarded. Its session's
-// owner (and root, and the operators group) may act on it; a running
-// session's layer can be read but not committed or discarded.
+// owner and root may act on it; the operators group may list another's
+// layers and diff them without a patch, not commit, discard or patch them
+// (PERMISSION_DENIED). A running session's layer can be read but not
+// committed or discarded.
 type LayersServer interface {
 	ListLayers(context.Context, *v1.ListLayersRequest) (*v1.ListLayersResponse, error)
 	Diff(context.Context, *v1.DiffRequest) (*v1.DiffResponse, error)

@@ -57,6 +57,9 @@ type SandboxdClient interface {
 	// every matching live session (Event.snapshot), so a watcher needs no
 	// List to know where things stand. A watcher that falls too far behind
 	// is ended with RESOURCE_EXHAUSTED rather than silently skipped ahead.
+	// Denials past the daemon's rate limit (per session tree and per owner)
+	// are not sent and take no sequence number; they still count in the
+	// session's denial_count.
 	Watch(ctx context.Context, in *v1.WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[v1.Event], error)
 }
 
@@ -169,6 +172,9 @@ type SandboxdServer interface {
 	// every matching live session (Event.snapshot), so a watcher needs no
 	// List to know where things stand. A watcher that falls too far behind
 	// is ended with RESOURCE_EXHAUSTED rather than silently skipped ahead.
+	// Denials past the daemon's rate limit (per session tree and per owner)
+	// are not sent and take no sequence number; they still count in the
+	// session's denial_count.
 	Watch(*v1.WatchRequest, grpc.ServerStreamingServer[v1.Event]) error
 	mustEmbedUnimplementedSandboxdServer()
 }
