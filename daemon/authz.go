@@ -115,15 +115,18 @@ func (s *Service) mayChangeLayers(c Caller, id, what string) error {
 	if !v.operator {
 		return nil
 	}
-	// Layers that cannot be read, or are not there, are the layers' own
-	// check's to refuse (layersOf), which every caller of this one makes
-	// too.
+	// Layers that are not there are the layers' own check's to refuse
+	// (layersOf, which every caller makes too); layers that cannot be
+	// read are refused here as well, since whose they are is unknown.
 	st, err := s.layers.get()
 	if err != nil {
-		return nil
+		return err
 	}
 	infos, err := st.Of(id)
-	if err != nil || len(infos) == 0 || infos[0].Owner == v.uid {
+	if err != nil {
+		return fmt.Errorf("layers of session %s: %w", id, err)
+	}
+	if len(infos) == 0 || infos[0].Owner == v.uid {
 		return nil
 	}
 	return operatorRefusal(what, id)

@@ -187,6 +187,11 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("daemon: no sandbox backend configured")
 	}
+	if cfg.NAT64Prefix.IsValid() {
+		if err := netproxy.CheckNAT64Prefix(cfg.NAT64Prefix); err != nil {
+			return nil, fmt.Errorf("daemon: NAT64 prefix: %w", err)
+		}
+	}
 	if cfg.SandboxUID == 0 {
 		cfg.SandboxUID = DefaultSandboxID
 	}

@@ -60,7 +60,8 @@ type Config struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// NAT64Prefix is the network's NAT64 prefix, if the operator named
-	// one (sandboxd --nat64-prefix; a length of NAT64PrefixLengths). A
+	// one (sandboxd --nat64-prefix); one CheckNAT64Prefix refuses is
+	// ignored. A
 	// resolved address under it, or under the well-known 64:ff9b::/96,
 	// is refused as the IPv4 address it embeds would be. Under the
 	// local-use 64:ff9b:1::/48 without it, every length's reading is
@@ -120,12 +121,6 @@ type Server struct {
 	conns     map[net.Conn]struct{} // client and upstream connections
 	clients   int
 	wg        sync.WaitGroup // Serve calls and connection handlers
-
-	// Targets the proxy could not check are logged at most once per
-	// checkLogEvery, the others counted: a sandbox can ask at the rate it
-	// likes, and such a refusal is no denial, which is rate limited.
-	checkLogged   time.Time
-	checkUnlogged int
 }
 
 type rule struct {

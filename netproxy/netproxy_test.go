@@ -1243,6 +1243,56 @@ func TestNAT64PrefixTheOperatorNamedIsReadAtItsLength(t *testing.T) {
 	}
 }
 
+func TestCheckNAT64Prefix(t *testing.T) {
+	for prefix, ok := range map[string]bool{
+		"64:ff9b:1::/48":      true,
+		"64:ff9b:1:7f00::/96": true,
+		"2001:db8::/32":       true,
+		"2001:db8:64::/96":    true,
+		"2001:db8::/33":       false, // not an RFC 6052 length
+		"2001:db8::/128":      false,
+		"2001:db8::1/96":      false, // bits beyond the length
+		"::ffff:0:0/96":       false, // 4-in-6
+		"64:ff9b::/96":        false, // the well-known prefix is /96 alone
+		"64:ff9b::/32":        false, // takes in the well-known and the local-use prefixes
+		"64:ff9b::/40":        false,
+	} {
+		if err := CheckNAT64Prefix(netip.MustParsePrefix(prefix)); (err == nil) != ok {
+			t.Errorf("CheckNAT64Prefix(%s) = %v, want ok %v", prefix, err, ok)
+		}
+	}
+	if CheckNAT64Prefix(netip.Prefix{}) == nil {
+		t.Error("CheckNAT64Prefix of no prefix passed")
+	}
+	// A prefix it refuses is not used: the local-use prefix is read at
+	// every length still, and nothing panics reading at /128.
+	for _, named := range []string{"64:ff9b::/40", "2001:db8::/128"} {
+		a := netip.MustParseAddr("64:ff9b:1:0:7f:0:100:1")
+		if got := internalKind(a, netip.MustParsePrefix(named)); got != "NAT64 loopback" {
+			t.Errorf("%s with %s named: %q, want NAT64 loopback", a, named, got)
+		}
+	}
+}
+
+func TestNAT64LocalUseAddressOutsideTheNamedPrefixIsReadAtEvery(t *testing.T) {
+	named := netip.MustParsePrefix("64:ff9b:1::/96")
+	for addr, want := range map[string]string{
+		"64:ff9b:1::5db8:d822": "",                  // in the prefix: 93.184.216.34
+		"64:ff9b:1::7f00:1":    "NAT64 loopback",    // in the prefix: 127.0.0.1
+		"64:ff9b:1:7f00:1::":   "NAT64 loopback",    // outside it: 127.0.0.1 at /48
+		"64:ff9b:1::5":         "NAT64 unspecified", // in it: 0.0.0.5
+		"64:ff9b:1:0:0:500::":  "NAT64 unspecified", // outside it, every reading in 0/8
+	} {
+		if got := internalKind(netip.MustParseAddr(addr), named); got != want {
+			t.Errorf("%s with %s named: %q, want %q", addr, named, got, want)
+		}
+	}
+	// Unnamed, an address whose every reading is in 0/8 leads there.
+	if got := internalKind(netip.MustParseAddr("64:ff9b:1::5"), netip.Prefix{}); got != "NAT64 unspecified" {
+		t.Errorf("64:ff9b:1::5: %q, want NAT64 unspecified", got)
+	}
+}
+
 func TestNAT64LocalUsePrefixOfAnUnnamedLengthIsReadAtEvery(t *testing.T) {
 	for _, prefix := range []string{"64:ff9b:1::/48", "64:ff9b:1::/56", "64:ff9b:1::/64", "64:ff9b:1::/96",
 		"64:ff9b:1:a9fe::/96", "64:ff9b:1:a900::/56"} {

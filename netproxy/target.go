@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,25 +310,36 @@ func partialDeadline(ctx context.Context, n int) (context.Context, context.Cance
 	return context.WithTimeout(ctx, share)
 }
 
-// checkLogEvery is how often a Server logs targets it could not check.
+// checkLogEvery is how often targets the proxy could not check are
+// logged.
 const checkLogEvery = 5 * time.Second
 
+// checkLog throttles the lines about targets the proxies could not check,
+// the others counted: a sandbox can ask at the rate it likes, such a
+// refusal is no denial (which is rate limited), and the failure behind it
+// (listing the host's addresses) is every proxy's at once.
+var checkLog struct {
+	sync.Mutex
+	logged   time.Time
+	unlogged int
+}
+
 // logCheckFailure logs err, a target refused because it could not be
-// checked, unless one was logged within checkLogEvery; the next line
-// logged says how many were not.
+// checked, unless such a line was logged within checkLogEvery; the next
+// line logged says how many were not.
 func (s *Server) logCheckFailure(op string, err error) {
-	s.mu.Lock()
+	checkLog.Lock()
 	now := time.Now()
-	if !s.checkLogged.IsZero() && now.Sub(s.checkLogged) < checkLogEvery {
-		s.checkUnlogged++
-		s.mu.Unlock()
+	if !checkLog.logged.IsZero() && now.Sub(checkLog.logged) < checkLogEvery {
+		checkLog.unlogged++
+		checkLog.Unlock()
 		return
 	}
-	n := s.checkUnlogged
-	s.checkLogged, s.checkUnlogged = now, 0
-	s.mu.Unlock()
+	n := checkLog.unlogged
+	checkLog.logged, checkLog.unlogged = now, 0
+	checkLog.Unlock()
 	if n > 0 {
-		s.logf("netproxy: refused %s: %v (and %d more refused so since the last such line)", op, err, n)
+		s.logf("netproxy: refused %s: %v (and %d more refused so by this daemon's proxies since the last such line)", op, err, n)
 		return
 	}
 	s.logf("netproxy: refused %s: %v", op, err)
@@ -500,17 +512,23 @@ var (
 // address a may embed is checked, and one internal one refuses a.
 func nat64Kind(a netip.Addr, nat64 netip.Prefix) string {
 	v4s, guessed := nat64Embedded(a, nat64)
+	unspecified := 0
 	for _, v4 := range v4s {
 		kind := internalKind(v4, netip.Prefix{})
 		if guessed && kind == "unspecified" {
 			// A reading at another length than the prefix's reads its
 			// zero bits as 0/8, and translators do not translate to
 			// 0/8 ("this network", RFC 6890).
+			unspecified++
 			continue
 		}
 		if kind != "" {
 			return "NAT64 " + kind
 		}
+	}
+	if guessed && unspecified == len(v4s) {
+		// No reading is another address: 0/8 is what it leads to.
+		return "NAT64 unspecified"
 	}
 	return ""
 }
@@ -530,7 +548,7 @@ func nat64Embedded(a netip.Addr, nat64 netip.Prefix) (v4s []netip.Addr, guessed 
 	switch {
 	case nat64WellKnown.Contains(a):
 		return []netip.Addr{embeddedAt(b, 96)}, false
-	case nat64.IsValid() && nat64.Contains(a):
+	case CheckNAT64Prefix(nat64) == nil && nat64.Contains(a):
 		return []netip.Addr{embeddedAt(b, nat64.Bits())}, false
 	case !nat64Local.Contains(a):
 		return nil, false
@@ -559,6 +577,29 @@ func embeddedAt(b [16]byte, bits int) netip.Addr {
 
 // NAT64PrefixLengths are the prefix lengths RFC 6052 defines.
 var NAT64PrefixLengths = []int{32, 40, 48, 56, 64, 96}
+
+// CheckNAT64Prefix says why p cannot be a network's NAT64 prefix
+// (Config.NAT64Prefix): an IPv6 prefix of an RFC 6052 length, with no bits
+// set beyond it, that neither overlaps the well-known 64:ff9b::/96 (which
+// is /96 alone, RFC 6052 section 3.1) nor takes in the whole local-use
+// 64:ff9b:1::/48, whose every reading it would replace.
+func CheckNAT64Prefix(p netip.Prefix) error {
+	switch {
+	case !p.IsValid():
+		return errors.New("not a prefix")
+	case !p.Addr().Is6() || p.Addr().Is4In6():
+		return fmt.Errorf("%s is not an IPv6 prefix", p)
+	case !slices.Contains(NAT64PrefixLengths, p.Bits()):
+		return fmt.Errorf("%s: the length must be one of %v (RFC 6052)", p, NAT64PrefixLengths)
+	case p.Masked() != p:
+		return fmt.Errorf("%s has bits set beyond its length (%s)", p, p.Masked())
+	case p.Overlaps(nat64WellKnown):
+		return fmt.Errorf("%s overlaps the well-known prefix %s, which is read at /96 alone", p, nat64WellKnown)
+	case p.Bits() < nat64Local.Bits() && p.Overlaps(nat64Local):
+		return fmt.Errorf("%s takes in all of the local-use prefix %s: name the network's prefix within it", p, nat64Local)
+	}
+	return nil
+}
 
 // socksReply is the SOCKS5 reply code for a failure to open a target.
 func socksReply(err error) byte {

@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"time"
 
@@ -79,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxStreams := fs.Int("max-streams", daemon.DefaultMaxStreams, "Session and Watch streams one caller may have open; beyond them new ones are refused with RESOURCE_EXHAUSTED")
 	maxSessions := fs.Int("max-sessions", daemon.DefaultMaxSessions, "sessions not yet ended (detached ones included) one caller may have, its sandboxes' child sessions included; beyond them a Start is refused with RESOURCE_EXHAUSTED")
 	maxLaunches := fs.Int("max-launches", daemon.DefaultMaxLaunches, "Starts of one caller accepted and not yet running (queued for a launch slot or being built); beyond them a Start is refused with RESOURCE_EXHAUSTED")
-	nat64 := fs.String("nat64-prefix", "", "the network's NAT64 `PREFIX` (64:ff9b:1::/64, say; length 32, 40, 48, 56, 64 or 96): the allowlist proxy reads the IPv4 address an address under it embeds at that length alone, to refuse those that lead to the host or its internal services; without it, addresses under the local-use 64:ff9b:1::/48 are read at every length, and one refused at any of them is refused (64:ff9b::/96 is always read at 96)")
+	nat64 := fs.String("nat64-prefix", "", "the network's NAT64 `PREFIX` (64:ff9b:1::/64, say; length 32, 40, 48, 56, 64 or 96): the allowlist proxy reads the IPv4 address an address under it embeds at that length alone, to refuse those that lead to the host or its internal services; addresses under the local-use 64:ff9b:1::/48 outside it (all of them, without it) are read at every length, and one refused at any of them is refused (64:ff9b::/96 is always read at 96)")
 	maxProxyConns := fs.Int("max-proxy-connections", daemon.DefaultMaxProxyConnections, "connections to the outside that the allowlist proxies and loopback forwards of one caller's sessions (a uid's, its sessions' children included) may hold open together; beyond them a tunnel or request is refused with 503 (Retry-After: 1) or SOCKS reply 1, a forwarded connection is closed, and each is a denial")
 	proxyConns := fs.Int("proxy-connections", daemon.DefaultProxyConnections, "connections to the outside that the allowlist proxies and loopback forwards of all sessions may hold open together; beyond them each is refused as beyond --max-proxy-connections")
 	keepalive := fs.Duration("keepalive", daemon.DefaultKeepalive, "ping a connection silent this long, and close it (with its streams) when the ping is not answered within a third of it")
@@ -204,21 +203,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// parseNAT64Prefix parses an IPv6 prefix of a length RFC 6052 defines,
-// with no bits set beyond it.
+// parseNAT64Prefix parses a network's NAT64 prefix (see
+// netproxy.CheckNAT64Prefix).
 func parseNAT64Prefix(v string) (netip.Prefix, error) {
 	p, err := netip.ParsePrefix(v)
-	switch {
-	case err != nil:
+	if err != nil {
 		return netip.Prefix{}, err
-	case !p.Addr().Is6() || p.Addr().Is4In6():
-		return netip.Prefix{}, fmt.Errorf("%s is not an IPv6 prefix", v)
-	case !slices.Contains(netproxy.NAT64PrefixLengths, p.Bits()):
-		return netip.Prefix{}, fmt.Errorf("%s: the length must be one of %v (RFC 6052)", v, netproxy.NAT64PrefixLengths)
-	case p.Masked() != p:
-		return netip.Prefix{}, fmt.Errorf("%s has bits set beyond its length (%s)", v, p.Masked())
 	}
-	return p, nil
+	return p, netproxy.CheckNAT64Prefix(p)
 }
 
 func readProxyHosts(path string) (map[string][]netip.Addr, error) {
