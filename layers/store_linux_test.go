@@ -977,3 +977,69 @@ func TestCommitCarriesNoFileCapabilities(t *testing.T) {
 		t.Errorf("the committed file's security.capability: %x %v", buf[:max(n, 0)], err)
 	}
 }
+
+// chownAll gives everything beneath and at p to user1234.
+func chownAll(t *testing.T, p string) {
+	t.Helper()
+	must(t, filepath.Walk(p, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(user1234.UID), int(user1234.GID))
+	}))
+}
+
+// A commit for an owner that is not root makes what a directory holds
+// before it gives the directory a mode without its owner's write (go mod
+// download makes its module directories 0555), whether it adds the
+// directory or changes its mode: made in the other order, the owner could
+// not write into it and the commit would stop halfway.
+func TestCommitMakesWhatAReadOnlyDirectoryHoldsFirst(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) {
+		write(t, filepath.Join(ws, "own", "old"), "old\n")
+		chownAll(t, filepath.Join(ws, "own"))
+	})
+	mod := filepath.Join(at(merged), "mod", "x@v1")
+	write(t, filepath.Join(mod, "sub", "f.go"), "package x\n")
+	write(t, filepath.Join(mod, "g.go"), "package x\n")
+	write(t, filepath.Join(at(merged), "own", "new"), "new\n")
+	for _, d := range []string{filepath.Join(mod, "sub"), mod, filepath.Join(at(merged), "own")} {
+		must(t, os.Chmod(d, 0o555))
+	}
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); err != nil {
+		t.Fatalf("commit of read-only directories holding files: %v", err)
+	}
+	for _, f := range []string{"mod/x@v1/sub/f.go", "mod/x@v1/g.go", "own/new"} {
+		if _, err := os.Lstat(filepath.Join(ws, f)); err != nil {
+			t.Errorf("the commit did not make %s: %v", f, err)
+		}
+	}
+	for _, d := range []string{"mod/x@v1/sub", "mod/x@v1", "own"} {
+		if st, err := os.Lstat(filepath.Join(ws, d)); err != nil || st.Mode().Perm() != 0o555 {
+			t.Errorf("committed %s: %v %v, want mode 0555", d, st.Mode(), err)
+		}
+	}
+}
+
+// A commit for an owner that is not root removes a tree of the owner's
+// with read-only directories in it (go clean -modcache) whole, as rm -rf
+// would for the owner.
+func TestCommitRemovesATreeOfReadOnlyDirectories(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) {
+		write(t, filepath.Join(ws, "cache", "x@v1", "sub", "f.go"), "package x\n")
+		write(t, filepath.Join(ws, "cache", "x@v1", "g.go"), "package x\n")
+		chownAll(t, filepath.Join(ws, "cache"))
+		for _, d := range []string{"cache/x@v1/sub", "cache/x@v1"} {
+			must(t, os.Chmod(filepath.Join(ws, d), 0o555))
+		}
+	})
+	must(t, os.RemoveAll(filepath.Join(at(merged), "cache")))
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); err != nil {
+		t.Fatalf("commit removing a tree of read-only directories: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "cache")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the commit left cache: %v", err)
+	}
+}
