@@ -590,29 +590,46 @@ var testHookWalk func(rel string)
 // crossing a mount: a sandbox writes the upper directory while it runs,
 // and a directory it replaced by a symlink between the listing and the
 // descent must not lead the daemon, which reads as root, elsewhere. An
-// entry gone meanwhile is left out.
+// entry gone meanwhile is left out. A path longer than PATH_MAX fails
+// the walk with errTooLong: the daemon reaches what the walk finds by
+// name later, which the kernel refuses beyond it, and the walk holds a
+// descriptor for each directory it is in (a sandbox can nest 100,000).
 func walkUpper(up string, fn func(rel string, st *unix.Stat_t, dir int) error) error {
 	fd, err := unix.Open(up, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", up, err)
 	}
-	if err := walkDir(fd, "", fn); err != nil {
+	var rel []byte
+	if err := walkDir(fd, &rel, fn); err != nil {
 		return fmt.Errorf("read %s: %w", up, err)
 	}
 	return nil
 }
 
-// walkDir walks the directory dir, rel beneath the top, for walkUpper,
-// and closes it.
-func walkDir(dir int, rel string, fn func(string, *unix.Stat_t, int) error) error {
-	f := os.NewFile(uintptr(dir), rel)
+var errTooLong = fmt.Errorf("a path in the layer is longer than PATH_MAX (%d bytes), which the daemon does not read", unix.PathMax)
+
+// walkDir walks the directory dir for walkUpper, and closes it. rel is
+// dir's path beneath the top, which every level shares and extends in
+// turn.
+func walkDir(dir int, rel *[]byte, fn func(string, *unix.Stat_t, int) error) error {
+	f := os.NewFile(uintptr(dir), "upper directory")
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
 	if err != nil {
 		return err
 	}
+	at := len(*rel)
+	defer func() { *rel = (*rel)[:at] }()
 	for _, n := range names {
-		p := filepath.Join(rel, n)
+		*rel = (*rel)[:at]
+		if at > 0 {
+			*rel = append(*rel, '/')
+		}
+		*rel = append(*rel, n...)
+		if len(*rel) >= unix.PathMax {
+			return fmt.Errorf("%.100s...: %w", *rel, errTooLong)
+		}
+		p := string(*rel)
 		var st unix.Stat_t
 		if err := unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if errors.Is(err, unix.ENOENT) {
@@ -644,7 +661,7 @@ func walkDir(dir int, rel string, fn func(string, *unix.Stat_t, int) error) erro
 			unix.Close(sub)
 			return err
 		}
-		if err := walkDir(sub, p, fn); err != nil {
+		if err := walkDir(sub, rel, fn); err != nil {
 			return err
 		}
 	}

@@ -1043,3 +1043,45 @@ func TestCommitRemovesATreeOfReadOnlyDirectories(t *testing.T) {
 		t.Errorf("the commit left cache: %v", err)
 	}
 }
+
+// A layer nesting directories beyond what a path can name (PATH_MAX) is
+// refused with errTooLong by the walks of its upper directory (its size,
+// a diff's candidates), soon and holding no descriptor per level beyond
+// that: a sandbox can nest 100,000 cheaply, and the size poll walks with
+// the store locked.
+func TestUpperWalkRefusesATreeTooDeepToName(t *testing.T) {
+	s := openStore(t)
+	info, merged, err := s.Create("s1", workspace(t), "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const depth = 5000
+	fd, err := unix.Open(at(merged), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	for range depth {
+		must(t, unix.Mkdirat(fd, "d", 0o755))
+		sub, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		must(t, err)
+		fd = sub
+	}
+	unix.Close(fd)
+	fds := func() int {
+		names, err := os.ReadDir("/proc/self/fd")
+		must(t, err)
+		return len(names)
+	}
+	before, most, levels := fds(), 0, 0
+	testHookWalk = func(string) {
+		if levels++; levels%500 == 0 {
+			most = max(most, fds())
+		}
+	}
+	t.Cleanup(func() { testHookWalk = nil })
+	if _, err := s.Size(info.ID); !errors.Is(err, errTooLong) {
+		t.Errorf("size of a layer nesting %d directories: %v, want errTooLong", depth, err)
+	}
+	if most-before > unix.PathMax/2+16 {
+		t.Errorf("the walk held %d descriptors at once, want no more than a path can name directories", most-before)
+	}
+}
