@@ -148,15 +148,25 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 		if err := apply(src, base, c, root.Uid, root.Gid, who, func(set func() error) { later = append(later, dirMode{i, set}) }); err != nil {
 			return Diff{}, &PartialError{Path: r.Path, Applied: d.Changes[:i], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
 		}
+		// The change was made, but a thread's credentials were not set
+		// back after it: nothing more is.
+		if lost := credsLost.Load(); lost != nil && who.UID != 0 {
+			return Diff{}, &PartialError{Path: r.Path, Applied: d.Changes[:i+1], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), *lost)}
+		}
 	}
 	// Deepest first, as tar and cp -a do: a directory's mode that denies
 	// its owner writing or searching it is set once what it holds is
 	// made, and its parents' after it.
 	for j := len(later) - 1; j >= 0; j-- {
-		if err := later[j].set(); err != nil {
+		err := later[j].set()
+		unset := later[:j+1]
+		if lost := credsLost.Load(); err == nil && lost != nil && who.UID != 0 {
+			err, unset = *lost, later[:j]
+		}
+		if err != nil {
 			var applied []Change
 			for i, c := range d.Changes {
-				if !slices.ContainsFunc(later[:j+1], func(m dirMode) bool { return m.change == i }) {
+				if !slices.ContainsFunc(unset, func(m dirMode) bool { return m.change == i }) {
 					applied = append(applied, c)
 				}
 			}
