@@ -615,6 +615,10 @@ func walkDir(dir int, rel *[]byte, fn func(string, *unix.Stat_t, int) error) err
 	f := os.NewFile(uintptr(dir), "upper directory")
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
+	if errors.Is(err, unix.ENOENT) {
+		// Removed since it was opened: it holds nothing now.
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -1085,3 +1085,20 @@ func TestUpperWalkRefusesATreeTooDeepToName(t *testing.T) {
 		t.Errorf("the walk held %d descriptors at once, want no more than a path can name directories", most-before)
 	}
 }
+
+// A directory removed between its opening and its reading is walked as
+// empty, not an error: a sandbox churning directories would otherwise
+// keep its layer from being measured.
+func TestUpperWalkTakesADirectoryRemovedAsItIsReadForEmpty(t *testing.T) {
+	up := t.TempDir()
+	write(t, filepath.Join(up, "d", "f"), "f\n")
+	err := walkUpper(up, func(rel string, _ *unix.Stat_t, _ int) error {
+		if rel == "d" {
+			return os.RemoveAll(filepath.Join(up, "d"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("walk of a directory removed as it was read: %v", err)
+	}
+}
