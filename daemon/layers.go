@@ -23,6 +23,11 @@ import (
 // limits.layer_bytes.
 const layerSizeEvery = 500 * time.Millisecond
 
+// layerSizeFailures is how many measures of a session's layers in a row
+// may fail (a directory removed as it is read, say) before the session
+// ends, as its limit cannot be held.
+const layerSizeFailures = 10
+
 // layerStore opens the daemon's layer store (package layers) under its
 // state directory when a session first needs it, or at start when a
 // previous daemon left one, so that the layers a daemon that died left
@@ -311,16 +316,22 @@ func (s *Service) watchLayerSize(sess *session) (stop func()) {
 	wg.Go(func() {
 		t := time.NewTicker(layerSizeEvery)
 		defer t.Stop()
+		failed := 0
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
 			}
-			infos, _ := st.Of(sess.id)
+			infos, err := st.Of(sess.id)
+			target := ""
 			for _, in := range infos {
-				n, err := st.Size(in.ID)
-				if err != nil || uint64(n) <= limit {
+				n, serr := st.Size(in.ID)
+				if serr != nil {
+					err, target = fmt.Errorf("the layer of %s: %w", in.Path, serr), in.Path
+					continue
+				}
+				if uint64(n) <= limit {
 					continue
 				}
 				detail := fmt.Sprintf("the layer of %s holds %d bytes, above limits.layer_bytes %d", in.Path, n, limit)
@@ -328,6 +339,21 @@ func (s *Service) watchLayerSize(sess *session) (stop func()) {
 				s.end(sess, reasonLimit+": limits.layer_bytes: "+detail)
 				return
 			}
+			if err == nil {
+				failed = 0
+				continue
+			}
+			// A sandbox that can keep its layers from being measured
+			// (nesting directories beyond PATH_MAX) must not so escape
+			// the limit: the session ends.
+			if failed++; failed < layerSizeFailures {
+				continue
+			}
+			detail := fmt.Sprintf("the size of the session's layers could not be measured %d times in a row, so limits.layer_bytes cannot be held: %v", failed, err)
+			s.logf("session %s: %s", sess.id, detail)
+			sess.denied(&sandboxdv1.Denial{Time: timestamppb.Now(), Field: "limits.layer_bytes", Operation: "write", Target: target, Detail: detail})
+			s.end(sess, reasonLimit+": limits.layer_bytes: "+detail)
+			return
 		}
 	})
 	return func() {
