@@ -146,7 +146,11 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	var later []dirMode
 	for i, c := range d.Changes {
 		if err := apply(src, base, c, root.Uid, root.Gid, who, func(set func() error) { later = append(later, dirMode{i, set}) }); err != nil {
-			return Diff{}, &PartialError{Path: r.Path, Applied: d.Changes[:i], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
+			pe := &PartialError{Path: r.Path, Applied: d.Changes[:i], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
+			if c.OldMode.IsDir() && (c.Kind == Deleted || !c.NewMode.IsDir()) {
+				pe.Partly = &c
+			}
+			return Diff{}, pe
 		}
 		// The change was made, but a thread's credentials were not set
 		// back after it: nothing more is.

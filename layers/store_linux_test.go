@@ -927,6 +927,10 @@ func TestCommitThatStopsSaysWhatItApplied(t *testing.T) {
 	if !errors.As(err, &pe) || len(pe.Applied) != 1 || pe.Applied[0].Path != "a-new" || !strings.Contains(err.Error(), "added a-new") {
 		t.Errorf("commit stopped by a mount point after adding a-new: %v, want a PartialError naming added a-new", err)
 	}
+	// dir/file may be gone: the removal of dir stopped at dir/mnt.
+	if pe == nil || pe.Partly == nil || pe.Partly.Path != "dir" || !strings.Contains(err.Error(), "but for deleted dir") {
+		t.Errorf("commit stopped removing dir: %v, want a PartialError saying deleted dir may be partly applied", err)
+	}
 }
 
 // Discarding a layer removes its own directories only: not what a
