@@ -1106,3 +1106,22 @@ func TestUpperWalkTakesADirectoryRemovedAsItIsReadForEmpty(t *testing.T) {
 		t.Errorf("walk of a directory removed as it was read: %v", err)
 	}
 }
+
+// A commit for an owner that is not root that would remove another
+// user's file in a sticky directory is refused as the owner may not,
+// not as a failure to open a directory.
+func TestCommitRemovingAnothersFileInAStickyDirectoryIsTheOwnerMayNot(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) {
+		write(t, filepath.Join(ws, "tmp", "theirs"), "theirs\n")
+		must(t, os.Chmod(filepath.Join(ws, "tmp"), os.ModeSticky|0o777))
+		must(t, os.Chown(filepath.Join(ws, "tmp", "theirs"), 5678, 5678))
+	})
+	must(t, os.Remove(filepath.Join(at(merged), "tmp", "theirs")))
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); !errors.Is(err, ErrOwnerMayNot) {
+		t.Errorf("commit removing uid 5678's file in a sticky directory for uid 1234: %v, want ErrOwnerMayNot", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "tmp", "theirs")); err != nil {
+		t.Errorf("theirs: %v", err)
+	}
+}

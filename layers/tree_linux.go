@@ -130,16 +130,21 @@ func (t *tree) removeAll(rel string) error {
 }
 
 func removeAt(dir int, name, shown string) error {
-	err := unix.Unlinkat(dir, name, 0)
-	if err == nil || errors.Is(err, unix.ENOENT) {
+	uerr := unix.Unlinkat(dir, name, 0)
+	if uerr == nil || errors.Is(uerr, unix.ENOENT) {
 		return nil
 	}
-	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
-		return fmt.Errorf("remove %s: %w", shown, err)
+	if !errors.Is(uerr, unix.EISDIR) && !errors.Is(uerr, unix.EPERM) {
+		return fmt.Errorf("remove %s: %w", shown, uerr)
 	}
 	// Not into another filesystem mounted there: what it holds is not
 	// the layered path's, and rmdir would fail only once it was emptied.
 	pfd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	if errors.Is(uerr, unix.EPERM) && errors.Is(err, unix.ENOTDIR) {
+		// Not a directory the unlink was refused for but the file
+		// itself (another user's, in a sticky directory).
+		return fmt.Errorf("remove %s: %w", shown, uerr)
+	}
 	if errors.Is(err, unix.EXDEV) {
 		return fmt.Errorf("remove %s: another filesystem is mounted there", shown)
 	}
