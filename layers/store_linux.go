@@ -414,16 +414,21 @@ func splitLowers(s string) []string {
 func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) (*os.File, error) {
 	path := lower.root
 	fail := func(op string, err error) (*os.File, error) {
-		return nil, overlayErr(path, op, err)
+		return nil, overlayErr(path, op, err, false)
+	}
+	// EINVAL from these is a kernel without overlay's lowerdir+ or the
+	// options the store turns off.
+	failOption := func(op string, err error) (*os.File, error) {
+		return nil, overlayErr(path, op, err, true)
 	}
 	fsfd, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
-		return fail("fsopen", err)
+		return failOption("fsopen", err)
 	}
 	defer unix.Close(fsfd)
 	for _, l := range lowers {
 		if err := unix.FsconfigSetString(fsfd, "lowerdir+", l); err != nil {
-			return fail("lowerdir+ "+l, err)
+			return failOption("lowerdir+ "+l, err)
 		}
 	}
 	if clone {
@@ -435,7 +440,7 @@ func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) 
 		err = unix.FsconfigSetString(fsfd, "lowerdir+", fmt.Sprintf("/proc/self/fd/%d", lower.fd))
 	}
 	if err != nil {
-		return fail("lowerdir+ "+path, err)
+		return failOption("lowerdir+ "+path, err)
 	}
 	attr := unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID
 	if upper != "" {
@@ -450,7 +455,7 @@ func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) 
 	}
 	for _, o := range overlayOff {
 		if err := unix.FsconfigSetString(fsfd, o, "off"); err != nil {
-			return fail(o+"=off", err)
+			return failOption(o+"=off", err)
 		}
 	}
 	if err := unix.FsconfigCreate(fsfd); err != nil {
@@ -464,12 +469,14 @@ func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) 
 }
 
 // overlayErr is the failure of op in making an overlay of path: an
-// Unsupported error where the kernel has no overlay, or not the features
-// or options the store uses, or will not take these directories as its
-// layers (EINVAL); any other cause (a full disk, no memory or file
-// descriptors left, a directory gone) is not that, and is only wrapped.
-func overlayErr(path, op string, err error) error {
-	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) {
+// Unsupported error where the kernel has no overlay, or (EINVAL from op,
+// an option, when option) not the features or options the store uses;
+// any other cause (a full disk, no memory or file descriptors left, a
+// directory gone, or EINVAL from the mount's creation: overlays stacked
+// too deep, too many layers, the upper and work directories on different
+// mounts) is not that, and is only wrapped.
+func overlayErr(path, op string, err error, option bool) error {
+	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || option && errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("%w: overlay of %s: %s: %w", ErrUnsupported, path, op, err)
 	}
 	return fmt.Errorf("overlay of %s: %s: %w", path, op, err)

@@ -855,10 +855,29 @@ func TestOverlayFailureIsUnsupportedOnlyWhenItIs(t *testing.T) {
 	if errors.Is(err, ErrUnsupported) || !errors.Is(err, unix.ENOENT) {
 		t.Errorf("overlay with a missing upper directory: %v, want ENOENT, not ErrUnsupported", err)
 	}
-	for errno, want := range map[unix.Errno]bool{unix.ENODEV: true, unix.EINVAL: true, unix.ENOSPC: false, unix.ENOMEM: false} {
-		if got := errors.Is(overlayErr(dir, "create", errno), ErrUnsupported); got != want {
+	for errno, want := range map[unix.Errno]bool{unix.ENODEV: true, unix.EINVAL: false, unix.ENOSPC: false, unix.ENOMEM: false} {
+		if got := errors.Is(overlayErr(dir, "create", errno, false), ErrUnsupported); got != want {
 			t.Errorf("overlay failing with %v: unsupported %v, want %v", errno, got, want)
 		}
+	}
+	if !errors.Is(overlayErr(dir, "lowerdir+", unix.EINVAL, true), ErrUnsupported) {
+		t.Error("overlay refusing lowerdir+ with EINVAL: not unsupported")
+	}
+	// EINVAL from the creation: too many layers, say, or the upper and
+	// work directories on different mounts.
+	up, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
+	must(t, os.Mkdir(up, 0o755))
+	must(t, os.Mkdir(work, 0o755))
+	must(t, unix.Mount("tmpfs", work, "tmpfs", 0, ""))
+	t.Cleanup(func() { unix.Unmount(work, unix.MNT_DETACH) })
+	must(t, os.Mkdir(filepath.Join(work, "work"), 0o755))
+	m, err := mountOverlay(nil, lower, false, up, filepath.Join(work, "work"))
+	if err == nil {
+		m.Close()
+		t.Fatal("an overlay whose upper and work directories are on different mounts was made")
+	}
+	if errors.Is(err, ErrUnsupported) {
+		t.Errorf("overlay whose upper and work directories are on different mounts: %v, want not ErrUnsupported", err)
 	}
 }
 
