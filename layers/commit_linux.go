@@ -57,7 +57,7 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	var who Owner
 	if r.Owner != 0 {
 		if r.Creds == nil {
-			return Diff{}, fmt.Errorf("layer of %s records not the groups of its owner (uid %d), which a commit writes the path with (an earlier daemon made it); discard it: %w", r.Path, r.Owner, ErrStale)
+			return Diff{}, fmt.Errorf("layer of %s records not the groups of its owner (uid %d), which a commit writes the path with (an earlier daemon made it): diff still shows its changes, and a layer made on it (run --layer-from) has them and can be committed; or discard it: %w", r.Path, r.Owner, ErrStale)
 		}
 		who = *r.Creds
 	}

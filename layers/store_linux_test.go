@@ -837,6 +837,21 @@ func TestCommitRefusesALayerWithoutItsOwnersGroups(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(ws, "new")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the refused commit applied new: %v", err)
 	}
+	// As its error says: diff shows the changes, and a layer made on it
+	// carries them to a commit.
+	if d, err := s.Diff("s1", false); err != nil || !slices.Contains(summary(d[0]), "added new") {
+		t.Errorf("diff of the layer recording no groups: %v %v, want added new", d, err)
+	}
+	if _, _, err := s.Create("s2", ws, "s1", user1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.Release("s2"))
+	if _, err := s.Commit("s2", false, nil); err != nil {
+		t.Fatalf("commit of a layer made on one recording no groups: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "new")); err != nil {
+		t.Errorf("the commit of the layer made on it did not carry new over: %v", err)
+	}
 }
 
 // An overlay that cannot be made for another cause than the kernel's
