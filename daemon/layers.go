@@ -180,7 +180,8 @@ func (s *Service) withLayerFrom(caller Caller, start *sandboxdv1.Start) (*sandbo
 }
 
 // checkLayerPaths refuses, for a caller that is not root, layered paths
-// it does not own: the daemon commits them as root.
+// it does not own: the daemon reads them as root for a diff, and gives
+// what a commit makes there, as root, the path's owner and group.
 func checkLayerPaths(c Caller, pol *sandboxdv1.Policy) error {
 	if c.UID == 0 || c.SID != "" {
 		return nil
@@ -191,7 +192,7 @@ func checkLayerPaths(c Caller, pol *sandboxdv1.Policy) error {
 			return &RequestError{Field: fmt.Sprintf("filesystem.layer[%d]", i), Msg: err.Error()}
 		}
 		if owner != c.UID {
-			return fmt.Errorf("filesystem.layer[%d] %s is owned by uid %d, not by the caller (uid %d): only root may layer another's directory, as a commit writes it as root: %w", i, l, owner, c.UID, ErrPermission)
+			return fmt.Errorf("filesystem.layer[%d] %s is owned by uid %d, not by the caller (uid %d): only root may layer another's directory, as the daemon reads it as root and a commit gives what it makes there to its owner: %w", i, l, owner, c.UID, ErrPermission)
 		}
 	}
 	return nil

@@ -110,7 +110,7 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 			if err != nil {
 				return Diff{}, err
 			}
-			if who := (reader{uid: root.Uid, gid: root.Gid}); ok && st.Uid != root.Uid && !who.may(&st, 4) {
+			if owner := (reader{uid: root.Uid, gid: root.Gid}); ok && st.Uid != root.Uid && !owner.may(&st, 4) {
 				return Diff{}, fmt.Errorf("commit %s: the layer's file is uid %d's, mode %04o, which %s's owner may not read (a copy of a file the sandbox renamed or changed): discard the layer, or remove it in a session on it (--layer-from)", filepath.Join(r.Path, c.Path), st.Uid, st.Mode&0o7777, r.Path)
 			}
 		}
