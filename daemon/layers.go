@@ -23,6 +23,11 @@ import (
 // limits.layer_bytes.
 const layerSizeEvery = 500 * time.Millisecond
 
+// layerSizeFailures is how many measures of a session's layers in a row
+// may fail (a directory removed as it is read, say) before the session
+// ends, as its limit cannot be held.
+const layerSizeFailures = 10
+
 // layerStore opens the daemon's layer store (package layers) under its
 // state directory when a session first needs it, or at start when a
 // previous daemon left one, so that the layers a daemon that died left
@@ -175,7 +180,8 @@ func (s *Service) withLayerFrom(caller Caller, start *sandboxdv1.Start) (*sandbo
 }
 
 // checkLayerPaths refuses, for a caller that is not root, layered paths
-// it does not own: the daemon commits them as root.
+// it does not own: the daemon reads them as root for a diff, and gives
+// what a commit makes there, as root, the path's owner and group.
 func checkLayerPaths(c Caller, pol *sandboxdv1.Policy) error {
 	if c.UID == 0 || c.SID != "" {
 		return nil
@@ -186,7 +192,7 @@ func checkLayerPaths(c Caller, pol *sandboxdv1.Policy) error {
 			return &RequestError{Field: fmt.Sprintf("filesystem.layer[%d]", i), Msg: err.Error()}
 		}
 		if owner != c.UID {
-			return fmt.Errorf("filesystem.layer[%d] %s is owned by uid %d, not by the caller (uid %d): only root may layer another's directory, as a commit writes it as root: %w", i, l, owner, c.UID, ErrPermission)
+			return fmt.Errorf("filesystem.layer[%d] %s is owned by uid %d, not by the caller (uid %d): only root may layer another's directory, as the daemon reads it as root and a commit gives what it makes there to its owner: %w", i, l, owner, c.UID, ErrPermission)
 		}
 	}
 	return nil
@@ -311,16 +317,22 @@ func (s *Service) watchLayerSize(sess *session) (stop func()) {
 	wg.Go(func() {
 		t := time.NewTicker(layerSizeEvery)
 		defer t.Stop()
+		failed := 0
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
 			}
-			infos, _ := st.Of(sess.id)
+			infos, err := st.Of(sess.id)
+			target := ""
 			for _, in := range infos {
-				n, err := st.Size(in.ID)
-				if err != nil || uint64(n) <= limit {
+				n, serr := st.Size(in.ID)
+				if serr != nil {
+					err, target = fmt.Errorf("the layer of %s: %w", in.Path, serr), in.Path
+					continue
+				}
+				if uint64(n) <= limit {
 					continue
 				}
 				detail := fmt.Sprintf("the layer of %s holds %d bytes, above limits.layer_bytes %d", in.Path, n, limit)
@@ -328,6 +340,21 @@ func (s *Service) watchLayerSize(sess *session) (stop func()) {
 				s.end(sess, reasonLimit+": limits.layer_bytes: "+detail)
 				return
 			}
+			if err == nil {
+				failed = 0
+				continue
+			}
+			// A sandbox that can keep its layers from being measured
+			// (nesting directories beyond PATH_MAX) must not so escape
+			// the limit: the session ends.
+			if failed++; failed < layerSizeFailures {
+				continue
+			}
+			detail := fmt.Sprintf("the size of the session's layers could not be measured %d times in a row, so limits.layer_bytes cannot be held: %v", failed, err)
+			s.logf("session %s: %s", sess.id, detail)
+			sess.denied(&sandboxdv1.Denial{Time: timestamppb.Now(), Field: "limits.layer_bytes", Operation: "write", Target: target, Detail: detail})
+			s.end(sess, reasonLimit+": limits.layer_bytes: "+detail)
+			return
 		}
 	})
 	return func() {

@@ -57,7 +57,7 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	var who Owner
 	if r.Owner != 0 {
 		if r.Creds == nil {
-			return Diff{}, fmt.Errorf("layer of %s records not the groups of its owner (uid %d), which a commit writes the path with (an earlier daemon made it); discard it: %w", r.Path, r.Owner, ErrStale)
+			return Diff{}, fmt.Errorf("layer of %s records not the groups of its owner (uid %d), which a commit writes the path with (an earlier daemon made it): diff still shows its changes, and a layer made on it (run --layer-from) has them and can be committed; or discard it: %w", r.Path, r.Owner, ErrStale)
 		}
 		who = *r.Creds
 	}
@@ -110,7 +110,7 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 			if err != nil {
 				return Diff{}, err
 			}
-			if who := (reader{uid: root.Uid, gid: root.Gid}); ok && st.Uid != root.Uid && !who.may(&st, 4) {
+			if owner := (reader{uid: root.Uid, gid: root.Gid}); ok && st.Uid != root.Uid && !owner.may(&st, 4) {
 				return Diff{}, fmt.Errorf("commit %s: the layer's file is uid %d's, mode %04o, which %s's owner may not read (a copy of a file the sandbox renamed or changed): discard the layer, or remove it in a session on it (--layer-from)", filepath.Join(r.Path, c.Path), st.Uid, st.Mode&0o7777, r.Path)
 			}
 		}
@@ -143,13 +143,55 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	if testHookApply != nil {
 		testHookApply()
 	}
+	var later []dirMode
 	for i, c := range d.Changes {
-		if err := apply(src, base, c, root.Uid, root.Gid, who); err != nil {
-			return Diff{}, &PartialError{Path: r.Path, Applied: d.Changes[:i], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
+		if err := apply(src, base, c, root.Uid, root.Gid, who, func(set func() error) { later = append(later, dirMode{i, set}) }); err != nil {
+			pe := &PartialError{Path: r.Path, Applied: d.Changes[:i], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
+			if c.OldMode.IsDir() && (c.Kind == Deleted || !c.NewMode.IsDir()) {
+				pe.Partly = &c
+			}
+			return Diff{}, pe
+		}
+		// The change was made, but a thread's credentials were not set
+		// back after it: nothing more is.
+		if lost := credsLost.Load(); lost != nil && who.UID != 0 {
+			return Diff{}, &PartialError{Path: r.Path, Applied: d.Changes[:i+1], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), *lost)}
+		}
+	}
+	// Deepest first, as tar and cp -a do: a directory's mode that denies
+	// its owner writing or searching it is set once what it holds is
+	// made, and its parents' after it.
+	for j := len(later) - 1; j >= 0; j-- {
+		err := later[j].set()
+		unset := later[:j+1]
+		if lost := credsLost.Load(); err == nil && lost != nil && who.UID != 0 {
+			err, unset = *lost, later[:j]
+		}
+		if err != nil {
+			var applied []Change
+			for i, c := range d.Changes {
+				if !slices.ContainsFunc(unset, func(m dirMode) bool { return m.change == i }) {
+					applied = append(applied, c)
+				}
+			}
+			c := d.Changes[later[j].change]
+			return Diff{}, &PartialError{Path: r.Path, Applied: applied, Err: fmt.Errorf("commit %s: setting its mode once what it holds was made: %w", filepath.Join(r.Path, c.Path), err)}
 		}
 	}
 	return d, nil
 }
+
+// dirMode sets the mode of the directory of the change at index change
+// of a commit, after all changes are applied.
+type dirMode struct {
+	change int
+	set    func() error
+}
+
+// ownerRWX is the owner's read, write and search: a commit makes a
+// directory's content, and a removal empties one, as its owner, which
+// needs them all.
+const ownerRWX = 0o700
 
 // mayWrite refuses changes, before any is applied, when who may not write
 // and search a directory of base that one of them is made or removed in
@@ -278,7 +320,10 @@ func commitPerm(m fs.FileMode) uint32 {
 	return perm
 }
 
-func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner) error {
+// apply applies c to base. A directory's mode without the owner's
+// read, write and search is not set at once but handed to later, to set
+// once the commit has made what the directory holds.
+func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner, later func(func() error)) error {
 	if c.Kind == Deleted {
 		return who.as(func() error { return base.removeAll(c.Path) })
 	}
@@ -293,9 +338,13 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner) error {
 		if c.NewMode&fs.ModeSymlink != 0 {
 			return nil
 		}
-		return who.as(func() error {
-			return chmodAt(dir, name, commitPerm(c.NewMode), func(st *unix.Stat_t) error { return mayChmod(st, c, uid) })
-		})
+		perm := commitPerm(c.NewMode)
+		check := func(st *unix.Stat_t) error { return mayChmod(st, c, uid) }
+		if c.NewMode.IsDir() && perm&ownerRWX != ownerRWX {
+			later(func() error { return setMode(base, c.Path, who, perm, check) })
+			return nil
+		}
+		return who.as(func() error { return chmodAt(dir, name, perm, check) })
 	}
 	var old unix.Stat_t
 	hadOld := unix.Fstatat(dir, name, &old, unix.AT_SYMLINK_NOFOLLOW) == nil
@@ -316,21 +365,36 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner) error {
 	switch {
 	case c.NewMode.IsDir():
 		if !hadOld {
-			if err := who.as(func() error { return unix.Mkdirat(dir, name, 0o700) }); err != nil {
+			if err := who.as(func() error { return unix.Mkdirat(dir, name, ownerRWX) }); err != nil {
 				return err
 			}
-			return giveMade(dir, name, unix.S_IFDIR, who.UID, uid, gid, perm)
+			made, err := giveMade(dir, name, unix.S_IFDIR, who.UID, uid, gid, perm|ownerRWX)
+			if err != nil || perm&ownerRWX == ownerRWX {
+				return err
+			}
+			later(func() error {
+				return setMode(base, c.Path, who, perm, func(st *unix.Stat_t) error {
+					if st.Dev != made.Dev || st.Ino != made.Ino {
+						return fmt.Errorf("%s was replaced since the commit made it", name)
+					}
+					return nil
+				})
+			})
+			return nil
 		}
 		// There since the comparison, with force: the path's owner's
 		// alone has its mode changed.
-		return who.as(func() error {
-			return chmodAt(dir, name, perm, func(st *unix.Stat_t) error {
-				if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uid && uid != 0 {
-					return fmt.Errorf("%s is not a directory of the path's owner: %w", name, ErrNotOwner)
-				}
-				return nil
-			})
-		})
+		check := func(st *unix.Stat_t) error {
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uid && uid != 0 {
+				return fmt.Errorf("%s is not a directory of the path's owner: %w", name, ErrNotOwner)
+			}
+			return nil
+		}
+		if perm&ownerRWX != ownerRWX {
+			later(func() error { return setMode(base, c.Path, who, perm, check) })
+			return nil
+		}
+		return who.as(func() error { return chmodAt(dir, name, perm, check) })
 	case c.NewMode.IsRegular():
 		from, own, err := src.find(c.Path)
 		if err != nil {
@@ -354,15 +418,29 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner) error {
 		}
 		tmp := tempName(name)
 		return makeAndRename(dir, tmp, name, who, func() error { return unix.Symlinkat(target, dir, tmp) }, func() error {
-			return giveMade(dir, tmp, unix.S_IFLNK, who.UID, uid, gid, 0)
+			_, err := giveMade(dir, tmp, unix.S_IFLNK, who.UID, uid, gid, 0)
+			return err
 		})
 	case c.NewMode&fs.ModeNamedPipe != 0:
 		tmp := tempName(name)
 		return makeAndRename(dir, tmp, name, who, func() error { return unix.Mkfifoat(dir, tmp, 0o600) }, func() error {
-			return giveMade(dir, tmp, unix.S_IFIFO, who.UID, uid, gid, perm)
+			_, err := giveMade(dir, tmp, unix.S_IFIFO, who.UID, uid, gid, perm)
+			return err
 		})
 	}
 	return fmt.Errorf("a %s cannot be committed", modeName(c.NewMode))
+}
+
+// setMode sets the permission bits of rel in base to perm, as who, once
+// check has passed the inode there.
+func setMode(base *tree, rel string, who Owner, perm uint32, check func(*unix.Stat_t) error) error {
+	var dir int
+	var name string
+	if err := who.as(func() (err error) { dir, name, err = base.parent(rel); return err }); err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	return who.as(func() error { return chmodAt(dir, name, perm, check) })
 }
 
 // makeAndRename makes tmp in dir as who with mk, gives it its owner and
@@ -454,8 +532,8 @@ var testHookMade func(name string)
 // uid and gid and, but for a symlink, the mode perm: as root, through a
 // descriptor of the inode there, once it is seen to be maker's of that
 // type (and, for a directory, empty), as the path's owner may put another
-// in its place meanwhile.
-func giveMade(dir int, name string, typ, maker, uid, gid, perm uint32) error {
+// in its place meanwhile. It returns the status of what it gave.
+func giveMade(dir int, name string, typ, maker, uid, gid, perm uint32) (unix.Stat_t, error) {
 	if testHookMade != nil {
 		testHookMade(name)
 	}
@@ -464,30 +542,30 @@ func giveMade(dir int, name string, typ, maker, uid, gid, perm uint32) error {
 		flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	}
 	fd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: flags, Resolve: beneath})
+	var st unix.Stat_t
 	if err != nil {
-		return err
+		return st, err
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
-	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return err
+		return st, err
 	}
 	if st.Mode&unix.S_IFMT != typ || st.Uid != maker {
-		return fmt.Errorf("%s was replaced as it was made", name)
+		return st, fmt.Errorf("%s was replaced as it was made", name)
 	}
 	if typ == unix.S_IFDIR {
 		if names, err := f.Readdirnames(1); len(names) > 0 || !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s was replaced as it was made", name)
+			return st, fmt.Errorf("%s was replaced as it was made", name)
 		}
 	}
 	if err := unix.Fchownat(fd, "", int(uid), int(gid), unix.AT_EMPTY_PATH); err != nil {
-		return err
+		return st, err
 	}
 	if typ == unix.S_IFLNK {
-		return nil
+		return st, nil
 	}
-	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), perm)
+	return st, unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), perm)
 }
 
 func tempName(name string) string {

@@ -178,17 +178,24 @@ func (e *ConflictError) Error() string {
 }
 
 // PartialError is a commit that stopped while applying a layer's
-// changes: those in Applied are on the host, the others are not, and the
-// layer is kept (a diff shows what is left).
+// changes: those in Applied are on the host, the others are not, but for
+// Partly, when set: the change it stopped in, which removes a directory
+// and may have removed some of what it held. The layer is kept (a diff
+// shows what is left).
 type PartialError struct {
 	Path    string
 	Applied []Change
+	Partly  *Change
 	Err     error
 }
 
 func (e *PartialError) Error() string {
+	partly := ""
+	if e.Partly != nil {
+		partly = fmt.Sprintf(" (but for %s %s, which may have removed part of what it held)", e.Partly.Kind, e.Partly.Path)
+	}
 	if len(e.Applied) == 0 {
-		return fmt.Sprintf("%v; nothing of the layer of %s was applied", e.Err, e.Path)
+		return fmt.Sprintf("%v; nothing else of the layer of %s was applied%s", e.Err, e.Path, partly)
 	}
 	const most = 20
 	var names []string
@@ -199,7 +206,7 @@ func (e *PartialError) Error() string {
 	if len(e.Applied) > most {
 		more = fmt.Sprintf(" and %d more", len(e.Applied)-most)
 	}
-	return fmt.Sprintf("%v; of the layer of %s, %d changes were applied before (%s%s), the others were not; the layer is kept: diff shows what is left", e.Err, e.Path, len(e.Applied), strings.Join(names, ", "), more)
+	return fmt.Sprintf("%v; of the layer of %s, %d changes were applied before (%s%s), the others were not%s; the layer is kept: diff shows what is left", e.Err, e.Path, len(e.Applied), strings.Join(names, ", "), more, partly)
 }
 
 func (e *PartialError) Unwrap() error { return e.Err }

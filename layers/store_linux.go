@@ -414,16 +414,21 @@ func splitLowers(s string) []string {
 func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) (*os.File, error) {
 	path := lower.root
 	fail := func(op string, err error) (*os.File, error) {
-		return nil, overlayErr(path, op, err)
+		return nil, overlayErr(path, op, err, false)
+	}
+	// EINVAL from these is a kernel without overlay's lowerdir+ or the
+	// options the store turns off.
+	failOption := func(op string, err error) (*os.File, error) {
+		return nil, overlayErr(path, op, err, true)
 	}
 	fsfd, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
-		return fail("fsopen", err)
+		return failOption("fsopen", err)
 	}
 	defer unix.Close(fsfd)
 	for _, l := range lowers {
 		if err := unix.FsconfigSetString(fsfd, "lowerdir+", l); err != nil {
-			return fail("lowerdir+ "+l, err)
+			return failOption("lowerdir+ "+l, err)
 		}
 	}
 	if clone {
@@ -435,7 +440,7 @@ func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) 
 		err = unix.FsconfigSetString(fsfd, "lowerdir+", fmt.Sprintf("/proc/self/fd/%d", lower.fd))
 	}
 	if err != nil {
-		return fail("lowerdir+ "+path, err)
+		return failOption("lowerdir+ "+path, err)
 	}
 	attr := unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID
 	if upper != "" {
@@ -450,7 +455,7 @@ func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) 
 	}
 	for _, o := range overlayOff {
 		if err := unix.FsconfigSetString(fsfd, o, "off"); err != nil {
-			return fail(o+"=off", err)
+			return failOption(o+"=off", err)
 		}
 	}
 	if err := unix.FsconfigCreate(fsfd); err != nil {
@@ -464,12 +469,14 @@ func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) 
 }
 
 // overlayErr is the failure of op in making an overlay of path: an
-// Unsupported error where the kernel has no overlay, or not the features
-// or options the store uses, or will not take these directories as its
-// layers (EINVAL); any other cause (a full disk, no memory or file
-// descriptors left, a directory gone) is not that, and is only wrapped.
-func overlayErr(path, op string, err error) error {
-	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) {
+// Unsupported error where the kernel has no overlay, or (EINVAL from op,
+// an option, when option) not the features or options the store uses;
+// any other cause (a full disk, no memory or file descriptors left, a
+// directory gone, or EINVAL from the mount's creation: overlays stacked
+// too deep, too many layers, the upper and work directories on different
+// mounts) is not that, and is only wrapped.
+func overlayErr(path, op string, err error, option bool) error {
+	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || option && errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("%w: overlay of %s: %s: %w", ErrUnsupported, path, op, err)
 	}
 	return fmt.Errorf("overlay of %s: %s: %w", path, op, err)
@@ -590,29 +597,50 @@ var testHookWalk func(rel string)
 // crossing a mount: a sandbox writes the upper directory while it runs,
 // and a directory it replaced by a symlink between the listing and the
 // descent must not lead the daemon, which reads as root, elsewhere. An
-// entry gone meanwhile is left out.
+// entry gone meanwhile is left out. A path longer than PATH_MAX fails
+// the walk with errTooLong: the daemon reaches what the walk finds by
+// name later, which the kernel refuses beyond it, and the walk holds a
+// descriptor for each directory it is in (a sandbox can nest 100,000).
 func walkUpper(up string, fn func(rel string, st *unix.Stat_t, dir int) error) error {
 	fd, err := unix.Open(up, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", up, err)
 	}
-	if err := walkDir(fd, "", fn); err != nil {
+	var rel []byte
+	if err := walkDir(fd, &rel, fn); err != nil {
 		return fmt.Errorf("read %s: %w", up, err)
 	}
 	return nil
 }
 
-// walkDir walks the directory dir, rel beneath the top, for walkUpper,
-// and closes it.
-func walkDir(dir int, rel string, fn func(string, *unix.Stat_t, int) error) error {
-	f := os.NewFile(uintptr(dir), rel)
+var errTooLong = fmt.Errorf("a path in the layer is longer than PATH_MAX (%d bytes), which the daemon does not read", unix.PathMax)
+
+// walkDir walks the directory dir for walkUpper, and closes it. rel is
+// dir's path beneath the top, which every level shares and extends in
+// turn.
+func walkDir(dir int, rel *[]byte, fn func(string, *unix.Stat_t, int) error) error {
+	f := os.NewFile(uintptr(dir), "upper directory")
 	defer f.Close()
 	names, err := f.Readdirnames(-1)
+	if errors.Is(err, unix.ENOENT) {
+		// Removed since it was opened: it holds nothing now.
+		return nil
+	}
 	if err != nil {
 		return err
 	}
+	at := len(*rel)
+	defer func() { *rel = (*rel)[:at] }()
 	for _, n := range names {
-		p := filepath.Join(rel, n)
+		*rel = (*rel)[:at]
+		if at > 0 {
+			*rel = append(*rel, '/')
+		}
+		*rel = append(*rel, n...)
+		if len(*rel) >= unix.PathMax {
+			return fmt.Errorf("%.100s...: %w", *rel, errTooLong)
+		}
+		p := string(*rel)
 		var st unix.Stat_t
 		if err := unix.Fstatat(dir, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if errors.Is(err, unix.ENOENT) {
@@ -644,7 +672,7 @@ func walkDir(dir int, rel string, fn func(string, *unix.Stat_t, int) error) erro
 			unix.Close(sub)
 			return err
 		}
-		if err := walkDir(sub, p, fn); err != nil {
+		if err := walkDir(sub, rel, fn); err != nil {
 			return err
 		}
 	}

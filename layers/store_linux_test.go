@@ -837,6 +837,21 @@ func TestCommitRefusesALayerWithoutItsOwnersGroups(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(ws, "new")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the refused commit applied new: %v", err)
 	}
+	// As its error says: diff shows the changes, and a layer made on it
+	// carries them to a commit.
+	if d, err := s.Diff("s1", false); err != nil || !slices.Contains(summary(d[0]), "added new") {
+		t.Errorf("diff of the layer recording no groups: %v %v, want added new", d, err)
+	}
+	if _, _, err := s.Create("s2", ws, "s1", user1234, Sandbox{UID: 1234, GID: 1234, OwnPathsOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.Release("s2"))
+	if _, err := s.Commit("s2", false, nil); err != nil {
+		t.Fatalf("commit of a layer made on one recording no groups: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "new")); err != nil {
+		t.Errorf("the commit of the layer made on it did not carry new over: %v", err)
+	}
 }
 
 // An overlay that cannot be made for another cause than the kernel's
@@ -855,10 +870,29 @@ func TestOverlayFailureIsUnsupportedOnlyWhenItIs(t *testing.T) {
 	if errors.Is(err, ErrUnsupported) || !errors.Is(err, unix.ENOENT) {
 		t.Errorf("overlay with a missing upper directory: %v, want ENOENT, not ErrUnsupported", err)
 	}
-	for errno, want := range map[unix.Errno]bool{unix.ENODEV: true, unix.EINVAL: true, unix.ENOSPC: false, unix.ENOMEM: false} {
-		if got := errors.Is(overlayErr(dir, "create", errno), ErrUnsupported); got != want {
+	for errno, want := range map[unix.Errno]bool{unix.ENODEV: true, unix.EINVAL: false, unix.ENOSPC: false, unix.ENOMEM: false} {
+		if got := errors.Is(overlayErr(dir, "create", errno, false), ErrUnsupported); got != want {
 			t.Errorf("overlay failing with %v: unsupported %v, want %v", errno, got, want)
 		}
+	}
+	if !errors.Is(overlayErr(dir, "lowerdir+", unix.EINVAL, true), ErrUnsupported) {
+		t.Error("overlay refusing lowerdir+ with EINVAL: not unsupported")
+	}
+	// EINVAL from the creation: too many layers, say, or the upper and
+	// work directories on different mounts.
+	up, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
+	must(t, os.Mkdir(up, 0o755))
+	must(t, os.Mkdir(work, 0o755))
+	must(t, unix.Mount("tmpfs", work, "tmpfs", 0, ""))
+	t.Cleanup(func() { unix.Unmount(work, unix.MNT_DETACH) })
+	must(t, os.Mkdir(filepath.Join(work, "work"), 0o755))
+	m, err := mountOverlay(nil, lower, false, up, filepath.Join(work, "work"))
+	if err == nil {
+		m.Close()
+		t.Fatal("an overlay whose upper and work directories are on different mounts was made")
+	}
+	if errors.Is(err, ErrUnsupported) {
+		t.Errorf("overlay whose upper and work directories are on different mounts: %v, want not ErrUnsupported", err)
 	}
 }
 
@@ -927,6 +961,10 @@ func TestCommitThatStopsSaysWhatItApplied(t *testing.T) {
 	if !errors.As(err, &pe) || len(pe.Applied) != 1 || pe.Applied[0].Path != "a-new" || !strings.Contains(err.Error(), "added a-new") {
 		t.Errorf("commit stopped by a mount point after adding a-new: %v, want a PartialError naming added a-new", err)
 	}
+	// dir/file may be gone: the removal of dir stopped at dir/mnt.
+	if pe == nil || pe.Partly == nil || pe.Partly.Path != "dir" || !strings.Contains(err.Error(), "but for deleted dir") {
+		t.Errorf("commit stopped removing dir: %v, want a PartialError saying deleted dir may be partly applied", err)
+	}
 }
 
 // Discarding a layer removes its own directories only: not what a
@@ -975,5 +1013,149 @@ func TestCommitCarriesNoFileCapabilities(t *testing.T) {
 	buf := make([]byte, 64)
 	if n, err := unix.Lgetxattr(filepath.Join(ws, "capped"), "security.capability", buf); !errors.Is(err, unix.ENODATA) {
 		t.Errorf("the committed file's security.capability: %x %v", buf[:max(n, 0)], err)
+	}
+}
+
+// chownAll gives everything beneath and at p to user1234.
+func chownAll(t *testing.T, p string) {
+	t.Helper()
+	must(t, filepath.Walk(p, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(user1234.UID), int(user1234.GID))
+	}))
+}
+
+// A commit for an owner that is not root makes what a directory holds
+// before it gives the directory a mode without its owner's write (go mod
+// download makes its module directories 0555), whether it adds the
+// directory or changes its mode: made in the other order, the owner could
+// not write into it and the commit would stop halfway.
+func TestCommitMakesWhatAReadOnlyDirectoryHoldsFirst(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) {
+		write(t, filepath.Join(ws, "own", "old"), "old\n")
+		chownAll(t, filepath.Join(ws, "own"))
+	})
+	mod := filepath.Join(at(merged), "mod", "x@v1")
+	write(t, filepath.Join(mod, "sub", "f.go"), "package x\n")
+	write(t, filepath.Join(mod, "g.go"), "package x\n")
+	write(t, filepath.Join(at(merged), "own", "new"), "new\n")
+	for _, d := range []string{filepath.Join(mod, "sub"), mod, filepath.Join(at(merged), "own")} {
+		must(t, os.Chmod(d, 0o555))
+	}
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); err != nil {
+		t.Fatalf("commit of read-only directories holding files: %v", err)
+	}
+	for _, f := range []string{"mod/x@v1/sub/f.go", "mod/x@v1/g.go", "own/new"} {
+		if _, err := os.Lstat(filepath.Join(ws, f)); err != nil {
+			t.Errorf("the commit did not make %s: %v", f, err)
+		}
+	}
+	for _, d := range []string{"mod/x@v1/sub", "mod/x@v1", "own"} {
+		if st, err := os.Lstat(filepath.Join(ws, d)); err != nil || st.Mode().Perm() != 0o555 {
+			t.Errorf("committed %s: %v %v, want mode 0555", d, st.Mode(), err)
+		}
+	}
+}
+
+// A commit for an owner that is not root removes a tree of the owner's
+// with read-only directories in it (go clean -modcache) whole, as rm -rf
+// would for the owner.
+func TestCommitRemovesATreeOfReadOnlyDirectories(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) {
+		write(t, filepath.Join(ws, "cache", "x@v1", "sub", "f.go"), "package x\n")
+		write(t, filepath.Join(ws, "cache", "x@v1", "g.go"), "package x\n")
+		chownAll(t, filepath.Join(ws, "cache"))
+		for _, d := range []string{"cache/x@v1/sub", "cache/x@v1"} {
+			must(t, os.Chmod(filepath.Join(ws, d), 0o555))
+		}
+	})
+	must(t, os.RemoveAll(filepath.Join(at(merged), "cache")))
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); err != nil {
+		t.Fatalf("commit removing a tree of read-only directories: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "cache")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the commit left cache: %v", err)
+	}
+}
+
+// A layer nesting directories beyond what a path can name (PATH_MAX) is
+// refused with errTooLong by the walks of its upper directory (its size,
+// a diff's candidates), soon and holding no descriptor per level beyond
+// that: a sandbox can nest 100,000 cheaply, and the size poll walks with
+// the store locked.
+func TestUpperWalkRefusesATreeTooDeepToName(t *testing.T) {
+	s := openStore(t)
+	info, merged, err := s.Create("s1", workspace(t), "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const depth = 5000
+	fd, err := unix.Open(at(merged), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	for range depth {
+		must(t, unix.Mkdirat(fd, "d", 0o755))
+		sub, err := unix.Openat(fd, "d", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		must(t, err)
+		fd = sub
+	}
+	unix.Close(fd)
+	fds := func() int {
+		names, err := os.ReadDir("/proc/self/fd")
+		must(t, err)
+		return len(names)
+	}
+	before, most, levels := fds(), 0, 0
+	testHookWalk = func(string) {
+		if levels++; levels%500 == 0 {
+			most = max(most, fds())
+		}
+	}
+	t.Cleanup(func() { testHookWalk = nil })
+	if _, err := s.Size(info.ID); !errors.Is(err, errTooLong) {
+		t.Errorf("size of a layer nesting %d directories: %v, want errTooLong", depth, err)
+	}
+	if most-before > unix.PathMax/2+16 {
+		t.Errorf("the walk held %d descriptors at once, want no more than a path can name directories", most-before)
+	}
+}
+
+// A directory removed between its opening and its reading is walked as
+// empty, not an error: a sandbox churning directories would otherwise
+// keep its layer from being measured.
+func TestUpperWalkTakesADirectoryRemovedAsItIsReadForEmpty(t *testing.T) {
+	up := t.TempDir()
+	write(t, filepath.Join(up, "d", "f"), "f\n")
+	err := walkUpper(up, func(rel string, _ *unix.Stat_t, _ int) error {
+		if rel == "d" {
+			return os.RemoveAll(filepath.Join(up, "d"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("walk of a directory removed as it was read: %v", err)
+	}
+}
+
+// A commit for an owner that is not root that would remove another
+// user's file in a sticky directory is refused as the owner may not,
+// not as a failure to open a directory.
+func TestCommitRemovingAnothersFileInAStickyDirectoryIsTheOwnerMayNot(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) {
+		write(t, filepath.Join(ws, "tmp", "theirs"), "theirs\n")
+		must(t, os.Chmod(filepath.Join(ws, "tmp"), os.ModeSticky|0o777))
+		must(t, os.Chown(filepath.Join(ws, "tmp", "theirs"), 5678, 5678))
+	})
+	must(t, os.Remove(filepath.Join(at(merged), "tmp", "theirs")))
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); !errors.Is(err, ErrOwnerMayNot) {
+		t.Errorf("commit removing uid 5678's file in a sticky directory for uid 1234: %v, want ErrOwnerMayNot", err)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "tmp", "theirs")); err != nil {
+		t.Errorf("theirs: %v", err)
 	}
 }

@@ -130,19 +130,32 @@ func (t *tree) removeAll(rel string) error {
 }
 
 func removeAt(dir int, name, shown string) error {
-	err := unix.Unlinkat(dir, name, 0)
-	if err == nil || errors.Is(err, unix.ENOENT) {
+	uerr := unix.Unlinkat(dir, name, 0)
+	if uerr == nil || errors.Is(uerr, unix.ENOENT) {
 		return nil
 	}
-	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
-		return fmt.Errorf("remove %s: %w", shown, err)
+	if !errors.Is(uerr, unix.EISDIR) && !errors.Is(uerr, unix.EPERM) {
+		return fmt.Errorf("remove %s: %w", shown, uerr)
 	}
 	// Not into another filesystem mounted there: what it holds is not
 	// the layered path's, and rmdir would fail only once it was emptied.
-	fd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	pfd, err := unix.Openat2(dir, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: beneath})
+	if errors.Is(uerr, unix.EPERM) && errors.Is(err, unix.ENOTDIR) {
+		// Not a directory the unlink was refused for but the file
+		// itself (another user's, in a sticky directory).
+		return fmt.Errorf("remove %s: %w", shown, uerr)
+	}
 	if errors.Is(err, unix.EXDEV) {
 		return fmt.Errorf("remove %s: another filesystem is mounted there", shown)
 	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", shown, err)
+	}
+	defer unix.Close(pfd)
+	if err := ownerMayEmpty(pfd); err != nil {
+		return fmt.Errorf("remove %s: %w", shown, err)
+	}
+	fd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", shown, err)
 	}
@@ -161,4 +174,21 @@ func removeAt(dir int, name, shown string) error {
 		return fmt.Errorf("remove %s: %w", shown, err)
 	}
 	return nil
+}
+
+// ownerMayEmpty gives the directory open as the O_PATH descriptor fd its
+// owner's read, write and search, when that owner is the thread's fsuid
+// and not root and it lacks them, as rm -rf does: a removal as the
+// owner would stop at a directory it made read-only (go mod download
+// makes them so), though the owner may change its mode and so remove it.
+func ownerMayEmpty(fd int) error {
+	fsuid, _ := unix.SetfsuidRetUid(-1)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if fsuid == 0 || st.Uid != uint32(fsuid) || st.Mode&0o700 == 0o700 {
+		return nil
+	}
+	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), st.Mode&0o7777|0o700)
 }

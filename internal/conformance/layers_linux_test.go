@@ -435,6 +435,39 @@ func TestLayerLimitEndsTheSession(t *testing.T) {
 	}
 }
 
+// TestLayerThatCannotBeMeasuredEndsTheSession: a sandbox keeping its
+// layer from being measured, by nesting directories beyond PATH_MAX, does
+// not so escape limits.layer_bytes: its session ends once the measures
+// have failed for a while.
+func TestLayerThatCannotBeMeasuredEndsTheSession(t *testing.T) {
+	for _, path := range []string{"exec", "pty"} {
+		t.Run(path, func(t *testing.T) {
+			f := newFixture(t)
+			ws := layerWorkspace(t, f)
+			pol := &sandboxdv1.Policy{
+				Filesystem: &sandboxdv1.Filesystem{Layer: []string{ws}},
+				Limits:     &sandboxdv1.Limits{LayerBytes: 64 << 10},
+			}
+			// Nested from the bottom up, by names no longer than two
+			// components: the shell cannot reach a path too long to name.
+			nest := `n=$(printf '%0200d' 0); mkdir $n; i=0; while [ $i -lt 25 ]; do mkdir t && mv $n t/ && mv t $n || exit 1; i=$((i+1)); done; exec sleep 50`
+			s := run(t, layerStart(path == "pty", pol, ws, "/bin/sh", "-c", nest), nil)
+			if !layersHere() {
+				wantLayerRefused(t, s)
+				return
+			}
+			e := s.exit()
+			if e.GetState() != sandboxdv1.State_KILLED || !strings.Contains(e.GetReason(), "could not be measured") {
+				t.Fatalf("exit %v, want KILLED as its layer could not be measured\n%s", e, s)
+			}
+			ctx := layerCtx(t)
+			if err := suite.client.Discard(ctx, s.res.SessionID); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 // TestLayerOutlivesADaemonKilledMidSession: a daemon killed with SIGKILL
 // while a session runs on a layer leaves nothing mounted, and, started
 // again, finds the layer whole: diffable and committable.
