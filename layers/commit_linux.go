@@ -144,18 +144,32 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 		testHookApply()
 	}
 	var later []dirMode
+	// stopped sets the modes deferred so far of the changes before n,
+	// deepest first, as a commit that ends does (one failing does not stop
+	// the others: each is the mode its change is told applied with), and
+	// says which changes were applied.
+	stopped := func(n int) []Change {
+		var unset []dirMode
+		for j := len(later) - 1; j >= 0; j-- {
+			if later[j].set() != nil {
+				unset = append(unset, later[j])
+			}
+		}
+		return appliedBut(d.Changes[:n], unset)
+	}
 	for i, c := range d.Changes {
 		if err := apply(src, base, c, root.Uid, root.Gid, who, func(set func() error) { later = append(later, dirMode{i, set}) }); err != nil {
-			pe := &PartialError{Path: r.Path, Applied: d.Changes[:i], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
+			pe := &PartialError{Path: r.Path, Applied: stopped(i), Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
 			if c.OldMode.IsDir() && (c.Kind == Deleted || !c.NewMode.IsDir()) {
 				pe.Partly = &c
 			}
 			return Diff{}, pe
 		}
 		// The change was made, but a thread's credentials were not set
-		// back after it: nothing more is.
+		// back after it: nothing more is (the owner's deferred modes
+		// neither: stopped's setting them as the owner fails).
 		if lost := credsLost.Load(); lost != nil && who.UID != 0 {
-			return Diff{}, &PartialError{Path: r.Path, Applied: d.Changes[:i+1], Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), *lost)}
+			return Diff{}, &PartialError{Path: r.Path, Applied: stopped(i + 1), Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), *lost)}
 		}
 	}
 	// Deepest first, as tar and cp -a do: a directory's mode that denies
@@ -168,14 +182,8 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 			err, unset = *lost, later[:j]
 		}
 		if err != nil {
-			var applied []Change
-			for i, c := range d.Changes {
-				if !slices.ContainsFunc(unset, func(m dirMode) bool { return m.change == i }) {
-					applied = append(applied, c)
-				}
-			}
 			c := d.Changes[later[j].change]
-			return Diff{}, &PartialError{Path: r.Path, Applied: applied, Err: fmt.Errorf("commit %s: setting its mode once what it holds was made: %w", filepath.Join(r.Path, c.Path), err)}
+			return Diff{}, &PartialError{Path: r.Path, Applied: appliedBut(d.Changes, unset), Err: fmt.Errorf("commit %s: setting its mode once what it holds was made: %w", filepath.Join(r.Path, c.Path), err)}
 		}
 	}
 	return d, nil
@@ -186,6 +194,18 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 type dirMode struct {
 	change int
 	set    func() error
+}
+
+// appliedBut is changes but those whose directory mode, deferred, is in
+// unset: a change is applied once its mode is set.
+func appliedBut(changes []Change, unset []dirMode) []Change {
+	var applied []Change
+	for i, c := range changes {
+		if !slices.ContainsFunc(unset, func(m dirMode) bool { return m.change == i }) {
+			applied = append(applied, c)
+		}
+	}
+	return applied
 }
 
 // ownerRWX is the owner's read, write and search: a commit makes a

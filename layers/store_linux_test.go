@@ -1159,3 +1159,58 @@ func TestCommitRemovingAnothersFileInAStickyDirectoryIsTheOwnerMayNot(t *testing
 		t.Errorf("theirs: %v", err)
 	}
 }
+
+// A commit that stops still sets the read-only modes it deferred for the
+// directories it made before (deepest first, as one that ends does), and
+// tells a change applied only once its mode is set.
+func TestCommitThatStopsSetsTheDirectoryModesItDeferred(t *testing.T) {
+	s := openStore(t)
+	ws := filepath.Join(scratch(t), "ws")
+	write(t, filepath.Join(ws, "dir", "file"), "file\n")
+	mnt := filepath.Join(ws, "dir", "mnt")
+	must(t, os.Mkdir(mnt, 0o755))
+	must(t, unix.Mount("tmpfs", mnt, "tmpfs", 0, "mode=0755"))
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(at(merged), "a-ro", "sub", "f"), "f\n")
+	must(t, os.Chmod(filepath.Join(at(merged), "a-ro", "sub"), 0o555))
+	must(t, os.Chmod(filepath.Join(at(merged), "a-ro"), 0o555))
+	must(t, os.RemoveAll(filepath.Join(at(merged), "dir")))
+	must(t, s.Release("s1"))
+	_, err = s.Commit("s1", false, nil)
+	var pe *PartialError
+	if !errors.As(err, &pe) || !slices.Equal(summary(Diff{Changes: pe.Applied}), []string{"added a-ro", "added a-ro/sub", "added a-ro/sub/f"}) {
+		t.Errorf("commit stopped by a mount point after adding a-ro: %v, want a PartialError naming a-ro and what it holds", err)
+	}
+	for _, d := range []string{"a-ro", "a-ro/sub"} {
+		if st, err := os.Lstat(filepath.Join(ws, d)); err != nil || st.Mode().Perm() != 0o555 {
+			t.Errorf("%s, added by a commit that stopped: %v %v, want mode 0555", d, st.Mode(), err)
+		}
+	}
+}
+
+// A commit stopped by its owner's credentials not being set back tells no
+// directory applied whose mode it deferred: that mode was never set.
+func TestCommitStoppedByLostCredentialsTellsNoDeferredModeApplied(t *testing.T) {
+	s, ws, merged := userLayer(t, nil)
+	write(t, filepath.Join(at(merged), "a-ro", "f"), "f\n")
+	must(t, os.Chmod(filepath.Join(at(merged), "a-ro"), 0o555))
+	must(t, s.Release("s1"))
+	lost := errors.New("lost by the test")
+	testHookMade = func(name string) {
+		if name == "a-ro" {
+			credsLost.Store(&lost)
+		}
+	}
+	t.Cleanup(func() { testHookMade = nil; credsLost.Store(nil) })
+	_, err := s.Commit("s1", false, nil)
+	var pe *PartialError
+	if !errors.As(err, &pe) || !errors.Is(err, lost) || len(pe.Applied) != 0 {
+		t.Errorf("commit whose credentials were lost making a-ro: %v, want a PartialError telling nothing applied", err)
+	}
+	if st, err := os.Lstat(filepath.Join(ws, "a-ro")); err != nil || st.Mode().Perm() == 0o555 {
+		t.Errorf("a-ro: %v %v, want it made without its mode", st.Mode(), err)
+	}
+}
