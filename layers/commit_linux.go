@@ -361,7 +361,7 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner, later f
 		perm := commitPerm(c.NewMode)
 		check := func(st *unix.Stat_t) error { return mayChmod(st, c, uid) }
 		if c.NewMode.IsDir() && perm&ownerRWX != ownerRWX {
-			later(func() error { return setMode(base, c.Path, who, perm, check) })
+			later(func() error { return setMode(base, c.Path, who, who, perm, check) })
 			return nil
 		}
 		return who.as(func() error { return chmodAt(dir, name, perm, check) })
@@ -392,9 +392,14 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner, later f
 			if err != nil || perm&ownerRWX == ownerRWX {
 				return err
 			}
+			// Set as root, as giveMade gave it: the owner's chmod would
+			// lose a set-group-ID bit where the owner is not in the
+			// directory's group (the kernel clears it without
+			// CAP_FSETID). The check is giveMade's trust: the inode it
+			// gave, still a directory of the owner's.
 			later(func() error {
-				return setMode(base, c.Path, who, perm, func(st *unix.Stat_t) error {
-					if st.Dev != made.Dev || st.Ino != made.Ino {
+				return setMode(base, c.Path, who, Owner{}, perm, func(st *unix.Stat_t) error {
+					if st.Dev != made.Dev || st.Ino != made.Ino || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uid {
 						return fmt.Errorf("%s was replaced since the commit made it", name)
 					}
 					return nil
@@ -411,7 +416,7 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner, later f
 			return nil
 		}
 		if perm&ownerRWX != ownerRWX {
-			later(func() error { return setMode(base, c.Path, who, perm, check) })
+			later(func() error { return setMode(base, c.Path, who, who, perm, check) })
 			return nil
 		}
 		return who.as(func() error { return chmodAt(dir, name, perm, check) })
@@ -451,16 +456,16 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner, later f
 	return fmt.Errorf("a %s cannot be committed", modeName(c.NewMode))
 }
 
-// setMode sets the permission bits of rel in base to perm, as who, once
-// check has passed the inode there.
-func setMode(base *tree, rel string, who Owner, perm uint32, check func(*unix.Stat_t) error) error {
+// setMode sets the permission bits of rel in base to perm, as by, once
+// check has passed the inode there, reached as who.
+func setMode(base *tree, rel string, who, by Owner, perm uint32, check func(*unix.Stat_t) error) error {
 	var dir int
 	var name string
 	if err := who.as(func() (err error) { dir, name, err = base.parent(rel); return err }); err != nil {
 		return err
 	}
 	defer unix.Close(dir)
-	return who.as(func() error { return chmodAt(dir, name, perm, check) })
+	return by.as(func() error { return chmodAt(dir, name, perm, check) })
 }
 
 // makeAndRename makes tmp in dir as who with mk, gives it its owner and

@@ -1214,3 +1214,21 @@ func TestCommitStoppedByLostCredentialsTellsNoDeferredModeApplied(t *testing.T) 
 		t.Errorf("a-ro: %v %v, want it made without its mode", st.Mode(), err)
 	}
 }
+
+// A read-only directory a commit makes keeps its set-group-ID bit where
+// the owner is not in the group of the path (whose group it takes): the
+// owner's chmod would lose it.
+func TestCommitKeepsTheSetGroupIDOfAReadOnlyDirectoryItMakes(t *testing.T) {
+	s, ws, merged := userLayer(t, func(ws string) { must(t, os.Chown(ws, 1234, 5678)) })
+	d := filepath.Join(at(merged), "shared")
+	write(t, filepath.Join(d, "f"), "f\n")
+	must(t, unix.Chmod(d, 0o2555))
+	must(t, s.Release("s1"))
+	if _, err := s.Commit("s1", false, nil); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(ws, "shared"), &st); err != nil || st.Mode&0o7777 != 0o2555 || st.Gid != 5678 {
+		t.Errorf("committed shared: mode %04o gid %d %v, want 2555 and gid 5678", st.Mode&0o7777, st.Gid, err)
+	}
+}
