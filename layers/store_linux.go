@@ -407,12 +407,21 @@ func splitLowers(s string) []string {
 	return strings.Split(s, ":")
 }
 
+// ovlMaxStack is the most lower layers an overlay takes (the kernel's
+// OVL_MAX_STACK).
+const ovlMaxStack = 500
+
 // mountOverlay makes a detached overlay of the layers lowers (top first)
 // over the layered path, lower, with upper, or read-only without one, and
 // returns its root. The overlay takes lower by its descriptor, which is
 // the path itself or, when clone, a detached mount of it (ID-mapped).
 func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) (*os.File, error) {
 	path := lower.root
+	// Overlay takes at most ovlMaxStack lower layers and refuses one more
+	// at lowerdir+ with the EINVAL a kernel without lowerdir+ gives.
+	if len(lowers)+1 > ovlMaxStack {
+		return nil, fmt.Errorf("overlay of %s: %d layers over it, more than overlay takes (%d)", path, len(lowers), ovlMaxStack-1)
+	}
 	fail := func(op string, err error) (*os.File, error) {
 		return nil, overlayErr(path, op, err, false)
 	}
@@ -473,8 +482,8 @@ func mountOverlay(lowers []string, lower *tree, clone bool, upper, work string) 
 // an option, when option) not the features or options the store uses;
 // any other cause (a full disk, no memory or file descriptors left, a
 // directory gone, or EINVAL from the mount's creation: overlays stacked
-// too deep, too many layers, the upper and work directories on different
-// mounts) is not that, and is only wrapped.
+// too deep, the upper and work directories on different mounts) is not
+// that, and is only wrapped.
 func overlayErr(path, op string, err error, option bool) error {
 	if errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) || option && errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("%w: overlay of %s: %s: %w", ErrUnsupported, path, op, err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -878,8 +879,19 @@ func TestOverlayFailureIsUnsupportedOnlyWhenItIs(t *testing.T) {
 	if !errors.Is(overlayErr(dir, "lowerdir+", unix.EINVAL, true), ErrUnsupported) {
 		t.Error("overlay refusing lowerdir+ with EINVAL: not unsupported")
 	}
-	// EINVAL from the creation: too many layers, say, or the upper and
-	// work directories on different mounts.
+	// More layers than overlay takes, which it refuses at lowerdir+
+	// with EINVAL, as a kernel without lowerdir+ does.
+	var lowers []string
+	for i := range ovlMaxStack {
+		l := filepath.Join(dir, "lowers", strconv.Itoa(i))
+		must(t, os.MkdirAll(l, 0o755))
+		lowers = append(lowers, l)
+	}
+	if _, err := mountOverlay(lowers, lower, false, "", ""); err == nil || errors.Is(err, ErrUnsupported) {
+		t.Errorf("overlay of %d layers over the path: %v, want an error, not ErrUnsupported", ovlMaxStack, err)
+	}
+	// EINVAL from the creation: the upper and work directories on
+	// different mounts, say.
 	up, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
 	must(t, os.Mkdir(up, 0o755))
 	must(t, os.Mkdir(work, 0o755))
