@@ -1244,3 +1244,31 @@ func TestCommitKeepsTheSetGroupIDOfAReadOnlyDirectoryItMakes(t *testing.T) {
 		t.Errorf("committed shared: mode %04o gid %d %v, want 2555 and gid 5678", st.Mode&0o7777, st.Gid, err)
 	}
 }
+
+// A removal holds one descriptor per level of the tree it empties, not
+// two: a deep tree of the owner's would run the daemon out of them.
+func TestRemovalHoldsOneDescriptorPerLevel(t *testing.T) {
+	dir := t.TempDir()
+	const depth = 100
+	p := filepath.Join(dir, "tree")
+	for range depth {
+		p = filepath.Join(p, "d")
+	}
+	must(t, os.MkdirAll(p, 0o755))
+	names, err := os.ReadDir("/proc/self/fd")
+	must(t, err)
+	var was unix.Rlimit
+	must(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &was))
+	lim := was
+	lim.Cur = uint64(len(names) + depth + depth/2)
+	must(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim))
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		err = removeAt(fd, "tree", filepath.Join(dir, "tree"))
+		unix.Close(fd)
+	}
+	must(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &was))
+	if err != nil {
+		t.Errorf("removal of %d nested directories with %d descriptors to spare: %v", depth, depth+depth/2, err)
+	}
+}

@@ -151,11 +151,13 @@ func removeAt(dir int, name, shown string) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", shown, err)
 	}
-	defer unix.Close(pfd)
 	if err := ownerMayEmpty(pfd); err != nil {
+		unix.Close(pfd)
 		return fmt.Errorf("remove %s: %w", shown, err)
 	}
+	// Not held through the recursion: a level would cost two descriptors.
 	fd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	unix.Close(pfd)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", shown, err)
 	}
