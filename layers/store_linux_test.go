@@ -1073,8 +1073,8 @@ func TestCommitMakesWhatAReadOnlyDirectoryHoldsFirst(t *testing.T) {
 }
 
 // A commit for an owner that is not root removes a tree of the owner's
-// with read-only directories in it (go clean -modcache) whole, as rm -rf
-// would for the owner.
+// with read-only directories in it whole, as go clean -modcache would for
+// the owner.
 func TestCommitRemovesATreeOfReadOnlyDirectories(t *testing.T) {
 	s, ws, merged := userLayer(t, func(ws string) {
 		write(t, filepath.Join(ws, "cache", "x@v1", "sub", "f.go"), "package x\n")

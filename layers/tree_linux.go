@@ -180,9 +180,10 @@ func removeAt(dir int, name, shown string) error {
 
 // ownerMayEmpty gives the directory open as the O_PATH descriptor fd its
 // owner's read, write and search, when that owner is the thread's fsuid
-// and not root and it lacks them, as rm -rf does: a removal as the
-// owner would stop at a directory it made read-only (go mod download
-// makes them so), though the owner may change its mode and so remove it.
+// and not root and it lacks them, as go clean -modcache does (GNU rm -rf
+// does not): a removal as the owner would stop at a directory it made
+// read-only (go mod download makes them so), though the owner may change
+// its mode and so remove it.
 func ownerMayEmpty(fd int) error {
 	fsuid, _ := unix.SetfsuidRetUid(-1)
 	var st unix.Stat_t
