@@ -147,11 +147,14 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	// stopped sets the modes deferred so far of the changes before n,
 	// deepest first, as a commit that ends does (one failing does not stop
 	// the others: each is the mode its change is told applied with), and
-	// says which changes were applied.
-	stopped := func(n int) []Change {
+	// says which changes were applied. The directories above failed, a
+	// change not made, keep the owner's writing and searching, so that a
+	// commit again once its cause is mended can make what they hold.
+	stopped := func(n int, failed string) []Change {
 		var unset []dirMode
 		for j := len(later) - 1; j >= 0; j-- {
-			if later[j].set() != nil {
+			above := failed != "" && strings.HasPrefix(failed, d.Changes[later[j].change].Path+"/")
+			if above || later[j].set() != nil {
 				unset = append(unset, later[j])
 			}
 		}
@@ -159,7 +162,7 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 	}
 	for i, c := range d.Changes {
 		if err := apply(src, base, c, root.Uid, root.Gid, who, func(set func() error) { later = append(later, dirMode{i, set}) }); err != nil {
-			pe := &PartialError{Path: r.Path, Applied: stopped(i), Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
+			pe := &PartialError{Path: r.Path, Applied: stopped(i, c.Path), Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), err)}
 			if c.OldMode.IsDir() && (c.Kind == Deleted || !c.NewMode.IsDir()) {
 				pe.Partly = &c
 			}
@@ -169,7 +172,7 @@ func (s *Store) commit(r record, force bool, keep []string) (Diff, error) {
 		// back after it: nothing more is (the owner's deferred modes
 		// neither: stopped's setting them as the owner fails).
 		if lost := credsLost.Load(); lost != nil && who.UID != 0 {
-			return Diff{}, &PartialError{Path: r.Path, Applied: stopped(i + 1), Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), *lost)}
+			return Diff{}, &PartialError{Path: r.Path, Applied: stopped(i+1, ""), Err: fmt.Errorf("commit %s: %w", filepath.Join(r.Path, c.Path), *lost)}
 		}
 	}
 	// Deepest first, as tar and cp -a do: a directory's mode that denies
@@ -399,7 +402,7 @@ func apply(src uppers, base *tree, c Change, uid, gid uint32, who Owner, later f
 			// gave, still a directory of the owner's.
 			later(func() error {
 				return setMode(base, c.Path, who, Owner{}, perm, func(st *unix.Stat_t) error {
-					if st.Dev != made.Dev || st.Ino != made.Ino || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uid {
+					if st.Dev != made.Dev || st.Ino != made.Ino || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uid || st.Gid != gid {
 						return fmt.Errorf("%s was replaced since the commit made it", name)
 					}
 					return nil

@@ -180,8 +180,11 @@ func (e *ConflictError) Error() string {
 // PartialError is a commit that stopped while applying a layer's
 // changes: those in Applied are on the host, the others are not, but for
 // Partly, when set: the change it stopped in, which removes a directory
-// and may have removed some of what it held. The layer is kept (a diff
-// shows what is left).
+// and may have removed some of what it held; and for a directory the
+// commit made whose mode it had not yet set, which is on the host with
+// its owner's writing and searching added (not told applied, a diff shows
+// its mode as a change left). The layer is kept (a diff shows what is
+// left).
 type PartialError struct {
 	Path    string
 	Applied []Change

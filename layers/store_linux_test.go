@@ -1214,6 +1214,34 @@ func TestCommitThatStopsSetsTheDirectoryModesItDeferred(t *testing.T) {
 	}
 }
 
+// A directory above a change that failed keeps its owner's writing and
+// searching: its read-only mode would refuse the commit again once the
+// failure's cause is mended. It is not told applied.
+func TestCommitThatStopsLeavesWritableTheDirectoriesAboveTheFailure(t *testing.T) {
+	s := openStore(t)
+	ws := filepath.Join(scratch(t), "ws")
+	write(t, filepath.Join(ws, "e", "sub", "file"), "file\n")
+	mnt := filepath.Join(ws, "e", "sub", "mnt")
+	must(t, os.Mkdir(mnt, 0o755))
+	must(t, unix.Mount("tmpfs", mnt, "tmpfs", 0, "mode=0755"))
+	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
+	_, merged, err := s.Create("s1", ws, "", Owner{}, Sandbox{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.RemoveAll(filepath.Join(at(merged), "e", "sub")))
+	must(t, os.Chmod(filepath.Join(at(merged), "e"), 0o555))
+	must(t, s.Release("s1"))
+	_, err = s.Commit("s1", false, nil)
+	var pe *PartialError
+	if !errors.As(err, &pe) || len(pe.Applied) != 0 {
+		t.Errorf("commit stopped by a mount point below e: %v, want a PartialError telling nothing applied", err)
+	}
+	if st, err := os.Lstat(filepath.Join(ws, "e")); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("e, above the change that failed: %v %v, want its mode left 0755", st.Mode(), err)
+	}
+}
+
 // A commit stopped by its owner's credentials not being set back tells no
 // directory applied whose mode it deferred: that mode was never set.
 func TestCommitStoppedByLostCredentialsTellsNoDeferredModeApplied(t *testing.T) {
