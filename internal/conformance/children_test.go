@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -467,19 +466,7 @@ func TestCallersSeeTheirOwnSessions(t *testing.T) {
 	userGroups, operatorGroups, rootGroups := []uint32{socketGroup}, []uint32{socketGroup, operators}, []uint32{0}
 	as := func(uid int, groups []uint32, args ...string) cliResult {
 		t.Helper()
-		cmd := exec.Command(suite.sandboxctl, append([]string{"--socket", d.socket}, args...)...)
-		cmd.SysProcAttr = credentialOf(uid, groups)
-		cmd.Dir = "/"
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("sandboxctl as uid %d: %v", uid, err)
-		}
-		return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+		return sandboxctlAs(t, credentialOf(uid, groups), d.socket, "/", args...)
 	}
 	start := func(uid int, groups []uint32, argv ...string) string {
 		t.Helper()

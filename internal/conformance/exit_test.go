@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,9 +159,16 @@ func sandboxctl(t *testing.T, dir string, args ...string) cliResult {
 
 func sandboxctlOn(t *testing.T, socket, dir string, args ...string) cliResult {
 	t.Helper()
+	return sandboxctlAs(t, nil, socket, dir, args...)
+}
+
+// sandboxctlAs is sandboxctlOn with attr's credentials (nil: the test's).
+func sandboxctlAs(t *testing.T, attr *syscall.SysProcAttr, socket, dir string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, suite.sandboxctl, append([]string{"--socket", socket}, args...)...)
+	cmd.SysProcAttr = attr
 	cmd.Dir = dir
 	cmd.Env = os.Environ()
 	var stdout, stderr bytes.Buffer

@@ -659,19 +659,7 @@ func TestLayersAreTheirOwnersOnly(t *testing.T) {
 	defer d.stop()
 	as := func(uid int, dir string, args ...string) cliResult {
 		t.Helper()
-		cmd := exec.Command(suite.sandboxctl, append([]string{"--socket", d.socket}, args...)...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{user}}}
-		cmd.Dir = dir
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("sandboxctl as uid %d: %v", uid, err)
-		}
-		return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+		return sandboxctlAs(t, credentialOf(uid, []uint32{user}), d.socket, dir, args...)
 	}
 	f := newFixture(t)
 	rootWS := layerWorkspace(t, f)

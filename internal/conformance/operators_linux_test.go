@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -25,19 +24,7 @@ func TestOperatorsOnlyLookAtOthersLayers(t *testing.T) {
 	defer d.stop()
 	as := func(uid int, groups []uint32, dir string, args ...string) cliResult {
 		t.Helper()
-		cmd := exec.Command(suite.sandboxctl, append([]string{"--socket", d.socket}, args...)...)
-		cmd.SysProcAttr = credentialOf(uid, groups)
-		cmd.Dir = dir
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("sandboxctl as uid %d: %v", uid, err)
-		}
-		return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+		return sandboxctlAs(t, credentialOf(uid, groups), d.socket, dir, args...)
 	}
 	operatorGroups := []uint32{socketGroup, operators}
 	f := newFixture(t)

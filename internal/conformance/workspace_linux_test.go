@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -292,19 +291,7 @@ func TestNonRootCallersWorkspace(t *testing.T) {
 	}
 	as := func(groups []uint32, root string) cliResult {
 		t.Helper()
-		cmd := exec.Command(suite.sandboxctl, "--socket", d.socket, "run", "--write", root, "--", "/bin/sh", "-c", `echo x > "$0/made"`, root)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: user, Gid: user, Groups: groups}}
-		cmd.Dir = f.dir
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("sandboxctl as uid %d: %v", user, err)
-		}
-		return cliResult{code: code, stdout: stdout.String(), stderr: stderr.String()}
+		return sandboxctlAs(t, credentialOf(user, groups), d.socket, f.dir, "run", "--write", root, "--", "/bin/sh", "-c", `echo x > "$0/made"`, root)
 	}
 	refused := func(r cliResult, what string, say ...string) {
 		t.Helper()
