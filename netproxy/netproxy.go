@@ -61,9 +61,8 @@ type Config struct {
 
 	// NAT64Prefix is the network's NAT64 prefix, if the operator named
 	// one (sandboxd --nat64-prefix); one CheckNAT64Prefix refuses is
-	// ignored. A
-	// resolved address under it, or under the well-known 64:ff9b::/96,
-	// is refused as the IPv4 address it embeds would be. Under the
+	// ignored. A resolved address under it, or under the well-known
+	// 64:ff9b::/96, is refused as the IPv4 address it embeds would be. Under the
 	// local-use 64:ff9b:1::/48 without it, every length's reading is
 	// checked, so an allowed address there can be refused for what it
 	// would embed at a length the network does not use.
@@ -138,6 +137,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
+	}
+	if CheckNAT64Prefix(cfg.NAT64Prefix) != nil {
+		cfg.NAT64Prefix = netip.Prefix{}
 	}
 	s := &Server{
 		cfg:       cfg,

@@ -1264,11 +1264,12 @@ func TestCheckNAT64Prefix(t *testing.T) {
 	if CheckNAT64Prefix(netip.Prefix{}) == nil {
 		t.Error("CheckNAT64Prefix of no prefix passed")
 	}
-	// A prefix it refuses is not used: the local-use prefix is read at
-	// every length still, and nothing panics reading at /128.
+	// A prefix it refuses is not used (New drops it): the local-use prefix
+	// is read at every length still, and nothing panics reading at /128.
 	for _, named := range []string{"64:ff9b::/40", "2001:db8::/128"} {
 		a := netip.MustParseAddr("64:ff9b:1:0:7f:0:100:1")
-		if got := internalKind(a, netip.MustParsePrefix(named)); got != "NAT64 loopback" {
+		s := New(Config{NAT64Prefix: netip.MustParsePrefix(named)})
+		if got := internalKind(a, s.cfg.NAT64Prefix); got != "NAT64 loopback" {
 			t.Errorf("%s with %s named: %q, want NAT64 loopback", a, named, got)
 		}
 	}

@@ -466,7 +466,8 @@ func (c *addrCache) has(a netip.Addr) (bool, error) {
 // not refused: internal package registries and services that policies name
 // live there, and reaching them is what allowing their names means.
 //
-// nat64 is the operator's NAT64 prefix (Config.NAT64Prefix), if any.
+// nat64 is the operator's NAT64 prefix (Config.NAT64Prefix, as New
+// checked it), if any.
 func internalKind(a netip.Addr, nat64 netip.Prefix) string {
 	a = a.Unmap()
 	if kind := nat64Kind(a, nat64); kind != "" {
@@ -548,7 +549,7 @@ func nat64Embedded(a netip.Addr, nat64 netip.Prefix) (v4s []netip.Addr, guessed 
 	switch {
 	case nat64WellKnown.Contains(a):
 		return []netip.Addr{embeddedAt(b, 96)}, false
-	case CheckNAT64Prefix(nat64) == nil && nat64.Contains(a):
+	case nat64.IsValid() && nat64.Contains(a):
 		return []netip.Addr{embeddedAt(b, nat64.Bits())}, false
 	case !nat64Local.Contains(a):
 		return nil, false
